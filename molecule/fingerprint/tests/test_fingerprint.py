@@ -1,0 +1,37 @@
+"""What the fingerprint role left on the host: its frozen part of the record, and the fetched copy."""
+import hashlib
+import json
+import os
+
+EPH = os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]
+
+
+def _runs(host, base):
+    out = host.run("ls -1 %s 2>/dev/null", base)
+    return sorted(x for x in out.stdout.split() if x.startswith("run-"))
+
+
+def test_check_mode_created_nothing_then_converge_one_run(host):
+    # the check step ran before converge and must not have made a run of its own
+    assert _runs(host, EPH + "/records/molecule") == ["run-001"]
+
+
+def test_host_part_is_frozen_read_only_and_matches_manifest(host):
+    hd = EPH + "/remote/molecule/run-001/hosts/instance"
+    manifest = json.loads(host.file(hd + "/manifest.json").content_string)
+    names = sorted(e["path"] for e in manifest["files"])
+    assert names == ["container.json", "env.json", "fingerprint.json"]
+    for entry in manifest["files"]:
+        f = host.file(hd + "/" + entry["path"])
+        assert f.is_file and f.mode & 0o222 == 0, entry["path"]
+        assert hashlib.sha256(f.content).hexdigest() == entry["sha256"]
+    fp = json.loads(host.file(hd + "/fingerprint.json").content_string)
+    assert fp["gpu"]["gpus"][0]["uuid"].startswith("GPU-")
+
+
+def test_controller_copy_is_identical(host):
+    hd = EPH + "/remote/molecule/run-001/hosts/instance"
+    cd = EPH + "/records/molecule/run-001/hosts/instance"
+    for name in ("fingerprint.json", "container.json", "env.json", "manifest.json"):
+        assert host.file(hd + "/" + name).sha256sum == host.file(cd + "/" + name).sha256sum, name
+    assert host.file(EPH + "/records/molecule/run-001/manifest.json").exists

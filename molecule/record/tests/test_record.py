@@ -1,0 +1,25 @@
+"""The record role leaves exactly one frozen run with a manifest that matches the files."""
+import hashlib
+import json
+import os
+
+RUNS = os.environ["MOLECULE_EPHEMERAL_DIRECTORY"] + "/records/record-scenario"
+
+
+def test_one_run_frozen_with_matching_manifest(host):
+    runs = sorted(host.run("ls -1 %s", RUNS).stdout.split())
+    assert runs == ["run-001"]
+    run = RUNS + "/run-001"
+    manifest = json.loads(host.file(run + "/manifest.json").content_string)
+    assert sorted(e["path"] for e in manifest["files"]) == ["fleet.json", "notes.md"]
+    for e in manifest["files"]:
+        f = host.file(run + "/" + e["path"])
+        assert hashlib.sha256(f.content).hexdigest() == e["sha256"]
+        assert f.mode & 0o222 == 0
+
+
+def test_lost_host_is_in_fleet_and_notes(host):
+    fleet = json.loads(host.file(RUNS + "/run-001/fleet.json").content_string)
+    assert fleet["hosts"] == [{"host": "never-reported", "status": "lost",
+                               "detail": "no result came back: the host failed or became unreachable after step none"}]
+    assert "| never-reported | lost |" in host.file(RUNS + "/run-001/notes.md").content_string

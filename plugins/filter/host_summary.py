@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+def _digest_of(container):
+    """First repo digest (or image id) any runtime reported for the image."""
+    for rt in (container or {}).get("runtimes", {}).values() if isinstance((container or {}).get("runtimes"), dict) else []:
+        img = rt.get("image") or {}
+        for key in ("repo_digests", "repo_digest"):
+            val = img.get(key)
+            if isinstance(val, list) and val:
+                return val[0]
+            if isinstance(val, str) and val:
+                return val
+        if img.get("id"):
+            return img["id"]
+    return None
+
+
+def host_summary(fingerprint, container=None):
+    """Reduce one host's fingerprint (and container facts) to the summary the fleet table prints."""
+    gpu = (fingerprint or {}).get("gpu") or {}
+    driver = gpu.get("driver") or {}
+    gpus = gpu.get("gpus") or []
+    names = sorted({g.get("name") for g in gpus if g.get("name")})
+    foreign = []
+    for proc in gpu.get("processes") or []:
+        if proc.get("foreign", True):
+            foreign.append({"pid": proc.get("pid"), "name": proc.get("process_name"),
+                            "gpu_uuid": proc.get("gpu_uuid"), "used_memory_mib": proc.get("used_memory_mib")})
+    timed_out = list(gpu.get("timed_out") or []) + list((container or {}).get("timed_out") or [])
+    return {
+        "host": fingerprint.get("host"),
+        "status": "ok",
+        "gpu_present": bool(gpu.get("present")),
+        "driver": driver.get("userspace_version") or driver.get("kernel_module_version"),
+        "driver_mismatch": bool(driver.get("mismatch")),
+        "cuda_driver_version": driver.get("cuda_driver_version") or gpu.get("cuda_driver_version"),
+        "gpu_count": len(gpus),
+        "gpu_names": names,
+        "image_digest": _digest_of(container),
+        "foreign_processes": foreign,
+        "timed_out": [" ".join(t) if isinstance(t, list) else t for t in timed_out],
+        "detail": gpu.get("reason") if not gpu.get("present") else None,
+    }
+
+
+def host_summary_line(summary):
+    """One readable line per host for the play output."""
+    s = summary or {}
+    if s.get("status") != "ok":
+        return "%s: %s (%s)" % (s.get("host"), str(s.get("status", "?")).upper(), s.get("detail") or "no detail")
+    if s.get("gpu_present"):
+        gpus = "%d x %s" % (s.get("gpu_count", 0), "/".join(s.get("gpu_names") or ["?"]))
+        drv = "driver %s%s" % (s.get("driver") or "?", " (MISMATCH kernel/userspace)" if s.get("driver_mismatch") else "")
+    else:
+        gpus = "no NVIDIA GPU (%s)" % (s.get("detail") or "not detected")
+        drv = "driver -"
+    foreign = s.get("foreign_processes") or []
+    parts = [
+        "%s: ok" % s.get("host"), drv, gpus,
+        "image %s" % (s.get("image_digest") or "-"),
+        "foreign procs %d%s" % (len(foreign), (" (" + ", ".join("pid %s %s MiB" % (p.get("pid"), p.get("used_memory_mib")) for p in foreign) + ")") if foreign else ""),
+        "timed out: %s" % (", ".join(s.get("timed_out")) if s.get("timed_out") else "none"),
+    ]
+    return " | ".join(parts)
+
+
+class FilterModule:
+    """Per-host summary filters used by the record and fingerprint roles."""
+
+    def filters(self):
+        return {"host_summary": host_summary, "host_summary_line": host_summary_line}

@@ -1,0 +1,7 @@
+# shellcheck shell=bash
+# Source this to use the project's controller toolchain in the current shell:  . scripts/env.sh
+_repro_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export ANSIBLE_CONFIG="$_repro_root/ansible.cfg"
+export ANSIBLE_COLLECTIONS_PATH="$_repro_root/.cache/collections"
+export PATH="${REPRO_VLLM_VENV:-$_repro_root/.venv}/bin:$PATH"
+unset _repro_root

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# System packages the test suite needs on a fresh Debian/Ubuntu machine: sshd for the multi-host harness,
+# shellcheck for the shell sanity test, an en_US.UTF-8 locale for ansible-test. Installs only what is missing.
+set -euo pipefail
+say() { printf '[setup-test-deps] %s\n' "$*"; }
+need=()
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
+command -v locale-gen >/dev/null 2>&1 || need+=(locales)
+command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
+if [ ${#need[@]} -gt 0 ]; then
+  [ "$(id -u)" = 0 ] || { echo "setup-test-deps: need root to apt-get install ${need[*]} (or install them yourself)" >&2; exit 2; }
+  say "apt-get install ${need[*]}"
+  timeout 300 apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
+else
+  say "openssh-server, shellcheck, locales already installed"
+fi
+if ! locale -a 2>/dev/null | grep -qi '^en_US\.utf8$'; then
+  if [ "$(id -u)" = 0 ]; then
+    say "generating the en_US.UTF-8 locale"
+    sed -i 's/^# *en_US.UTF-8 UTF-8/en_US.UTF-8 UTF-8/' /etc/locale.gen
+    grep -q '^en_US.UTF-8 UTF-8' /etc/locale.gen || echo 'en_US.UTF-8 UTF-8' >> /etc/locale.gen
+    locale-gen >/dev/null
+  else
+    say "no en_US.UTF-8 locale and not root: ansible-test will warn"
+  fi
+fi

@@ -1,0 +1,141 @@
+# -*- coding: utf-8 -*-
+"""System tests: the playbooks run for real through ansible-runner (AWX's engine) against localhost and real
+sshd daemons on loopback. GPU output comes from the replay of real H200 captures (tests/fixtures)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+COLLECTIONS = os.environ.get("REPRO_VLLM_COLLECTIONS_PATH", os.path.join(ROOT, ".cache", "collections"))
+SSHD_HOSTS = os.path.join(ROOT, "tests", "system", "sshd_hosts.sh")
+REPLAY = os.path.join(FIXTURES, "bin", "nvidia-smi-replay")
+
+
+def pytest_configure(config):
+    if not os.path.isfile(os.path.join(COLLECTIONS, "ansible_collections", "repro", "vllm", "galaxy.yml")):
+        raise pytest.UsageError("repro.vllm is not linked under %s: run 'make setup' (scripts/setup-dev.sh) first" % COLLECTIONS)
+
+
+def run_playbook(tmp_path, playbook, inventory, extravars=None, ident="run", envvars=None, cmdline=None, block=True):
+    """Run a playbook of this repository through ansible-runner; returns the runner (status, rc, events)."""
+    import ansible_runner
+
+    pdd = tmp_path / ("pdd-" + ident)
+    pdd.mkdir(exist_ok=True)
+    env = {
+        "ANSIBLE_CONFIG": os.path.join(ROOT, "ansible.cfg"),
+        "ANSIBLE_COLLECTIONS_PATH": COLLECTIONS,
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_HOST_KEY_CHECKING": "False",
+    }
+    env.update(envvars or {})
+    kwargs = dict(private_data_dir=str(pdd), playbook=os.path.join(ROOT, playbook), inventory=str(inventory),
+                  extravars=extravars or {}, envvars=env, ident=ident, quiet=True, cmdline=cmdline)
+    if block:
+        return ansible_runner.run(**kwargs)
+    return ansible_runner.run_async(**kwargs)
+
+
+def task_results(runner, task_substring):
+    """Module results of every host for tasks whose name contains task_substring."""
+    out = []
+    for ev in runner.events:
+        data = ev.get("event_data", {})
+        if ev.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable") and task_substring in data.get("task", ""):
+            out.append((data.get("host"), ev["event"], data.get("res", {})))
+    return out
+
+
+def replay_wrapper(tmp_path, name, capture, sleep=0, marker=None):
+    """An executable standing in for nvidia-smi that replays the real captures in tests/fixtures/<capture>."""
+    path = tmp_path / ("nvidia-smi-" + name)
+    lines = ["#!/bin/sh"]
+    if marker:
+        lines.append("touch '%s'" % marker)
+    lines.append("REPRO_VLLM_REPLAY_DIR='%s' REPRO_VLLM_REPLAY_SLEEP='%s' exec '%s' \"$@\"" % (
+        os.path.join(FIXTURES, capture), sleep, REPLAY))
+    path.write_text("\n".join(lines) + "\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def check_frozen(run_dir):
+    """Independent check of a frozen record: every manifest entry's size and sha256, nothing extra, read-only."""
+    with open(os.path.join(run_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    listed = {e["path"]: e for e in manifest["files"]}
+    on_disk = set()
+    for base, _dirs, files in os.walk(run_dir):
+        for name in files:
+            rel = os.path.relpath(os.path.join(base, name), run_dir)
+            if rel != "manifest.json":
+                on_disk.add(rel)
+    assert on_disk == set(listed), "files on disk and in the manifest differ: %s" % (on_disk ^ set(listed))
+    for rel, entry in listed.items():
+        full = os.path.join(run_dir, rel)
+        with open(full, "rb") as f:
+            data = f.read()
+        assert len(data) == entry["size"], rel
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"], rel
+        assert not os.stat(full).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH), "%s is writable" % rel
+    return manifest
+
+
+def free_port_base(count):
+    """A base port such that base+1..base+count are free on 127.0.0.1 now."""
+    for base in range(22200, 40000, 100):
+        ok = True
+        for i in range(1, count + 1):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", base + i))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    raise RuntimeError("no free port range for the sshd hosts")
+
+
+class SshHosts:
+    def __init__(self, directory, count):
+        self.dir = str(directory)
+        self.count = count
+        self.base = free_port_base(count)
+        subprocess.run([SSHD_HOSTS, "start", self.dir, str(count), str(self.base)], check=True, timeout=120)
+        self.inventory = os.path.join(self.dir, "inventory.yml")
+        self.names = ["node%02d" % i for i in range(1, count + 1)]
+
+    def kill(self, name):
+        subprocess.run([SSHD_HOSTS, "kill", self.dir, name], check=True, timeout=30)
+
+    def stop(self):
+        subprocess.run([SSHD_HOSTS, "stop", self.dir], check=False, timeout=60)
+
+
+@pytest.fixture
+def ssh_hosts(tmp_path):
+    made = []
+
+    def start(count):
+        hosts = SshHosts(tmp_path / ("hosts%d" % len(made)), count)
+        made.append(hosts)
+        return hosts
+
+    yield start
+    for hosts in made:
+        hosts.stop()
+
+
+@pytest.fixture
+def python_interpreter():
+    return sys.executable

@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+"""playbooks/fingerprint.yml on the embedded default inventory (localhost), as README command (a) runs it."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+from conftest import COLLECTIONS, ROOT, check_frozen, replay_wrapper, run_playbook, task_results
+
+INVENTORY = os.path.join(ROOT, "inventories", "localhost")
+FAKE_TOKEN = "hf_" + "FAKE" * 9  # obviously fake
+
+
+def _vars(tmp_path, **extra):
+    v = {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_case_id": "lh",
+         "repro_vllm_remote_root": str(tmp_path / "remote"),
+         "repro_vllm_nvidia_smi_path": replay_wrapper(tmp_path, "h200", "h200-1gpu")}
+    v.update(extra)
+    return v
+
+
+def test_localhost_run_is_frozen_verified_and_redacted(tmp_path):
+    r = run_playbook(tmp_path, "playbooks/fingerprint.yml", INVENTORY, _vars(tmp_path), ident="a",
+                     envvars={"HF_TOKEN": FAKE_TOKEN})
+    assert r.status == "successful", r.stdout.read()
+    run = tmp_path / "records" / "lh" / "run-001"
+    manifest = check_frozen(str(run))
+    paths = {e["path"] for e in manifest["files"]}
+    assert {"fleet.json", "notes.md", "hosts/localhost/fingerprint.json", "hosts/localhost/env.json",
+            "hosts/localhost/container.json", "hosts/localhost/manifest.json"} <= paths
+    # the host's own sub-record verifies too (it was checked on the controller after the fetch)
+    check_frozen(str(run / "hosts" / "localhost"))
+    fp = json.loads((run / "hosts" / "localhost" / "fingerprint.json").read_text())
+    gpu = fp["gpu"]
+    assert gpu["present"] is True
+    assert gpu["gpus"][0]["name"] == "NVIDIA H200"
+    env_text = (run / "hosts" / "localhost" / "env.json").read_text()
+    assert FAKE_TOKEN not in env_text and json.loads(env_text)["HF_TOKEN"] == "<redacted>"
+    fleet = json.loads((run / "fleet.json").read_text())
+    assert [h["status"] for h in fleet["hosts"]] == ["ok"]
+    assert fleet["hosts"][0]["driver"] == "580.159.04"
+    # the summary line printed for the operator names driver and GPU
+    lines = [res.get("msg") for _h, _e, res in task_results(r, "Per-host summary")]
+    assert lines and "580.159.04" in str(lines) and "NVIDIA H200" in str(lines)
+
+
+def test_second_run_gets_next_number_and_leaves_first_untouched(tmp_path):
+    assert run_playbook(tmp_path, "playbooks/fingerprint.yml", INVENTORY, _vars(tmp_path), ident="a").status == "successful"
+    first = check_frozen(str(tmp_path / "records" / "lh" / "run-001"))
+    assert run_playbook(tmp_path, "playbooks/fingerprint.yml", INVENTORY, _vars(tmp_path), ident="b").status == "successful"
+    check_frozen(str(tmp_path / "records" / "lh" / "run-002"))
+    assert check_frozen(str(tmp_path / "records" / "lh" / "run-001")) == first
+
+
+def test_check_mode_writes_nothing(tmp_path):
+    r = run_playbook(tmp_path, "playbooks/fingerprint.yml", INVENTORY, _vars(tmp_path), ident="c", cmdline="--check")
+    assert r.status == "successful", r.stdout.read()
+    assert not (tmp_path / "records").exists() or not any((tmp_path / "records").rglob("*.json"))
+    assert not (tmp_path / "remote").exists() or not any((tmp_path / "remote").rglob("*.json"))
+
+
+def test_records_root_not_writable_fails_with_the_path(tmp_path):
+    blocker = tmp_path / "records-is-a-file"
+    blocker.write_text("not a directory\n")
+    r = run_playbook(tmp_path, "playbooks/fingerprint.yml", INVENTORY,
+                     _vars(tmp_path, repro_vllm_records_root=str(blocker)), ident="d")
+    assert r.status == "failed"
+    failures = [res.get("msg", "") for _h, ev, res in task_results(r, "") if ev == "runner_on_failed"]
+    assert any(str(blocker) in m for m in failures), failures
+
+
+def test_frozen_run_refuses_writes_and_verify_detects_tampering(tmp_path):
+    assert run_playbook(tmp_path, "playbooks/fingerprint.yml", INVENTORY, _vars(tmp_path), ident="e").status == "successful"
+    run = tmp_path / "records" / "lh" / "run-001"
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
+
+    def adhoc(args):
+        return subprocess.run(["ansible", "localhost", "-i", INVENTORY, "-m", "repro.vllm.run_record", "-a", args],
+                              env=env, capture_output=True, text=True, timeout=120)
+
+    w = adhoc("state=write path=%s part=extra.txt content=late" % run)
+    assert w.returncode != 0 and "frozen" in w.stdout.lower(), w.stdout
+    assert not (run / "extra.txt").exists()
+    assert adhoc("state=verify path=%s" % run).returncode == 0
+    target = run / "hosts" / "localhost" / "fingerprint.json"
+    target.chmod(0o644)
+    target.write_text(target.read_text().replace("NVIDIA H200", "NVIDIA H100"))
+    v = adhoc("state=verify path=%s" % run)
+    assert v.returncode != 0 and "hosts/localhost/fingerprint.json" in v.stdout, v.stdout
