@@ -1,0 +1,143 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: record_log
+type: notification
+short_description: Write the play's own log into the repro.vllm run record (terminal.log)
+version_added: 0.1.0
+description:
+  - Once a play opens a run with the C(repro.vllm.record) role (the fact C(repro_vllm_run) appears), every play,
+    task and per-host result line that follows is appended to C(terminal.log) in that run, redacted with the
+    same rules as the C(repro.vllm.redact) filter, so the record shows how it was made.
+  - Writing stops when the task that freezes the run starts (a frozen run is never written to); the lines
+    before the run was opened are kept in memory and written first.
+  - Enable it with C(callbacks_enabled = repro.vllm.record_log) in C(ansible.cfg), or
+    C(ANSIBLE_CALLBACKS_ENABLED=repro.vllm.record_log) (for example in an AWX job template's environment).
+requirements:
+  - enabled in the callbacks list
+"""
+
+import json
+import os
+import time
+
+from ansible.plugins.callback import CallbackBase
+
+from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_data, redact_text
+
+_MAX_RESULT_CHARS = 4000
+_MAX_EARLY_LINES = 2000
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "notification"
+    CALLBACK_NAME = "repro.vllm.record_log"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self, display=None):
+        super().__init__(display=display)
+        self._path = None
+        self._fh = None
+        self._early = []
+        self._closed = False
+
+    # --- writing ---------------------------------------------------------------------------------------
+    def _line(self, text):
+        line = "%s %s" % (time.strftime("%Y-%m-%dT%H:%M:%S"), redact_text(text))
+        if self._closed:
+            return
+        if self._fh is None:
+            if len(self._early) < _MAX_EARLY_LINES:
+                self._early.append(line)
+            return
+        self._fh.write(line + "\n")
+        self._fh.flush()
+
+    def _open(self, run_path):
+        if self._fh is not None or self._closed or not run_path:
+            return
+        target = os.path.join(run_path, "terminal.log")
+        if not os.path.isdir(run_path):
+            return  # check mode: the run was only planned
+        if os.path.exists(os.path.join(run_path, "manifest.json")):
+            self._closed = True  # frozen already: never touch it
+            return
+        try:
+            self._fh = open(target, "a", encoding="utf-8")
+        except OSError as exc:
+            self._display.warning("repro.vllm.record_log: cannot write %s: %s" % (target, exc))
+            self._closed = True
+            return
+        self._path = target
+        for line in self._early:
+            self._fh.write(line + "\n")
+        self._early = []
+        self._fh.flush()
+
+    def _close(self, why):
+        if self._fh is not None:
+            self._fh.write("%s [record_log] %s; terminal.log ends here\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), why))
+            self._fh.close()
+            self._fh = None
+        self._closed = True
+
+    # --- events --------------------------------------------------------------------------------------
+    def v2_playbook_on_play_start(self, play):
+        self._line("PLAY [%s]" % play.get_name().strip())
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        args = task.args or {}
+        if task.action in ("repro.vllm.run_record", "run_record") and args.get("state") == "freeze" and self._fh is not None:
+            self._line("TASK [%s]" % task.get_name().strip())
+            self._close("the run is being frozen")
+            return
+        self._line("TASK [%s]" % task.get_name().strip())
+
+    def _result(self, status, result):
+        host = result._host.get_name()
+        res = dict(result._result)
+        facts = res.get("ansible_facts") or {}
+        run = facts.get("repro_vllm_run")
+        if isinstance(run, dict) and run.get("path"):
+            self._open(run.get("path"))
+        for key in ("invocation", "_ansible_no_log", "_ansible_verbose_always", "ansible_facts"):
+            res.pop(key, None)
+        if result._result.get("_ansible_no_log"):
+            body = "(output hidden: no_log)"
+        else:
+            body = json.dumps(redact_data(res), sort_keys=True, default=str)
+            if len(body) > _MAX_RESULT_CHARS:
+                body = body[:_MAX_RESULT_CHARS] + "...(truncated)"
+        self._line("%s: [%s] %s" % (status, host, body))
+
+    def v2_runner_on_ok(self, result):
+        self._result("ok", result)
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._result("failed (ignored)" if ignore_errors else "failed", result)
+
+    def v2_runner_on_unreachable(self, result):
+        self._result("unreachable", result)
+
+    def v2_runner_on_skipped(self, result):
+        self._line("skipped: [%s]" % result._host.get_name())
+
+    def v2_runner_item_on_ok(self, result):
+        self._result("ok (item)", result)
+
+    def v2_runner_item_on_failed(self, result):
+        self._result("failed (item)", result)
+
+    def v2_playbook_on_stats(self, stats):
+        hosts = sorted(stats.processed.keys())
+        for h in hosts:
+            s = stats.summarize(h)
+            self._line("RECAP %s ok=%d changed=%d unreachable=%d failed=%d skipped=%d" % (
+                h, s["ok"], s["changed"], s["unreachable"], s["failures"], s["skipped"]))
+        if not self._closed:
+            self._close("the playbook ended")
