@@ -1,0 +1,907 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+# Do not use this from other collections or standalone plugins/modules!
+"""NVIDIA GPU facts of one host: parsers (pure functions on text) and :func:`gather`.
+
+Everything here is standard library only and imports without Ansible, so the same code runs inside the
+``gpu_facts`` module and standalone on a GPU machine that has no Ansible (``tests/device/gpu_facts_capture.sh``,
+``benchmarks/gpu_facts_bench.py``).
+
+The parsers were written against real captures of an NVIDIA H200 with driver 580.159.04 (see
+``tests/fixtures/h200-1gpu*``). Outputs this project has no capture of (``nvidia-smi nvlink -s`` with links,
+``nvidia-imex-ctl -N``, ``nvidia-ctk --version``) are kept raw and not parsed.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import stat
+import time
+
+from ansible_collections.repro.vllm.plugins.module_utils._cmd import (
+    STATUS_NOT_FOUND, STATUS_OK, STATUS_TIMED_OUT, find_binary, run_cmd, summary)
+
+SECTIONS = ("driver", "gpus", "processes", "topology", "nvlink", "fabric", "imex", "visible_devices",
+            "device_nodes", "loader", "container_toolkit")
+
+DEFAULT_TIMEOUT = 5.0
+STATUS_SKIPPED = "skipped"
+RAW_LIMIT = 65536
+
+DEFAULT_OPTIONS = {
+    "nvidia_smi_path": None,
+    "command_timeout": DEFAULT_TIMEOUT,
+    "proc_root": "/proc",
+    "dev_root": "/dev",
+    "ldconfig_path": None,
+    "imex_config_dir": "/etc/nvidia-imex",
+    "own_pids": [],
+    "gather": ["all"],
+    "extra_query_fields": [],
+    "fabric_query": "auto",
+}
+
+# (query field, place in the GPU record, converter name). Every field is one the 580 driver accepts
+# (tests/fixtures/h200-1gpu-busy/all_fields.list); one --query-gpu call with all of them took 23-123 ms there.
+GPU_FIELDS = (
+    ("index", ("index",), "int"),
+    ("uuid", ("uuid",), "str"),
+    ("name", ("name",), "str"),
+    ("serial", ("serial",), "str"),
+    ("pci.bus_id", ("pci_bus_id",), "str"),
+    ("driver_version", ("driver_version",), "str"),
+    ("vbios_version", ("vbios_version",), "str"),
+    ("memory.total", ("memory_total_mib",), "int"),
+    ("memory.used", ("memory_used_mib",), "int"),
+    ("memory.free", ("memory_free_mib",), "int"),
+    ("memory.reserved", ("memory_reserved_mib",), "int"),
+    ("persistence_mode", ("persistence_mode",), "enabled"),
+    ("compute_mode", ("compute_mode",), "str"),
+    ("compute_cap", ("compute_cap",), "str"),
+    ("mig.mode.current", ("mig_mode", "current"), "enabled"),
+    ("mig.mode.pending", ("mig_mode", "pending"), "enabled"),
+    ("ecc.mode.current", ("ecc", "mode_current"), "enabled"),
+    ("ecc.mode.pending", ("ecc", "mode_pending"), "enabled"),
+    ("ecc.errors.uncorrected.volatile.total", ("ecc", "uncorrected_volatile_total"), "int"),
+    ("ecc.errors.uncorrected.aggregate.total", ("ecc", "uncorrected_aggregate_total"), "int"),
+    ("ecc.errors.corrected.volatile.total", ("ecc", "corrected_volatile_total"), "int"),
+    ("retired_pages.pending", ("retired_pages_pending",), "yes"),
+    ("remapped_rows.pending", ("remapped_rows", "pending"), "yes"),
+    ("remapped_rows.failure", ("remapped_rows", "failure"), "yes"),
+    ("remapped_rows.uncorrectable", ("remapped_rows", "uncorrectable"), "int"),
+    ("gpu_recovery_action", ("gpu_recovery_action",), "str"),
+    ("pstate", ("pstate",), "str"),
+    ("temperature.gpu", ("temperature_gpu_c",), "int"),
+    ("power.draw", ("power_draw_w",), "float"),
+    ("power.limit", ("power_limit_w",), "float"),
+    ("clocks.current.sm", ("clocks_sm_mhz",), "int"),
+    ("clocks.max.sm", ("clocks_max_sm_mhz",), "int"),
+    ("clocks_event_reasons.active", ("clocks_event_reasons_active",), "str"),
+    ("pcie.link.gen.gpucurrent", ("pcie", "gen_current"), "int"),
+    ("pcie.link.gen.max", ("pcie", "gen_max"), "int"),
+    ("pcie.link.width.current", ("pcie", "width_current"), "int"),
+    ("pcie.link.width.max", ("pcie", "width_max"), "int"),
+    ("addressing_mode", ("addressing_mode",), "str"),
+    ("c2c.mode", ("c2c_mode",), "enabled"),
+    ("fabric.state", ("fabric", "state"), "str"),
+    ("fabric.status", ("fabric", "status"), "str"),
+    ("platform.chassis_serial_number", ("platform", "chassis_serial_number"), "str"),
+    ("platform.slot_number", ("platform", "slot_number"), "int"),
+    ("platform.tray_index", ("platform", "tray_index"), "int"),
+    ("platform.host_id", ("platform", "host_id"), "int"),
+    ("platform.module_id", ("platform", "module_id"), "int"),
+)
+GPU_QUERY_FIELDS = tuple(f[0] for f in GPU_FIELDS)
+# The fallback when the driver refuses the full query: long-standing fields only (the same twelve as the
+# real capture h200-1gpu-busy/busy_query).
+GPU_QUERY_SAFE_FIELDS = ("index", "uuid", "name", "pci.bus_id", "driver_version", "memory.total", "memory.used",
+                         "memory.free", "persistence_mode", "compute_mode", "mig.mode.current", "compute_cap")
+# Other names the driver accepts for the same field (nvsmi_help_query: '"clocks.current.sm" or "clocks.sm"').
+FIELD_ALIASES = {"clocks.sm": "clocks.current.sm", "gpu_name": "name", "gpu_uuid": "uuid", "gpu_serial": "serial",
+                 "gpu_bus_id": "pci.bus_id", "clocks_throttle_reasons.active": "clocks_event_reasons.active"}
+# Positional: with a header, nvidia-smi names the last column "used_gpu_memory [MiB]" although the field asked
+# for is "used_memory" (h200-1gpu-busy/busy_apps), so columns are never matched by header name.
+APPS_FIELDS = ("pid", "process_name", "gpu_uuid", "used_memory")
+
+TOPO_AFFINITY_COLUMNS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
+ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+BAD_FIELD_RE = re.compile(r'Field "([^"]+)" is not a valid field to query')
+NVML_FAIL_RE = re.compile(r"^.*Failed to initialize NVML: *(.*?)\s*$", re.M)
+SMI_FAIL_RE = re.compile(r"^.*NVIDIA-SMI has failed.*$", re.M)
+NVML_LIB_RE = re.compile(r"NVML library version: *(\S+)")
+MISMATCH_TEXT = "Driver/library version mismatch"
+SMI_TABLE_RE = re.compile(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s*(\S+)\s+CUDA Version:\s*(\S+)")
+KERNEL_VERSION_RE = re.compile(r"\s(\d+\.\d+(?:\.\d+)*)\s")
+LDCONFIG_RE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(.+?)\s*$")
+LOADER_LIBS = (("libcuda", "libcuda.so"), ("libnccl", "libnccl.so"), ("libnvidia_ml", "libnvidia-ml.so"))
+SMI_Q_GPU_RE = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# values
+
+def is_unavailable(raw):
+    """True for a value that means "no value": empty, N/A, or any bracketed marker such as [N/A],
+    [Not Supported], [Unknown Error] or [Requested functionality has been deprecated]."""
+    v = (raw or "").strip()
+    return v in ("", "N/A") or (v.startswith("[") and v.endswith("]"))
+
+
+def _strip_unit(value, units=("MiB", "W", "MHz", "%", "C", "us")):
+    for unit in units:
+        if value.endswith(" " + unit):
+            return value[:-len(unit) - 1]
+    return value
+
+
+def convert(raw, kind):
+    """(value, raw_if_not_converted). Unavailable or unparsable values give None and keep the raw text."""
+    v = (raw or "").strip()
+    if is_unavailable(v):
+        return None, v
+    try:
+        if kind == "int":
+            return int(_strip_unit(v)), None
+        if kind == "float":
+            return float(_strip_unit(v)), None
+        if kind == "enabled":
+            return {"enabled": True, "disabled": False}[v.lower()], None
+        if kind == "yes":
+            return {"yes": True, "no": False}[v.lower()], None
+    except (ValueError, KeyError):
+        return None, v
+    return v, None
+
+
+def parse_csv(text, nfields):
+    """Rows (lists of stripped strings) of nvidia-smi ``--format=csv,noheader`` output and the lines that do
+    not have exactly ``nfields`` values (a truncated or corrupted answer) as errors."""
+    rows, errors = [], []
+    for lineno, line in enumerate((text or "").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            cells = next(csv.reader([line.replace("\x00", "")], skipinitialspace=True))
+        except (csv.Error, StopIteration) as exc:
+            errors.append({"lineno": lineno, "line": line[:500], "reason": "not CSV: %s" % exc})
+            continue
+        if len(cells) != nfields:
+            errors.append({"lineno": lineno, "line": line[:500],
+                           "reason": "%d values where %d fields were asked" % (len(cells), nfields)})
+            continue
+        rows.append([c.strip() for c in cells])
+    return rows, errors
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# GPUs and processes
+
+def _set_path(rec, path, value):
+    for key in path[:-1]:
+        rec = rec.setdefault(key, {})
+    rec[path[-1]] = value
+
+
+def empty_gpu():
+    """A GPU record with every key present and null."""
+    rec = {}
+    for _field, path, _kind in GPU_FIELDS:
+        _set_path(rec, path, None)
+    rec.update(foreign_processes=[], foreign_memory_mib=0, unaccounted_memory_mib=None, unavailable={}, extra={})
+    return rec
+
+
+def gpu_record(values):
+    """A GPU record from ``{query field: raw value}`` (field names or their aliases)."""
+    spec = dict((f, (path, kind)) for f, path, kind in GPU_FIELDS)
+    rec = empty_gpu()
+    for field, raw in values.items():
+        canon = FIELD_ALIASES.get(field, field)
+        if canon not in spec:
+            rec["extra"][field] = raw
+            continue
+        path, kind = spec[canon]
+        value, kept = convert(raw, kind)
+        _set_path(rec, path, value)
+        if kept is not None:
+            rec["unavailable"][canon] = kept
+    return rec
+
+
+def parse_gpu_query(text, fields):
+    """GPUs from ``nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits``; ``{gpus, errors}``."""
+    fields = list(fields)
+    rows, errors = parse_csv(text, len(fields))
+    gpus = [gpu_record(dict(zip(fields, row))) for row in rows]
+    return {"gpus": gpus, "errors": errors}
+
+
+def parse_compute_apps(text, fields=APPS_FIELDS):
+    """Processes from ``nvidia-smi --query-compute-apps=<fields> --format=csv,noheader,nounits``."""
+    fields = list(fields)
+    rows, errors = parse_csv(text, len(fields))
+    procs = []
+    for row in rows:
+        values = dict(zip(fields, row))
+        if values.get("pid", "").lower() == "pid":
+            continue  # a header line (the --format without noheader): its names do not match the fields
+        pid, _kept = convert(values.get("pid"), "int")
+        mem, _kept = convert(values.get("used_memory", values.get("used_gpu_memory")), "int")
+        name, _kept = convert(values.get("process_name"), "str")
+        uuid, _kept = convert(values.get("gpu_uuid"), "str")
+        procs.append({"pid": pid, "process_name": name, "gpu_uuid": uuid, "used_memory_mib": mem,
+                      "gpu_index": None, "own": False})
+    return {"processes": procs, "errors": errors}
+
+
+def attribute_processes(gpus, procs, own_pids=()):
+    """Mark each process own or foreign and add ``foreign_processes``/``foreign_memory_mib`` and
+    ``unaccounted_memory_mib`` (used memory no listed process accounts for) to each GPU. Returns a summary."""
+    own = set(int(p) for p in own_pids or ())
+    by_uuid = dict((g.get("uuid"), g) for g in gpus if g.get("uuid"))
+    listed = {}
+    for proc in procs:
+        gpu = by_uuid.get(proc.get("gpu_uuid"))
+        proc["own"] = proc.get("pid") in own
+        proc["gpu_index"] = gpu.get("index") if gpu else None
+        mem = proc.get("used_memory_mib") or 0
+        if gpu is None:
+            continue
+        listed[id(gpu)] = listed.get(id(gpu), 0) + mem
+        if not proc["own"]:
+            gpu["foreign_processes"].append({"pid": proc.get("pid"), "process_name": proc.get("process_name"),
+                                             "used_memory_mib": proc.get("used_memory_mib")})
+            gpu["foreign_memory_mib"] += mem
+    for gpu in gpus:
+        if gpu.get("memory_used_mib") is not None:
+            gpu["unaccounted_memory_mib"] = max(0, gpu["memory_used_mib"] - listed.get(id(gpu), 0))
+    foreign = [p for p in procs if not p["own"]]
+    return {"process_count": len(procs), "foreign_process_count": len(foreign),
+            "foreign_memory_mib": sum(p.get("used_memory_mib") or 0 for p in foreign),
+            "gpus_with_foreign_processes": [g.get("index") for g in gpus if g["foreign_processes"]],
+            "unattributed_processes": [p.get("pid") for p in procs if p["gpu_index"] is None]}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# driver
+
+def parse_smi_version(text):
+    """``nvidia-smi --version``: nvidia_smi_version, nvml_version, driver_version, cuda_version (or None)."""
+    keys = {"nvidia-smi version": "nvidia_smi_version", "nvml version": "nvml_version",
+            "driver version": "driver_version", "cuda version": "cuda_version"}
+    out = dict((v, None) for v in keys.values())
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() in keys and value.strip():
+            out[keys[key.strip().lower()]] = value.strip()
+    return out
+
+
+def parse_smi_table(text):
+    """The header of the default ``nvidia-smi`` table: nvidia_smi_version, driver_version, cuda_version."""
+    m = SMI_TABLE_RE.search(text or "")
+    if not m:
+        return {"nvidia_smi_version": None, "driver_version": None, "cuda_version": None}
+    return {"nvidia_smi_version": m.group(1), "driver_version": m.group(2), "cuda_version": m.group(3)}
+
+
+def parse_proc_version(text):
+    """``/proc/driver/nvidia/version``: version, flavor (open/proprietary), the NVRM line, the GCC line."""
+    out = {"version": None, "flavor": None, "nvrm_line": None, "gcc": None}
+    for line in (text or "").splitlines():
+        if line.startswith("NVRM version:") and out["nvrm_line"] is None:
+            out["nvrm_line"] = line.strip()
+            m = KERNEL_VERSION_RE.search(line + " ")
+            out["version"] = m.group(1) if m else None
+            if "Open Kernel Module" in line:
+                out["flavor"] = "open"
+            elif "Kernel Module" in line:
+                out["flavor"] = "proprietary"
+        elif line.startswith("GCC version:"):
+            out["gcc"] = line.partition(":")[2].strip() or None
+    return out
+
+
+def detect_nvml_failure(text):
+    """An NVML initialisation failure printed by nvidia-smi, or None.
+
+    Returns ``{line, reason, mismatch, nvml_library_version}``; ``mismatch`` is True for
+    "Failed to initialize NVML: Driver/library version mismatch"."""
+    text = text or ""
+    m = NVML_FAIL_RE.search(text)
+    if m:
+        lib = NVML_LIB_RE.search(text)
+        return {"line": m.group(0).strip(), "reason": m.group(1) or None, "mismatch": MISMATCH_TEXT in m.group(1),
+                "nvml_library_version": lib.group(1) if lib else None}
+    m = SMI_FAIL_RE.search(text)
+    if m:
+        return {"line": m.group(0).strip(), "reason": m.group(0).strip(), "mismatch": False,
+                "nvml_library_version": None}
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# topology, -q sections, fabric
+
+def parse_topology(text):
+    """``nvidia-smi topo -m``: devices (column labels), matrix {row: {column: link}}, affinity per GPU row
+    (cpu_affinity, numa_affinity, gpu_numa_id) and the NIC legend. Empty cells are dropped before the values
+    are lined up with the header, since the driver writes an extra tab before "GPU NUMA ID" in data rows."""
+    out = {"devices": [], "matrix": {}, "affinity": {}, "nics": {}, "parsed": False}
+    lines = ANSI_RE.sub("", text or "").splitlines()
+    header_at = None
+    for i, line in enumerate(lines):
+        cells = [c.strip() for c in line.split("\t") if c.strip()]
+        if line[:1] in ("\t", " ") and cells and cells[0].startswith(("GPU", "NIC")):
+            header_at, header = i, cells
+            break
+    if header_at is None:
+        return out
+    devices = [c for c in header if c not in TOPO_AFFINITY_COLUMNS]
+    extra = [c for c in header if c in TOPO_AFFINITY_COLUMNS]
+    out["devices"] = devices
+    for line in lines[header_at + 1:]:
+        if not line.strip():
+            break
+        cells = [c.strip() for c in line.split("\t")]
+        label, values = cells[0], [c for c in cells[1:] if c]
+        if not label or len(values) < len(devices):
+            continue
+        out["matrix"][label] = dict(zip(devices, values[:len(devices)]))
+        rest = values[len(devices):]
+        if rest and len(rest) == len(extra):
+            aff = dict(zip(extra, rest))
+            out["affinity"][label] = {
+                "cpu_affinity": None if is_unavailable(aff.get("CPU Affinity")) else aff.get("CPU Affinity"),
+                "numa_affinity": None if is_unavailable(aff.get("NUMA Affinity")) else aff.get("NUMA Affinity"),
+                "gpu_numa_id": None if is_unavailable(aff.get("GPU NUMA ID")) else aff.get("GPU NUMA ID")}
+    in_nic_legend = False
+    for line in lines:
+        if line.strip() == "NIC Legend:":
+            in_nic_legend = True
+            continue
+        if in_nic_legend:
+            m = re.match(r"^\s*(NIC\d+):\s*(\S+)\s*$", line)
+            if m:
+                out["nics"][m.group(1)] = m.group(2)
+            elif line.strip():
+                in_nic_legend = False
+    out["parsed"] = bool(out["matrix"])
+    return out
+
+
+def _q_put(parent, key, value):
+    if key in parent:
+        if not isinstance(parent[key], list):
+            parent[key] = [parent[key]]
+        parent[key].append(value)
+    else:
+        parent[key] = value
+
+
+def parse_smi_q(text):
+    """``nvidia-smi -q`` (or ``-q -d ...``) as nested dicts by indentation: ``{header: {...}, gpus: [...]}``,
+    each GPU with its ``bus_id``. Keys repeated under one parent become lists."""
+    header, gpus = {}, []
+    stack = [(-1, header)]
+    for line in (text or "").splitlines():
+        if not line.strip() or line.lstrip().startswith("=="):
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        s = line.strip()
+        m = SMI_Q_GPU_RE.match(s)
+        if indent == 0 and m:
+            gpu = {"bus_id": m.group(1)}
+            gpus.append(gpu)
+            stack = [(-1, header), (0, gpu)]
+            continue
+        while len(stack) > 1 and stack[-1][0] >= indent:
+            stack.pop()
+        parent = stack[-1][1]
+        key, sep, value = s.partition(":")
+        if sep:
+            _q_put(parent, key.strip(), value.strip())
+        else:
+            child = {}
+            _q_put(parent, s, child)
+            stack.append((indent, child))
+    return {"header": header, "gpus": gpus}
+
+
+def _na(value):
+    return None if not isinstance(value, str) or is_unavailable(value) else value
+
+
+def fabric_from_q(text):
+    """The "Fabric" section of each GPU in ``nvidia-smi -q``: bus_id, state, status, clique_id, cluster_uuid,
+    health (a dict of its lines). A GPU without the section gets ``section_present: False``."""
+    out = []
+    for gpu in parse_smi_q(text)["gpus"]:
+        fab = gpu.get("Fabric")
+        rec = {"bus_id": gpu["bus_id"], "section_present": isinstance(fab, dict), "state": None, "status": None,
+               "clique_id": None, "cluster_uuid": None, "health": {}}
+        if isinstance(fab, dict):
+            rec.update(state=_na(fab.get("State")), status=_na(fab.get("Status")), clique_id=_na(fab.get("CliqueId")),
+                       cluster_uuid=_na(fab.get("ClusterUUID")))
+            health = fab.get("Health")
+            if isinstance(health, dict):
+                rec["health"] = dict((k, _na(v)) for k, v in health.items() if isinstance(v, str))
+        out.append(rec)
+    return out
+
+
+def nvlink_state(result):
+    """State of ``nvidia-smi nvlink -s`` from its run result: no_links (exit 0, nothing printed: a PCIe GPU),
+    reported (exit 0 with output, kept raw), or the run status (failed, timed_out, not_found, skipped)."""
+    if result.get("status") != STATUS_OK:
+        return result.get("status") or "error"
+    return "reported" if (result.get("stdout") or "").strip() else "no_links"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# loader, device nodes, environment
+
+def parse_ldconfig(text):
+    """``ldconfig -p``: the libcuda, libnccl and libnvidia-ml entries ({name, flags, path}) and how many
+    library lines were read."""
+    out = dict((key, []) for key, _prefix in LOADER_LIBS)
+    count = 0
+    for line in (text or "").splitlines():
+        m = LDCONFIG_RE.match(line)
+        if not m:
+            continue
+        count += 1
+        name = m.group(1)
+        for key, prefix in LOADER_LIBS:
+            if name == prefix or name.startswith(prefix + "."):
+                out[key].append({"name": name, "flags": m.group(2), "path": m.group(3)})
+    out["entries_read"] = count
+    return out
+
+
+def resolve_libcuda(entries):
+    """For each libcuda entry whose file exists here, the file it resolves to and the version in its name
+    (libcuda.so.1 -> libcuda.so.580.159.04 gives 580.159.04). Entries whose path does not exist are skipped."""
+    out = []
+    for ent in entries:
+        path = ent.get("path") or ""
+        if not os.path.exists(path):
+            continue
+        target = os.path.realpath(path)
+        m = re.match(r"^libcuda\.so\.(\d+\.\d+(?:\.\d+)*)$", os.path.basename(target))
+        out.append({"path": path, "target": target, "version": m.group(1) if m else None})
+    return out
+
+
+def _node(path):
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return {"path": path, "type": "error", "major": None, "minor": None, "mode": None, "error": str(exc)}
+    mode = st.st_mode
+    kind = ("char" if stat.S_ISCHR(mode) else "block" if stat.S_ISBLK(mode) else "dir" if stat.S_ISDIR(mode)
+            else "link" if stat.S_ISLNK(mode) else "file" if stat.S_ISREG(mode) else "other")
+    dev = kind in ("char", "block")
+    return {"path": path, "type": kind, "major": os.major(st.st_rdev) if dev else None,
+            "minor": os.minor(st.st_rdev) if dev else None, "mode": "%04o" % stat.S_IMODE(mode)}
+
+
+def list_device_nodes(dev_root):
+    """``<dev_root>/nvidia*`` and, for folders such as nvidia-caps and nvidia-caps-imex-channels, their entries."""
+    try:
+        names = sorted(n for n in os.listdir(dev_root) if n.startswith("nvidia"))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        path = os.path.join(dev_root, name)
+        rec = _node(path)
+        out.append(rec)
+        if rec["type"] == "dir":
+            try:
+                children = sorted(os.listdir(path))
+            except OSError:
+                children = []
+            out.extend(_node(os.path.join(path, c)) for c in children)
+    return out
+
+
+def visible_devices(environ):
+    """The variables that decide which GPUs a process sees, from ``environ`` (None when unset)."""
+    out = {}
+    for var in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUDA_DEVICE_ORDER",
+                "NVIDIA_IMEX_CHANNELS"):
+        out[var.lower()] = environ.get(var)
+    cvd = out["cuda_visible_devices"]
+    # an empty CUDA_VISIBLE_DEVICES hides every GPU (h200-1gpu/fail_no_devices); unset shows them all
+    out["cuda_visible_devices_list"] = None if cvd is None else [d.strip() for d in cvd.split(",") if d.strip()]
+    return out
+
+
+def _read_text(path, limit=RAW_LIMIT):
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit).decode("utf-8", errors="replace")
+    except (OSError, IOError):
+        return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# gathering
+
+class _Runner:
+    """Runs commands through run_cmd, keeps their summaries, and stops calling nvidia-smi after it hung once."""
+
+    def __init__(self, timeout):
+        self.timeout = timeout
+        self.commands = []
+        self.timed_out = []
+        self.not_found = []
+        self.skipped = []
+        self.smi_hung = None
+
+    def missing(self, name, msg):
+        self.not_found.append(name)
+        self.commands.append({"cmd": [name], "rc": None, "status": STATUS_NOT_FOUND, "duration_ms": 0,
+                              "timeout": self.timeout, "truncated": False, "msg": msg})
+
+    def run(self, argv, smi=False):
+        if smi and self.smi_hung:
+            rec = {"cmd": list(argv), "rc": None, "status": STATUS_SKIPPED, "duration_ms": 0, "timeout": self.timeout,
+                   "truncated": False,
+                   "msg": "not run: '%s' timed out earlier in this task, and a wedged driver answers no later call"
+                          % self.smi_hung}
+            self.commands.append(rec)
+            self.skipped.append(" ".join(argv))
+            return dict(rec, stdout="", stderr="")
+        res = run_cmd(argv, timeout=self.timeout)
+        self.commands.append(summary(res))
+        if res["status"] == STATUS_TIMED_OUT:
+            self.timed_out.append(" ".join(res["cmd"]))
+            if smi:
+                self.smi_hung = " ".join(res["cmd"])
+        elif res["status"] == STATUS_NOT_FOUND:
+            self.not_found.append(res["cmd"][0])
+        return res
+
+
+def _first_line(text):
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()[:500]
+    return None
+
+
+def _out(res):
+    return (res.get("stdout") or "") + (res.get("stderr") or "")
+
+
+def empty_facts():
+    """The fact dict with every key present and nothing detected."""
+    return {
+        "present": False,
+        "reason": None,
+        "nvidia_smi_path": None,
+        "gathered": [],
+        "driver": {"userspace_version": None, "nvml_version": None, "reported_version": None,
+                   "kernel_module_version": None, "kernel_module_flavor": None, "kernel_module_line": None,
+                   "kernel_module_source": None, "cuda_driver_version": None, "cuda_driver_version_source": None,
+                   "nvml_error": None, "mismatch": False, "mismatch_checked": False, "mismatch_evidence": []},
+        "gpu_count": 0,
+        "gpus": [],
+        "gpu_query": {"status": None, "fields": [], "fallback_used": False, "fallback_reason": None,
+                      "rejected_field": None, "errors": []},
+        "processes": [],
+        "processes_summary": {"status": None, "process_count": 0, "foreign_process_count": 0,
+                              "foreign_memory_mib": 0, "gpus_with_foreign_processes": [],
+                              "unattributed_processes": [], "own_pids": [], "errors": []},
+        "topology": {"status": None, "raw": None, "devices": [], "matrix": {}, "affinity": {}, "nics": {},
+                     "parsed": False},
+        "nvlink": {"status": None, "state": None, "raw": None},
+        "fabric": {"status": None, "source": None, "state_reported": False, "attached": None, "cliques": [],
+                   "gpus": []},
+        "imex": {"installed": False, "daemon_path": None, "ctl_path": None, "config_dir": None,
+                 "config_present": False, "nodes_config_present": False, "nodes_config_raw": None,
+                 "channels": [], "ctl_status": None, "ctl_output": None},
+        "visible_devices": visible_devices({}),
+        "device_nodes": [],
+        "loader": {"status": None, "ldconfig_path": None, "libcuda": [], "libnccl": [], "libnvidia_ml": [],
+                   "libcuda_resolved": [], "entries_read": 0},
+        "container_toolkit": {"nvidia_ctk": {"path": None, "status": None, "version_line": None},
+                              "nvidia_container_cli": {"path": None, "status": None, "version_line": None}},
+        "commands": [],
+        "timed_out": [],
+        "not_found": [],
+        "skipped": [],
+        "errors": [],
+        "duration_ms": 0,
+    }
+
+
+def _wanted(gather_opt):
+    items = list(gather_opt or ["all"])
+    if "all" in items:
+        return set(SECTIONS)
+    unknown = [s for s in items if s not in SECTIONS]
+    if unknown:
+        raise ValueError("unknown gather section(s) %s; choose from all, %s" % (", ".join(unknown),
+                                                                              ", ".join(SECTIONS)))
+    return set(items) | {"driver"}
+
+
+def _query_gpus(run, smi, fields):
+    """Run the --query-gpu call, falling back once to the safe field set when the driver refuses it."""
+    info = {"status": None, "fields": list(fields), "fallback_used": False, "fallback_reason": None,
+            "rejected_field": None, "errors": []}
+    res = run([smi, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"], smi=True)
+    info["status"] = res["status"]
+    nvml = detect_nvml_failure(_out(res)) if res["status"] != STATUS_OK else None
+    if res["status"] not in (STATUS_OK, STATUS_TIMED_OUT, STATUS_SKIPPED, STATUS_NOT_FOUND) and not nvml:
+        text = _out(res)
+        bad = BAD_FIELD_RE.search(text)
+        info["rejected_field"] = bad.group(1) if bad else None
+        info["fallback_reason"] = "the full --query-gpu call ended %s (rc %s): %s" % (
+            res["status"], res.get("rc"), _first_line(text) or "no output")
+        fields = list(GPU_QUERY_SAFE_FIELDS)
+        info.update(fields=fields, fallback_used=True)
+        res = run([smi, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"], smi=True)
+        info["status"] = res["status"]
+    parsed = {"gpus": [], "errors": []}
+    if res["status"] == STATUS_OK:
+        parsed = parse_gpu_query(res["stdout"], fields)
+    info["errors"] = parsed["errors"]
+    return info, parsed["gpus"], res
+
+
+def _fabric(facts, run, smi, mode):
+    fab = facts["fabric"]
+    per_gpu = [{"index": g.get("index"), "uuid": g.get("uuid"), "bus_id": g.get("pci_bus_id"),
+                "state": g["fabric"]["state"], "status": g["fabric"]["status"], "clique_id": None,
+                "cluster_uuid": None, "health": {}} for g in facts["gpus"]]
+    fab["gpus"] = per_gpu
+    fab["source"] = "query-gpu" if per_gpu else None
+    fab["state_reported"] = any(g["state"] for g in per_gpu)
+    fab["status"] = facts["gpu_query"]["status"]
+    if mode == "always" or (mode == "auto" and fab["state_reported"]):
+        # clique and cluster UUID come only from the -q "Fabric" section: this driver refuses -q -d FABRIC
+        # ("Failed to parse --display/-d flags", h200-1gpu README), so the whole -q is read
+        res = run([smi, "-q"], smi=True)
+        fab["status"] = res["status"]
+        if res["status"] == STATUS_OK:
+            fab["source"] = "nvidia-smi -q"
+            by_bus = dict((_norm_bus(r["bus_id"]), r) for r in fabric_from_q(res["stdout"]))
+            for g in per_gpu:
+                q = by_bus.get(_norm_bus(g["bus_id"] or ""))
+                if q:
+                    g.update(state=q["state"] or g["state"], status=q["status"] or g["status"],
+                             clique_id=q["clique_id"], cluster_uuid=q["cluster_uuid"], health=q["health"])
+            fab["state_reported"] = any(g["state"] for g in per_gpu)
+    if per_gpu and not fab["state_reported"]:
+        fab["attached"] = False  # all N/A: a PCIe or non-NVSwitch GPU (compat.md 4.2)
+    elif any(g["cluster_uuid"] for g in per_gpu):
+        fab["attached"] = all((g["state"] or "").lower() == "completed" and (g["status"] or "").lower() == "success"
+                              and g["cluster_uuid"] and g["cluster_uuid"].strip("0-") for g in per_gpu)
+    cliques = []
+    for g in per_gpu:
+        key = {"cluster_uuid": g["cluster_uuid"], "clique_id": g["clique_id"]}
+        if (g["cluster_uuid"] or g["clique_id"]) and key not in cliques:
+            cliques.append(key)
+    fab["cliques"] = cliques
+
+
+def _norm_bus(bus_id):
+    """00000000:00:06.0 and 0000:00:06.0 name the same device."""
+    dom, _sep, rest = (bus_id or "").lower().partition(":")
+    return "%s:%s" % (dom[-4:], rest) if rest else dom
+
+
+def _imex(facts, run, opts):
+    imex = facts["imex"]
+    daemon = find_binary("nvidia-imex")
+    ctl = find_binary("nvidia-imex-ctl")
+    cfg_dir = opts["imex_config_dir"]
+    imex.update(daemon_path=daemon, ctl_path=ctl, config_dir=cfg_dir,
+                config_present=os.path.isfile(os.path.join(cfg_dir, "config.cfg")),
+                nodes_config_present=os.path.isfile(os.path.join(cfg_dir, "nodes_config.cfg")))
+    imex["nodes_config_raw"] = _read_text(os.path.join(cfg_dir, "nodes_config.cfg")) if imex[
+        "nodes_config_present"] else None
+    chan_dir = os.path.join(opts["dev_root"], "nvidia-caps-imex-channels")
+    imex["channels"] = sorted(os.listdir(chan_dir)) if os.path.isdir(chan_dir) else []
+    imex["installed"] = bool(daemon or ctl)
+    if ctl:
+        # no capture of this output exists in the project yet: kept raw, not parsed
+        res = run([ctl, "-N"])
+        imex["ctl_status"] = res["status"]
+        imex["ctl_output"] = _out(res)[:RAW_LIMIT]
+    else:
+        imex["ctl_status"] = STATUS_NOT_FOUND
+
+
+def _toolkit(facts, run):
+    for key, name in (("nvidia_ctk", "nvidia-ctk"), ("nvidia_container_cli", "nvidia-container-cli")):
+        path = find_binary(name)
+        rec = facts["container_toolkit"][key]
+        rec["path"] = path
+        if not path:
+            rec["status"] = STATUS_NOT_FOUND
+            continue
+        res = run([path, "--version"])
+        rec["status"] = res["status"]
+        rec["version_line"] = _first_line(_out(res))  # no capture of this output yet: first line, raw
+
+
+def _guard(facts, section, func, *args):
+    try:
+        func(*args)
+    except Exception as exc:  # pylint: disable=broad-except
+        facts["errors"].append({"section": section, "error": "%s: %s" % (type(exc).__name__, exc)})
+
+
+def gather(options=None):
+    """Collect the GPU facts of this host; never raises for a missing, failing or hung tool.
+
+    ``options`` keys (all optional, see DEFAULT_OPTIONS): nvidia_smi_path, command_timeout, proc_root, dev_root,
+    ldconfig_path, imex_config_dir, own_pids, gather, extra_query_fields, fabric_query (auto, always, never).
+    Raises ValueError only for an unknown section name in ``gather``.
+    """
+    opts = dict(DEFAULT_OPTIONS)
+    opts.update(dict((k, v) for k, v in (options or {}).items() if v is not None))
+    want = _wanted(opts["gather"])
+    start = time.monotonic()
+    runner = _Runner(float(opts["command_timeout"]))
+    facts = empty_facts()
+    facts["gathered"] = [s for s in SECTIONS if s in want]
+    drv = facts["driver"]
+
+    # cheap first: environment, files under /proc and /dev
+    if "visible_devices" in want:
+        facts["visible_devices"] = visible_devices(os.environ)
+    proc_version = os.path.join(opts["proc_root"], "driver", "nvidia", "version")
+    kernel_text = _read_text(proc_version)
+    if kernel_text is not None:
+        kv = parse_proc_version(kernel_text)
+        drv.update(kernel_module_version=kv["version"], kernel_module_flavor=kv["flavor"],
+                   kernel_module_line=kv["nvrm_line"], kernel_module_source=proc_version)
+    if "device_nodes" in want:
+        facts["device_nodes"] = list_device_nodes(opts["dev_root"])
+
+    smi = find_binary("nvidia-smi", explicit=opts["nvidia_smi_path"])
+    facts["nvidia_smi_path"] = smi
+    nvml = None
+    version_ok = False
+    if not smi:
+        if opts["nvidia_smi_path"]:
+            smi_missing = "nvidia_smi_path %s is not an executable file" % opts["nvidia_smi_path"]
+        else:
+            smi_missing = "nvidia-smi not found on PATH or in /usr/bin, /usr/sbin, /bin, /sbin"
+        runner.missing(opts["nvidia_smi_path"] or "nvidia-smi", smi_missing)
+    else:
+        res = runner.run([smi, "--version"], smi=True)
+        if res["status"] == STATUS_OK:
+            version_ok = True
+            v = parse_smi_version(res["stdout"])
+            drv.update(userspace_version=v["nvidia_smi_version"], nvml_version=v["nvml_version"],
+                       reported_version=v["driver_version"], cuda_driver_version=v["cuda_version"])
+            if v["cuda_version"]:
+                drv["cuda_driver_version_source"] = "nvidia-smi --version"
+        else:
+            nvml = detect_nvml_failure(_out(res))
+
+        if want & {"gpus", "processes", "fabric"} and not nvml:
+            info, gpus, qres = _query_gpus(runner.run, smi, list(GPU_QUERY_FIELDS) + [
+                f for f in opts["extra_query_fields"] if f not in GPU_QUERY_FIELDS])
+            facts["gpu_query"] = info
+            facts["gpus"] = gpus
+            facts["gpu_count"] = len(gpus)
+            if qres["status"] != STATUS_OK:
+                nvml = nvml or detect_nvml_failure(_out(qres))
+            if gpus and not drv["reported_version"]:
+                drv["reported_version"] = gpus[0]["driver_version"]
+
+        if not drv["cuda_driver_version"] and not nvml and not runner.smi_hung:
+            # older nvidia-smi --version prints no CUDA line; the default table header always has it
+            res = runner.run([smi], smi=True)
+            if res["status"] == STATUS_OK:
+                t = parse_smi_table(res["stdout"])
+                if t["cuda_version"]:
+                    drv.update(cuda_driver_version=t["cuda_version"], cuda_driver_version_source="nvidia-smi")
+                drv["userspace_version"] = drv["userspace_version"] or t["nvidia_smi_version"]
+                drv["reported_version"] = drv["reported_version"] or t["driver_version"]
+            else:
+                nvml = nvml or detect_nvml_failure(_out(res))
+
+        if "processes" in want and not nvml:
+            _guard(facts, "processes", _processes, facts, runner.run, smi, opts["own_pids"])
+        if "topology" in want and not nvml:
+            _guard(facts, "topology", _topology, facts, runner.run, smi)
+        if "nvlink" in want and not nvml:
+            res = runner.run([smi, "nvlink", "-s"], smi=True)
+            facts["nvlink"] = {"status": res["status"], "state": nvlink_state(res), "raw": _out(res)[:RAW_LIMIT]}
+        if "fabric" in want and not nvml:
+            _guard(facts, "fabric", _fabric, facts, runner.run, smi, opts["fabric_query"])
+
+    if "loader" in want:
+        _guard(facts, "loader", _loader, facts, runner, opts["ldconfig_path"])
+    if "imex" in want:
+        _guard(facts, "imex", _imex, facts, runner.run, opts)
+    if "container_toolkit" in want:
+        _guard(facts, "container_toolkit", _toolkit, facts, runner.run)
+
+    _verdict(facts, nvml, version_ok, smi, proc_version, runner)
+    facts.update(commands=runner.commands, timed_out=runner.timed_out, not_found=runner.not_found,
+                 skipped=runner.skipped, duration_ms=int((time.monotonic() - start) * 1000))
+    return facts
+
+
+def _processes(facts, run, smi, own_pids):
+    summ = facts["processes_summary"]
+    summ["own_pids"] = sorted(set(int(p) for p in own_pids or ()))
+    res = run([smi, "--query-compute-apps=" + ",".join(APPS_FIELDS), "--format=csv,noheader,nounits"], smi=True)
+    summ["status"] = res["status"]
+    if res["status"] != STATUS_OK:
+        return
+    parsed = parse_compute_apps(res["stdout"])
+    facts["processes"] = parsed["processes"]
+    summ.update(attribute_processes(facts["gpus"], parsed["processes"], own_pids))
+    summ["errors"] = parsed["errors"]
+
+
+def _topology(facts, run, smi):
+    res = run([smi, "topo", "-m"], smi=True)
+    topo = facts["topology"]
+    topo["status"] = res["status"]
+    topo["raw"] = _out(res)[:RAW_LIMIT] if res["status"] != STATUS_SKIPPED else None
+    if res["status"] == STATUS_OK:
+        topo.update(parse_topology(res["stdout"]))
+
+
+def _loader(facts, runner, explicit):
+    ldconfig = find_binary("ldconfig", explicit=explicit, extra_dirs=("/sbin", "/usr/sbin"))
+    loader = facts["loader"]
+    loader["ldconfig_path"] = ldconfig
+    if not ldconfig:
+        loader["status"] = STATUS_NOT_FOUND
+        runner.missing(explicit or "ldconfig", "%s is not an executable file" % explicit if explicit
+                       else "ldconfig not found on PATH or in /sbin, /usr/sbin")
+        return
+    res = runner.run([ldconfig, "-p"])
+    loader["status"] = res["status"]
+    if res["status"] == STATUS_OK:
+        loader.update(parse_ldconfig(res["stdout"]))
+        loader["libcuda_resolved"] = resolve_libcuda(loader["libcuda"])
+
+
+def _verdict(facts, nvml, version_ok, smi, proc_version, runner):
+    drv = facts["driver"]
+    evidence = []
+    if nvml:
+        drv["nvml_error"] = nvml["line"]
+        if nvml["mismatch"]:
+            evidence.append("nvidia-smi: %s" % nvml["line"])
+    user, kernel = drv["userspace_version"], drv["kernel_module_version"]
+    if user and kernel and user != kernel:
+        evidence.append("nvidia-smi %s (userspace) but kernel module %s (%s)" % (user, kernel, proc_version))
+    drv["mismatch_evidence"] = evidence
+    drv["mismatch"] = bool(evidence)
+    drv["mismatch_checked"] = bool(nvml and nvml["mismatch"]) or bool(user and kernel)
+    facts["present"] = bool(kernel or facts["gpu_count"] or version_ok or (nvml and nvml["mismatch"]))
+    if facts["present"]:
+        facts["reason"] = None
+        return
+    parts = []
+    if not smi:
+        parts.append(next((c["msg"] for c in runner.commands if c["status"] == STATUS_NOT_FOUND),
+                          "nvidia-smi not found"))
+    elif runner.smi_hung:
+        parts.append("'%s' timed out after %ss" % (runner.smi_hung, runner.timeout))
+    elif nvml:
+        parts.append("nvidia-smi: %s" % nvml["line"])
+    else:
+        parts.append("nvidia-smi reported no GPU")
+    parts.append("%s does not exist (no NVIDIA kernel module loaded)" % proc_version)
+    facts["reason"] = "; ".join(parts)
