@@ -1,0 +1,512 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+# Do not use this from other collections or standalone plugins/modules!
+"""Frozen run records: one directory per attempt, never overwritten.
+
+Layout (see the collection's ARCHITECTURE "Records")::
+
+    <root>/<case_id>/run-NNN/      NNN = next free number, taken with an atomic mkdir
+        manifest.json              written by freeze(): every other file with size and sha256
+        hosts/<host>/...           parts written with write_part()
+
+Contract of every function here:
+
+* Pure Python standard library, no Ansible import: the modules (``run_record``, the log classifier, the
+  vLLM server module) and plain scripts call it alike.
+* Problems the caller can fix raise :class:`RecordError` (``FrozenError`` for a frozen run) whose message
+  names the host path, what is wrong and the fix.  Nothing is half-written: parts are written to a
+  temporary file in the same directory and renamed into place.
+* A run is frozen when ``manifest.json`` exists in it.  That test, not permission bits, is what refuses
+  writes, because root ignores mode bits.
+* Files are hashed in chunks; a record may hold files far larger than memory.
+* ``check_mode=True`` computes the answer and touches nothing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import errno
+import hashlib
+import json
+import os
+import re
+import stat
+import tempfile
+
+SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+RUN_PREFIX = "run-"
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+FROZEN_FILE_MODE = 0o444
+FROZEN_DIR_MODE = 0o555
+CHUNK = 1024 * 1024
+
+_CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_RUN_DIR = re.compile(r"^run-([0-9]{3,})$")
+
+
+class RecordError(Exception):
+    """A record operation that cannot be done; ``str()`` is a message for the user."""
+
+
+class FrozenError(RecordError):
+    """Writing into a frozen run was refused."""
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+def utc_now():
+    """Current UTC time as ``YYYY-MM-DDTHH:MM:SSZ``."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def validate_case_id(case_id):
+    """Raise RecordError unless ``case_id`` is one safe path component (letters, digits, ``._-``)."""
+    if not isinstance(case_id, str) or not _CASE_ID.match(case_id) or ".." in case_id:
+        raise RecordError(
+            "case_id %r is not allowed: use 1-128 characters from A-Z a-z 0-9 . _ -, starting with a letter "
+            "or digit, without '..' or '/' (it becomes one directory name under the records root)" % (case_id,))
+    return case_id
+
+
+def run_id_for(number):
+    """``run-007``; the padding is 3 digits and grows past 999 (``run-1000``)."""
+    return "%s%03d" % (RUN_PREFIX, number)
+
+
+def run_numbers(case_dir):
+    """Sorted numbers of the ``run-NNN`` directories in ``case_dir`` (missing dir: empty list)."""
+    try:
+        names = os.listdir(case_dir)
+    except FileNotFoundError:
+        return []
+    nums = []
+    for name in names:
+        m = _RUN_DIR.match(name)
+        if m:
+            nums.append(int(m.group(1)))
+    return sorted(nums)
+
+
+def hash_file(path, chunk=CHUNK):
+    """(size, sha256 hex) of ``path``, read in chunks."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(chunk)
+            if not block:
+                break
+            size += len(block)
+            h.update(block)
+    return size, h.hexdigest()
+
+
+def is_frozen(run_dir):
+    """True when ``run_dir`` holds a ``manifest.json`` (whatever its permission bits)."""
+    return os.path.lexists(os.path.join(run_dir, MANIFEST))
+
+
+def _fix_for(err):
+    if err.errno in (errno.EACCES, errno.EPERM):
+        return "make it writable for the user Ansible runs as (become, or chown/chmod), or choose another records root"
+    if err.errno == errno.EROFS:
+        return "the filesystem is mounted read-only; choose a records root on a writable filesystem"
+    if err.errno == errno.ENOSPC:
+        return "the filesystem is full; free space or choose another records root"
+    return "check the path and its permissions"
+
+
+# ------------------------------------------------------------------------------------------------ create
+def _check_root(root, create_root=True, check_mode=False):
+    root = os.path.abspath(root)
+    if os.path.lexists(root) and not os.path.isdir(root):
+        raise RecordError("records root %s exists but is not a directory; remove it or set the records root "
+                          "(repro_vllm_records_root / root) to a directory" % root)
+    if not os.path.isdir(root):
+        parent = os.path.dirname(root)
+        if not os.path.isdir(parent):
+            raise RecordError("records root %s cannot be created: its parent directory %s does not exist; create "
+                              "the parent first or set the records root to an existing directory" % (root, parent))
+        if not create_root:
+            raise RecordError("records root %s does not exist; create it or allow create_root" % root)
+        if not check_mode:
+            try:
+                os.mkdir(root, DIR_MODE)
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise RecordError("cannot create records root %s: %s; %s" % (root, exc.strerror, _fix_for(exc)))
+    return root
+
+
+def plan_run(root, case_id):
+    """Where :func:`create_run` would create the next run now: dict(path, run_id, number).  Touches nothing."""
+    validate_case_id(case_id)
+    root = _check_root(root, check_mode=True)
+    case_dir = os.path.join(root, case_id)
+    nums = run_numbers(case_dir)
+    number = (nums[-1] + 1) if nums else 1
+    run_id = run_id_for(number)
+    return {"path": os.path.join(case_dir, run_id), "run_id": run_id, "number": number, "case_id": case_id}
+
+
+def create_run(root, case_id, create_root=True, max_attempts=10000):
+    """Create ``<root>/<case_id>/run-NNN`` (mode 0700) with the next free number and return
+    dict(path, run_id, number, case_id).
+
+    The number is taken by ``os.mkdir`` itself: two processes racing for the same number see one succeed
+    and the other get FileExistsError, re-read the directory and try the next number.  So concurrent
+    creates (several hosts writing to one shared root, or parallel plays) never share a run.
+    """
+    validate_case_id(case_id)
+    root = _check_root(root, create_root=create_root)
+    case_dir = os.path.join(root, case_id)
+    try:
+        os.mkdir(case_dir, DIR_MODE)
+    except FileExistsError:
+        if not os.path.isdir(case_dir):
+            raise RecordError("case path %s exists but is not a directory; remove it or use another case_id" % case_dir)
+    except OSError as exc:
+        raise RecordError("cannot create case directory %s: %s; %s" % (case_dir, exc.strerror, _fix_for(exc)))
+    nums = run_numbers(case_dir)
+    number = (nums[-1] + 1) if nums else 1
+    for _attempt in range(max_attempts):
+        run_id = run_id_for(number)
+        path = os.path.join(case_dir, run_id)
+        try:
+            os.mkdir(path, DIR_MODE)
+        except FileExistsError:
+            nums = run_numbers(case_dir)
+            number = max(number, nums[-1] if nums else 0) + 1
+            continue
+        except OSError as exc:
+            raise RecordError("cannot create run directory %s: %s; %s" % (path, exc.strerror, _fix_for(exc)))
+        os.chmod(path, DIR_MODE)  # mkdir's mode is filtered by the umask
+        return {"path": path, "run_id": run_id, "number": number, "case_id": case_id}
+    raise RecordError("gave up creating a run under %s after %d attempts (something keeps taking the numbers)"
+                      % (case_dir, max_attempts))
+
+
+# ------------------------------------------------------------------------------------------------ write
+def _require_run_dir(run_dir):
+    run_dir = os.path.abspath(run_dir)
+    if not os.path.isdir(run_dir):
+        raise RecordError("run directory %s does not exist (or is not a directory); create a run first with "
+                          "run_record state=create and pass its path" % run_dir)
+    return run_dir
+
+
+def frozen_message(run_dir):
+    return ("run %s is frozen (it has a %s): frozen runs are never modified; start a new run with "
+            "run_record state=create and write there" % (run_dir, MANIFEST))
+
+
+def resolve_part(run_dir, part):
+    """Absolute path of ``part`` inside ``run_dir``; RecordError when it would escape the run.
+
+    Refused: an absolute path, ``..`` or empty components, the run's own ``manifest.json``, and any
+    existing component that is a symlink (a link could point outside the run or into another run).
+    """
+    if not isinstance(part, str) or not part or part.startswith("/") or "\\" in part or "\x00" in part:
+        raise RecordError("part %r must be a relative path inside the run (e.g. hosts/node1/fingerprint.json)" % (part,))
+    comps = part.split("/")
+    if any(c in ("", ".", "..") for c in comps):
+        raise RecordError("part %r must not contain '..', '.' or empty components: it has to stay inside the run %s"
+                          % (part, run_dir))
+    if comps == [MANIFEST]:
+        raise RecordError("part %r is reserved: %s is written by run_record state=freeze only" % (part, MANIFEST))
+    real_run = os.path.realpath(run_dir)
+    cur = run_dir
+    for c in comps:
+        cur = os.path.join(cur, c)
+        if os.path.islink(cur):
+            raise RecordError("part %r goes through the symlink %s; records hold plain files and directories only"
+                              % (part, cur))
+    target = os.path.join(run_dir, *comps)
+    real_parent = os.path.realpath(os.path.dirname(target))
+    if real_parent != real_run and not real_parent.startswith(real_run + os.sep):
+        raise RecordError("part %r resolves outside the run %s" % (part, run_dir))
+    return target
+
+
+def frozen_subrecord(run_dir, target):
+    """The first directory between ``run_dir`` (excluded) and ``target``'s parent that holds a
+    manifest.json (a nested record such as a fetched ``hosts/<host>/``), or None."""
+    rel = os.path.relpath(os.path.dirname(target), run_dir)
+    if rel == ".":
+        return None
+    cur = run_dir
+    for c in rel.split(os.sep):
+        cur = os.path.join(cur, c)
+        if is_frozen(cur):
+            return cur
+    return None
+
+
+def _makedirs(run_dir, dirpath):
+    """Create ``dirpath`` (inside ``run_dir``) and missing parents with mode 0700."""
+    rel = os.path.relpath(dirpath, run_dir)
+    if rel == ".":
+        return
+    cur = run_dir
+    for c in rel.split(os.sep):
+        cur = os.path.join(cur, c)
+        try:
+            os.mkdir(cur, DIR_MODE)
+            os.chmod(cur, DIR_MODE)
+        except FileExistsError:
+            if os.path.islink(cur) or not os.path.isdir(cur):
+                raise RecordError("%s exists and is not a directory; cannot write below it" % cur)
+
+
+def render_json(data):
+    """The bytes a ``json`` part is written as: pretty, sorted keys, UTF-8, trailing newline."""
+    return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+
+
+def _payload(content, data, src, has_data):
+    given = [content is not None, has_data, src is not None]
+    if sum(given) != 1:
+        raise RecordError("give exactly one of content, json or src (got %d)" % sum(given))
+    if content is not None:
+        return content.encode("utf-8") if isinstance(content, str) else bytes(content), None
+    if has_data:
+        return render_json(data), None
+    src = os.path.abspath(src)
+    if not os.path.isfile(src):
+        raise RecordError("src %s is not a readable regular file on this host" % src)
+    return None, src
+
+
+def write_part(run_dir, part, content=None, data=None, src=None, overwrite=False, check_mode=False,
+               has_data=None):
+    """Write one part of a run atomically.
+
+    Exactly one of ``content`` (str/bytes), ``data`` (any JSON-able value; pass ``has_data=True`` when the
+    value itself may be None) or ``src`` (a file on this host, copied in chunks).  Parent directories
+    are created (0700), the file is 0600 until the run is frozen.
+
+    Returns dict(path, part, size, sha256, existed, changed).  An existing part with identical bytes is
+    ``changed: False``; different bytes raise RecordError unless ``overwrite`` (data is never lost
+    silently).  A frozen run raises FrozenError.
+    """
+    if has_data is None:
+        has_data = data is not None
+    run_dir = _require_run_dir(run_dir)
+    if is_frozen(run_dir):
+        raise FrozenError(frozen_message(run_dir))
+    target = resolve_part(run_dir, part)
+    sub = frozen_subrecord(run_dir, target)
+    if sub:
+        raise FrozenError(frozen_message(sub))
+    blob, src_path = _payload(content, data, src, has_data)
+    if blob is not None:
+        size, digest = len(blob), hashlib.sha256(blob).hexdigest()
+    else:
+        size, digest = hash_file(src_path)
+    existed = os.path.lexists(target)
+    if existed:
+        if not os.path.isfile(target) or os.path.islink(target):
+            raise RecordError("%s exists and is not a regular file; refusing to replace it" % target)
+        old_size, old_digest = hash_file(target)
+        if (old_size, old_digest) == (size, digest):
+            return {"path": target, "part": part, "size": size, "sha256": digest, "existed": True, "changed": False}
+        if not overwrite:
+            raise RecordError("part %s already exists in %s with different content (sha256 %s); refusing to lose it: "
+                              "write to another part or set overwrite: true" % (part, run_dir, old_digest))
+    result = {"path": target, "part": part, "size": size, "sha256": digest, "existed": existed, "changed": True}
+    if check_mode:
+        return result
+    parent = os.path.dirname(target)
+    _makedirs(run_dir, parent)
+    fd, tmp = tempfile.mkstemp(prefix=".part-", suffix=".tmp", dir=parent)
+    try:
+        h = hashlib.sha256()
+        written = 0
+        with os.fdopen(fd, "wb") as out:
+            if blob is not None:
+                out.write(blob)
+                h.update(blob)
+                written = len(blob)
+            else:
+                with open(src_path, "rb") as inp:
+                    while True:
+                        block = inp.read(CHUNK)
+                        if not block:
+                            break
+                        out.write(block)
+                        h.update(block)
+                        written += len(block)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, FILE_MODE)
+        if is_frozen(run_dir):  # frozen while we wrote
+            raise FrozenError(frozen_message(run_dir))
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+    result.update(size=written, sha256=h.hexdigest())
+    return result
+
+
+# ------------------------------------------------------------------------------------------------ freeze / verify
+def scan(run_dir):
+    """(files, others): sorted relative paths of regular files below ``run_dir`` except its own top-level
+    manifest.json, and of anything else found (symlinks, sockets, ...).  Symlinks are not followed."""
+    files, others = [], []
+    for dirpath, dirnames, filenames in os.walk(run_dir):
+        for d in list(dirnames):
+            if os.path.islink(os.path.join(dirpath, d)):
+                others.append(os.path.relpath(os.path.join(dirpath, d), run_dir))
+                dirnames.remove(d)
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, run_dir).replace(os.sep, "/")
+            if rel == MANIFEST:
+                continue
+            st = os.lstat(full)
+            if stat.S_ISREG(st.st_mode):
+                files.append(rel)
+            else:
+                others.append(rel)
+    return sorted(files), sorted(others)
+
+
+def build_manifest(run_dir, collection_version, case_id=None, run_id=None, metadata=None, created=None):
+    """The manifest dict for ``run_dir`` as it is now (hashes every file)."""
+    files, others = scan(run_dir)
+    if others:
+        raise RecordError("cannot freeze %s: it holds entries that are not regular files (%s); records hold plain "
+                          "files only, remove them" % (run_dir, ", ".join(others[:5])))
+    entries = []
+    for rel in files:
+        size, digest = hash_file(os.path.join(run_dir, rel))
+        entries.append({"path": rel, "size": size, "sha256": digest})
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "collection_version": collection_version,
+        "created": created or utc_now(),
+        "case_id": case_id if case_id is not None else os.path.basename(os.path.dirname(run_dir)),
+        "run_id": run_id if run_id is not None else os.path.basename(run_dir),
+        "metadata": metadata or {},
+        "files": entries,
+    }
+
+
+def _make_read_only(run_dir):
+    for dirpath, dirnames, filenames in os.walk(run_dir, topdown=False):
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            if not os.path.islink(full):
+                os.chmod(full, FROZEN_FILE_MODE)
+        for name in dirnames:
+            full = os.path.join(dirpath, name)
+            if not os.path.islink(full):
+                os.chmod(full, FROZEN_DIR_MODE)
+    os.chmod(run_dir, FROZEN_DIR_MODE)
+
+
+def freeze(run_dir, collection_version, metadata=None, case_id=None, run_id=None, check_mode=False):
+    """Write ``manifest.json`` and make the run read-only (files 0444, dirs 0555).
+
+    Returns dict(path, manifest_path, manifest, changed).  A run that is already frozen is verified:
+    ``changed: False`` when it verifies, RecordError naming the bad files when it does not.
+    """
+    run_dir = _require_run_dir(run_dir)
+    manifest_path = os.path.join(run_dir, MANIFEST)
+    if is_frozen(run_dir):
+        res = verify(run_dir)
+        if not res["ok"]:
+            raise RecordError("run %s is already frozen but does not verify: %s" % (run_dir, describe_problems(res)))
+        if not check_mode:
+            _make_read_only(run_dir)
+        return {"path": run_dir, "manifest_path": manifest_path, "manifest": res["manifest"], "changed": False}
+    manifest = build_manifest(run_dir, collection_version, case_id=case_id, run_id=run_id, metadata=metadata)
+    if check_mode:
+        return {"path": run_dir, "manifest_path": manifest_path, "manifest": manifest, "changed": True}
+    fd, tmp = tempfile.mkstemp(prefix=".manifest-", suffix=".tmp", dir=run_dir)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(render_json(manifest))
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, FROZEN_FILE_MODE)
+        os.replace(tmp, manifest_path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+    _make_read_only(run_dir)
+    return {"path": run_dir, "manifest_path": manifest_path, "manifest": manifest, "changed": True}
+
+
+def load_manifest(record_dir):
+    path = os.path.join(record_dir, MANIFEST)
+    if not os.path.isfile(path):
+        raise RecordError("%s has no %s: it is not a frozen record (freeze it with run_record state=freeze, or "
+                          "point path at the run or host directory that holds the manifest)" % (record_dir, MANIFEST))
+    try:
+        with open(path, "rb") as f:
+            manifest = json.loads(f.read().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RecordError("%s is not valid JSON (%s); the record is damaged" % (path, exc))
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), list):
+        raise RecordError("%s has no 'files' list; it is not a repro.vllm manifest" % path)
+    return manifest
+
+
+def verify(record_dir):
+    """Recompute every size and sha256 listed in ``record_dir/manifest.json``.
+
+    Works for any directory holding a manifest (a run, or a fetched ``hosts/<host>/``).  Returns
+    dict(ok, checked, mismatched, missing, unexpected, manifest): ``mismatched`` entries carry path,
+    expected and actual size/sha256; ``unexpected`` lists files present but not in the manifest.
+    """
+    record_dir = os.path.abspath(record_dir)
+    if not os.path.isdir(record_dir):
+        raise RecordError("%s is not a directory; pass the run (or fetched host) directory to verify" % record_dir)
+    manifest = load_manifest(record_dir)
+    listed = {}
+    for entry in manifest["files"]:
+        rel = entry.get("path") if isinstance(entry, dict) else None
+        if not isinstance(rel, str) or rel.startswith("/") or ".." in rel.split("/"):
+            raise RecordError("%s lists an unsafe path %r; the manifest was tampered with"
+                              % (os.path.join(record_dir, MANIFEST), rel))
+        listed[rel] = entry
+    files, others = scan(record_dir)
+    present = set(files)
+    mismatched, missing = [], []
+    checked = 0
+    for rel in sorted(listed):
+        entry = listed[rel]
+        full = os.path.join(record_dir, rel)
+        if rel not in present:
+            missing.append(rel)
+            continue
+        size, digest = hash_file(full)
+        checked += 1
+        if size != entry.get("size") or digest != entry.get("sha256"):
+            mismatched.append({"path": rel, "expected_size": entry.get("size"), "actual_size": size,
+                               "expected_sha256": entry.get("sha256"), "actual_sha256": digest})
+    unexpected = sorted([f for f in files if f not in listed] + others)
+    ok = not (mismatched or missing or unexpected)
+    return {"ok": ok, "checked": checked, "mismatched": mismatched, "missing": missing,
+            "unexpected": unexpected, "manifest": manifest, "path": record_dir}
+
+
+def describe_problems(res, limit=5):
+    """One line naming the first bad files of a verify() result."""
+    parts = []
+    if res["mismatched"]:
+        parts.append("changed: " + ", ".join(m["path"] for m in res["mismatched"][:limit]))
+    if res["missing"]:
+        parts.append("missing: " + ", ".join(res["missing"][:limit]))
+    if res["unexpected"]:
+        parts.append("not in the manifest: " + ", ".join(res["unexpected"][:limit]))
+    return "; ".join(parts) or "ok"

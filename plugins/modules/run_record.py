@@ -1,0 +1,325 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: run_record
+short_description: Create, fill, freeze and verify a frozen run record
+version_added: 0.1.0
+description:
+  - Keeps one record per attempt under C(<root>/<case_id>/run-NNN), never overwritten.
+  - C(state=create) takes the next free run number with an atomic directory creation, so concurrent runs
+    never share a number. Directories are mode 0700.
+  - C(state=write) writes one part (a file) into a run, atomically (temporary file and rename).
+  - C(state=freeze) writes C(manifest.json) (every file with size and sha256) and makes the run read-only.
+    A run is frozen when its C(manifest.json) exists; writes into it are refused even for root.
+  - C(state=verify) recomputes every size and sha256 of a record and reports what changed, what is missing
+    and what was added.
+  - On the controller, use the same module with C(delegate_to=localhost).
+author:
+  - repro.vllm contributors
+extends_documentation_fragment:
+  - repro.vllm._attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - C(create) returns the path it would create; C(write) and C(freeze) say what they would write.
+  diff_mode:
+    support: none
+  idempotent:
+    support: partial
+    details:
+      - C(create) makes a new run each time. C(write) of identical bytes, C(freeze) of a frozen run that
+        verifies, and C(verify) report no change.
+options:
+  state:
+    description:
+      - What to do.
+    type: str
+    required: true
+    choices: [create, write, freeze, verify]
+  root:
+    description:
+      - The records root. Its parent directory must exist; the root itself is created when missing.
+      - Required with O(state=create).
+    type: path
+  case_id:
+    description:
+      - The case the run belongs to; one directory name (letters, digits, C(.), C(_), C(-)).
+    type: str
+    default: default
+  path:
+    description:
+      - The run directory (as returned by O(state=create)) for O(state=write) and O(state=freeze).
+      - For O(state=verify), any directory that holds a C(manifest.json), such as a fetched C(hosts/<host>/).
+    type: path
+  part:
+    description:
+      - Relative path of the file inside the run, for example C(hosts/node1/fingerprint.json).
+      - Absolute paths, C(..), symlinks on the way and C(manifest.json) are refused.
+    type: str
+  content:
+    description:
+      - Text to write. Mutually exclusive with O(json) and O(src).
+    type: str
+  json:
+    description:
+      - Data to write as pretty, key-sorted JSON with a trailing newline. Mutually exclusive with O(content)
+        and O(src).
+    type: raw
+  src:
+    description:
+      - A file on the same host to copy into the run. Mutually exclusive with O(content) and O(json).
+    type: path
+  overwrite:
+    description:
+      - Replace an existing part whose bytes differ. Without it such a write fails; data is never lost
+        silently. A part with identical bytes is left alone either way.
+    type: bool
+    default: false
+  collection_version:
+    description:
+      - Version of this collection, recorded in the manifest. Roles pass the galaxy version; a module on a
+        node cannot read C(galaxy.yml).
+    type: str
+    default: unknown
+  metadata:
+    description:
+      - Extra data stored in the manifest under C(metadata) (for example the inventory host and the play).
+    type: dict
+  fail_on_mismatch:
+    description:
+      - With O(state=verify), fail the task when the record does not verify. Set to V(false) to only
+        report.
+    type: bool
+    default: true
+notes:
+  - Secrets are never echoed back; only sizes and hashes of written parts are returned. Redact content
+    before writing it (the C(repro.vllm.redact) filter).
+seealso:
+  - name: Records layout
+    description: ARCHITECTURE.md of this collection, section "Records".
+    link: https://example.invalid/repro/vllm/blob/main/docs/ARCHITECTURE.md
+"""
+
+EXAMPLES = r"""
+- name: Start the next run of this case
+  repro.vllm.run_record:
+    state: create
+    root: /var/tmp/repro-records
+    case_id: kimi-k3-restarts
+  register: run
+
+- name: Save the fingerprint of this host into the run
+  repro.vllm.run_record:
+    state: write
+    path: "{{ run.path }}"
+    part: "hosts/{{ inventory_hostname }}/fingerprint.json"
+    json: "{{ ansible_facts.repro_vllm_gpu }}"
+
+- name: Copy the server log into the run
+  repro.vllm.run_record:
+    state: write
+    path: "{{ run.path }}"
+    part: "hosts/{{ inventory_hostname }}/logs/server.log"
+    src: /var/tmp/vllm-server.log
+
+- name: Freeze the run (manifest with sha256, read-only)
+  repro.vllm.run_record:
+    state: freeze
+    path: "{{ run.path }}"
+    collection_version: 0.1.0
+    metadata:
+      host: "{{ inventory_hostname }}"
+
+- name: Verify a fetched host record on the controller
+  repro.vllm.run_record:
+    state: verify
+    path: "records/kimi-k3-restarts/run-003/hosts/node1"
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+path:
+  description:
+    - The run directory (created, or that would be created in check mode), or the verified directory.
+  returned: always
+  type: str
+  sample: /var/tmp/repro-records/kimi-k3-restarts/run-003
+run_id:
+  description: Name of the run directory.
+  returned: when O(state=create)
+  type: str
+  sample: run-003
+number:
+  description: The run number.
+  returned: when O(state=create)
+  type: int
+  sample: 3
+case_id:
+  description: The case of the run.
+  returned: when O(state=create)
+  type: str
+  sample: kimi-k3-restarts
+part:
+  description: The part written, relative to the run.
+  returned: when O(state=write)
+  type: str
+  sample: hosts/node1/fingerprint.json
+dest:
+  description: Absolute path of the written part.
+  returned: when O(state=write)
+  type: str
+  sample: /var/tmp/repro-records/kimi-k3-restarts/run-003/hosts/node1/fingerprint.json
+size:
+  description: Size in bytes of the part (as written, or as it would be written in check mode).
+  returned: when O(state=write)
+  type: int
+  sample: 2048
+sha256:
+  description: SHA-256 hex digest of the part.
+  returned: when O(state=write)
+  type: str
+  sample: 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0
+existed:
+  description: Whether the part was there before.
+  returned: when O(state=write)
+  type: bool
+  sample: false
+manifest:
+  description:
+    - The manifest written (O(state=freeze)), that would be written (check mode), or read (O(state=verify)).
+  returned: when O(state=freeze) or O(state=verify)
+  type: dict
+  contains:
+    schema_version:
+      description: Version of the manifest layout.
+      type: int
+    collection_version:
+      description: The O(collection_version) given at freeze time.
+      type: str
+    created:
+      description: UTC time of the freeze, ISO 8601.
+      type: str
+    case_id:
+      description: The case.
+      type: str
+    run_id:
+      description: The run.
+      type: str
+    metadata:
+      description: The O(metadata) given at freeze time.
+      type: dict
+    files:
+      description: Every file except C(manifest.json), sorted by path, with C(path), C(size) and C(sha256).
+      type: list
+      elements: dict
+manifest_path:
+  description: Absolute path of C(manifest.json).
+  returned: when O(state=freeze)
+  type: str
+  sample: /var/tmp/repro-records/kimi-k3-restarts/run-003/manifest.json
+ok:
+  description: Whether every listed file is present with its size and sha256 and nothing was added.
+  returned: when O(state=verify)
+  type: bool
+  sample: true
+checked:
+  description: Number of files hashed.
+  returned: when O(state=verify)
+  type: int
+  sample: 12
+mismatched:
+  description: Files whose size or sha256 differ, with expected and actual values.
+  returned: when O(state=verify)
+  type: list
+  elements: dict
+  sample: [{"path": "stages.json", "expected_size": 10, "actual_size": 11, "expected_sha256": "ab..", "actual_sha256": "cd.."}]
+missing:
+  description: Files in the manifest that are gone.
+  returned: when O(state=verify)
+  type: list
+  elements: str
+  sample: ["hosts/node1/env.json"]
+unexpected:
+  description: Files present but not in the manifest (and anything that is not a regular file).
+  returned: when O(state=verify)
+  type: list
+  elements: str
+  sample: ["hosts/node1/extra.txt"]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.repro.vllm.plugins.module_utils import _record
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type="str", required=True, choices=["create", "write", "freeze", "verify"]),
+            root=dict(type="path"),
+            case_id=dict(type="str", default="default"),
+            path=dict(type="path"),
+            part=dict(type="str"),
+            content=dict(type="str"),
+            json=dict(type="raw"),
+            src=dict(type="path"),
+            overwrite=dict(type="bool", default=False),
+            collection_version=dict(type="str", default="unknown"),
+            metadata=dict(type="dict"),
+            fail_on_mismatch=dict(type="bool", default=True),
+        ),
+        required_if=[
+            ("state", "create", ("root",)),
+            ("state", "write", ("path", "part")),
+            ("state", "write", ("content", "json", "src"), True),
+            ("state", "freeze", ("path",)),
+            ("state", "verify", ("path",)),
+        ],
+        mutually_exclusive=[("content", "json", "src")],
+        supports_check_mode=True,
+    )
+    p = module.params
+    state = p["state"]
+    try:
+        if state == "create":
+            if module.check_mode:
+                res = _record.plan_run(p["root"], p["case_id"])
+            else:
+                res = _record.create_run(p["root"], p["case_id"])
+            module.exit_json(changed=True, **res)
+        elif state == "write":
+            res = _record.write_part(p["path"], p["part"], content=p["content"], data=p["json"], src=p["src"],
+                                     overwrite=p["overwrite"], check_mode=module.check_mode,
+                                     has_data=p["json"] is not None)
+            module.exit_json(changed=res["changed"], path=p["path"], part=res["part"], dest=res["path"],
+                             size=res["size"], sha256=res["sha256"], existed=res["existed"])
+        elif state == "freeze":
+            res = _record.freeze(p["path"], p["collection_version"], metadata=p["metadata"],
+                                 check_mode=module.check_mode)
+            module.exit_json(changed=res["changed"], path=res["path"], manifest=res["manifest"],
+                             manifest_path=res["manifest_path"])
+        else:
+            res = _record.verify(p["path"])
+            out = dict(changed=False, path=res["path"], ok=res["ok"], checked=res["checked"],
+                       mismatched=res["mismatched"], missing=res["missing"], unexpected=res["unexpected"],
+                       manifest=res["manifest"])
+            if not res["ok"] and p["fail_on_mismatch"]:
+                module.fail_json(msg="record %s does not verify against its manifest.json: %s; it was changed after "
+                                     "it was frozen: fetch or copy it again from the source, or treat it as tampered"
+                                 % (res["path"], _record.describe_problems(res)), **out)
+            module.exit_json(**out)
+    except _record.RecordError as exc:
+        module.fail_json(msg=str(exc))
+    except OSError as exc:
+        module.fail_json(msg="%s: %s (path %s)" % (state, exc.strerror or exc, exc.filename or p.get("path") or p.get("root")))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,406 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""_record against real files, real permissions and real concurrent processes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import pathlib
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from ansible_collections.repro.vllm.plugins.module_utils import _record as r
+
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def mode(path):
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+@pytest.fixture
+def root(tmp_path):
+    return str(tmp_path / "records")
+
+
+@pytest.fixture
+def run(root):
+    return r.create_run(root, "case1")["path"]
+
+
+# ------------------------------------------------------------------------------------------------ create
+def test_create_numbers_and_modes(root):
+    a = r.create_run(root, "case1")
+    b = r.create_run(root, "case1")
+    assert (a["run_id"], a["number"]) == ("run-001", 1)
+    assert (b["run_id"], b["number"]) == ("run-002", 2)
+    assert b["path"] == os.path.join(root, "case1", "run-002")
+    for p in (root, os.path.join(root, "case1"), a["path"], b["path"]):
+        assert mode(p) == 0o700, p
+    # another case starts at 1 again
+    assert r.create_run(root, "case2")["run_id"] == "run-001"
+
+
+def test_create_padding_grows_past_999(root):
+    case_dir = os.path.join(root, "big")
+    os.makedirs(os.path.join(case_dir, "run-998"))
+    os.makedirs(os.path.join(case_dir, "not-a-run"))
+    os.makedirs(os.path.join(case_dir, "run-12x"))
+    assert r.create_run(root, "big")["run_id"] == "run-999"
+    got = r.create_run(root, "big")
+    assert (got["run_id"], got["number"]) == ("run-1000", 1000)
+    assert r.create_run(root, "big")["run_id"] == "run-1001"
+    assert r.run_numbers(case_dir) == [998, 999, 1000, 1001]
+
+
+def test_plan_run_creates_nothing(root):
+    plan = r.plan_run(root, "case1")
+    assert plan["run_id"] == "run-001"
+    assert not os.path.exists(root)
+    r.create_run(root, "case1")
+    assert r.plan_run(root, "case1")["run_id"] == "run-002"
+    assert os.listdir(os.path.join(root, "case1")) == ["run-001"]
+
+
+def _creator(root, n, barrier, queue):
+    barrier.wait()
+    out = []
+    for _i in range(n):
+        out.append(r.create_run(root, "race")["number"])
+    queue.put((os.getpid(), out))
+
+
+def test_concurrent_creates_never_share_a_number(root):
+    ctx = multiprocessing.get_context("fork")
+    procs, per = 8, 5
+    barrier = ctx.Barrier(procs)
+    queue = ctx.Queue()
+    workers = [ctx.Process(target=_creator, args=(root, per, barrier, queue)) for _ in range(procs)]
+    for w in workers:
+        w.start()
+    results = [queue.get(timeout=60) for _ in workers]
+    for w in workers:
+        w.join(timeout=60)
+        assert w.exitcode == 0
+    assert len({pid for pid, _ in results}) == procs  # really 8 processes
+    numbers = [n for _, nums in results for n in nums]
+    assert len(numbers) == procs * per
+    assert sorted(numbers) == list(range(1, procs * per + 1))
+    assert sorted(os.listdir(os.path.join(root, "race"))) == ["run-%03d" % i for i in range(1, 41)]
+
+
+@pytest.mark.parametrize("bad", ["", "../x", "a/b", "..", ".hidden", "a..b", "-x", "a b", "x" * 129, "caf\u00e9", None])
+def test_case_id_validation(root, bad):
+    with pytest.raises(r.RecordError, match="case_id"):
+        r.create_run(root, bad)
+    assert not os.path.exists(root)
+
+
+def test_root_is_a_file(tmp_path):
+    f = tmp_path / "records"
+    f.write_text("x")
+    with pytest.raises(r.RecordError) as err:
+        r.create_run(str(f), "c")
+    assert str(f) in str(err.value) and "not a directory" in str(err.value)
+
+
+def test_root_parent_missing(tmp_path):
+    root = tmp_path / "missing" / "records"
+    with pytest.raises(r.RecordError) as err:
+        r.create_run(str(root), "c")
+    msg = str(err.value)
+    assert str(tmp_path / "missing") in msg and "does not exist" in msg and "create the parent" in msg
+
+
+def test_case_path_is_a_file(root):
+    os.makedirs(root)
+    with open(os.path.join(root, "c"), "w") as f:
+        f.write("x")
+    with pytest.raises(r.RecordError, match="not a directory"):
+        r.create_run(root, "c")
+
+
+@pytest.fixture
+def open_tmp():
+    """A scratch dir outside pytest's 0700 base, so an unprivileged child can reach it."""
+    d = tempfile.mkdtemp(prefix="repro-record-test-")
+    os.chmod(d, 0o755)
+    yield pathlib.Path(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_root_not_writable(open_tmp):
+    """A real permission refusal.  As root (who ignores mode bits) the attempt runs in a child process that
+    dropped to nobody; it loads a world-readable copy of _record.py (standard library only)."""
+    tmp_path = open_tmp
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    os.chmod(str(locked), 0o755)
+    lib = tmp_path / "record_copy.py"
+    lib.write_text(open(r.__file__.replace(".pyc", ".py")).read())
+    os.chmod(str(lib), 0o644)
+    code = ("import importlib.util, sys\n"
+            "spec = importlib.util.spec_from_file_location('rec', sys.argv[1])\n"
+            "r = importlib.util.module_from_spec(spec); spec.loader.exec_module(r)\n"
+            "try:\n r.create_run(sys.argv[2], 'c')\nexcept r.RecordError as e:\n print(e); sys.exit(3)\n")
+    python = sys.executable
+    preexec = None
+    if IS_ROOT:
+        python = "/usr/bin/python3"
+        if not os.access(python, os.X_OK):
+            pytest.skip("no system python3 that an unprivileged user can run")
+
+        def preexec():
+            os.setgid(65534)
+            os.setuid(65534)
+    else:
+        os.chmod(str(locked), 0o555)
+    proc = subprocess.run([python, "-c", code, str(lib), str(locked)], capture_output=True, text=True,
+                          preexec_fn=preexec, timeout=60, cwd=str(tmp_path))
+    assert proc.returncode == 3, proc.stderr
+    assert str(locked) in proc.stdout and "Permission denied" in proc.stdout and "writable" in proc.stdout
+    assert os.listdir(str(locked)) == []
+
+
+# ------------------------------------------------------------------------------------------------ write
+def test_write_json_content_src(run, tmp_path):
+    a = r.write_part(run, "hosts/node1/fingerprint.json", data={"b": [1, 2], "a": "x\u00e9"})
+    with open(a["path"], "rb") as f:
+        raw = f.read()
+    assert raw == b'{\n  "a": "x\xc3\xa9",\n  "b": [\n    1,\n    2\n  ]\n}\n'
+    assert a["sha256"] == hashlib.sha256(raw).hexdigest() and a["size"] == len(raw) and a["changed"]
+    assert mode(os.path.join(run, "hosts")) == 0o700 and mode(os.path.join(run, "hosts", "node1")) == 0o700
+    assert mode(a["path"]) == 0o600
+    b = r.write_part(run, "notes.md", content="run sheet\n")
+    assert open(b["path"]).read() == "run sheet\n"
+    src = tmp_path / "big.log"
+    blob = os.urandom(3 * r.CHUNK + 17)
+    src.write_bytes(blob)
+    c = r.write_part(run, "hosts/node1/logs/server.log", src=str(src))
+    assert open(c["path"], "rb").read() == blob
+    assert c["sha256"] == hashlib.sha256(blob).hexdigest() and c["size"] == len(blob)
+    # json null is a value, not "no source"
+    d = r.write_part(run, "null.json", data=None, has_data=True)
+    assert open(d["path"]).read() == "null\n"
+    assert not [n for n in os.listdir(os.path.join(run, "hosts", "node1")) if n.startswith(".part-")]
+
+
+def test_write_exactly_one_source(run, tmp_path):
+    with pytest.raises(r.RecordError, match="exactly one"):
+        r.write_part(run, "x", content="a", data={"a": 1})
+    with pytest.raises(r.RecordError, match="exactly one"):
+        r.write_part(run, "x")
+    with pytest.raises(r.RecordError, match="not a readable regular file"):
+        r.write_part(run, "x", src=str(tmp_path / "nope"))
+
+
+def test_write_existing_part(run):
+    first = r.write_part(run, "stages.json", data={"stage": "engine_init"})
+    same = r.write_part(run, "stages.json", data={"stage": "engine_init"})
+    assert same["changed"] is False and same["existed"] is True and same["sha256"] == first["sha256"]
+    with pytest.raises(r.RecordError) as err:
+        r.write_part(run, "stages.json", data={"stage": "request"})
+    assert "overwrite: true" in str(err.value) and first["sha256"] in str(err.value)
+    assert json.load(open(first["path"])) == {"stage": "engine_init"}
+    again = r.write_part(run, "stages.json", data={"stage": "request"}, overwrite=True)
+    assert again["changed"] and again["existed"]
+    assert json.load(open(first["path"])) == {"stage": "request"}
+
+
+def test_write_check_mode_writes_nothing(run):
+    res = r.write_part(run, "hosts/n/x.txt", content="abc", check_mode=True)
+    assert res["changed"] and res["size"] == 3 and res["sha256"] == hashlib.sha256(b"abc").hexdigest()
+    assert os.listdir(run) == []
+
+
+@pytest.mark.parametrize("part", ["/etc/passwd", "../escape", "hosts/../../escape", "a/./b", "a//b", "",
+                                  "hosts/..", "manifest.json", "a\\b"])
+def test_write_refuses_escaping_parts(run, part):
+    with pytest.raises(r.RecordError):
+        r.write_part(run, part, content="x")
+    assert os.listdir(run) == []
+    assert not os.path.exists(os.path.join(os.path.dirname(run), "escape"))
+
+
+def test_write_refuses_symlink_tricks(run, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(str(outside), os.path.join(run, "link"))
+    with pytest.raises(r.RecordError, match="symlink"):
+        r.write_part(run, "link/file.txt", content="x")
+    (outside / "victim").write_text("keep")
+    os.symlink(str(outside / "victim"), os.path.join(run, "victim"))
+    with pytest.raises(r.RecordError, match="symlink"):
+        r.write_part(run, "victim", content="x", overwrite=True)
+    assert (outside / "victim").read_text() == "keep"
+    assert os.listdir(str(outside)) == ["victim"]
+
+
+def test_write_into_missing_run(tmp_path):
+    with pytest.raises(r.RecordError, match="state=create"):
+        r.write_part(str(tmp_path / "nope"), "a", content="x")
+
+
+# ------------------------------------------------------------------------------------------------ freeze
+def _fill(run):
+    r.write_part(run, "notes.md", content="notes\n")
+    r.write_part(run, "hosts/node1/env.json", data={"CUDA_VISIBLE_DEVICES": "0"})
+    r.write_part(run, "hosts/node2/logs/server.log", content="INFO ready\n")
+
+
+def test_freeze_manifest_and_modes(run):
+    _fill(run)
+    res = r.freeze(run, "0.1.0", metadata={"host": "node1"})
+    assert res["changed"]
+    with open(os.path.join(run, "manifest.json")) as f:
+        man = json.load(f)
+    assert man == res["manifest"]
+    assert man["schema_version"] == r.SCHEMA_VERSION and man["collection_version"] == "0.1.0"
+    assert man["case_id"] == "case1" and man["run_id"] == "run-001" and man["metadata"] == {"host": "node1"}
+    assert man["created"].endswith("Z") and "T" in man["created"]
+    assert [f["path"] for f in man["files"]] == ["hosts/node1/env.json", "hosts/node2/logs/server.log", "notes.md"]
+    notes = [f for f in man["files"] if f["path"] == "notes.md"][0]
+    assert notes == {"path": "notes.md", "size": 6, "sha256": hashlib.sha256(b"notes\n").hexdigest()}
+    for dirpath, dirnames, filenames in os.walk(run):
+        assert mode(dirpath) == 0o555, dirpath
+        for n in filenames:
+            assert mode(os.path.join(dirpath, n)) == 0o444, n
+    assert r.is_frozen(run)
+
+
+def test_freeze_twice_is_unchanged_and_checks(run):
+    _fill(run)
+    first = r.freeze(run, "0.1.0")
+    second = r.freeze(run, "0.2.0")
+    assert second["changed"] is False and second["manifest"] == first["manifest"]
+    target = os.path.join(run, "notes.md")
+    os.chmod(target, 0o644)
+    with open(target, "w") as f:
+        f.write("edited\n")
+    with pytest.raises(r.RecordError, match="does not verify.*notes.md"):
+        r.freeze(run, "0.1.0")
+
+
+def test_freeze_check_mode(run):
+    _fill(run)
+    res = r.freeze(run, "0.1.0", check_mode=True)
+    assert res["changed"] and len(res["manifest"]["files"]) == 3
+    assert not os.path.exists(os.path.join(run, "manifest.json"))
+    assert mode(run) == 0o700
+
+
+def test_freeze_refuses_symlinks(run, tmp_path):
+    _fill(run)
+    os.symlink(str(tmp_path), os.path.join(run, "elsewhere"))
+    with pytest.raises(r.RecordError, match="elsewhere"):
+        r.freeze(run, "0.1.0")
+    assert not r.is_frozen(run)
+
+
+def test_frozen_run_refuses_writes_even_for_root(run):
+    _fill(run)
+    r.freeze(run, "0.1.0")
+    # make the permission bits permissive again: only the manifest check can refuse now
+    for dirpath, dirnames, filenames in os.walk(run):
+        os.chmod(dirpath, 0o700)
+        for n in filenames:
+            os.chmod(os.path.join(dirpath, n), 0o600)
+    for part, kw in (("notes.md", {"content": "x", "overwrite": True}), ("new.txt", {"content": "x"}),
+                     ("hosts/node9/x.json", {"data": {"a": 1}})):
+        with pytest.raises(r.FrozenError) as err:
+            r.write_part(run, part, **kw)
+        msg = str(err.value)
+        assert run in msg and "frozen" in msg and "never modified" in msg and "state=create" in msg
+    assert open(os.path.join(run, "notes.md")).read() == "notes\n"
+    assert not os.path.exists(os.path.join(run, "new.txt"))
+    assert r.verify(run)["ok"]
+
+
+def test_nested_record_is_a_file_of_the_outer_one(run):
+    host = os.path.join(run, "hosts", "node1")
+    os.makedirs(host)
+    r.write_part(host, "fingerprint.json", data={"gpu": "H200"})
+    inner = r.freeze(host, "0.1.0", case_id="case1", run_id="run-001")
+    assert inner["manifest"]["files"] == [{"path": "fingerprint.json", "size": inner["manifest"]["files"][0]["size"],
+                                           "sha256": inner["manifest"]["files"][0]["sha256"]}]
+    # the outer run is not frozen, but the nested record refuses writes
+    with pytest.raises(r.FrozenError, match="node1"):
+        r.write_part(run, "hosts/node1/extra.txt", content="x")
+    r.write_part(run, "stages.json", data={"stage": "none"})
+    outer = r.freeze(run, "0.1.0")
+    assert [f["path"] for f in outer["manifest"]["files"]] == [
+        "hosts/node1/fingerprint.json", "hosts/node1/manifest.json", "stages.json"]
+    assert r.verify(run)["ok"] and r.verify(host)["ok"]
+
+
+# ------------------------------------------------------------------------------------------------ verify
+def _frozen(run):
+    _fill(run)
+    r.freeze(run, "0.1.0")
+    for dirpath, dirnames, filenames in os.walk(run):
+        os.chmod(dirpath, 0o755)
+        for n in filenames:
+            os.chmod(os.path.join(dirpath, n), 0o644)
+    return run
+
+
+def test_verify_ok(run):
+    res = r.verify(_frozen(run))
+    assert res["ok"] and res["checked"] == 3
+    assert res["mismatched"] == [] and res["missing"] == [] and res["unexpected"] == []
+
+
+def test_verify_detects_changed_bytes_same_size(run):
+    _frozen(run)
+    p = os.path.join(run, "hosts", "node2", "logs", "server.log")
+    with open(p, "r+b") as f:
+        f.write(b"X")
+    res = r.verify(run)
+    assert not res["ok"]
+    (m,) = res["mismatched"]
+    assert m["path"] == "hosts/node2/logs/server.log" and m["expected_size"] == m["actual_size"]
+    assert m["expected_sha256"] != m["actual_sha256"]
+    assert "changed: hosts/node2/logs/server.log" in r.describe_problems(res)
+
+
+def test_verify_detects_removed_and_added(run):
+    _frozen(run)
+    os.unlink(os.path.join(run, "notes.md"))
+    with open(os.path.join(run, "hosts", "node1", "added.txt"), "w") as f:
+        f.write("x")
+    res = r.verify(run)
+    assert not res["ok"] and res["missing"] == ["notes.md"] and res["unexpected"] == ["hosts/node1/added.txt"]
+    assert res["checked"] == 2
+    text = r.describe_problems(res)
+    assert "missing: notes.md" in text and "not in the manifest: hosts/node1/added.txt" in text
+
+
+def test_verify_errors(run, tmp_path):
+    with pytest.raises(r.RecordError, match="not a frozen record"):
+        r.verify(run)
+    with pytest.raises(r.RecordError, match="not a directory"):
+        r.verify(str(tmp_path / "nope"))
+    with open(os.path.join(run, "manifest.json"), "w") as f:
+        f.write("{broken")
+    with pytest.raises(r.RecordError, match="not valid JSON"):
+        r.verify(run)
+    with open(os.path.join(run, "manifest.json"), "w") as f:
+        json.dump({"files": [{"path": "../../etc/passwd", "size": 1, "sha256": "0"}]}, f)
+    with pytest.raises(r.RecordError, match="unsafe path"):
+        r.verify(run)
+
+
+def test_hash_file_in_chunks(tmp_path):
+    p = tmp_path / "f"
+    blob = os.urandom(1000)
+    p.write_bytes(blob)
+    assert r.hash_file(str(p), chunk=7) == (1000, hashlib.sha256(blob).hexdigest())
