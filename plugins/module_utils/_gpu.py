@@ -629,8 +629,8 @@ def _wanted(gather_opt):
         return set(SECTIONS)
     unknown = [s for s in items if s not in SECTIONS]
     if unknown:
-        raise ValueError("unknown gather section(s) %s; choose from all, %s" % (", ".join(unknown),
-                                                                              ", ".join(SECTIONS)))
+        raise ValueError("unknown gather section(s) %s; choose from all, %s"
+                         % (", ".join(unknown), ", ".join(SECTIONS)))
     return set(items) | {"driver"}
 
 

@@ -29,7 +29,7 @@ description:
   - A missing tool, a command that fails or times out, and a host without NVIDIA driver are values in the
     result (C(present=false) with a C(reason)), never a task failure.
 author:
-  - repro.vllm contributors
+  - repro.vllm maintainers (@repro)
 extends_documentation_fragment:
   - repro.vllm._attributes
   - repro.vllm._attributes.facts
@@ -158,7 +158,8 @@ ansible_facts:
           description: Why C(present) is false (null when it is true).
           returned: always
           type: str
-          sample: "nvidia-smi not found on PATH or in /usr/bin, /usr/sbin, /bin, /sbin; /proc/driver/nvidia/version does not exist (no NVIDIA kernel module loaded)"
+          sample: "nvidia-smi not found on PATH or in /usr/bin, /usr/sbin, /bin, /sbin;
+            /proc/driver/nvidia/version does not exist (no NVIDIA kernel module loaded)"
         nvidia_smi_path:
           description: The nvidia-smi binary used, null when none was found.
           returned: always

@@ -239,9 +239,12 @@ def test_proc_driver_version_open_kernel_module():
     assert out["gcc"] == "gcc version 15.3.0 (GCC)"
 
 
-@pytest.mark.parametrize("folder,name", [(IDLE, n) for n in ("nvsmi", "nvsmi_L", "nvsmi_q", "nvsmi_query",
-                                                            "nvsmi_version", "nvsmi_topo", "nvsmi_apps")]
-                         + [(BUSY, n) for n in ("busy_nvsmi", "busy_query", "bad_field", "q_memory_ecc")])
+IDLE_SMI = ("nvsmi", "nvsmi_L", "nvsmi_q", "nvsmi_query", "nvsmi_version", "nvsmi_topo", "nvsmi_apps")
+BUSY_SMI = ("busy_nvsmi", "busy_query", "bad_field", "q_memory_ecc")
+HEALTHY_SMI_CAPTURES = [(IDLE, n) for n in IDLE_SMI] + [(BUSY, n) for n in BUSY_SMI]
+
+
+@pytest.mark.parametrize("folder,name", HEALTHY_SMI_CAPTURES)
 def test_no_nvml_failure_in_healthy_captures(folder, name):
     assert _gpu.detect_nvml_failure(capture(folder, name)[1]) is None
 
