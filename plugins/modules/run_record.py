@@ -147,8 +147,14 @@ EXAMPLES = r"""
 RETURN = r"""
 path:
   description:
-    - The run directory (created, or that would be created in check mode), or the verified directory.
-  returned: always
+    - The run directory (created, or that would be created in check mode), the frozen run, or the verified
+      directory.
+  returned: when O(state=create), O(state=freeze) or O(state=verify)
+  type: str
+  sample: /var/tmp/repro-records/kimi-k3-restarts/run-003
+run_path:
+  description: The run directory written into.
+  returned: when O(state=write)
   type: str
   sample: /var/tmp/repro-records/kimi-k3-restarts/run-003
 run_id:
@@ -298,7 +304,8 @@ def main():
             res = _record.write_part(p["path"], p["part"], content=p["content"], data=p["json"], src=p["src"],
                                      overwrite=p["overwrite"], check_mode=module.check_mode,
                                      has_data=p["json"] is not None)
-            module.exit_json(changed=res["changed"], path=p["path"], part=res["part"], dest=res["path"],
+            # no "path" key here: AnsibleModule would add stat info of it, overwriting "size"
+            module.exit_json(changed=res["changed"], run_path=p["path"], part=res["part"], dest=res["path"],
                              size=res["size"], sha256=res["sha256"], existed=res["existed"])
         elif state == "freeze":
             res = _record.freeze(p["path"], p["collection_version"], metadata=p["metadata"],

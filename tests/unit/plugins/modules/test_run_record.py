@@ -1,0 +1,130 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""run_record as Ansible runs it: the module file in its own Python process, arguments in a JSON file."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.repro.vllm.plugins.modules import run_record
+
+MODULE = run_record.__file__.replace(".pyc", ".py")
+# .../ansible_collections/repro/vllm/plugins/modules/run_record.py -> the dir holding ansible_collections
+COLL_PARENT = os.path.abspath(os.path.join(os.path.dirname(MODULE), *([os.pardir] * 5)))
+
+
+def run_module(tmp_path, check_mode=False, **args):
+    args["_ansible_check_mode"] = check_mode
+    args["_ansible_tmpdir"] = str(tmp_path)
+    args_file = tmp_path / ("args-%d.json" % len(os.listdir(str(tmp_path))))
+    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([COLL_PARENT] + [p for p in sys.path if p]))
+    proc = subprocess.run([sys.executable, MODULE, str(args_file)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError("module printed no JSON: rc=%s stdout=%r stderr=%r" % (proc.returncode, proc.stdout,
+                                                                                   proc.stderr))
+
+
+@pytest.fixture
+def root(tmp_path):
+    return str(tmp_path / "records")
+
+
+def test_full_cycle(tmp_path, root):
+    plan = run_module(tmp_path, check_mode=True, state="create", root=root, case_id="kimi")
+    assert plan["changed"] and plan["run_id"] == "run-001" and not os.path.exists(root)
+    made = run_module(tmp_path, state="create", root=root, case_id="kimi")
+    assert made["changed"] and made["run_id"] == "run-001" and made["number"] == 1 and made["case_id"] == "kimi"
+    run = made["path"]
+    assert run == os.path.join(root, "kimi", "run-001") and os.path.isdir(run)
+    assert stat.S_IMODE(os.stat(run).st_mode) == 0o700
+
+    w = run_module(tmp_path, state="write", path=run, part="hosts/node1/fingerprint.json",
+                   json={"driver": "580.159.04", "gpus": [{"name": "NVIDIA H200"}]})
+    assert w["changed"] and w["dest"] == os.path.join(run, "hosts", "node1", "fingerprint.json")
+    assert json.load(open(w["dest"])) == {"driver": "580.159.04", "gpus": [{"name": "NVIDIA H200"}]}
+    again = run_module(tmp_path, state="write", path=run, part="hosts/node1/fingerprint.json",
+                       json={"gpus": [{"name": "NVIDIA H200"}], "driver": "580.159.04"})
+    assert again["changed"] is False and again["sha256"] == w["sha256"]
+
+    src = tmp_path / "server.log"
+    src.write_text("INFO Started server process\n")
+    c = run_module(tmp_path, state="write", path=run, part="hosts/node1/logs/server.log", src=str(src))
+    assert c["changed"] and open(c["dest"]).read() == "INFO Started server process\n"
+    n = run_module(tmp_path, state="write", path=run, part="notes.md", content="expected: ready\n")
+    assert n["size"] == len("expected: ready\n")
+
+    planned = run_module(tmp_path, check_mode=True, state="freeze", path=run, collection_version="0.1.0")
+    assert planned["changed"] and not os.path.exists(os.path.join(run, "manifest.json"))
+    fr = run_module(tmp_path, state="freeze", path=run, collection_version="0.1.0", metadata={"play": "reproduce"})
+    assert fr["changed"] and fr["manifest"]["collection_version"] == "0.1.0"
+    assert fr["manifest"]["metadata"] == {"play": "reproduce"}
+    assert [f["path"] for f in fr["manifest"]["files"]] == [
+        "hosts/node1/fingerprint.json", "hosts/node1/logs/server.log", "notes.md"]
+    assert json.load(open(fr["manifest_path"])) == fr["manifest"]
+    fr2 = run_module(tmp_path, state="freeze", path=run, collection_version="0.1.0")
+    assert fr2["changed"] is False
+
+    v = run_module(tmp_path, state="verify", path=run)
+    assert v["ok"] and v["checked"] == 3 and not v.get("failed") and v["changed"] is False
+
+    refused = run_module(tmp_path, state="write", path=run, part="notes.md", content="later\n", overwrite=True)
+    assert refused["failed"] and "frozen" in refused["msg"] and run in refused["msg"]
+    assert "start a new run" in refused["msg"]
+
+    nxt = run_module(tmp_path, state="create", root=root, case_id="kimi")
+    assert nxt["run_id"] == "run-002"
+
+
+def test_verify_tampered(tmp_path, root):
+    run = run_module(tmp_path, state="create", root=root)["path"]
+    run_module(tmp_path, state="write", path=run, part="stages.json", json={"stage": "engine_init"})
+    run_module(tmp_path, state="write", path=run, part="request.json", json={"prompt": "hi"})
+    run_module(tmp_path, state="freeze", path=run)
+    p = os.path.join(run, "stages.json")
+    os.chmod(p, 0o644)
+    with open(p, "w") as f:
+        f.write('{"stage": "request"}\n')
+    os.chmod(run, 0o755)
+    os.unlink(os.path.join(run, "request.json"))
+    with open(os.path.join(run, "extra.txt"), "w") as f:
+        f.write("x")
+    bad = run_module(tmp_path, state="verify", path=run)
+    assert bad["failed"] and bad["ok"] is False
+    assert "changed: stages.json" in bad["msg"] and "missing: request.json" in bad["msg"]
+    assert "not in the manifest: extra.txt" in bad["msg"] and run in bad["msg"]
+    assert [m["path"] for m in bad["mismatched"]] == ["stages.json"]
+    report = run_module(tmp_path, state="verify", path=run, fail_on_mismatch=False)
+    assert not report.get("failed") and report["ok"] is False and report["unexpected"] == ["extra.txt"]
+
+
+def test_errors_are_clear(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    res = run_module(tmp_path, state="create", root=str(afile))
+    assert res["failed"] and str(afile) in res["msg"] and "not a directory" in res["msg"]
+    res = run_module(tmp_path, state="create", root=str(tmp_path / "no" / "such"))
+    assert res["failed"] and "does not exist" in res["msg"]
+    res = run_module(tmp_path, state="create", root=str(tmp_path / "r"), case_id="../etc")
+    assert res["failed"] and "case_id" in res["msg"]
+    run = run_module(tmp_path, state="create", root=str(tmp_path / "r"))["path"]
+    res = run_module(tmp_path, state="write", path=run, part="../../escape", content="x")
+    assert res["failed"] and "inside the run" in res["msg"]
+    res = run_module(tmp_path, state="write", path=run, part="a.txt", content="x", json={"a": 1})
+    assert res["failed"] and "mutually exclusive" in res["msg"]
+    res = run_module(tmp_path, state="write", path=run, part="a.txt")
+    assert res["failed"] and "content" in res["msg"]
+    res = run_module(tmp_path, state="verify", path=run)
+    assert res["failed"] and "not a frozen record" in res["msg"]
+    res = run_module(tmp_path, state="create")
+    assert res["failed"] and "root" in res["msg"]
