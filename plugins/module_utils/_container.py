@@ -308,7 +308,7 @@ def parse_ctr_images(text):
         labels = {}
         if cells.get("labels") and cells["labels"] != "-":
             for pair in cells["labels"].split(","):
-                k, _, v = pair.partition("=")
+                k, dummy, v = pair.partition("=")
                 labels[k] = v
         rows.append({"ref": cells.get("ref"), "type": cells.get("type"), "digest": cells.get("digest"),
                      "size": cells.get("size"),
@@ -541,7 +541,7 @@ def _gather_ctr(binary, reference, runner, address=None, namespace="default", co
         return entry
     rows = parse_ctr_images(res["stdout"])
     full = normalize_reference(reference)
-    _name, _tag, want_digest = split_reference(reference)
+    want_digest = split_reference(reference)[2]
     row = None
     for cand in rows:
         if cand["ref"] in (reference, full) or (want_digest and cand["digest"] == want_digest):

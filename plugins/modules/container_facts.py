@@ -22,7 +22,7 @@ description:
   - Optionally (O(probe=true)) runs the image's own C(python3) once (C(docker|podman run --rm)) to report the
     Python, torch, torch CUDA runtime, vLLM and FlashInfer versions and the visible GPU count.
 author:
-  - repro.vllm contributors
+  - repro.vllm maintainers (@repro)
 extends_documentation_fragment:
   - repro.vllm._attributes
   - repro.vllm._attributes.facts
@@ -30,6 +30,7 @@ extends_documentation_fragment:
   - repro.vllm._command_timeout
 attributes:
   idempotent:
+    description: When run again with the same arguments, the module reports no change.
     support: full
 options:
   image:

@@ -21,7 +21,7 @@ description:
     and what was added.
   - On the controller, use the same module with C(delegate_to=localhost).
 author:
-  - repro.vllm contributors
+  - repro.vllm maintainers (@repro)
 extends_documentation_fragment:
   - repro.vllm._attributes
 attributes:
@@ -32,6 +32,7 @@ attributes:
   diff_mode:
     support: none
   idempotent:
+    description: When run again with the same arguments, the module reports no change.
     support: partial
     details:
       - C(create) makes a new run each time. C(write) of identical bytes, C(freeze) of a frozen run that

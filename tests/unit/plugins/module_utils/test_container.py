@@ -199,17 +199,17 @@ def test_gather_every_runtime_from_replays(tmp_path):
 
 def test_gather_ctr_index_and_normalised_name(tmp_path):
     bins = {"ctr": replay_bin(tmp_path, "ctr", os.path.join(CTR, "replay.json"))}
-    facts, _ = c.gather("localhost/repro-vllm-multi:0.1", binaries=bins, runtimes=["ctr"])
+    facts, dummy = c.gather("localhost/repro-vllm-multi:0.1", binaries=bins, runtimes=["ctr"])
     img = facts["runtimes"]["ctr"]["image"]
     if c.host_platform() == ("linux", "amd64"):
         assert img["index_digest"] == CTR_INDEX and img["manifest_digest"] == CTR_MANIFEST
         assert img["config_digest"] == CONFIG
-    facts, _ = c.gather("repro/vllm-tiny:0.1", binaries=bins, runtimes=["ctr"])
+    facts, dummy = c.gather("repro/vllm-tiny:0.1", binaries=bins, runtimes=["ctr"])
     entry = facts["runtimes"]["ctr"]
     assert entry["image"]["repo_tags"] == ["docker.io/repro/vllm-tiny:0.1"]
     assert entry["ctr_labels"] == {"io.cri-containerd.image": "managed"}
     assert entry["pinned_reference"] == "docker.io/repro/vllm-tiny@" + CTR_MANIFEST
-    facts, _ = c.gather("nvcr.io/nvidia/absent:1", binaries=bins, runtimes=["ctr"])
+    facts, dummy = c.gather("nvcr.io/nvidia/absent:1", binaries=bins, runtimes=["ctr"])
     assert facts["runtimes"]["ctr"]["image_present"] is False and facts["found_in"] == []
 
 
@@ -229,7 +229,7 @@ def test_gather_daemons_down_are_values_not_failures(tmp_path):
 def test_gather_absent_image_and_absent_runtime(tmp_path):
     bins = {"podman": replay_bin(tmp_path, "podman", os.path.join(PODMAN, "replay.json")),
             "docker": replay_bin(tmp_path, "docker", os.path.join(DOCKER, "replay.json"))}
-    facts, _ = c.gather("localhost/absent:1", binaries=bins, runtimes=["podman", "docker"])
+    facts, dummy = c.gather("localhost/absent:1", binaries=bins, runtimes=["podman", "docker"])
     for name in ("podman", "docker"):
         e = facts["runtimes"][name]
         assert e["present"] and e["daemon_running"] and e["image_present"] is False and e["error"] is None
@@ -250,11 +250,11 @@ def test_gather_enroot_squashfs_file(tmp_path):
     sqsh = tmp_path / "nvidia+cuda+10.0-base.sqsh"
     sqsh.write_bytes(b"hsqs" + b"\0" * 100)
     bins = {"enroot": replay_bin(tmp_path, "enroot", os.path.join(DOC, "replay_enroot.json"))}
-    facts, _ = c.gather(str(sqsh), binaries=bins, runtimes=["enroot"])
+    facts, dummy = c.gather(str(sqsh), binaries=bins, runtimes=["enroot"])
     img = facts["runtimes"]["enroot"]["image"]
     assert img["path"] == str(sqsh) and img["size"] == 104
     assert img["file_sha256"] == c.sha256_file(str(sqsh))
-    facts, _ = c.gather("cuda", binaries=bins, runtimes=["enroot"])
+    facts, dummy = c.gather("cuda", binaries=bins, runtimes=["enroot"])
     assert facts["runtimes"]["enroot"]["image"]["container"] == "cuda"
 
 

@@ -74,7 +74,7 @@ def test_plan_run_creates_nothing(root):
 def _creator(root, n, barrier, queue):
     barrier.wait()
     out = []
-    for _i in range(n):
+    for dummy in range(n):
         out.append(r.create_run(root, "race")["number"])
     queue.put((os.getpid(), out))
 
@@ -84,15 +84,15 @@ def test_concurrent_creates_never_share_a_number(root):
     procs, per = 8, 5
     barrier = ctx.Barrier(procs)
     queue = ctx.Queue()
-    workers = [ctx.Process(target=_creator, args=(root, per, barrier, queue)) for _ in range(procs)]
+    workers = [ctx.Process(target=_creator, args=(root, per, barrier, queue)) for dummy in range(procs)]
     for w in workers:
         w.start()
-    results = [queue.get(timeout=60) for _ in workers]
+    results = [queue.get(timeout=60) for dummy in workers]
     for w in workers:
         w.join(timeout=60)
         assert w.exitcode == 0
-    assert len({pid for pid, _ in results}) == procs  # really 8 processes
-    numbers = [n for _, nums in results for n in nums]
+    assert len({pid for pid, nums in results}) == procs  # really 8 processes
+    numbers = [n for pid, nums in results for n in nums]
     assert len(numbers) == procs * per
     assert sorted(numbers) == list(range(1, procs * per + 1))
     assert sorted(os.listdir(os.path.join(root, "race"))) == ["run-%03d" % i for i in range(1, 41)]
@@ -165,7 +165,7 @@ def test_root_not_writable(open_tmp):
     else:
         os.chmod(str(locked), 0o555)
     proc = subprocess.run([python, "-c", code, str(lib), str(locked)], capture_output=True, text=True,
-                          preexec_fn=preexec, timeout=60, cwd=str(tmp_path))
+                          preexec_fn=preexec, timeout=60, cwd=str(tmp_path), check=False)
     assert proc.returncode == 3, proc.stderr
     assert str(locked) in proc.stdout and "Permission denied" in proc.stdout and "writable" in proc.stdout
     assert os.listdir(str(locked)) == []

@@ -22,8 +22,8 @@ CONFIG = "sha256:e391a3994d242d7e40f04c24b59ef5140f403af837bf2981c01bd0da2cd373b
 
 def replay_bin(tmp_path, name, mapping):
     path = tmp_path / name
-    path.write_text('#!/bin/sh\nexec "%s" "%s" "%s" "$@"\n' % (sys.executable, os.path.join(FIX, "replay.py"),
-                                                            os.path.join(FIX, mapping)))
+    replay = os.path.join(FIX, "replay.py")
+    path.write_text('#!/bin/sh\nexec "%s" "%s" "%s" "$@"\n' % (sys.executable, replay, os.path.join(FIX, mapping)))
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return str(path)
 
@@ -34,7 +34,7 @@ def run_module(tmp_path, check_mode=False, **args):
     args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([COLL_PARENT] + [p for p in sys.path if p]))
     proc = subprocess.run([sys.executable, MODULE, str(args_file)], capture_output=True, text=True, env=env,
-                          timeout=120)
+                          timeout=120, check=False)
     try:
         return json.loads(proc.stdout)
     except ValueError:

@@ -27,12 +27,12 @@ def run_module(tmp_path, check_mode=False, **args):
     args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([COLL_PARENT] + [p for p in sys.path if p]))
     proc = subprocess.run([sys.executable, MODULE, str(args_file)], capture_output=True, text=True, env=env,
-                          timeout=120)
+                          timeout=120, check=False)
     try:
         return json.loads(proc.stdout)
     except ValueError:
-        raise AssertionError("module printed no JSON: rc=%s stdout=%r stderr=%r" % (proc.returncode, proc.stdout,
-                                                                                   proc.stderr))
+        raise AssertionError("module printed no JSON: rc=%s stdout=%r stderr=%r"
+                             % (proc.returncode, proc.stdout, proc.stderr))
 
 
 @pytest.fixture
