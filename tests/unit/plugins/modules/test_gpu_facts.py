@@ -351,3 +351,23 @@ def test_gather_importable_without_ansible(tmp_path):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
     assert res.returncode == 0, res.stderr.decode()
     assert res.stdout.decode().strip() == "commands"
+
+
+def test_benchmark_smoke_reports_what_it_could_not_run(tmp_path, replay):
+    """benchmarks/gpu_facts_bench.py runs without GPU and torch and says what it could not run."""
+    replay(BUSY)
+    bench = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "benchmarks", "gpu_facts_bench.py")
+    out_file = tmp_path / "bench.json"
+    res = subprocess.run([sys.executable, bench, "--runs", "1", "--collect-env-runs", "1", "--python",
+                          str(tmp_path / "no-such-python"), "--nvidia-smi-path", STUB, "--gather", "gpus",
+                          "--out", str(out_file)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    assert res.returncode == 0, res.stderr.decode()
+    data = json.loads(out_file.read_text())
+    assert data == json.loads(res.stdout.decode())
+    assert data["gather"]["in_process"]["runs"] == 1 and data["gather"]["fresh_process"]["runs"] == 1
+    assert data["gather"]["gpu_names"] == ["NVIDIA H200"] and data["gather"]["present"] is True
+    assert data["collect_env"] is None
+    assert data["not_run"][0]["what"] == "python -m torch.utils.collect_env"
+    assert "no-such-python" in data["not_run"][0]["why"]
+    assert data["ratio"] == {"collect_env_over_gather_fresh_process": None, "collect_env_over_gather_in_process": None}
