@@ -521,10 +521,10 @@ _CLASS_DEFAULT = {"import_error": "environment", "driver_mismatch": "environment
 # --------------------------------------------------------------------------------------------------------------
 _ANSI_RX = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _ORPHAN_ANSI_RX = re.compile(r"\[[0-9;]{1,8}m(?=\S)")
-_K8S_RX = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)((?:[.,]\d+)?)(Z|[+-]\d\d:?\d\d)?\s")
+_K8S_RX = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)((?:[.,]\d+)?)(Z|[+-]\d\d:?\d\d)?(?:\s|$)")
 _JOURNAL_RX = re.compile(
-    r"^(?:([A-Z][a-z]{2}) ([ \d]\d) (\d\d):(\d\d):(\d\d)|(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\S*) "
-    r"[\w.-]+ [\w.@/-]+(?:\[\d+\])?: ")
+    r"^(?:([A-Z][a-z]{2}) ([ \d]\d) (\d\d):(\d\d):(\d\d) [\w.-]+ [\w.@/-]+(?:\[\d+\])?:(?: |$)|"
+    r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\S* [\w.-]+ [\w.@/-]+\[\d+\]:(?: |$))")
 _COMPOSE_RX = re.compile(r"^([A-Za-z0-9][\w.-]*)\s+\| ?")
 _RAY_REPEAT_RX = re.compile(r"\s*\[repeated \d+x across cluster\]")
 _VLLM_RX = re.compile(

@@ -1,0 +1,85 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""log_stage run as Ansible runs it (own process, JSON arguments) on the real logs of tests/fixtures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from ansible_collections.repro.vllm.plugins.filter.log_stage import log_stage as log_stage_filter
+from ansible_collections.repro.vllm.plugins.modules import log_stage
+
+MODULE = log_stage.__file__.replace(".pyc", ".py")
+COLL_PARENT = os.path.abspath(os.path.join(os.path.dirname(MODULE), *([os.pardir] * 5)))
+FIX = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures"))
+CPU = os.path.join(FIX, "vllm-cpu-0.32")
+
+
+def run_module(tmp_path, check_mode=False, **args):
+    args["_ansible_check_mode"] = check_mode
+    args_file = tmp_path / ("args-%d.json" % len(os.listdir(str(tmp_path))))
+    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([COLL_PARENT] + [p for p in sys.path if p]))
+    proc = subprocess.run([sys.executable, MODULE, str(args_file)], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError("no JSON: rc=%s out=%r err=%r" % (proc.returncode, proc.stdout, proc.stderr))
+
+
+def _strip(res):
+    return dict((k, v) for k, v in res.items() if k not in ("changed", "invocation", "failed"))
+
+
+def test_failing_log(tmp_path):
+    path = os.path.join(CPU, "fail_b_no_weights.log")
+    res = run_module(tmp_path, paths=[path])
+    assert res["changed"] is False and not res.get("failed")
+    assert res["stage"] == "weight_loading" and res["error_class"] == "missing_file"
+    assert res["first_error"]["file"] == path and res["first_error"]["lineno"] == 98
+    assert res["timeline"][0]["node"] == "fail_b_no_weights.log"
+    assert res["timeline"][0]["stage_marks"][0]["stage"] == "environment"
+
+
+def test_check_mode_gives_the_full_answer(tmp_path):
+    path = os.path.join(CPU, "fail_d_kvcache_100g.log")
+    real = run_module(tmp_path, paths=[path])
+    check = run_module(tmp_path, check_mode=True, paths=[path])
+    assert _strip(check) == _strip(real) and check["changed"] is False
+
+
+def test_module_and_filter_agree(tmp_path):
+    for name in ("fail_i_head_dim16_first_request.log", "healthy_startup.log", "fail_c_trust_remote_code.log"):
+        path = os.path.join(CPU, name)
+        res = run_module(tmp_path, paths=[path], nodes=["gpu-a01"])
+        with open(path, "rb") as fh:
+            text = fh.read().decode("utf-8", "replace")
+        flt = log_stage_filter(text, names=[path], nodes=["gpu-a01"])
+        assert _strip(res) == flt, name
+
+
+def test_two_nodes_and_a_directory(tmp_path):
+    base = os.path.join(FIX, "composed", "multinode_node1_first")
+    res = run_module(tmp_path, paths=[os.path.join(base, "node0.log"), os.path.join(base, "node1.log")],
+                     nodes=["head", "worker"])
+    assert res["first_error"]["node"] == "worker" and res["stage"] == "weight_loading"
+    res = run_module(tmp_path, paths=[base])
+    assert [t["node"] for t in res["timeline"]] == ["node0.log", "node1.log"]
+    assert res["first_error"]["node"] == "node1.log"
+
+
+def test_missing_file_fails_and_names_it(tmp_path):
+    missing = str(tmp_path / "server.log")
+    res = run_module(tmp_path, paths=[missing])
+    assert res["failed"] is True
+    assert missing in res["msg"] and "does not exist" in res["msg"]
+
+
+def test_nodes_must_match_paths(tmp_path):
+    res = run_module(tmp_path, paths=[os.path.join(CPU, "fail_b_no_weights.log")], nodes=["a", "b"])
+    assert res["failed"] is True and "one name per path" in res["msg"]
