@@ -28,7 +28,7 @@ def host_summary(fingerprint, container=None):
     names = sorted({g.get("name") for g in gpus if g.get("name")})
     foreign = []
     for proc in gpu.get("processes") or []:
-        if proc.get("foreign", True):
+        if not proc.get("own", False):
             foreign.append({"pid": proc.get("pid"), "name": proc.get("process_name"),
                             "gpu_uuid": proc.get("gpu_uuid"), "used_memory_mib": proc.get("used_memory_mib")})
     timed_out = list(gpu.get("timed_out") or []) + list((container or {}).get("timed_out") or [])
