@@ -32,7 +32,7 @@ def log_stage(data, names=None, nodes=None):
     for label, values in (("names", names), ("nodes", nodes)):
         if values is not None and len(values) != len(texts):
             raise AnsibleFilterError("log_stage: %s has %d entries for %d logs; give one per log" % (label, len(values), len(texts)))
-    return classify_texts([t for t in texts], names=[str(n) for n in names] if names else None,
+    return classify_texts(list(texts), names=[str(n) for n in names] if names else None,
                           nodes=[str(n) for n in nodes] if nodes else None)
 
 

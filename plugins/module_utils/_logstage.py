@@ -224,7 +224,8 @@ _SIG_TABLE = (
     ("F", "Unsupported device type", None, "config_error", "=cuda_init", "", None),
     ("F", "on startup is less than desired", r"on startup is less than desired (?:GPU|CPU|XPU)? ?memory utilization", "oom", "=cuda_init", "",
      "memory is held by other processes before vLLM starts: not a sizing problem"),
-    ("F", "Insufficient space in", r"Insufficient space in \S+ for", "other", "=cuda_init", "", "the container /dev/shm is too small (--shm-size or --ipc=host)"),
+    ("F", "Insufficient space in", r"Insufficient space in \S+ for", "other", "=cuda_init", "",
+     "the container /dev/shm is too small (--shm-size or --ipc=host)"),
     ("F", "Cannot provide a placement group", None, "config_error", "=cuda_init", "", None),
     ("F", "Timed out waiting for engine core processes to start", None, "timeout", "", "", "raise VLLM_ENGINE_READY_TIMEOUT_S or find the slow stage"),
     ("F", "Did not receive response from front-end process within", None, "timeout", "", "", None),
@@ -401,7 +402,8 @@ _MARK_TABLE = (
     ("cuda_init", "e", "v", "Waiting for READY message from DP Coordinator", None),
     ("cuda_init", "e", "v", "vLLM message queue communication handle", None),
     ("cuda_init", "e", "v", "Reducing Torch parallelism from", None),
-    ("cuda_init", "e", "v", "placement group", r"(?:Waiting for creating a placement group|No current placement group found|Using the existing placement group)"),
+    ("cuda_init", "e", "v", "placement group",
+     r"(?:Waiting for creating a placement group|No current placement group found|Using the existing placement group)"),
     ("cuda_init", "e", "v", "Using V2 Model Runner", None),
     ("cuda_init", "e", "v", "worker init memory snapshot", None),
     ("distributed_init", "e", "v", "distributed_init_method=", r"world_size=\d+ rank=\d+ local_rank=\d+ distributed_init_method="),
@@ -435,7 +437,8 @@ _MARK_TABLE = (
     ("weight_loading", "x", "v", "Loading weights took", None),
     ("weight_loading", "x", "v", "Model loading took", None),
     ("weight_loading", "x", "v", "Loading model weights took", None),
-    ("engine_init", "e", "v", "torch.compile", r"Starting torch\.compile|for vLLM's torch\.compile|torch\.compile cache is disabled|torch\.compile (?:takes|took)"),
+    ("engine_init", "e", "v", "torch.compile",
+     r"Starting torch\.compile|for vLLM's torch\.compile|torch\.compile cache is disabled|torch\.compile (?:takes|took)"),
     ("engine_init", "e", "v", "Dynamo bytecode transform time", None),
     ("engine_init", "e", "v", "Directly load", r"Directly load (?:AOT compilation|the compiled graph)"),
     ("engine_init", "e", "v", "Cache the graph", None),
@@ -566,14 +569,15 @@ _TS_BYTES_RX = re.compile(
     rb"(?:(?<!\d)\d{4}-)?(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)|(?<![\w])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.")
 
 # prefilter: a line is parsed only when it contains one of these (or a marker anchor still needed)
-_STATIC_ANCHORS = (b".py:", b"Traceback", b"rror", b"WARN", b"ail", b"imeout", b"xception", b"\x1b", b"Killed",
-                   b"fault", b"nterrupt", b"dumped", b"Xid")
+# (vLLM and torch logger lines carry ".py:", C++ c10 lines ".cpp:", NCCL errors "WARN", Python tracebacks start
+# with "Traceback", raw error prints say "error"/"Error"; every pass over a block costs, so the list is short)
+_STATIC_ANCHORS = (b".py:", b"Traceback", b"rror", b"WARN", b".cpp:", b"fault", b"\x1b")
 _MARK_ANCHORS = {
     "distributed_init": (b"NCCL INFO", b"[Gloo]"),
     "weight_loading": (b"shards", b"Loading safetensors"),
     "engine_init": (b"Capturing",),
-    "api_ready": (b"INFO:",),
-    "request": (b"INFO:",),
+    "api_ready": (b"INFO:    ",),
+    "request": (b"INFO:    ",),
 }
 
 
@@ -636,7 +640,7 @@ _LEVEL = {"DEBUG": "D", "TRACE": "D", "INFO": "I", "WARNING": "W", "WARN": "W", 
 
 def _strip_wrappers(text, line):
     """Remove container/journal/kubectl/Ray wrappers; remember the outer timestamp and service."""
-    for _ in range(3):
+    for dummy in range(3):
         changed = False
         c0 = text[:1]
         if c0.isdigit() and text[4:5] == "-" and text[10:11] == "T":
@@ -1207,7 +1211,7 @@ class _Scan(object):
             return
         if last_exc is not None:
             text, ln = last_exc
-            cls = _classify_text(" ".join([text] + [m for m, _ in tb.entries[-1][2][:3]]))
+            cls = _classify_text(" ".join([text] + [m[0] for m in tb.entries[-1][2][:3]]))
             stage = self._stage_for("", None, cls, frames)
             self._add("F", cls, stage, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, None, tb.context,
                       rec_key)
@@ -1353,42 +1357,60 @@ def _ts_text(match):
 
 
 def _scan_stream(scan, read):
-    """Feed ``scan`` from ``read(n) -> bytes`` in blocks; memory stays at about two blocks."""
+    """Feed ``scan`` from ``read(n) -> bytes`` in blocks; memory stays at about two blocks.
+
+    A block is processed up to its last line end; the unfinished line is carried into the next block and
+    processed on its own, so a block is never copied.
+    """
     carry = b""
     head = None
     tail = b""
     abs_off = 0
     while True:
         data = read(BLOCK_SIZE)
-        final = not data
-        buf = carry + data if carry else data
-        if not buf:
+        if not data:
             break
-        if final:
-            cut = len(buf)
-        else:
-            cut = max(buf.rfind(b"\n"), buf.rfind(b"\r")) + 1
-            if cut == 0:
-                if len(buf) < MAX_SEGMENT * 4:
-                    carry = buf
-                    continue
-                cut = len(buf)
+        start = 0
+        if carry:
+            e_n = data.find(b"\n")
+            e_r = data.find(b"\r")
+            e = min(x for x in (e_n, e_r, len(data) - 1) if x >= 0)
+            if e_n < 0 and e_r < 0 and len(carry) + len(data) < MAX_SEGMENT * 4:
+                carry += data
+                continue
+            piece = carry + data[:e + 1]
+            if head is None:
+                head = piece[:65536]
+            scan._abs = abs_off
+            _scan_block(scan, piece, len(piece))
+            tail = (tail + piece)[-65536:]
+            abs_off += len(piece)
+            carry = b""
+            start = e + 1
+        cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+        if cut <= start:
+            if len(data) - start < MAX_SEGMENT * 4:
+                carry = data[start:]
+                continue
+            cut = len(data)
         if head is None:
-            head = buf[:65536]
-        scan._abs = abs_off
-        _scan_block(scan, buf, cut)
-        tail = (tail + buf[max(0, cut - 65536):cut])[-65536:]
-        abs_off += cut
-        carry = buf[cut:]
-        if final:
-            break
+            head = data[start:start + 65536]
+        scan._abs = abs_off - start
+        _scan_block(scan, data, cut, start)
+        tail = (tail + data[max(start, cut - 65536):cut])[-65536:]
+        abs_off += cut - start
+        carry = data[cut:]
     if carry:
+        if head is None:
+            head = carry[:65536]
         scan._abs = abs_off
         _scan_block(scan, carry, len(carry))
         tail = (tail + carry)[-65536:]
         abs_off += len(carry)
     scan._buf = None
     scan.finish()
+    # lines in the file: line ends, plus an unterminated last line
+    scan.lines = scan.lineno - 1 if (not tail or tail[-1:] == b"\n") else scan.lineno
     if scan.first_ts is None and head:
         m = _TS_BYTES_RX.search(head)
         if m is not None:
@@ -1402,10 +1424,9 @@ def _scan_stream(scan, read):
         scan.last_ts = _ts_text(last)
 
 
-def _scan_block(scan, buf, end):
-    pos = 0
+def _scan_block(scan, buf, end, pos=0):
     scan._buf = buf
-    scan._slow_end = 0
+    scan._slow_end = pos
     anchors = None
     nexts = None
     find = buf.find
@@ -1434,7 +1455,6 @@ def _scan_block(scan, buf, end):
             start = pos
         scan.lineno += count(b"\n", pos, start)
         pos = _one_segment(scan, buf, start, end)
-    scan.lines = scan.lineno
 
 
 def _one_segment(scan, buf, pos, end):

@@ -25,7 +25,7 @@ description:
   - The same classifier is used by the P(repro.vllm.log_stage#filter) filter and by the roles of this collection,
     so all give the same answer. The rules are described in the collection's C(docs/classifier.md).
 author:
-  - repro.vllm maintainers
+  - repro.vllm maintainers (@repro)
 extends_documentation_fragment:
   - repro.vllm._attributes
   - repro.vllm._attributes.info_module

@@ -302,11 +302,15 @@ RX_SAMPLES = [
     ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ParallelConfig", "F", "config_error"),
     ("AssertionError: DP adjusted local rank 4 is out of bounds for 4 devices.", "F", "cuda_error"),
     ("ValueError: Free memory on device cuda:0 (3.2/79.1 GiB) on startup is less than desired GPU memory utilization (0.9, 71.2 GiB).", "F", "oom"),
-    ("RuntimeError: Insufficient space in /dev/shm for shared memory broadcast: 512.0 MiB required, 64.0 MiB free. Increase /dev/shm (e.g. --shm-size or --ipc=host).", "F", "other"),
+    ("RuntimeError: Insufficient space in /dev/shm for shared memory broadcast: 512.0 MiB required, 64.0 M"
+     "iB free. Increase /dev/shm (e.g. --shm-size or --ipc=host).", "F", "other"),
     ("Worker proc VllmWorker-3 died unexpectedly (exit code: -11), shutting down executor.", "F", "engine_dead"),
     ("RayWorkerProc rank=5 died unexpectedly, shutting down executor.", "F", "engine_dead"),
     ("Process ApiServer_1 (PID: 812) died with exit code 1", "F", "engine_dead"),
-    ("Failed to load NCCL library from libnccl.so.2. It is expected if you are not running on NVIDIA/AMD GPUs. Otherwise, the nccl library might not exist, be corrupted or it does not support the current platform Linux. If you already have the library, please set the environment variable VLLM_NCCL_SO_PATH to point to the correct nccl library path.", "F", "import_error"),
+    ("Failed to load NCCL library from libnccl.so.2. It is expected if you are not running on NVIDIA/AMD G"
+     "PUs. Otherwise, the nccl library might not exist, be corrupted or it does not support the current pl"
+     "atform Linux. If you already have the library, please set the environment variable VLLM_NCCL_SO_PATH"
+     " to point to the correct nccl library path.", "F", "import_error"),
     ("please set the environment variable VLLM_NCCL_SO_PATH to point to the correct nccl library path.", "F", "import_error"),
     ("include/alloc.h:124 NCCL WARN Cuda failure 2 'out of memory'", "F", "oom"),
     ("RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)", "F", "nccl_error"),

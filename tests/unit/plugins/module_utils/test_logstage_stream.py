@@ -61,7 +61,7 @@ def _run(body_bytes, monkeypatch):
 
 
 def test_memory_is_flat_and_the_late_failure_is_found(monkeypatch):
-    small, peak_small, _ = _run(2 * 1024 * 1024, monkeypatch)
+    small, peak_small, dummy = _run(2 * 1024 * 1024, monkeypatch)
     big, peak_big, gen = _run(24 * 1024 * 1024, monkeypatch)
     for ans in (small, big):
         assert ans["stage"] == "weight_loading" and ans["error_class"] == "missing_file"
