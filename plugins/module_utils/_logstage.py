@@ -558,6 +558,7 @@ _EXC_RX = re.compile(
     r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Warning|Failure|Failed)(?:\([\w.]*\))?(?::|$)")
 _CARETS_RX = re.compile(r"^[\^~ ]+$")
 _TB_START = "Traceback (most recent call last)"
+_CODE_STARTS = ('File "', "raise ", "^^^", "~~~")
 _CHAIN = ("The above exception was the direct cause", "During handling of the above exception")
 
 _MONTHS = {"Jan": 1, "Feb": 2, "Mar": 3, "Apr": 4, "May": 5, "Jun": 6, "Jul": 7, "Aug": 8, "Sep": 9, "Oct": 10,
@@ -1297,6 +1298,10 @@ class _Scan(object):
         if lvl == "R":
             lvl = "W" if line.pywarn else "E"
         elif lvl == "D":
+            return
+        if line.fmt in ("r", "v") and (body.startswith("    ") or stripped.startswith(_CODE_STARTS)):
+            # a frame or source line of a traceback whose start is not in this log (a cut or pasted excerpt):
+            # the source text of a raise statement is not the error
             return
         sig = match_signature(body, lvl)
         rec_key = (stream, line.rec) if (line.rec is not None and line.fmt == "v") else None
