@@ -1,0 +1,568 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+# Do not use this from other collections or standalone plugins/modules!
+"""Start, watch and stop one server process group on the managed node (used by ``vllm_server``).
+
+Why it is built this way (facts from shared/reference/vllm-cpu.md):
+
+* ``vllm serve`` is several processes (API server, ``VLLM::EngineCore``, ``VLLM::Worker``, a resource
+  tracker). A SIGKILL to the API server alone leaves the engine and worker running, so the server is started
+  in its OWN session (``setsid``) and always stopped by signalling the whole group, then verified by scanning
+  ``/proc`` for any process still in that session.
+* When the engine dies, ``vllm serve`` exits with code 0, so an exit code alone proves nothing: the exit code
+  is kept, but success is decided by readiness, ``/health`` and the log classification.
+* The module must return while the server keeps running, and the exit code must still be known later. A small
+  *supervisor* (a forked copy of the module process, in a session of its own, all inherited descriptors closed)
+  is the server's parent: it reaps the server, writes the exit code next to the state file, samples memory of
+  the server's session once a second into ``memory.jsonl`` and ends by itself once no process of that session
+  is left.
+
+Everything here is standard library only and imports on Python 3.9.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import time
+
+from urllib.error import HTTPError, URLError
+from urllib.request import ProxyHandler, Request, build_opener
+
+from ansible_collections.repro.vllm.plugins.module_utils._cmd import find_binary, run_cmd
+from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_argv, redact_env, redact_text
+
+try:
+    from ansible_collections.repro.vllm.plugins.module_utils._logstage import classify_files
+    HAS_CLASSIFIER = True
+except ImportError:  # the classifier is optional at build time; results then say classification is unavailable
+    classify_files = None
+    HAS_CLASSIFIER = False
+
+DEFAULT_INHERIT_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
+HEALTH_ROUTE = "/health"
+MODELS_ROUTE = "/v1/models"
+SUPERVISOR_TITLE = "repro-vllm-supervisor"
+GPU_QUERY = ["--query-gpu=index,memory.used", "--format=csv,noheader,nounits"]
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# environment, argv and URL helpers
+# ---------------------------------------------------------------------------------------------------------------
+
+def build_env(extra, inherit_names, source=None):
+    """The explicit environment of the server: the allow-listed names from ``source`` plus ``extra``.
+
+    Returns ``(env, inherited_names)``; ``inherited_names`` lists the allow-listed names that were present.
+    """
+    source = os.environ if source is None else source
+    env = {}
+    inherited = []
+    for name in inherit_names or ():
+        if name in source:
+            env[name] = source[name]
+            inherited.append(name)
+    for key, value in (extra or {}).items():
+        env[str(key)] = "" if value is None else str(value)
+    return env, inherited
+
+
+def _flag_value(argv, flag):
+    for i, arg in enumerate(argv):
+        if arg == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(flag + "="):
+            return arg[len(flag) + 1:]
+    return None
+
+
+def derive_base_url(argv):
+    """The URL a ``vllm serve`` argv listens on (``--host``/``--port``; vLLM's defaults 0.0.0.0:8000)."""
+    host = _flag_value(argv, "--host") or "127.0.0.1"
+    port = _flag_value(argv, "--port") or "8000"
+    if host in ("0.0.0.0", "::", "", "[::]"):
+        host = "127.0.0.1"
+    if ":" in host and not host.startswith("["):
+        host = "[%s]" % host
+    return "http://%s:%s" % (host, port)
+
+
+def api_key_from(argv, env):
+    """The API key the server will demand on /v1 routes (``--api-key`` or ``VLLM_API_KEY``), or None."""
+    return _flag_value(argv, "--api-key") or (env or {}).get("VLLM_API_KEY") or None
+
+
+def redacted_env(env):
+    return redact_env(env)
+
+
+def redacted_argv(argv):
+    return redact_argv(argv)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# /proc
+# ---------------------------------------------------------------------------------------------------------------
+
+def proc_stat(pid):
+    """Parsed ``/proc/PID/stat`` (pid, comm, state, ppid, pgid, sid, start_ticks) or None when gone."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            data = f.read().decode("utf-8", "replace")
+    except (OSError, IOError):
+        return None
+    lp, rp = data.find("("), data.rfind(")")
+    if lp < 0 or rp < 0:
+        return None
+    fields = data[rp + 2:].split()
+    try:
+        return {"pid": pid, "comm": data[lp + 1:rp], "state": fields[0], "ppid": int(fields[1]),
+                "pgid": int(fields[2]), "sid": int(fields[3]), "start_ticks": int(fields[19])}
+    except (IndexError, ValueError):
+        return None
+
+
+def proc_cmdline(pid, limit=300):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            raw = f.read(4096)
+    except (OSError, IOError):
+        return ""
+    text = raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    return redact_text(text[:limit])
+
+
+def proc_rss_bytes(pid):
+    try:
+        with open("/proc/%d/status" % pid, "rb") as f:
+            for line in f:
+                if line.startswith(b"VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, IOError, ValueError, IndexError):
+        return 0
+    return 0
+
+
+def _all_pids():
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    return [int(n) for n in names if n.isdigit()]
+
+
+def session_members(sid, pgid=None, min_start_ticks=None):
+    """Live (non-zombie) processes in session ``sid`` or process group ``pgid``.
+
+    ``min_start_ticks`` drops processes that started before the server did, so a recycled pid of an
+    unrelated old process is never taken for part of the server.
+    """
+    out = []
+    me = os.getpid()
+    for pid in _all_pids():
+        if pid == me:
+            continue
+        st = proc_stat(pid)
+        if st is None or st["state"] in ("Z", "X"):
+            continue
+        if st["sid"] != sid and (pgid is None or st["pgid"] != pgid):
+            continue
+        if min_start_ticks is not None and st["start_ticks"] < min_start_ticks:
+            continue
+        out.append(st)
+    return out
+
+
+def describe(members):
+    """Small JSON-able description of processes (pid, ppid, pgid, sid, comm, cmdline)."""
+    return [{"pid": m["pid"], "ppid": m["ppid"], "pgid": m["pgid"], "sid": m["sid"], "comm": m["comm"],
+             "cmdline": proc_cmdline(m["pid"])} for m in members]
+
+
+def pid_alive(pid, start_ticks=None):
+    st = proc_stat(pid)
+    if st is None or st["state"] in ("Z", "X"):
+        return False
+    return start_ticks is None or st["start_ticks"] == start_ticks
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# HTTP probing (no proxies: the server is on this node)
+# ---------------------------------------------------------------------------------------------------------------
+
+_OPENER = build_opener(ProxyHandler({}))
+
+
+def http_get(url, timeout, headers=None):
+    """GET ``url``; returns ``(status or None, error text or None)``. Never raises."""
+    req = Request(url, headers=headers or {})
+    try:
+        resp = _OPENER.open(req, timeout=max(0.05, timeout))
+        try:
+            resp.read(65536)
+        finally:
+            resp.close()
+        return resp.status if hasattr(resp, "status") else resp.getcode(), None
+    except HTTPError as exc:
+        return exc.code, None
+    except URLError as exc:
+        return None, str(exc.reason)
+    except (OSError, ValueError) as exc:  # socket.timeout, ConnectionResetError, http.client errors
+        return None, "%s: %s" % (type(exc).__name__, exc)
+    except Exception as exc:  # http.client.RemoteDisconnected and friends  # pylint: disable=broad-except
+        return None, "%s: %s" % (type(exc).__name__, exc)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# state and exit files
+# ---------------------------------------------------------------------------------------------------------------
+
+def exit_file_for(state_file):
+    return state_file + ".exit"
+
+
+def write_json_atomic(path, data):
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.rename(tmp, path)
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, IOError, ValueError):
+        return None
+
+
+def signal_name(code):
+    if code is None or code >= 0:
+        return None
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return "SIG%d" % -code
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# memory sampling (runs in the supervisor)
+# ---------------------------------------------------------------------------------------------------------------
+
+def parse_gpu_memory(text):
+    """``nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits`` -> [{index, memory_used_mib}]."""
+    gpus = []
+    for line in (text or "").splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) < 2:
+            continue
+        try:
+            gpus.append({"index": int(parts[0]), "memory_used_mib": int(float(parts[1]))})
+        except ValueError:
+            continue
+    return gpus
+
+
+def memory_sample(sid, pgid, min_start_ticks, nvidia_smi=None, gpu_timeout=5.0):
+    members = session_members(sid, pgid, min_start_ticks)
+    sample = {"t": round(time.time(), 3), "rss_bytes": sum(proc_rss_bytes(m["pid"]) for m in members),
+              "pids": len(members), "gpus": None}
+    if nvidia_smi:
+        res = run_cmd([nvidia_smi] + GPU_QUERY, timeout=gpu_timeout)
+        if res["status"] == "ok":
+            sample["gpus"] = parse_gpu_memory(res["stdout"])
+        else:
+            sample["gpu_error"] = res["msg"] or res["status"]
+    return sample, members
+
+
+def read_memory(path, max_samples=None):
+    """Summary of a memory.jsonl: samples, peak_rss_bytes, last, per-GPU peak MiB."""
+    summary = {"path": path, "samples": 0, "peak_rss_bytes": 0, "last": None, "gpu_peak_mib": {}}
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    s = json.loads(line)
+                except ValueError:
+                    continue
+                summary["samples"] += 1
+                summary["peak_rss_bytes"] = max(summary["peak_rss_bytes"], int(s.get("rss_bytes") or 0))
+                summary["last"] = s
+                for g in s.get("gpus") or []:
+                    key = str(g.get("index"))
+                    summary["gpu_peak_mib"][key] = max(summary["gpu_peak_mib"].get(key, 0), g.get("memory_used_mib", 0))
+    except (OSError, IOError):
+        pass
+    return summary
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# start: fork a supervisor that starts the server in a new session and stays its parent
+# ---------------------------------------------------------------------------------------------------------------
+
+def _detach_stdio_and_fds(keep):
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    if devnull > 2:
+        os.close(devnull)
+    try:
+        fds = [int(n) for n in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, 1024))
+    for fd in fds:
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _set_title(title):
+    """Best effort: name the supervisor so it is recognisable in ps (Linux prctl PR_SET_NAME)."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        libc.prctl(15, title.encode()[:15], 0, 0, 0)
+    except Exception:  # pylint: disable=broad-except
+        pass
+
+
+def _supervise(proc, server_start_ticks, exit_file, memory_path, interval, nvidia_smi, gpu_timeout):
+    """Reap the server, record its exit, sample memory until the session is empty. Runs in the supervisor."""
+    sid = pgid = proc.pid
+    exit_code = None
+    next_sample = 0.0
+    while True:
+        if exit_code is None:
+            rc = proc.poll()
+            if rc is not None:
+                exit_code = rc
+                write_json_atomic(exit_file, {"exit_code": rc, "exit_signal": signal_name(rc),
+                                              "exited_at": round(time.time(), 3), "pid": proc.pid})
+        now = time.monotonic()
+        if now >= next_sample:
+            if interval and interval > 0 and memory_path:
+                sample, members = memory_sample(sid, pgid, server_start_ticks, nvidia_smi, gpu_timeout)
+                try:
+                    with open(memory_path, "a") as f:
+                        f.write(json.dumps(sample, sort_keys=True) + "\n")
+                except (OSError, IOError):
+                    pass
+            else:
+                members = session_members(sid, pgid, server_start_ticks)
+            if exit_code is not None and not members:
+                return
+            next_sample = now + (interval if interval and interval > 0 else 1.0)
+        time.sleep(0.1 if exit_code is None else 0.5)
+
+
+def spawn(argv, env, log_path, cwd, state_file, memory_path, interval=1.0, nvidia_smi=None, gpu_timeout=5.0):
+    """Start ``argv`` in its own session under a detached supervisor.
+
+    Returns a dict: ``pid`` (= pgid = sid of the server), ``start_ticks``, ``supervisor_pid``, ``started_at``
+    (unix), ``t0`` (monotonic, just before the fork) or ``error`` (text) when the command could not start.
+    """
+    exit_file = exit_file_for(state_file)
+    for stale in (exit_file,):
+        try:
+            os.unlink(stale)
+        except OSError:
+            pass
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    rfd, wfd = os.pipe()
+    t0 = time.monotonic()
+    started_at = time.time()
+    child = os.fork()
+    if child == 0:  # the supervisor
+        code = 0
+        try:
+            os.close(rfd)
+            os.setsid()
+            _detach_stdio_and_fds(keep=(wfd, log_fd))
+            _set_title(SUPERVISOR_TITLE)
+            try:
+                # Not run_cmd: that waits for a command to finish; this starts the long-lived server detached.
+                proc = subprocess.Popen(  # pylint: disable=ansible-bad-function
+                    argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                    start_new_session=True, close_fds=True)
+            except (OSError, ValueError) as exc:
+                os.write(wfd, json.dumps({"error": "%s: %s" % (type(exc).__name__, exc),
+                                          "errno": getattr(exc, "errno", None)}).encode())
+                os.close(wfd)
+                os._exit(0)
+            os.close(log_fd)
+            st = proc_stat(proc.pid)
+            start_ticks = st["start_ticks"] if st else None
+            os.write(wfd, json.dumps({"pid": proc.pid, "start_ticks": start_ticks}).encode())
+            os.close(wfd)
+            _supervise(proc, start_ticks, exit_file, memory_path, interval, nvidia_smi, gpu_timeout)
+        except BaseException:  # pylint: disable=broad-except
+            code = 1
+        finally:
+            os._exit(code)
+    # the module
+    os.close(wfd)
+    os.close(log_fd)
+    chunks = []
+    while True:
+        chunk = os.read(rfd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(rfd)
+    try:
+        info = json.loads(b"".join(chunks).decode() or "{}")
+    except ValueError:
+        info = {}
+    if "pid" not in info and "error" not in info:
+        info["error"] = "the supervisor process ended before it reported the server's pid"
+    if "error" in info:
+        try:
+            os.waitpid(child, 0)
+        except OSError:
+            pass
+    info.update(supervisor_pid=child, started_at=started_at, t0=t0)
+    return info
+
+
+def reap_quietly(pid):
+    """Collect a finished supervisor child of this process (no zombie while the module still runs)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# readiness and stop
+# ---------------------------------------------------------------------------------------------------------------
+
+def wait_exit_record(exit_file, wait_s):
+    deadline = time.monotonic() + wait_s
+    while True:
+        rec = read_json(exit_file)
+        if rec is not None or time.monotonic() >= deadline:
+            return rec
+        time.sleep(0.05)
+
+
+def wait_ready(base_url, pid, start_ticks, exit_file, t0, ready_timeout, interval=0.1, headers=None):
+    """Poll ``/health`` (200) then ``/v1/models`` (200) until ready, the server's death, or the timeout.
+
+    Returns a dict: outcome (ready, exited, timeout), time_to_ready_s, health_status, models_status,
+    last_probe_error, exit (the exit record or None).
+    """
+    deadline = t0 + ready_timeout
+    res = {"outcome": None, "time_to_ready_s": None, "health_status": None, "models_status": None,
+           "last_probe_error": None, "exit": None, "probes": 0}
+    health_ok = False
+    while True:
+        if not pid_alive(pid, start_ticks):
+            res["exit"] = wait_exit_record(exit_file, 3.0)
+            res["outcome"] = "exited"
+            return res
+        now = time.monotonic()
+        if now >= deadline:
+            res["outcome"] = "timeout"
+            return res
+        probe_timeout = min(2.0, max(0.1, deadline - now))
+        if not health_ok:
+            res["probes"] += 1
+            status, err = http_get(base_url + HEALTH_ROUTE, probe_timeout)
+            res["health_status"], res["last_probe_error"] = status, err
+            health_ok = status == 200
+        if health_ok:
+            status, err = http_get(base_url + MODELS_ROUTE, probe_timeout, headers=headers)
+            res["models_status"], res["last_probe_error"] = status, err
+            if status == 200:
+                res["outcome"] = "ready"
+                res["time_to_ready_s"] = round(time.monotonic() - t0, 3)
+                return res
+        time.sleep(interval)
+
+
+def _signal_members(pgid, members, sig):
+    try:
+        os.killpg(pgid, sig)
+    except OSError:
+        pass
+    for m in members:
+        if m["pgid"] != pgid:
+            try:
+                os.kill(m["pid"], sig)
+            except OSError:
+                pass
+
+
+def stop_group(sid, pgid, start_ticks, grace):
+    """TERM the whole session/group, wait ``grace`` s, KILL what is left, verify via /proc.
+
+    Returns: signalled (list of signal names sent), initial (processes found), remaining (processes still
+    there at the end: must be empty), stop_s.
+    """
+    t0 = time.monotonic()
+    members = session_members(sid, pgid, start_ticks)
+    result = {"signalled": [], "initial": describe(members), "remaining": [], "stop_s": 0.0}
+    if not members:
+        return result
+    _signal_members(pgid, members, signal.SIGTERM)
+    result["signalled"].append("SIGTERM")
+    deadline = time.monotonic() + max(0.0, grace)
+    while members and time.monotonic() < deadline:
+        time.sleep(0.1)
+        members = session_members(sid, pgid, start_ticks)
+    if members:
+        _signal_members(pgid, members, signal.SIGKILL)
+        result["signalled"].append("SIGKILL")
+        kill_deadline = time.monotonic() + 10.0
+        while members and time.monotonic() < kill_deadline:
+            time.sleep(0.1)
+            members = session_members(sid, pgid, start_ticks)
+    result["remaining"] = describe(members)
+    result["stop_s"] = round(time.monotonic() - t0, 3)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# classification (the collection's one log classifier)
+# ---------------------------------------------------------------------------------------------------------------
+
+def classify_log(log_path, node=None):
+    """The classifier's answer for ``log_path`` plus ``stage_marks`` lifted out of its timeline.
+
+    Returns ``(answer or None, stage_marks list, error text or None)``.
+    """
+    if not HAS_CLASSIFIER:
+        return None, [], "classifier module_utils/_logstage.py is not available in this collection build"
+    try:
+        nodes = [node] if node else None
+        answer = classify_files([log_path], nodes=nodes)
+    except Exception as exc:  # pylint: disable=broad-except
+        return None, [], "log classification failed: %s: %s" % (type(exc).__name__, exc)
+    marks = []
+    for entry in (answer or {}).get("timeline") or []:
+        for mark in entry.get("stage_marks") or []:
+            if isinstance(mark, dict):
+                item = dict(mark)
+                item.setdefault("node", entry.get("node"))
+                marks.append(item)
+    return answer, marks, None
+
+
+def errno_name(num):
+    return errno.errorcode.get(num) if num else None
+
+
+def find_nvidia_smi(explicit=None):
+    return find_binary("nvidia-smi", explicit=explicit)

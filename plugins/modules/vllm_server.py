@@ -1,0 +1,669 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: vllm_server
+short_description: Start, check and stop a vLLM server as one process group, with readiness and log stage
+version_added: 0.1.0
+description:
+  - Starts a server command (a bare C(vllm serve ...), or C(docker run ...) or C(podman run ...); only O(argv) differs)
+    in its own session and process group, fully detached from the module so that it outlives the task, with an
+    explicit environment, and its stdout and stderr streamed to O(log_path).
+  - Waits until C(GET /health) answers 200 and then C(GET /v1/models) answers 200, or the server process dies, or
+    O(ready_timeout) passes. On a timeout the whole group is stopped and checked for leftovers.
+  - A small supervisor process (in a session of its own) stays the server's parent, records its exit code next to
+    O(state_file) and samples the memory of the server's session once a second into C(memory.jsonl) beside
+    O(log_path) (sum of VmRSS of every process in the session, and per-GPU C(memory.used) from C(nvidia-smi) when it
+    exists). It ends by itself when no process of the session is left.
+  - O(state=stopped) sends SIGTERM to the whole group, waits O(stop_grace) seconds, sends SIGKILL, and then scans
+    C(/proc) for any process of the session (vLLM's C(VLLM::EngineCore) and C(VLLM::Worker) survive a kill of the
+    API server alone) and reports them in RV(remaining_pids), which must be empty.
+  - O(state=checked) reports whether the server still runs, its C(/health) status and the log's classification.
+    A server that became ready and later exited is a failure even with exit code 0 (vLLM exits 0 after
+    C(EngineDeadError)).
+  - The log is classified with the collection's log classifier (the same logic as the M(repro.vllm.log_stage)
+    module) into the first failing stage and error class.
+  - Secrets are never returned. Environment values whose names contain TOKEN, SECRET, PASSWORD or KEY and the value
+    after C(--api-key) are replaced by C(<redacted>).
+author:
+  - repro.vllm maintainers (@repro)
+extends_documentation_fragment:
+  - repro.vllm._attributes
+  - repro.vllm._command_timeout
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Plans only; returns the argv and environment it would use and starts or stops nothing.
+  diff_mode:
+    support: none
+options:
+  state:
+    description:
+      - V(started) starts the server (unless the one in O(state_file) still runs) and waits for readiness.
+      - V(stopped) stops the whole process group recorded in O(state_file).
+      - V(checked) reports liveness, C(/health) and the log classification of the server in O(state_file).
+    type: str
+    choices: [started, stopped, checked]
+    default: started
+  argv:
+    description:
+      - The server command as a list, run without a shell, for example C([vllm, serve, /models/tiny, --port, "8011"]).
+      - Required with O(state=started).
+      - Put an API key in O(secret_env) as C(VLLM_API_KEY) rather than as C(--api-key) here, so it never shows in
+        the task's invocation arguments (a C(--api-key) value is redacted from the results either way).
+    type: list
+    elements: str
+  env:
+    description:
+      - Environment variables for the server, on top of the inherited ones in O(inherit_env).
+      - For this CPU build an explicit KV size is needed, for example C(VLLM_CPU_KVCACHE_SPACE=1).
+    type: dict
+    default: {}
+  secret_env:
+    description:
+      - Like O(env), for secret values (C(HF_TOKEN), C(VLLM_API_KEY)); masked in the task output and always returned
+        as C(<redacted>).
+    type: dict
+    default: {}
+  inherit_env:
+    description:
+      - Names of variables copied from the module's own environment. Nothing else is inherited.
+    type: list
+    elements: str
+    default: [PATH, HOME, LANG, LC_ALL, TMPDIR]
+  log_path:
+    description:
+      - File that receives the server's stdout and stderr (truncated at each start). Its folder is created.
+      - Required with O(state=started); with the other states it locates the default O(state_file).
+      - The memory samples go to C(memory.jsonl) in the same folder.
+    type: path
+  state_file:
+    description:
+      - JSON file with pid, process group, session, argv, log path and start time of the server, so that a later
+        task with O(state=stopped) or O(state=checked) finds it.
+      - Defaults to C(vllm_server.state.json) in the folder of O(log_path).
+    type: path
+  base_url:
+    description:
+      - Base URL of the server for the readiness probes.
+      - Defaults to the C(--host)/C(--port) in O(argv) (vLLM's defaults 0.0.0.0 and 8000; 0.0.0.0 is probed as
+        127.0.0.1). Set it for container commands whose published port differs.
+    type: str
+  chdir:
+    description:
+      - Working directory of the server. Defaults to the folder of O(log_path).
+    type: path
+  ready_timeout:
+    description:
+      - Seconds from the start until the server must answer C(/health) and C(/v1/models) with 200.
+      - When they pass, the whole group is stopped and RV(outcome) is V(timeout).
+    type: float
+    default: 600
+  stop_grace:
+    description:
+      - Seconds between SIGTERM and SIGKILL when stopping the group (also used after a readiness timeout).
+    type: float
+    default: 10
+  exit_wait:
+    description:
+      - With O(state=checked), seconds to wait for a server that answers C(/health) with something other than 200
+        to exit, so that its exit code can be reported (vLLM shuts itself down about 2 s after its engine died).
+    type: float
+    default: 5
+  memory_interval:
+    description:
+      - Seconds between memory samples written to C(memory.jsonl). V(0) turns sampling off.
+    type: float
+    default: 1
+  nvidia_smi_path:
+    description:
+      - The C(nvidia-smi) used for per-GPU memory samples. Found on C(PATH) when not given; no GPU samples when absent.
+    type: path
+  node:
+    description:
+      - Name of this node in the classification (for multi-node timelines). Defaults to none.
+    type: str
+  fail_on_error:
+    description:
+      - Fail the task when the server did not become ready (O(state=started)), failed after it was ready
+        (O(state=checked)) or left processes behind (O(state=stopped)). The full result is returned either way.
+      - Set V(false) to record a failing start as data and go on.
+    type: bool
+    default: true
+notes:
+  - The server runs as the user the module runs as. Processes that leave the session themselves (a daemon that calls
+    C(setsid)) cannot be tracked; vLLM's processes do not.
+  - With C(docker run) or C(podman run) the processes in the session are the client's; use C(--rm) and keep the
+    default signal proxying so that the SIGTERM reaches the container.
+seealso:
+  - module: repro.vllm.api_request
+  - module: repro.vllm.log_stage
+"""
+
+EXAMPLES = r"""
+- name: Start the tiny model on CPU and wait until it serves
+  repro.vllm.vllm_server:
+    argv: [vllm, serve, /srv/models/tiny, --host, 127.0.0.1, --port, "8011", --max-model-len, "512",
+           --served-model-name, tiny, --enforce-eager]
+    env:
+      VLLM_CPU_KVCACHE_SPACE: "1"
+      HF_HUB_OFFLINE: "1"
+    secret_env:
+      HF_TOKEN: "{{ vault_hf_token }}"
+    log_path: /var/tmp/repro/run-001/server.log
+    ready_timeout: 300
+    fail_on_error: false
+  register: server
+
+- name: Show where it failed
+  ansible.builtin.debug:
+    msg: "{{ server.outcome }} at stage {{ server.stage }} ({{ server.error_class }}): {{ server.first_error.line | default('') }}"
+
+- name: After the requests, check that the engine is still alive
+  repro.vllm.vllm_server:
+    state: checked
+    log_path: /var/tmp/repro/run-001/server.log
+
+- name: Stop the whole process group and prove nothing is left
+  repro.vllm.vllm_server:
+    state: stopped
+    log_path: /var/tmp/repro/run-001/server.log
+    stop_grace: 15
+"""
+
+RETURN = r"""
+outcome:
+  description:
+    - V(ready), V(exited) or V(timeout) for O(state=started) (V(running) when it was already running);
+      V(running), V(unhealthy) or V(exited) for O(state=checked); V(stopped) or V(not_running) for O(state=stopped);
+      V(planned) in check mode.
+  returned: always
+  type: str
+  sample: ready
+ready:
+  description: Whether the server answered C(/health) and C(/v1/models) with 200 (O(state=started)), or is running and
+    healthy now (O(state=checked)).
+  returned: always
+  type: bool
+failed_after_ready:
+  description: The server had been ready and then died or stopped answering C(/health) with 200 (exit code 0 included).
+  returned: always
+  type: bool
+alive:
+  description: Whether the server process was alive when the module returned.
+  returned: always
+  type: bool
+exit_code:
+  description: Exit code of the server process (negative for a signal), or null while it runs or when unknown.
+  returned: always
+  type: int
+exit_signal:
+  description: Signal name when RV(exit_code) is negative, else null.
+  returned: always
+  type: str
+pid:
+  description: PID of the server process; it is also the process group and session id.
+  returned: always
+  type: int
+pgid:
+  description: Process group id of the server.
+  returned: always
+  type: int
+sid:
+  description: Session id of the server.
+  returned: always
+  type: int
+supervisor_pid:
+  description: PID of the supervisor that reaps the server and samples memory.
+  returned: always
+  type: int
+time_to_ready_s:
+  description: Seconds from the start until C(/v1/models) answered 200 (null when not ready).
+  returned: always
+  type: float
+health_status:
+  description: Last HTTP status of C(/health), null when nothing answered.
+  returned: always
+  type: int
+models_status:
+  description: Last HTTP status of C(/v1/models), null when not reached.
+  returned: always
+  type: int
+last_probe_error:
+  description: The last connection error of the readiness probes (for example C(Connection refused)).
+  returned: always
+  type: str
+base_url:
+  description: Base URL that was probed.
+  returned: always
+  type: str
+argv:
+  description: The server command, with secret argument values redacted.
+  returned: always
+  type: list
+  elements: str
+env:
+  description: The complete environment given to the server (inherited names and O(env)/O(secret_env)), secrets redacted.
+  returned: always
+  type: dict
+inherited_env_names:
+  description: Names copied from the module's environment through O(inherit_env).
+  returned: always
+  type: list
+  elements: str
+log_path:
+  description: The server log.
+  returned: always
+  type: str
+state_file:
+  description: The state file written at start and read by the other states.
+  returned: always
+  type: str
+memory_path:
+  description: The C(memory.jsonl) the supervisor writes (one JSON object a line, keys C(t), C(rss_bytes), C(pids),
+    C(gpus)).
+  returned: always
+  type: str
+memory:
+  description: Summary of C(memory.jsonl) so far.
+  returned: always
+  type: dict
+  contains:
+    samples:
+      description: Number of samples.
+      type: int
+    peak_rss_bytes:
+      description: Highest sum of VmRSS over the session.
+      type: int
+    gpu_peak_mib:
+      description: Highest C(memory.used) per GPU index (MiB); empty without C(nvidia-smi).
+      type: dict
+    last:
+      description: The last sample.
+      type: dict
+    path:
+      description: The file read.
+      type: str
+stage:
+  description: First failing stage from the log classifier (C(none) when no failure), null when no classifier answer.
+  returned: always
+  type: str
+  sample: config
+error_class:
+  description: Error class from the log classifier, null when none.
+  returned: always
+  type: str
+  sample: config_error
+first_error:
+  description: The classifier's first error (line, file, lineno, timestamp, process, node), null when none.
+  returned: always
+  type: dict
+classification:
+  description: The classifier's whole answer (stage, error_class, first_error, oom, stages_reached, consequences,
+    timeline), null when it was not available.
+  returned: always
+  type: dict
+classification_error:
+  description: Why there is no classification, null when there is one.
+  returned: always
+  type: str
+stage_marks:
+  description: First line of each stage with its timestamp, from the classifier's timeline (to mark the memory series).
+  returned: always
+  type: list
+  elements: dict
+remaining_pids:
+  description: Processes of the server's session still alive at the end of a stop (must be empty), or, for the
+    other states, the live processes of the session.
+  returned: always
+  type: list
+  elements: int
+remaining:
+  description: The same processes with ppid, pgid, sid, comm and command line.
+  returned: always
+  type: list
+  elements: dict
+stop:
+  description: Details of a stop (signals sent, processes found before, seconds), null when nothing was stopped.
+  returned: always
+  type: dict
+actions:
+  description: What the module did or, in check mode, would do.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.repro.vllm.plugins.module_utils import _server as srv
+
+
+def _state_file(params):
+    if params["state_file"]:
+        return params["state_file"]
+    if params["log_path"]:
+        return os.path.join(os.path.dirname(os.path.abspath(params["log_path"])), "vllm_server.state.json")
+    return None
+
+
+def _base_result(state_file=None, log_path=None):
+    return {
+        "changed": False, "outcome": None, "ready": False, "failed_after_ready": False, "alive": False,
+        "exit_code": None, "exit_signal": None, "pid": None, "pgid": None, "sid": None, "supervisor_pid": None,
+        "time_to_ready_s": None, "health_status": None, "models_status": None, "last_probe_error": None,
+        "base_url": None, "argv": [], "env": {}, "inherited_env_names": [], "log_path": log_path,
+        "state_file": state_file, "memory_path": None, "memory": None, "stage": None, "error_class": None,
+        "first_error": None, "classification": None, "classification_error": None, "stage_marks": [],
+        "remaining_pids": [], "remaining": [], "stop": None, "actions": [],
+    }
+
+
+def _fill_from_state(result, st):
+    for key in ("pid", "pgid", "sid", "supervisor_pid", "base_url", "argv", "env", "inherited_env_names",
+                "log_path", "memory_path", "time_to_ready_s"):
+        if st.get(key) is not None:
+            result[key] = st[key]
+
+
+def _classify(result, log_path, node):
+    answer, marks, err = srv.classify_log(log_path, node=node)
+    result["classification"] = answer
+    result["classification_error"] = err
+    result["stage_marks"] = marks
+    if answer:
+        result["stage"] = answer.get("stage")
+        result["error_class"] = answer.get("error_class")
+        result["first_error"] = answer.get("first_error")
+
+
+def _exit(result, exit_rec):
+    if exit_rec:
+        result["exit_code"] = exit_rec.get("exit_code")
+        result["exit_signal"] = exit_rec.get("exit_signal")
+
+
+def _members(st):
+    return srv.session_members(st["sid"], st["pgid"], st.get("start_ticks"))
+
+
+def _first_line(result):
+    fe = result.get("first_error") or {}
+    line = fe.get("line") if isinstance(fe, dict) else None
+    return (": %s" % line.strip()[:300]) if line else ""
+
+
+def _where(result):
+    if result.get("stage"):
+        return " (stage %s, class %s)" % (result["stage"], result.get("error_class"))
+    return ""
+
+
+def _memory(result):
+    if result.get("memory_path"):
+        result["memory"] = srv.read_memory(result["memory_path"])
+
+
+def run_started(module, result, state_file):
+    p = module.params
+    argv = [str(a) for a in (p["argv"] or [])]
+    if not argv:
+        module.fail_json(msg="vllm_server: argv is required with state=started (the server command as a list)", **result)
+    if not p["log_path"]:
+        module.fail_json(msg="vllm_server: log_path is required with state=started", **result)
+    log_path = os.path.abspath(p["log_path"])
+    log_dir = os.path.dirname(log_path)
+    extra = dict(p["env"] or {})
+    extra.update(p["secret_env"] or {})
+    env, inherited = srv.build_env(extra, p["inherit_env"])
+    base_url = (p["base_url"] or srv.derive_base_url(argv)).rstrip("/")
+    red_argv = srv.redacted_argv(argv)
+    result.update(argv=red_argv, env=srv.redacted_env(env), inherited_env_names=inherited, base_url=base_url,
+                  log_path=log_path, memory_path=os.path.join(log_dir, "memory.jsonl"))
+
+    # already running (idempotence)
+    st = srv.read_json(state_file)
+    if st and st.get("pid") and srv.pid_alive(st["pid"], st.get("start_ticks")) and not st.get("stopped"):
+        if st.get("argv") != red_argv:
+            other = " ".join(st.get("argv") or [])
+            module.fail_json(msg="vllm_server: a different server from %s still runs (pid %s, argv %s); stop it with "
+                             "state=stopped first, or use another log_path/state_file" % (state_file, st["pid"], other),
+                             **result)
+        _fill_from_state(result, st)
+        result.update(outcome="running", alive=True, ready=bool(st.get("ready")))
+        result["remaining_pids"] = [m["pid"] for m in _members(st)]
+        result["actions"].append("already running as pid %s; nothing started" % st["pid"])
+        _memory(result)
+        return
+
+    exe = argv[0]
+    if os.sep not in exe:
+        found = None
+        for d in env.get("PATH", "").split(os.pathsep):
+            cand = os.path.join(d, exe)
+            if d and os.path.isfile(cand) and os.access(cand, os.X_OK):
+                found = cand
+                break
+        if found is None:
+            module.fail_json(msg="vllm_server: %s not found in the server's PATH (%s); give argv[0] as an absolute "
+                             "path or add its folder to PATH through env" % (exe, env.get("PATH", "")), **result)
+    elif not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+        module.fail_json(msg="vllm_server: %s is not an executable file; fix argv[0]" % exe, **result)
+
+    cwd = p["chdir"] or log_dir
+    result["actions"].append("start %s in a new session (cwd %s, log %s)" % (" ".join(red_argv), cwd, log_path))
+    result["actions"].append("wait for GET %s/health 200 then %s/v1/models 200 (timeout %ss)"
+                             % (base_url, base_url, p["ready_timeout"]))
+    result["changed"] = True
+    if module.check_mode:
+        result["outcome"] = "planned"
+        return
+
+    try:
+        os.makedirs(log_dir, exist_ok=True)
+        if p["chdir"] is None:
+            os.makedirs(cwd, exist_ok=True)
+        if os.path.dirname(state_file):
+            os.makedirs(os.path.dirname(state_file), exist_ok=True)
+    except OSError as exc:
+        module.fail_json(msg="vllm_server: cannot create %s: %s; choose a writable log_path/state_file" % (log_dir, exc),
+                         **result)
+    nvidia_smi = srv.find_nvidia_smi(p["nvidia_smi_path"])
+    try:
+        info = srv.spawn(argv, env, log_path, cwd, state_file, result["memory_path"],
+                         interval=p["memory_interval"], nvidia_smi=nvidia_smi,
+                         gpu_timeout=p["command_timeout"])
+    except OSError as exc:
+        module.fail_json(msg="vllm_server: could not start %s (log %s): %s" % (exe, log_path, exc), **result)
+    if "error" in info:
+        module.fail_json(msg="vllm_server: could not start %s: %s; check argv[0] and chdir %s"
+                         % (exe, info["error"], cwd), **result)
+    pid = info["pid"]
+    result.update(pid=pid, pgid=pid, sid=pid, supervisor_pid=info["supervisor_pid"])
+    st = {"pid": pid, "pgid": pid, "sid": pid, "start_ticks": info.get("start_ticks"),
+          "supervisor_pid": info["supervisor_pid"], "argv": red_argv, "env": result["env"],
+          "inherited_env_names": inherited, "base_url": base_url, "log_path": log_path,
+          "memory_path": result["memory_path"], "started_at": round(info["started_at"], 3), "ready": False,
+          "time_to_ready_s": None, "stopped": False, "node": p["node"]}
+    srv.write_json_atomic(state_file, st)
+
+    headers = {}
+    key = srv.api_key_from(argv, env)
+    if key:
+        headers["Authorization"] = "Bearer %s" % key
+    waited = srv.wait_ready(base_url, pid, info.get("start_ticks"), srv.exit_file_for(state_file), info["t0"],
+                            p["ready_timeout"], headers=headers)
+    result.update(outcome=waited["outcome"], health_status=waited["health_status"],
+                  models_status=waited["models_status"], last_probe_error=waited["last_probe_error"])
+    if waited["outcome"] == "ready":
+        result.update(ready=True, alive=True, time_to_ready_s=waited["time_to_ready_s"])
+        st.update(ready=True, time_to_ready_s=waited["time_to_ready_s"])
+        srv.write_json_atomic(state_file, st)
+    else:
+        # exited or timed out: stop whatever is left of the group and prove it is gone
+        stop = srv.stop_group(pid, pid, info.get("start_ticks"), p["stop_grace"])
+        result["stop"] = stop
+        if stop["signalled"]:
+            result["actions"].append("sent %s to process group %s" % (" then ".join(stop["signalled"]), pid))
+        result["remaining"] = stop["remaining"]
+        result["remaining_pids"] = [m["pid"] for m in stop["remaining"]]
+        _exit(result, waited["exit"] or srv.wait_exit_record(srv.exit_file_for(state_file), 5.0))
+        st.update(stopped=bool(stop["signalled"]))
+        srv.write_json_atomic(state_file, st)
+    srv.reap_quietly(info["supervisor_pid"])
+    _classify(result, log_path, p["node"])
+    _memory(result)
+    if result["ready"]:
+        return
+    if waited["outcome"] == "timeout":
+        result["msg"] = ("vllm_server: %s was not ready within %ss (last /health: %s, last error: %s); the whole process "
+                         "group %s was stopped (%s) and %s. See %s%s%s. Raise ready_timeout if the start was only slow."
+                         % (exe, p["ready_timeout"], result["health_status"], result["last_probe_error"], pid,
+                            " then ".join(result["stop"]["signalled"]) or "it had already exited",
+                            "no process of it is left" if not result["remaining_pids"]
+                            else "processes %s are STILL alive" % result["remaining_pids"],
+                            log_path, _where(result), _first_line(result)))
+    else:
+        fill = (exe, result["exit_code"], _where(result), _first_line(result), log_path)
+        result["msg"] = ("vllm_server: %s exited with code %s before it was ready%s%s. Full log: %s; fix the cause "
+                         "named there and start again." % fill)
+
+
+def run_checked(module, result, state_file):
+    p = module.params
+    st = srv.read_json(state_file)
+    if not st or not st.get("pid"):
+        module.fail_json(msg="vllm_server: no server state in %s; start it with state=started (same log_path or "
+                         "state_file) first" % state_file, **result)
+    _fill_from_state(result, st)
+    fill = (st["pid"], st.get("base_url"), st.get("log_path"))
+    result["actions"].append("check pid %s, GET %s/health, classify %s" % fill)
+    exit_file = srv.exit_file_for(state_file)
+    alive = srv.pid_alive(st["pid"], st.get("start_ticks"))
+    health = None
+    if alive:
+        health, err = srv.http_get(st["base_url"] + srv.HEALTH_ROUTE, 5.0)
+        result["last_probe_error"] = err
+        if health != 200 and p["exit_wait"] > 0:
+            deadline = srv.time.monotonic() + p["exit_wait"]
+            while srv.time.monotonic() < deadline and srv.pid_alive(st["pid"], st.get("start_ticks")):
+                srv.time.sleep(0.1)
+            alive = srv.pid_alive(st["pid"], st.get("start_ticks"))
+    if not alive:
+        _exit(result, srv.wait_exit_record(exit_file, 3.0))
+    members = _members(st)
+    result.update(alive=alive, health_status=health, remaining=srv.describe(members),
+                  remaining_pids=[m["pid"] for m in members])
+    result["ready"] = bool(alive and health == 200)
+    if not alive:
+        result["outcome"] = "exited"
+    else:
+        result["outcome"] = "running" if health == 200 else "unhealthy"
+    _classify(result, st["log_path"], p["node"] or st.get("node"))
+    _memory(result)
+    was_ready = bool(st.get("ready")) and not st.get("stopped")
+    engine_dead = result.get("error_class") == "engine_dead"
+    result["failed_after_ready"] = bool(was_ready and (not alive or health != 200 or engine_dead))
+    if result["failed_after_ready"]:
+        result["msg"] = ("vllm_server: the server in %s was ready and then %s (exit code %s%s)%s%s. A vLLM server exits "
+                         "with 0 after its engine died, so this is a failure. Log: %s"
+                         % (state_file, "exited" if not alive else "answers /health with %s" % health,
+                            result["exit_code"], ", %s" % result["exit_signal"] if result["exit_signal"] else "",
+                            _where(result), _first_line(result), st["log_path"]))
+    elif not st.get("ready") and not alive:
+        result["msg"] = "vllm_server: the server in %s never became ready and is not running" % state_file
+
+
+def run_stopped(module, result, state_file):
+    p = module.params
+    st = srv.read_json(state_file)
+    if not st or not st.get("pid"):
+        result["outcome"] = "not_running"
+        result["actions"].append("no state in %s; nothing to stop" % state_file)
+        return
+    _fill_from_state(result, st)
+    members = _members(st)
+    exit_file = srv.exit_file_for(state_file)
+    if not members:
+        result["outcome"] = "not_running"
+        _exit(result, srv.read_json(exit_file))
+        result["actions"].append("no process of session %s is left; nothing to stop" % st["sid"])
+        _memory(result)
+        return
+    result["changed"] = True
+    result["actions"].append("SIGTERM to process group %s, SIGKILL after %ss, then scan /proc for session %s"
+                             % (st["pgid"], p["stop_grace"], st["sid"]))
+    if module.check_mode:
+        result["outcome"] = "planned"
+        result["remaining"] = srv.describe(members)
+        result["remaining_pids"] = [m["pid"] for m in members]
+        return
+    stop = srv.stop_group(st["sid"], st["pgid"], st.get("start_ticks"), p["stop_grace"])
+    result["stop"] = stop
+    result["remaining"] = stop["remaining"]
+    result["remaining_pids"] = [m["pid"] for m in stop["remaining"]]
+    _exit(result, srv.wait_exit_record(exit_file, 5.0))
+    st.update(stopped=True, stopped_at=round(srv.time.time(), 3))
+    srv.write_json_atomic(state_file, st)
+    result["outcome"] = "stopped"
+    _classify(result, st["log_path"], p["node"] or st.get("node"))
+    _memory(result)
+    if result["remaining_pids"]:
+        fill = (result["remaining_pids"], st["sid"], result["remaining"])
+        result["msg"] = ("vllm_server: processes %s of session %s are still alive after SIGKILL (%s); they may be in "
+                         "uninterruptible I/O (state D) or owned by another user" % fill)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type="str", default="started", choices=["started", "stopped", "checked"]),
+            argv=dict(type="list", elements="str"),
+            env=dict(type="dict", default={}),
+            secret_env=dict(type="dict", default={}, no_log=True),
+            inherit_env=dict(type="list", elements="str", default=list(srv.DEFAULT_INHERIT_ENV)),
+            log_path=dict(type="path"),
+            state_file=dict(type="path"),
+            base_url=dict(type="str"),
+            chdir=dict(type="path"),
+            ready_timeout=dict(type="float", default=600.0),
+            stop_grace=dict(type="float", default=10.0),
+            exit_wait=dict(type="float", default=5.0),
+            memory_interval=dict(type="float", default=1.0),
+            nvidia_smi_path=dict(type="path"),
+            node=dict(type="str"),
+            fail_on_error=dict(type="bool", default=True),
+            command_timeout=dict(type="float", default=10.0),
+        ),
+        required_if=[("state", "started", ("argv", "log_path"))],
+        required_one_of=[("log_path", "state_file")],
+        supports_check_mode=True,
+    )
+    state_file = _state_file(module.params)
+    result = _base_result(state_file=state_file, log_path=module.params["log_path"])
+    state = module.params["state"]
+    if state == "started":
+        run_started(module, result, state_file)
+        failed = not result["ready"] and result["outcome"] not in ("planned",)
+    elif state == "checked":
+        run_checked(module, result, state_file)
+        failed = result["failed_after_ready"]
+    else:
+        run_stopped(module, result, state_file)
+        failed = bool(result["remaining_pids"])
+    if failed and module.params["fail_on_error"]:
+        fill = (state, result["outcome"], result["log_path"])
+        result.setdefault("msg", "vllm_server: state=%s failed (outcome %s); see %s" % fill)
+        module.fail_json(**result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
