@@ -380,6 +380,9 @@ def spawn(argv, env, log_path, cwd, state_file, memory_path, interval=1.0, nvidi
         except OSError:
             pass
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    if memory_path and interval and interval > 0:
+        with open(memory_path, "w"):  # a new start has a new series, like its new log
+            pass
     rfd, wfd = os.pipe()
     t0 = time.monotonic()
     started_at = time.time()
