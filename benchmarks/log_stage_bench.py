@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -13,7 +12,7 @@ classifier must read everything and still find the failure at the very end.
 header signature of _logstage, as POSIX extended regexes), in the same run, on the same file (page cache warm
 for both: the file is read once before the timings).  Peak RSS is the classifier process's own (wait4).
 
-usage: benchmarks/log_stage_bench.py [--sizes 100M,2G] [--dir /tmp] [--keep] [--json out.json]
+usage: .venv/bin/python benchmarks/log_stage_bench.py [--sizes 100M,2G] [--dir /tmp] [--keep] [--json out.json]
 """
 
 from __future__ import annotations

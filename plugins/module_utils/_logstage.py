@@ -107,6 +107,9 @@ _SIG_TABLE = (
     ("C", "EngineDeadError", None, "engine_dead", "~request", "w", "the engine core died; look for the first error of the engine or a worker"),
     ("C", "AsyncEngineDeadError", None, "engine_dead", "~request", "w", None),
     ("C", "Engine loop has died", None, "engine_dead", "~request", "w", None),
+    ("C", "is already dead, terminating server process", None, "engine_dead", "~request", "w", None),
+    ("C", "Engine process (pid", r"Engine process \(pid \d+\) died", "engine_dead", "", "w", None),
+    ("C", "Engine process failed to start", None, "engine_dead", "", "w", None),
     ("C", "died unexpectedly, shutting down client", r"Engine core proc \S+ died unexpectedly", "engine_dead", "", "w", None),
     ("C", "ChildFailedError", None, "other", "", "", "torchrun's summary; the failing rank's own error comes first"),
     ("C", "failed (exitcode:", r"failed \(exitcode: -?\d+\) local_rank: \d+", "other", "", "w", None),
@@ -115,6 +118,7 @@ _SIG_TABLE = (
     ("C", "ActorDiedError", None, "engine_dead", "", "w", None),
     ("c", "engine core exited unexpectedly", None, "engine_dead", "", "w", None),
     ("c", "failed (engine dead)", None, "engine_dead", "", "w", None),
+    ("c", "died, exit code:", r"Worker \S+ pid \d+ died, exit code: -?\d+", "engine_dead", "", "w", None),
     ("c", "The server had an error while processing your request", None, "engine_dead", "", "w", None),
     ("c", "Dumping input data for V1 LLM engine", None, "other", "", "", None),
     ("c", "Dumping scheduler output", None, "other", "", "", None),
@@ -254,7 +258,7 @@ _SIG_TABLE = (
     ("F", "ncclUnhandledCudaError", None, "nccl_error", ">distributed_init", "", None),
     ("F", "ncclInternalError", None, "nccl_error", ">distributed_init", "", None),
     ("F", "NCCL error", r"NCCL error(?: in)?:", "nccl_error", ">distributed_init", "g", None),
-    ("F", "Failed: Cuda error", r"Failed: Cuda error \S+:\d+", "cuda_error", ">distributed_init", "",
+    ("F", "Failed: Cuda error", r"Failed: Cuda error \S+:\d+", "cuda_error", ">distributed_init", "g",
      "custom all-reduce CUDACHECK; the process exits without a Python traceback"),
     ("F", "Failed to bind NVLink SHARP", None, "nccl_error", ">distributed_init", "w", "try NCCL_NVLS_ENABLE=0"),
     # --- weight_loading ---------------------------------------------------------------------------------------
@@ -275,6 +279,8 @@ _SIG_TABLE = (
     # --- engine_init: compile, memory profiling, KV cache, CUDA graphs ------------------------------------------
     ("F", "No available memory for the cache blocks", None, "oom", "=engine_init", "", "raise --gpu-memory-utilization or free memory"),
     ("F", "KV cache is needed, which is larger than the available KV cache memory", None, "oom", "=engine_init", "",
+     "lower --max-model-len or raise --gpu-memory-utilization"),
+    ("F", "To serve at least one request with the model", None, "oom", "=engine_init", "",
      "lower --max-model-len or raise --gpu-memory-utilization"),
     ("F", "is larger than the maximum number of tokens that can be stored in KV cache", None, "oom", "=engine_init", "", None),
     ("F", "Cannot auto-fit max_model_len", None, "oom", "=engine_init", "", None),
@@ -528,6 +534,7 @@ _K8S_RX = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)((?:[.,]\d+)?)
 _JOURNAL_RX = re.compile(
     r"^(?:([A-Z][a-z]{2}) ([ \d]\d) (\d\d):(\d\d):(\d\d) [\w.-]+ [\w.@/-]+(?:\[\d+\])?:(?: |$)|"
     r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\S* [\w.-]+ [\w.@/-]+\[\d+\]:(?: |$))")
+_JOURNAL_ANY_RX = re.compile(r"^\S{1,6} ?[ \d]?\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]+\[\d+\]: ")
 _COMPOSE_RX = re.compile(r"^([A-Za-z0-9][\w.-]*)\s+\| ?")
 _RAY_REPEAT_RX = re.compile(r"\s*\[repeated \d+x across cluster\]")
 _VLLM_RX = re.compile(
@@ -668,6 +675,11 @@ def _strip_wrappers(text, line):
                     line.outer_tkey = _tkey(_MONTHS.get(m.group(1), 0), m.group(2).strip() or 0, m.group(3),
                                             m.group(4), m.group(5))
                     line.outer_src = "journald"
+                text = text[m.end():]
+                changed = True
+        if not changed and "]: " in text[:120] and text[:1] not in "([":
+            m = _JOURNAL_ANY_RX.match(text)
+            if m:
                 text = text[m.end():]
                 changed = True
         if not changed and "|" in text[:80]:
@@ -1231,7 +1243,7 @@ class _Scan(object):
             text = _ORPHAN_ANSI_RX.sub("", text)
         line = _Line()
         c0 = text[:1]
-        if c0.isdigit() or c0 in _MONTH_INITIALS or "|" in text[:80]:
+        if c0.isdigit() or c0 in _MONTH_INITIALS or "|" in text[:80] or "]: " in text[:120]:
             text = _strip_wrappers(text, line)
         elif "[repeated " in text:
             text = _RAY_REPEAT_RX.sub("", text)

