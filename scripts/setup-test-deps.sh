@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # System packages the test suite needs on a fresh Debian/Ubuntu machine: sshd for the multi-host harness,
-# shellcheck for the shell sanity test, an en_US.UTF-8 locale for ansible-test. Installs only what is missing.
+# the shell linter that ansible-test's sanity runs, an en_US.UTF-8 locale for ansible-test. Installs only what is missing.
 set -euo pipefail
 say() { printf '[setup-test-deps] %s\n' "$*"; }
 need=()

@@ -25,7 +25,7 @@ SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/repro-vllm-at.XXXXXX")
 trap 'rm -rf "$SCRATCH"' EXIT
 TREE="$SCRATCH/ansible_collections/repro/vllm"
 mkdir -p "$TREE"
-(cd "$ROOT" && git ls-files -z -co --exclude-standard | xargs -0 cp --parents -t "$TREE" 2>/dev/null || true)
+(cd "$ROOT" && git ls-files -z -co --exclude-standard | xargs -0 cp --parents -t "$TREE" 2>/dev/null) || true
 # ansible-test needs a git-less tree here; keep results of the run where the caller can read them
 cd "$TREE"
 set +e

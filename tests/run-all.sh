@@ -7,7 +7,7 @@
 # Select gates: REPRO_VLLM_GATES="sanity units" tests/run-all.sh   (names: see GATES below)
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 2
 export PIP_DISABLE_PIP_VERSION_CHECK=1 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1 PY_COLORS=0 PYTHONDONTWRITEBYTECODE=1
 export ANSIBLE_NOCOLOR=1
 GATES=${REPRO_VLLM_GATES:-"sanity units integration system vllm molecule lint build"}

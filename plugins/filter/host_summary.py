@@ -63,7 +63,8 @@ def host_summary_line(summary):
     parts = [
         "%s: ok" % s.get("host"), drv, gpus,
         "image %s" % (s.get("image_digest") or "-"),
-        "foreign procs %d%s" % (len(foreign), (" (" + ", ".join("pid %s %s MiB" % (p.get("pid"), p.get("used_memory_mib")) for p in foreign) + ")") if foreign else ""),
+        "foreign procs %d%s" % (len(foreign), (" (%s)" % ", ".join(
+            "pid %s %s MiB" % (p.get("pid"), p.get("used_memory_mib")) for p in foreign)) if foreign else ""),
         "timed out: %s" % (", ".join(s.get("timed_out")) if s.get("timed_out") else "none"),
     ]
     return " | ".join(parts)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A PyTorch all-reduce over every rank, started by torchrun: the collective checkpoint of the method.
 
 Each rank prints one JSON line (rank, world size, device, the all-reduced value and whether it is right).

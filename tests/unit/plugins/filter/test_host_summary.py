@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from ansible_collections.repro.vllm.plugins.filter.host_summary import host_summary, host_summary_line
 
-H200 = {"present": True, "driver": {"userspace_version": "580.159.04", "kernel_module_version": "580.159.04",
-                                     "mismatch": False, "cuda_driver_version": "13.0"},
+H200 = {"present": True,
+        "driver": {"userspace_version": "580.159.04", "kernel_module_version": "580.159.04",
+                   "mismatch": False, "cuda_driver_version": "13.0"},
         "gpus": [{"index": 0, "name": "NVIDIA H200", "uuid": "GPU-x"}],
         "processes": [{"pid": 420, "process_name": "python3", "gpu_uuid": "GPU-x", "used_memory_mib": 10752, "own": False}],
         "timed_out": []}
