@@ -17,7 +17,8 @@ How it reads a log (details and the rule list are in ``docs/classifier.md``):
   are decoded (``errors="replace"``) and parsed.  Inside an open traceback every line is read.
 * **Wrappers** are stripped first: ANSI colours, CR/CRLF and tqdm carriage-return bars, ``docker compose``
   service prefixes, ``kubectl logs --timestamps`` RFC 3339 prefixes, journald prefixes, Ray's
-  ``[repeated Nx across cluster]``.
+  ``[repeated Nx across cluster]``, torchrun's ``--tee`` prefix (``[default0]:``; each worker is a stream
+  of its own).
 * **Formats** recognised: the vLLM formatter with or without the process tag (``(EngineCore_DP0 pid=1)``,
   ``(Worker_TP3 pid=1)``, ``(VllmWorker rank=1 pid=1)``, ``(RayWorkerWrapper pid=1, ip=...)``), untagged
   Python tracebacks, PyTorch c10/glog lines with or without ``[rankN]:``, NCCL ``host:pid:tid [dev] NCCL
@@ -25,8 +26,12 @@ How it reads a log (details and the rule list are in ``docs/classifier.md``):
 * **Rules.** Stage progress comes from vLLM's own marker lines; failures from signatures built from vLLM,
   PyTorch, NCCL, CUDA and container-runtime source strings.  The root cause is the earliest failure in time;
   wrapper errors (``Engine core initialization failed``, ``EngineDeadError`` after an earlier error, torchrun's
-  ``ChildFailedError``, NCCL watchdog timeouts on surviving ranks) are consequences.  An error after which the
-  same log shows progress into a later stage did not stop the run and is reported as recovered.
+  ``ChildFailedError``, NCCL watchdog timeouts on surviving ranks) are consequences; torchrun stopping its
+  workers, or being stopped by a signal from outside, is never a root cause.  An error after which the same
+  log shows progress into a later stage did not stop the run and is reported as recovered.
+* **NCCL communicators** are followed by their ``Init START`` / ``Init COMPLETE`` / ``Destroy COMPLETE`` lines
+  (``NCCL_DEBUG=INFO``): without a failure, the summary names the nodes whose init never completed (a hang in
+  distributed init), or says that every communicator was set up and destroyed again (the run ended).
 
 Standard library only; imports on Python 3.9.
 """
@@ -124,6 +129,12 @@ _SIG_TABLE = (
     ("c", "Dumping scheduler output", None, "other", "", "", None),
     ("c", "Dumping scheduler stats", None, "other", "", "", None),
     ("c", "Root Cause (first observed failure)", None, "other", "", "", None),
+    # torchrun (torch.distributed.elastic): stopping the other workers, and being stopped itself
+    ("c", " closing signal SIG", None, "other", "", "w",
+     "torchrun stops the other workers once one has failed or torchrun itself was stopped"),
+    ("c", " death signal, shutting down workers", None, "other", "", "w",
+     "torchrun was stopped from outside (a timeout wrapper, the scheduler or a user): see last_stage"),
+    ("c", "SignalException: Process ", None, "other", "", "", None),
     ("c", "Executor failed.", r"Executor failed\.$", "engine_dead", "", "", None),
     # --- victims: what surviving ranks report after one rank died ------------------------------------------
     ("V", "remote process exited or there was a network error", None, "nccl_error", ">distributed_init", "w",
@@ -550,6 +561,18 @@ _NCCL_RX = re.compile(
     r"^(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[^\]]*\] )?(?P<host>[^:\s\[\]]+):(?P<pid>\d+):(?P<tid>\d+) "
     r"\[(?P<dev>\d+)\] (?:[\d.]+ )?(?:\S+:\d+(?: \([^)]*\))? )?NCCL (?P<lvl>INFO|WARN|TRACE|CALL|ABORT) ?(?P<msg>.*)$")
 _RANK_RX = re.compile(r"^\[rank(\d+)\]: ?")
+# torchrun --tee: every line of a worker copied to torchrun's own output behind "[<role><local_rank>]:"
+# (torch/distributed/elastic/multiprocessing/tail_log.py, role "default" unless --role); "[rankN]:" is
+# PyTorch's own rank prefix and stays with _RANK_RX
+_TEE_RX = re.compile(r"^\[(?!rank\d)([A-Za-z_][\w-]{0,39}?\d+)\]:")
+# NCCL communicator life cycle (init.cc: "... comm %p rank %d nranks %d ... - Init START" / "- Init COMPLETE",
+# "comm %p rank %d nranks %d cudaDev %d busId %lx - Destroy COMPLETE")
+_NCCL_COMM_RX = re.compile(r"\bcomm (0x[0-9a-fA-F]+) .*- (Init START|Init COMPLETE|Destroy COMPLETE)\s*$")
+# a launcher line about one worker: torchrun "failed (exitcode: 1) local_rank: 1 (pid: 690) of binary: ..."
+_SUBJECT_RX = re.compile(r"\blocal_rank: (\d+) \(pid: (\d+)\)")
+# torchrun itself stopped by a signal from outside
+_STOP_RX = re.compile(r"Received (\d+) death signal|SignalException: Process \d+ got signal: (\d+)")
+_MAX_COMMS = 1024
 _C10_RX = re.compile(
     r"^\[(?P<lvl>[IWEF])(?:(?P<ts>\d{4} \d\d:\d\d:\d\d)(?P<frac>\.\d+)?)? (?:\d+ )?(?P<file>[^\]\s:]+):\d+\] ?(?P<msg>.*)$")
 _GLOG_RX = re.compile(
@@ -579,7 +602,8 @@ _TS_BYTES_RX = re.compile(
 # prefilter: a line is parsed only when it contains one of these (or a marker anchor still needed)
 # (vLLM and torch logger lines carry ".py:", C++ c10 lines ".cpp:", NCCL errors "WARN", Python tracebacks start
 # with "Traceback", raw error prints say "error"/"Error"; every pass over a block costs, so the list is short)
-_STATIC_ANCHORS = (b".py:", b"Traceback", b"rror", b"WARN", b".cpp:", b"fault", b"\x1b")
+_STATIC_ANCHORS = (b".py:", b"Traceback", b"rror", b"WARN", b".cpp:", b"fault", b"\x1b", b" - Init ",
+                   b"Destroy COMPLETE")
 _MARK_ANCHORS = {
     "distributed_init": (b"NCCL INFO", b"[Gloo]"),
     "weight_loading": (b"shards", b"Loading safetensors"),
@@ -623,7 +647,7 @@ class _Line(object):
     """One parsed line (after wrappers): format, stream, level, timestamp and message."""
 
     __slots__ = ("fmt", "stream", "proc", "pid", "ip", "level", "ts", "tkey", "msg", "rec", "service",
-                 "outer_tkey", "outer_src", "pywarn")
+                 "outer_tkey", "outer_src", "pywarn", "tee")
 
     def __init__(self):
         self.fmt = "r"
@@ -640,6 +664,7 @@ class _Line(object):
         self.outer_tkey = None
         self.outer_src = None
         self.pywarn = False
+        self.tee = None
 
 
 _LEVEL = {"DEBUG": "D", "TRACE": "D", "INFO": "I", "WARNING": "W", "WARN": "W", "ERROR": "E", "CRITICAL": "E",
@@ -869,6 +894,7 @@ class _Scan(object):
         self.pid2proc = {}
         self.rec_cand = {}
         self.proc_hdr = None
+        self.comms = {}                  # (pid, NCCL comm pointer) -> "started" | "complete" | "destroyed"
         self._anchors = None
         self._buf = None
         self._buf_pos = 0
@@ -967,6 +993,8 @@ class _Scan(object):
             if line.level == "E":
                 return
         elif fmt == "n":
+            if line.level != "E" and ("- Init " in msg or "Destroy COMPLETE" in msg):
+                self._comm(line, msg)
             if "distributed_init" in self.marked or line.level == "E":
                 return
             self._progress(_MARKS_NCCL, line, lineno)
@@ -982,6 +1010,18 @@ class _Scan(object):
                 continue
             if mk.key in msg and (mk.rx is None or mk.rx.search(msg)):
                 self._progress(mk, line, lineno)
+
+    def _comm(self, line, msg):
+        m = _NCCL_COMM_RX.search(msg)
+        if m is None:
+            return
+        key = (line.pid, m.group(1))
+        event = m.group(2)
+        if event == "Init START":
+            if key in self.comms or len(self.comms) < _MAX_COMMS:
+                self.comms[key] = "started"
+        elif key in self.comms or len(self.comms) < _MAX_COMMS:
+            self.comms[key] = "complete" if event == "Init COMPLETE" else "destroyed"
 
     # -- candidates -------------------------------------------------------------------------------------------
     def _stage_for(self, sig_mode, sig_stage, cls, frames):
@@ -1072,7 +1112,12 @@ class _Scan(object):
         if tkey is None:
             tkey = self._approx_tkey()
         kind = "E" if sig.kind == "H" else sig.kind   # a header whose traceback never came
-        self._add(kind, sig.cls, stage, text, lineno, line.ts, tkey, own, self._proc_name(line), line.pid,
+        proc, pid = self._proc_name(line), line.pid
+        if proc is None:
+            m = _SUBJECT_RX.search(text)
+            if m is not None:
+                proc, pid = "local_rank " + m.group(1), m.group(2)
+        self._add(kind, sig.cls, stage, text, lineno, line.ts, tkey, own, proc, pid,
                   sig.hint, context or [text.strip()], rec_key)
 
     # -- tracebacks -------------------------------------------------------------------------------------------
@@ -1247,7 +1292,17 @@ class _Scan(object):
             text = _strip_wrappers(text, line)
         elif "[repeated " in text:
             text = _RAY_REPEAT_RX.sub("", text)
+        if text[:1] == "[":
+            m = _TEE_RX.match(text)
+            if m:
+                line.tee = m.group(1)
+                text = text[m.end():]
         _parse(text, line)
+        if line.tee is not None:
+            # each worker copied by torchrun is a stream of its own, apart from torchrun's own lines
+            line.stream = line.tee + "/" + line.stream
+            if not line.proc:
+                line.proc = line.tee
         tkey = line.tkey
         if line.outer_tkey is not None:
             line.outer_tkey = self._adj(line.outer_tkey)
@@ -1702,10 +1757,49 @@ def _build_answer(scans):
                 if sc.ctx == last_rank:
                     since = sc.ctx_since
                     break
-            ans["summary"] = "no failure found; stuck in %s%s" % (last_stage, " since %s" % since if since else "")
+            open_on, done_on = _comm_nodes(scans)
+            if done_on and not open_on:
+                # every NCCL communicator that was set up was destroyed again: the program ended its
+                # distributed work (a collective check, or a clean shutdown before readiness)
+                ans["summary"] = ("no failure found; last stage %s: NCCL communicators initialised and destroyed "
+                                  "again on %s" % (last_stage, ", ".join(done_on)))
+            else:
+                ans["summary"] = "no failure found; stuck in %s%s" % (last_stage, " since %s" % since if since else "")
+                if open_on:
+                    ans["summary"] += "; NCCL communicator init started and never completed on %s" % ", ".join(open_on)
         else:
             ans["summary"] = "no failure found and no vLLM stage marker seen"
+        stop = _external_stop(all_cands)
+        if stop is not None:
+            ans["summary"] += "; stopped from outside by signal %s (%s line %d)" % stop
     return ans
+
+
+def _comm_nodes(scans):
+    """Nodes with an NCCL communicator whose init never completed, and the nodes whose communicators were all
+    initialised and destroyed again (empty unless that holds for every communicator of every file); each list
+    in file order, without repeats."""
+    open_on, done_on = [], []
+    all_done = True
+    for sc in scans:
+        states = set(sc.comms.values())
+        if "started" in states and sc.node not in open_on:
+            open_on.append(sc.node)
+        if states - {"destroyed"}:
+            all_done = False
+        elif states and sc.node not in done_on:
+            done_on.append(sc.node)
+    return open_on, done_on if all_done else []
+
+
+def _external_stop(cands):
+    """(signal, node, lineno) of the first line saying that the launcher itself was stopped by a signal."""
+    for c in cands:
+        if c["kind"] == "c":
+            m = _STOP_RX.search(c["line"])
+            if m is not None:
+                return (m.group(1) or m.group(2), c["node"], c["lineno"])
+    return None
 
 
 def _node_names(items, nodes):
