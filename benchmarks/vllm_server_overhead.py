@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """How much does vllm_server add to a real vLLM start? (target: < 1 s)
@@ -55,7 +54,7 @@ def read_env(path):
     with open(path) as f:
         for line in f:
             if line.startswith("export "):
-                k, _, v = line[7:].strip().partition("=")
+                k, _sep, v = line[7:].strip().partition("=")
                 out[k] = shlex.split(v)[0]
     return out
 

@@ -45,7 +45,7 @@ def _read_env_file(path):
             line = line.strip()
             if not line.startswith("export "):
                 continue
-            name, _, value = line[len("export "):].partition("=")
+            name, _sep, value = line[len("export "):].partition("=")
             parts = shlex.split(value)
             values[name] = parts[0] if parts else ""
     return values

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Check the vllm_server memory sampler on a REAL NVIDIA GPU (run by hand on a GPU host; not part of CI).

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import (REPO, SERVER_ENV, Ansible, find_in_session, free_port, kill_session, load_request,
+from conftest import (REPO, SERVER_ENV, find_in_session, free_port, kill_session, load_request,
                       server_args, session_pids, wait_until)
 
 HAS_CLASSIFIER = os.path.isfile(os.path.join(REPO, "plugins", "module_utils", "_logstage.py"))
@@ -153,7 +153,7 @@ def test_started_again_is_idempotent(healthy_server):
 
 def test_memory_samples_of_the_session(healthy_server):
     mem_path = os.path.join(os.path.dirname(healthy_server.log_path), "memory.jsonl")
-    assert wait_until(lambda: os.path.exists(mem_path) and sum(1 for _ in open(mem_path)) >= 3, 10)
+    assert wait_until(lambda: os.path.exists(mem_path) and len(open(mem_path).readlines()) >= 3, 10)
     with open(mem_path) as f:
         samples = [json.loads(line) for line in f]
     last = samples[-1]
