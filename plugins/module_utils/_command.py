@@ -1,0 +1,734 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+# Do not use this from other collections or standalone plugins/modules!
+"""The one reader of ``vllm serve`` command lines in the collection.
+
+Pure functions, standard library only: split a server command (bare ``vllm serve ...`` or ``docker|podman run
+... IMAGE MODEL ARGS``) into its parts, say which category each option and environment variable belongs to,
+derive the minimal command from a production command (listing by category what was removed, each category a
+candidate ladder layer), apply a ladder layer's options to a command (set-or-replace), and check that a
+command holds nothing but the minimal set plus allowed platform options.
+
+Nothing else in the collection splits a vLLM argv: the roles go through the ``repro.vllm.minimal_command``
+filter and ``record_diff`` compares commands through :func:`option_map`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+from ansible_collections.repro.vllm.plugins.module_utils._redact import MASK, SECRET_FLAGS, is_secret_name, redact_text
+
+# --------------------------------------------------------------------------------------------------------------
+# categories
+# --------------------------------------------------------------------------------------------------------------
+
+# category -> (title, the ladder layer the removed items belong to; None: a candidate layer of its own)
+CATEGORIES = {
+    "minimal": ("model, address and parallel layout (kept)", None),
+    "tool_calling": ("agent tool definitions and tool-call parsers", "tool_calling"),
+    "gateway": ("gateway middleware (auth, TLS, CORS, routing)", "gateway"),
+    "load_clients": ("load clients and production concurrency sizing", "concurrency_n"),
+    "retries": ("automatic retries, restarts and stretched timeouts", "gateway"),
+    "long_context": ("long-context defaults", "long_context"),
+    "speculative_decoding": ("speculative decoding", "speculative_decoding"),
+    "multi_node_transport": ("multi-node transport overrides", "multi_node"),
+    "prefix_cache": ("prefix-cache retention policies", "prefix_caching"),
+    "structured_output": ("structured-output settings", "tool_calling"),
+    "app_env": ("application-specific environment variables", "app_env"),
+    "engine_tuning": ("engine tuning (memory, precision, kernels, compilation)", "engine_tuning"),
+    "observability": ("logging, tracing and debug settings", "observability"),
+    "runtime": ("container runtime options that break a supervised foreground start", None),
+    "unknown": ("options this collection does not know (review them)", None),
+}
+
+# The ladder layers in their fixed order (ARCHITECTURE.md); other candidate layers come after, in this order.
+LADDER_ORDER = ["prefix_caching", "long_context", "output_limit", "concurrency_2", "concurrency_n", "tool_calling",
+                "multi_node", "gateway"]
+EXTRA_LAYER_ORDER = ["speculative_decoding", "engine_tuning", "observability", "app_env"]
+
+# Options that make up the minimal command: what the model is, where the API listens, how it is laid out.
+MINIMAL_FLAGS = {
+    "--model", "--host", "--port", "--served-model-name", "--tokenizer", "--revision", "--tokenizer-revision",
+    "--download-dir", "--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size",
+    "--data-parallel-size-local", "--data-parallel-start-rank", "--data-parallel-rank", "--data-parallel-address",
+    "--data-parallel-rpc-port", "--enable-expert-parallel", "--nnodes", "--node-rank", "--master-addr",
+    "--master-port", "--headless", "--distributed-executor-backend", "--trust-remote-code",
+}
+
+# Short spellings vLLM accepts, mapped to the long option.
+ALIASES = {
+    "-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size", "-dp": "--data-parallel-size",
+    "-dpl": "--data-parallel-size-local", "-dpa": "--data-parallel-address", "-dpp": "--data-parallel-rpc-port",
+    "-dcp": "--decode-context-parallel-size", "-q": "--quantization", "-O": "--compilation-config",
+}
+
+_FLAG_CATEGORY = {
+    # tool calling and output parsers
+    "--enable-auto-tool-choice": "tool_calling", "--tool-call-parser": "tool_calling",
+    "--tool-parser-plugin": "tool_calling", "--tool-server": "tool_calling", "--reasoning-parser": "tool_calling",
+    "--reasoning-parser-plugin": "tool_calling", "--chat-template": "tool_calling",
+    "--chat-template-content-format": "tool_calling", "--exclude-tools-when-tool-choice-none": "tool_calling",
+    "--default-chat-template-kwargs": "tool_calling", "--trust-request-chat-template": "tool_calling",
+    # structured output
+    "--structured-outputs-config": "structured_output", "--guided-decoding-backend": "structured_output",
+    "--guided-decoding-disable-fallback": "structured_output",
+    "--guided-decoding-disable-any-whitespace": "structured_output",
+    "--guided-decoding-disable-additional-properties": "structured_output",
+    # gateway middleware
+    "--api-key": "gateway", "--middleware": "gateway", "--root-path": "gateway", "--allowed-origins": "gateway",
+    "--allowed-methods": "gateway", "--allowed-headers": "gateway", "--allow-credentials": "gateway",
+    "--ssl-keyfile": "gateway", "--ssl-certfile": "gateway", "--ssl-ca-certs": "gateway", "--ssl-cert-reqs": "gateway",
+    "--enable-ssl-refresh": "gateway", "--disable-fastapi-docs": "gateway", "--enable-request-id-headers": "gateway",
+    "--uds": "gateway", "--response-role": "gateway", "--enable-force-include-usage": "gateway",
+    "--h11-max-incomplete-event-size": "gateway", "--h11-max-header-count": "gateway",
+    "--return-tokens-as-token-ids": "gateway", "--enable-prompt-tokens-details": "gateway",
+    # load and concurrency sizing
+    "--max-num-seqs": "load_clients", "--max-num-batched-tokens": "load_clients", "--api-server-count": "load_clients",
+    "--scheduling-policy": "load_clients", "--enable-server-load-tracking": "load_clients",
+    "--stream-interval": "load_clients",
+    # long context
+    "--max-model-len": "long_context", "--rope-scaling": "long_context", "--rope-theta": "long_context",
+    "--decode-context-parallel-size": "long_context", "--dcp-comm-backend": "long_context",
+    "--dcp-kv-cache-interleave-size": "long_context", "--context-parallel-size": "long_context",
+    "--long-prefill-token-threshold": "long_context", "--enable-chunked-prefill": "long_context",
+    "--no-enable-chunked-prefill": "long_context", "--max-num-partial-prefills": "long_context",
+    "--max-long-partial-prefills": "long_context", "--max-seq-len-to-capture": "long_context",
+    # speculative decoding
+    "--speculative-config": "speculative_decoding", "--num-speculative-tokens": "speculative_decoding",
+    "--speculative-model": "speculative_decoding",
+    # multi-node transport
+    "--all2all-backend": "multi_node_transport", "--kv-transfer-config": "multi_node_transport",
+    "--data-parallel-backend": "multi_node_transport", "--disable-custom-all-reduce": "multi_node_transport",
+    "--data-parallel-hybrid-lb": "multi_node_transport", "--data-parallel-external-lb": "multi_node_transport",
+    "--kv-events-config": "multi_node_transport",
+    # prefix cache
+    "--enable-prefix-caching": "prefix_cache", "--no-enable-prefix-caching": "prefix_cache",
+    "--prefix-caching-hash-algo": "prefix_cache", "--kv-offloading-size": "prefix_cache",
+    "--kv-offloading-backend": "prefix_cache",
+    # engine tuning
+    "--gpu-memory-utilization": "engine_tuning", "--kv-cache-memory-bytes": "engine_tuning",
+    "--kv-cache-dtype": "engine_tuning", "--dtype": "engine_tuning", "--quantization": "engine_tuning",
+    "--load-format": "engine_tuning", "--enforce-eager": "engine_tuning", "--compilation-config": "engine_tuning",
+    "--attention-backend": "engine_tuning", "--attention-config": "engine_tuning", "--moe-backend": "engine_tuning",
+    "--enable-flashinfer-autotune": "engine_tuning", "--no-enable-flashinfer-autotune": "engine_tuning",
+    "--block-size": "engine_tuning", "--swap-space": "engine_tuning", "--cpu-offload-gb": "engine_tuning",
+    "--language-model-only": "engine_tuning", "--mm-encoder-tp-mode": "engine_tuning",
+    "--limit-mm-per-prompt": "engine_tuning", "--tokenizer-mode": "engine_tuning", "--seed": "engine_tuning",
+    "--generation-config": "engine_tuning", "--override-generation-config": "engine_tuning",
+    "--disable-hybrid-kv-cache-manager": "engine_tuning", "--no-disable-hybrid-kv-cache-manager": "engine_tuning",
+    "--cuda-graph-sizes": "engine_tuning", "--max-cudagraph-capture-size": "engine_tuning",
+    "--async-scheduling": "engine_tuning", "--no-async-scheduling": "engine_tuning", "--enable-eplb": "engine_tuning",
+    "--eplb-config": "engine_tuning", "--enable-dbo": "engine_tuning", "--num-gpu-blocks-override": "engine_tuning",
+    "--calculate-kv-scales": "engine_tuning", "--disable-cascade-attn": "engine_tuning",
+    "--hf-overrides": "engine_tuning", "--skip-tokenizer-init": "engine_tuning", "--enable-lora": "engine_tuning",
+    "--enable-sleep-mode": "engine_tuning", "--max-logprobs": "engine_tuning",
+    # observability
+    "--disable-log-requests": "observability", "--enable-log-requests": "observability",
+    "--disable-log-stats": "observability", "--uvicorn-log-level": "observability",
+    "--disable-uvicorn-access-log": "observability", "--log-config-file": "observability",
+    "--max-log-len": "observability", "--otlp-traces-endpoint": "observability",
+    "--collect-detailed-traces": "observability", "--enable-log-outputs": "observability",
+}
+
+# Options that take no value (store_true and BooleanOptionalAction spellings).
+BOOL_FLAGS = {
+    "--trust-remote-code", "--headless", "--enable-expert-parallel", "--enable-auto-tool-choice",
+    "--exclude-tools-when-tool-choice-none", "--trust-request-chat-template", "--allow-credentials",
+    "--enable-ssl-refresh", "--disable-fastapi-docs", "--enable-request-id-headers", "--enable-force-include-usage",
+    "--return-tokens-as-token-ids", "--enable-prompt-tokens-details", "--enable-server-load-tracking",
+    "--enable-chunked-prefill", "--no-enable-chunked-prefill", "--disable-custom-all-reduce",
+    "--data-parallel-hybrid-lb", "--data-parallel-external-lb", "--enable-prefix-caching",
+    "--no-enable-prefix-caching", "--enforce-eager", "--enable-flashinfer-autotune", "--no-enable-flashinfer-autotune",
+    "--language-model-only", "--disable-hybrid-kv-cache-manager", "--no-disable-hybrid-kv-cache-manager",
+    "--async-scheduling", "--no-async-scheduling", "--enable-eplb", "--enable-dbo", "--calculate-kv-scales",
+    "--disable-cascade-attn", "--skip-tokenizer-init", "--enable-lora", "--enable-sleep-mode",
+    "--disable-log-requests", "--enable-log-requests", "--disable-log-stats", "--disable-uvicorn-access-log",
+    "--enable-log-outputs", "--guided-decoding-disable-fallback", "--guided-decoding-disable-any-whitespace",
+    "--guided-decoding-disable-additional-properties",
+}
+
+# Options allowed in the platform part of a minimal command (what a machine kind needs to start at all, such as
+# an explicit KV size on CPU): engine tuning, plus a context length (the long_context layer raises it later).
+PLATFORM_CATEGORIES = {"engine_tuning"}
+PLATFORM_FLAGS = {"--max-model-len"}
+
+# --- environment ----------------------------------------------------------------------------------------------
+# (pattern, category), first match wins. "minimal" means kept: model access, device map, process basics.
+_ENV_RULES = [
+    ("VLLM_LOGGING_LEVEL", "observability"), ("VLLM_TRACE_FUNCTION", "observability"),
+    ("CUDA_LAUNCH_BLOCKING", "observability"), ("NCCL_DEBUG", "observability"), ("NCCL_DEBUG_*", "observability"),
+    ("TORCH_DISTRIBUTED_DEBUG", "observability"), ("VLLM_LOG_*", "observability"),
+    ("VLLM_CONFIGURE_LOGGING", "observability"), ("VLLM_NO_USAGE_STATS", "observability"),
+    ("DO_NOT_TRACK", "observability"), ("OTEL_*", "observability"),
+    ("CUDA_VISIBLE_DEVICES", "minimal"), ("CUDA_DEVICE_ORDER", "minimal"), ("NVIDIA_VISIBLE_DEVICES", "minimal"),
+    ("HF_*", "minimal"), ("HUGGING_FACE_HUB_TOKEN", "minimal"), ("TRANSFORMERS_OFFLINE", "minimal"),
+    ("VLLM_HOST_IP", "minimal"), ("VLLM_PORT", "minimal"), ("PATH", "minimal"), ("HOME", "minimal"),
+    ("LANG", "minimal"), ("LC_*", "minimal"), ("TMPDIR", "minimal"), ("LD_LIBRARY_PATH", "minimal"),
+    ("PYTHONPATH", "minimal"), ("VLLM_CPU_KVCACHE_SPACE", "engine_tuning"),
+    ("VLLM_API_KEY", "gateway"),
+    ("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "long_context"),
+    ("VLLM_ENGINE_READY_TIMEOUT_S", "retries"), ("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "retries"),
+    ("VLLM_RPC_TIMEOUT", "retries"), ("VLLM_HTTP_TIMEOUT_KEEP_ALIVE", "retries"), ("*_RETRIES", "retries"),
+    ("*_RETRY*", "retries"),
+    ("NCCL_*", "multi_node_transport"), ("GLOO_*", "multi_node_transport"), ("UCX_*", "multi_node_transport"),
+    ("NVSHMEM_*", "multi_node_transport"), ("VLLM_NIXL_*", "multi_node_transport"),
+    ("TP_SOCKET_IFNAME", "multi_node_transport"), ("VLLM_USE_NCCL_SYMM_MEM", "multi_node_transport"),
+    ("VLLM_ALLREDUCE_USE_*", "multi_node_transport"), ("VLLM_FLASHINFER_ALLREDUCE_*", "multi_node_transport"),
+    ("VLLM_ALL2ALL_BACKEND", "multi_node_transport"), ("MASTER_ADDR", "multi_node_transport"),
+    ("MASTER_PORT", "multi_node_transport"),
+    ("VLLM_*", "engine_tuning"), ("PYTORCH_*", "engine_tuning"), ("TORCH_*", "engine_tuning"),
+    ("CUDA_*", "engine_tuning"), ("OMP_*", "engine_tuning"), ("KMP_*", "engine_tuning"),
+]
+
+# docker/podman run options that take a value; everything else that starts with "-" is a switch.
+_RUNTIME_VALUE_OPTS = {
+    "-e", "--env", "--env-file", "-v", "--volume", "-p", "--publish", "--gpus", "--ipc", "--shm-size", "--name",
+    "--network", "--net", "-w", "--workdir", "-u", "--user", "--entrypoint", "--device", "--runtime",
+    "--restart", "--ulimit", "--cap-add", "--cap-drop", "--security-opt", "--mount", "--label", "-l", "--cpus",
+    "--memory", "-m", "--hostname", "-h", "--pid", "--add-host", "--log-driver", "--log-opt", "--platform",
+    "--pull", "--group-add", "--tmpfs", "--cgroupns", "--uts", "--dns", "--health-cmd", "--health-interval",
+    "--health-retries", "--health-timeout", "--health-start-period", "--stop-signal", "--stop-timeout",
+    "--annotation", "--hooks-dir", "--cidfile",
+}
+# runtime options removed from a minimal start: (option, category, why)
+_RUNTIME_REMOVED = {
+    "--restart": ("retries", "a restart policy hides the first failure behind the next start"),
+    "-d": ("runtime", "a detached container cannot be supervised in the foreground"),
+    "--detach": ("runtime", "a detached container cannot be supervised in the foreground"),
+    "--health-cmd": ("retries", "health checks kill and restart the server"),
+    "--health-interval": ("retries", "health checks kill and restart the server"),
+    "--health-retries": ("retries", "health checks kill and restart the server"),
+    "--health-timeout": ("retries", "health checks kill and restart the server"),
+    "--health-start-period": ("retries", "health checks kill and restart the server"),
+}
+
+
+class CommandError(ValueError):
+    """A command that cannot be read as a vLLM server command."""
+
+
+def canonical_flag(token):
+    """The long, value-free spelling of an option token: ``-tp`` -> ``--tensor-parallel-size``,
+    ``--compilation-config.mode`` -> ``--compilation-config``, ``--port=8000`` -> ``--port``, ``-O3`` ->
+    ``--compilation-config``, ``--max_model_len`` -> ``--max-model-len``."""
+    flag = str(token).split("=", 1)[0]
+    if flag in ALIASES:
+        return ALIASES[flag]
+    if flag.startswith("-O") and not flag.startswith("--"):
+        return "--compilation-config"  # -O3, -O.mode
+    if flag.startswith("--"):
+        return flag.split(".", 1)[0].replace("_", "-")
+    return flag
+
+
+def _positive(flag):
+    """``--no-enable-prefix-caching`` -> ``--enable-prefix-caching`` (the option a negation switches)."""
+    return "--" + flag[5:] if flag.startswith("--no-") else flag
+
+
+def _takes_value(flag):
+    return flag not in BOOL_FLAGS
+
+
+def _looks_like_value(token):
+    if not token.startswith("-"):
+        return True
+    return len(token) > 1 and (token[1].isdigit() or token[1] == ".")  # -1, -.5
+
+
+def flag_category(flag):
+    """Category of one option (canonical or not)."""
+    flag = canonical_flag(flag)
+    if flag in MINIMAL_FLAGS:
+        return "minimal"
+    if flag in _FLAG_CATEGORY:
+        return _FLAG_CATEGORY[flag]
+    if flag.startswith("--structured-outputs") or flag.startswith("--guided-decoding"):
+        return "structured_output"
+    if flag.startswith("--speculative"):
+        return "speculative_decoding"
+    if flag.startswith("--ssl-"):
+        return "gateway"
+    if flag.startswith("--no-") and ("--" + flag[5:]) in _FLAG_CATEGORY:
+        return _FLAG_CATEGORY["--" + flag[5:]]
+    return "unknown"
+
+
+def env_category(name):
+    """Category of one environment variable name."""
+    for pattern, category in _ENV_RULES:
+        if fnmatch.fnmatchcase(name, pattern):
+            return category
+    return "app_env"
+
+
+def category_layer(category):
+    """The ladder layer a removed item of this category goes back in with (None: not a ladder layer)."""
+    return CATEGORIES.get(category, (None, None))[1]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# parsing
+# --------------------------------------------------------------------------------------------------------------
+
+def _parse_runtime(argv):
+    """docker|podman run OPTIONS IMAGE [ARGS]: returns (runtime prefix tokens, runtime options, env, image, rest)."""
+    runtime = argv[0].rsplit("/", 1)[-1]
+    i = 1
+    prefix = [argv[0]]
+    while i < len(argv) and argv[i] in ("container",):
+        prefix.append(argv[i])
+        i += 1
+    if i >= len(argv) or argv[i] != "run":
+        raise CommandError("%s command without 'run': %s" % (runtime, " ".join(argv[:4])))
+    prefix.append("run")
+    i += 1
+    opts = []
+    env = {}
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "--":
+        tok = argv[i]
+        name = tok.split("=", 1)[0]
+        if "=" in tok and name.startswith("--"):
+            value, used = tok.split("=", 1)[1], 1
+        elif name in _RUNTIME_VALUE_OPTS:
+            if i + 1 >= len(argv):
+                raise CommandError("%s option %s has no value" % (runtime, tok))
+            value, used = argv[i + 1], 2
+        elif len(name) > 2 and not name.startswith("--") and name[:2] in _RUNTIME_VALUE_OPTS:
+            value, used, name = name[2:], 1, name[:2]  # -eFOO=1, -p8000:8000
+        else:
+            value, used = None, 1
+        if name in ("-e", "--env") and value is not None:
+            k, _sep, v = value.partition("=")
+            env[k] = v if _sep else None  # -e NAME: the value comes from the client's environment
+        opts.append({"flag": name, "value": value, "tokens": argv[i:i + used]})
+        i += used
+    if i < len(argv) and argv[i] == "--":
+        i += 1
+    if i >= len(argv):
+        raise CommandError("%s run command without an image" % runtime)
+    return prefix, opts, env, argv[i], argv[i + 1:]
+
+
+def parse_command(argv):
+    """Split a vLLM server command.
+
+    Returns a dict: ``runtime`` (None, ``docker`` or ``podman``), ``runtime_prefix`` and ``runtime_options``
+    (list of ``{flag, value, tokens}``), ``runtime_env`` (``-e K=V``), ``image``, ``program`` (the tokens up to
+    the model: ``[vllm, serve]``, or empty for an image whose entrypoint is ``vllm serve``), ``model``,
+    ``model_flag`` (True when given as ``--model``), ``runtime_env_names`` (extra ``-e NAME`` to render first) and
+    ``options`` (list of ``{flag, value, tokens, category}``
+    in command order; ``flag`` is canonical).
+    """
+    if isinstance(argv, str):
+        raise CommandError("give the command as a list of arguments, not one string")
+    argv = [str(a) for a in argv or []]
+    if not argv:
+        raise CommandError("the command is empty")
+    out = {"runtime": None, "runtime_prefix": [], "runtime_options": [], "runtime_env": {}, "runtime_env_names": [],
+           "image": None,
+           "program": [], "model": None, "model_flag": False, "options": []}
+    rest = argv
+    base = argv[0].rsplit("/", 1)[-1]
+    if base in ("docker", "podman", "nerdctl"):
+        out["runtime"] = base
+        out["runtime_prefix"], out["runtime_options"], out["runtime_env"], out["image"], rest = _parse_runtime(argv)
+    # program: everything up to and including "serve"; the vllm image's entrypoint is already "vllm serve"
+    if "serve" in rest[:4]:
+        k = rest.index("serve")
+        out["program"] = rest[:k + 1]
+        rest = rest[k + 1:]
+    elif out["runtime"] is None:
+        raise CommandError("not a 'vllm serve' command (no 'serve' among %s)" % " ".join(argv[:4]))
+    if rest and not rest[0].startswith("-"):
+        out["model"] = rest[0]
+        rest = rest[1:]
+    i = 0
+    while i < len(rest):
+        tok = rest[i]
+        if not tok.startswith("-") or tok == "-":
+            raise CommandError("unexpected argument %r after the options (only one model may be given)" % tok)
+        flag = canonical_flag(tok)
+        if "=" in tok and tok.startswith("--"):
+            value, used = tok.split("=", 1)[1], 1
+        elif tok.startswith("-O") and len(tok) > 2 and not tok.startswith("-O.") and tok[2:].isdigit():
+            value, used = tok[2:], 1  # -O3
+        elif _takes_value(flag) and i + 1 < len(rest) and _looks_like_value(rest[i + 1]):
+            value, used = rest[i + 1], 2
+        else:
+            value, used = None, 1
+        if flag == "--model" and out["model"] is None:
+            out["model"] = value
+            out["model_flag"] = True
+        else:
+            out["options"].append({"flag": flag, "value": value, "tokens": rest[i:i + used],
+                                   "category": flag_category(flag)})
+        i += used
+    if out["model"] is None:
+        raise CommandError("no model in the command (give it after 'serve' or with --model)")
+    return out
+
+
+def render_command(parsed):
+    """Join a parsed command back into an argv."""
+    argv = []
+    if parsed.get("runtime"):
+        argv.extend(parsed["runtime_prefix"])
+        for k in parsed.get("runtime_env_names") or []:
+            argv.extend(["-e", k])
+        for opt in parsed["runtime_options"]:
+            argv.extend(opt["tokens"])
+        argv.append(parsed["image"])
+    argv.extend(parsed.get("program") or [])
+    if parsed.get("model_flag"):
+        argv.extend(["--model", parsed["model"]])
+    else:
+        argv.append(parsed["model"])
+    for opt in parsed["options"]:
+        argv.extend(opt["tokens"])
+    return argv
+
+
+def option_map(argv):
+    """``{canonical flag: value}`` of a command, plus ``<program>``, ``<model>``, ``<image>`` and one entry per
+    runtime option; the order of options does not matter, a repeated option keeps its values as a list."""
+    parsed = parse_command(argv)
+    out = {"<program>": " ".join(parsed["program"]), "<model>": parsed["model"]}
+    if parsed["runtime"]:
+        out["<image>"] = parsed["image"]
+        out["<runtime>"] = parsed["runtime"]
+        for opt in parsed["runtime_options"]:
+            _put(out, "<%s>%s" % (parsed["runtime"], opt["flag"]), opt["value"])
+    for opt in parsed["options"]:
+        _put(out, opt["flag"], opt["value"] if opt["value"] is not None else True)
+    return out
+
+
+def _put(mapping, key, value):
+    if key in mapping:
+        prev = mapping[key]
+        mapping[key] = (prev if isinstance(prev, list) else [prev]) + [value]
+    else:
+        mapping[key] = value
+
+
+def _item_text(opt):
+    return " ".join(opt["tokens"])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# minimal command
+# --------------------------------------------------------------------------------------------------------------
+
+def needs_remote_code(model_config):
+    """True when a model's config.json asks for custom code (``auto_map``), False when it does not, None when the
+    config is not known."""
+    if not isinstance(model_config, dict) or not model_config:
+        return None
+    return bool(model_config.get("auto_map"))
+
+
+def derive_minimal(argv, env=None, keep=(), keep_env=(), model_config=None, trust_remote_code="auto"):
+    """Derive the minimal command from a production command.
+
+    Kept: program, model, ``--host``/``--port``/``--served-model-name``, the parallel layout (tensor, pipeline,
+    data, expert parallel, ``--nnodes``/``--node-rank``/``--master-addr``/``--headless``), model location options,
+    ``--trust-remote-code`` only when required, container placement options; and whatever ``keep`` (options) and
+    ``keep_env`` (variable names or shell patterns) name explicitly. Environment kept: device map, model access
+    (``HF_*``), process basics.
+
+    ``trust_remote_code``: ``auto`` keeps the flag when ``model_config`` has ``auto_map``, drops it when the config
+    is known and has none, and keeps it (with a warning) when the config is unknown; ``true``/``false`` force it.
+
+    Returns ``{argv, model, image, env, secret_env, kept, removed, layers, warnings}`` (``env`` the kept variables
+    that are not secret, ``secret_env`` those that are, values kept so that the command can run); ``kept`` and
+    ``removed`` list items
+    (``{item, flag|name, value, category, layer, why}``); ``removed`` is grouped by category; ``layers`` maps each
+    candidate ladder layer to the items it would add back.
+    """
+    parsed = parse_command(argv)
+    keep = {canonical_flag(k) for k in (keep or ())}
+    env = dict(env or {})
+    for k, v in parsed["runtime_env"].items():
+        if v is not None or k not in env:
+            env[k] = v
+    kept, removed, warnings = [], [], []
+
+    def note_removed(item, category, why, **extra):
+        entry = {"item": item, "category": category, "layer": category_layer(category), "why": why}
+        entry.update(extra)
+        removed.append(entry)
+
+    # runtime options
+    new_runtime = []
+    for opt in parsed["runtime_options"]:
+        if opt["flag"] in _RUNTIME_REMOVED and opt["flag"] not in keep:
+            category, why = _RUNTIME_REMOVED[opt["flag"]]
+            note_removed(_item_text(opt), category, why, flag=opt["flag"], value=opt["value"])
+        else:
+            new_runtime.append(opt)
+    parsed["runtime_options"] = new_runtime
+
+    need_trc = needs_remote_code(model_config)
+    new_opts = []
+    for opt in parsed["options"]:
+        flag, cat = opt["flag"], opt["category"]
+        if flag == "--trust-remote-code":
+            mode = str(trust_remote_code).lower()
+            if mode in ("true", "yes", "1", "on") or flag in keep:
+                kept.append({"item": flag, "flag": flag, "category": cat, "why": "asked for"})
+                new_opts.append(opt)
+            elif mode in ("false", "no", "0", "off"):
+                note_removed(flag, "minimal", "turned off (trust_remote_code=false)", flag=flag, value=None)
+            elif need_trc is False:
+                note_removed(flag, "minimal", "the model's config.json has no auto_map: no custom code to trust",
+                             flag=flag, value=None)
+            else:
+                why = ("the model's config.json has auto_map (custom code)" if need_trc else
+                       "the model's config.json could not be read; kept to be safe")
+                if need_trc is None:
+                    warnings.append("--trust-remote-code kept without evidence: the model config was not read")
+                kept.append({"item": flag, "flag": flag, "category": cat, "why": why})
+                new_opts.append(opt)
+            continue
+        if flag in keep:
+            kept.append({"item": _item_text(opt), "flag": flag, "value": opt["value"], "category": cat,
+                         "why": "kept on request (keep)"})
+            new_opts.append(opt)
+        elif cat == "minimal":
+            kept.append({"item": _item_text(opt), "flag": flag, "value": opt["value"], "category": cat,
+                         "why": "part of the minimal command"})
+            new_opts.append(opt)
+        else:
+            why = CATEGORIES.get(cat, ("",))[0]
+            note_removed(_item_text(opt), cat, why, flag=flag, value=opt["value"])
+    if need_trc and not any(o["flag"] == "--trust-remote-code" for o in new_opts) and \
+            str(trust_remote_code).lower() not in ("false", "no", "0", "off"):
+        new_opts.append({"flag": "--trust-remote-code", "value": None, "tokens": ["--trust-remote-code"],
+                         "category": "minimal"})
+        kept.append({"item": "--trust-remote-code", "flag": "--trust-remote-code", "category": "minimal",
+                     "why": "added: the model's config.json has auto_map (custom code)"})
+    parsed["options"] = new_opts
+
+    new_env = {}
+    for name in sorted(env):
+        cat = env_category(name)
+        if cat == "minimal" or any(fnmatch.fnmatchcase(name, pat) for pat in keep_env or ()):
+            if env[name] is not None:
+                new_env[name] = env[name]
+            kept.append({"item": name, "name": name, "category": cat,
+                         "why": "part of the minimal environment" if cat == "minimal" else "kept on request (keep_env)"})
+        else:
+            note_removed(name if env[name] is None else "%s=%s" % (name, env[name]), cat,
+                         CATEGORIES.get(cat, ("",))[0], name=name, value=env[name])
+
+    for entry in kept + removed:  # secrets never leave in the lists (the returned env keeps its values to run)
+        entry["item"] = redact_text(entry["item"])
+        secret = entry.get("flag") in SECRET_FLAGS or ("name" in entry and is_secret_name(entry["name"]))
+        if secret and entry.get("value") is not None:
+            entry["value"] = MASK
+        if secret and "name" in entry and "=" in entry["item"]:
+            entry["item"] = "%s=%s" % (entry["name"], MASK)
+    kept_names = [e["name"] for e in kept if "name" in e]
+    if parsed["runtime"]:
+        # a container sees only what -e passes: name the kept variables, their values come from the client's env
+        parsed["runtime_options"] = [o for o in parsed["runtime_options"] if o["flag"] not in ("-e", "--env")]
+        parsed["runtime_env_names"] = kept_names
+    grouped = {}
+    layers = {}
+    for entry in removed:
+        grouped.setdefault(entry["category"], []).append(entry)
+        if entry["layer"]:
+            layers.setdefault(entry["layer"], []).append(entry["item"])
+    order = LADDER_ORDER + EXTRA_LAYER_ORDER
+    layers = dict(sorted(layers.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
+    if grouped.get("unknown"):
+        warnings.append("options this collection does not know were removed; review them: %s"
+                        % ", ".join(e["item"] for e in grouped["unknown"]))
+    secret_env = {k: v for k, v in new_env.items() if is_secret_name(k) or redact_text(str(v)) != str(v)}
+    plain_env = {k: v for k, v in new_env.items() if k not in secret_env}
+    return {"argv": render_command(parsed), "model": parsed["model"], "image": parsed["image"],
+            "env": plain_env, "secret_env": secret_env, "kept": kept, "removed": grouped, "layers": layers,
+            "warnings": warnings}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# building and checking commands
+# --------------------------------------------------------------------------------------------------------------
+
+def split_options(args):
+    """Read a flat option list (``[--max-model-len, "2048", --enable-prefix-caching]``) into options."""
+    parsed = parse_command(["vllm", "serve", "<model>"] + [str(a) for a in args or []])
+    return parsed["options"]
+
+
+def apply_options(argv, args=(), remove=()):
+    """Set-or-replace options in a command: the options in ``args`` replace every occurrence of the same option
+    (and of its ``--no-`` twin) where the first one stood, or are appended; options named in ``remove`` (and their
+    ``--no-`` twins) are dropped."""
+    parsed = parse_command(argv)
+    drop = {_positive(canonical_flag(r)) for r in remove or ()}
+    new = split_options(args)
+    replaced = {_positive(o["flag"]) for o in new}
+    out = []
+    placed = set()
+    for opt in parsed["options"]:
+        key = _positive(opt["flag"])
+        if key in drop:
+            continue
+        if key in replaced:
+            if key not in placed:
+                out.extend(o for o in new if _positive(o["flag"]) == key)
+                placed.add(key)
+            continue
+        out.append(opt)
+    out.extend(o for o in new if _positive(o["flag"]) not in placed)
+    parsed["options"] = out
+    return render_command(parsed)
+
+
+def build_minimal(program, model, host=None, port=None, served_model_name=None, tensor_parallel_size=1,
+                  pipeline_parallel_size=1, data_parallel_size=1, trust_remote_code=False, platform_args=(),
+                  multi_node=None):
+    """The minimal command from its parts: ``program`` (e.g. ``[/path/vllm, serve]``), the model, address, parallel
+    sizes (left out when 1), ``--trust-remote-code`` when asked, then ``platform_args`` (checked with
+    :func:`refused_options`), then the multi-node placement (``{nnodes, node_rank, master_addr, master_port,
+    headless}``) when given."""
+    argv = [str(p) for p in program] + [str(model)]
+    if host:
+        argv += ["--host", str(host)]
+    if port:
+        argv += ["--port", str(port)]
+    if served_model_name:
+        argv += ["--served-model-name", str(served_model_name)]
+    for flag, size in (("--tensor-parallel-size", tensor_parallel_size),
+                       ("--pipeline-parallel-size", pipeline_parallel_size),
+                       ("--data-parallel-size", data_parallel_size)):
+        if size is not None and int(size) != 1:
+            argv += [flag, str(int(size))]
+    if trust_remote_code:
+        argv.append("--trust-remote-code")
+    argv += [str(a) for a in platform_args or ()]
+    if multi_node:
+        argv += ["--nnodes", str(multi_node["nnodes"]), "--node-rank", str(multi_node["node_rank"]),
+                 "--master-addr", str(multi_node["master_addr"])]
+        if multi_node.get("master_port"):
+            argv += ["--master-port", str(multi_node["master_port"])]
+        if multi_node.get("headless"):
+            argv.append("--headless")
+    parse_command(argv)  # must read back
+    return argv
+
+
+def refused_options(argv, platform_flags=()):
+    """Options of ``argv`` that a minimal command may not hold: anything outside the minimal set, the platform
+    categories (engine tuning, ``--max-model-len``) and ``platform_flags``. Returns a list of
+    ``{item, flag, category, layer}``."""
+    allowed = {canonical_flag(f) for f in platform_flags or ()}
+    out = []
+    for opt in parse_command(argv)["options"]:
+        cat = opt["category"]
+        if cat == "minimal" or cat in PLATFORM_CATEGORIES or opt["flag"] in PLATFORM_FLAGS or opt["flag"] in allowed:
+            continue
+        out.append({"item": _item_text(opt), "flag": opt["flag"], "category": cat, "layer": category_layer(cat)})
+    return out
+
+
+def refused_env(env, allowed=()):
+    """Environment variables a minimal start may not set (ladder-layer categories), as
+    ``{name, category, layer}``; ``allowed`` names or patterns are let through."""
+    out = []
+    for name in sorted(env or {}):
+        if any(fnmatch.fnmatchcase(name, pat) for pat in allowed or ()):
+            continue
+        cat = env_category(name)
+        if cat in ("minimal", "engine_tuning", "observability"):
+            continue
+        out.append({"name": name, "category": cat, "layer": category_layer(cat)})
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# ladder layers
+# --------------------------------------------------------------------------------------------------------------
+
+def _layer_allowed(layer, base_body):
+    allowed, changed = [], []
+    for opt in split_options(layer.get("args") or []):
+        pos = _positive(opt["flag"])
+        allowed += ["command:%s" % pos, "command:--no-%s" % pos[2:]]
+        changed.append(_item_text(opt))
+    for flag in layer.get("remove") or []:
+        pos = _positive(canonical_flag(flag))
+        allowed += ["command:%s" % pos, "command:--no-%s" % pos[2:]]
+        changed.append("without %s" % pos)
+    for name in sorted(layer.get("env") or {}):
+        allowed.append("env:%s" % name)
+        changed.append("%s=%s" % (name, layer["env"][name]))
+    req = layer.get("request")
+    if req:
+        if layer.get("request_mode") == "replace":
+            allowed.append("request:*")
+            changed.append("request body replaced (%s)" % ", ".join(sorted(req)))
+        else:
+            for key in sorted(req):
+                allowed.append("request:%s" % key)
+                val = req[key]
+                shown = val if not isinstance(val, str) or len(val) <= 40 else "%s... (%d chars)" % (val[:40], len(val))
+                changed.append("request.%s=%s" % (key, shown))
+    for key in ("concurrency", "route", "base_url"):
+        if layer.get(key) not in (None, ""):
+            allowed.append("request:%s" % key)
+            changed.append("%s=%s" % (key, layer[key]))
+    allowed += [str(a) for a in layer.get("allow") or []]
+    return allowed, changed
+
+
+def apply_layers(base, layers, names, overrides=None):
+    """The command, environment and request of the run that has the layers ``names`` (in that order) on top of
+    ``base`` (``{argv, env, request: {route, concurrency, timeout, base_url, body}}``).
+
+    ``layers`` is the ladder data (a list of dicts with ``name``), ``overrides`` maps a layer name to fields that
+    replace the data's. Returns ``{argv, env, request, layers_applied, allowed, changed}``; ``allowed`` (the
+    ``variable:key`` patterns the LAST layer may change, for record_diff) and ``changed`` (readable items) describe
+    the last layer only.
+    """
+    by_name = {}
+    for layer in layers or []:
+        merged = dict(layer)
+        merged.update((overrides or {}).get(layer.get("name"), {}) or {})
+        by_name[layer.get("name")] = merged
+    missing = [n for n in names or [] if n not in by_name]
+    if missing:
+        raise CommandError("unknown ladder layer(s): %s (known: %s)" % (", ".join(missing), ", ".join(by_name)))
+    argv = [str(a) for a in base["argv"]]
+    env = dict(base.get("env") or {})
+    request = dict(base.get("request") or {})
+    request["body"] = dict(request.get("body") or {}) if isinstance(request.get("body"), dict) else request.get("body")
+    allowed, changed = [], []
+    for name in names or []:
+        layer = by_name[name]
+        allowed, changed = _layer_allowed(layer, request.get("body"))
+        if layer.get("args") or layer.get("remove"):
+            argv = apply_options(argv, [str(a) for a in layer.get("args") or []],
+                                 [str(r) for r in layer.get("remove") or []])
+        for k, v in (layer.get("env") or {}).items():
+            env[str(k)] = str(v)
+        req = layer.get("request")
+        if req:
+            if layer.get("request_mode") == "replace":
+                body = {"model": request["body"].get("model")} if isinstance(request.get("body"), dict) else {}
+                body.update(req)
+            else:
+                body = dict(request["body"]) if isinstance(request.get("body"), dict) else {}
+                body.update(req)
+            request["body"] = body
+        for key in ("concurrency", "route", "base_url"):
+            if layer.get(key) not in (None, ""):
+                request[key] = int(layer[key]) if key == "concurrency" else layer[key]
+    return {"argv": argv, "env": env, "request": request, "layers_applied": list(names or []), "allowed": allowed,
+            "changed": changed}

@@ -1,0 +1,247 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one vLLM command reader: parsing, the minimal command derived from a Kimi K3 production command (flags from
+the vLLM recipe for Kimi-K3, shared/reference/compat.md 1.2), ladder layers applied on top."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.repro.vllm.plugins.module_utils import _command as c
+
+FAKE_HF = "hf_" + "FAKE" * 8
+FAKE_KEY = "sk-" + "FAKE" * 6
+IMAGE = "vllm/vllm-openai:v0.29.0@sha256:c2914767605584b6d8f45686b82de173ecc99e781897aa3d0a66dacd72c51ae1"
+SPEC = '{"model":"RedHatAI/Kimi-K3-speculator.dspark","num_speculative_tokens":8,"method":"dspark"}'
+ATTN = '{"use_prefill_query_quantization":true,"mla_prefill_backend":"flashinfer"}'
+
+# Kimi K3 on two GB300 trays as a production team runs it: the recipe's base args and Blackwell overrides, tool
+# calling, reasoning, speculative decoding, prefix caching, MNNVL transport env, plus gateway and app settings.
+K3_DOCKER = [
+    "docker", "run", "--gpus", "all", "--privileged", "--ipc=host", "--network", "host", "--restart", "unless-stopped",
+    "-v", "/srv/hf:/root/.cache/huggingface", "-e", "HF_TOKEN", "-e", "NCCL_MNNVL_ENABLE=1", "-e", "NCCL_CUMEM_ENABLE=1",
+    "-e", "NCCL_NVLS_ENABLE=1", "-e", "VLLM_ALLREDUCE_USE_FLASHINFER=1", "-e", "VLLM_ENGINE_READY_TIMEOUT_S=3600",
+    "-e", "VLLM_USE_V2_MODEL_RUNNER=1", "-e", "VLLM_USE_RUST_FRONTEND=1", "-e", "GLOO_SOCKET_IFNAME=enP6p3s0f0np0",
+    "-e", "NCCL_SOCKET_IFNAME=enP6p3s0f0np0",
+    IMAGE,
+    "moonshotai/Kimi-K3", "--trust-remote-code", "--gpu-memory-utilization", "0.95", "--tensor-parallel-size", "8",
+    "--nnodes", "2", "--node-rank", "0", "--master-addr", "192.0.2.11",
+    "--enable-auto-tool-choice", "--tool-call-parser", "kimi_k3", "--reasoning-parser", "kimi_k3",
+    "--speculative-config", SPEC,
+    "--load-format", "fastsafetensors", "--no-enable-flashinfer-autotune", "--max-model-len", "1048576",
+    "--kv-cache-dtype", "fp8", "--attention-config", ATTN, "--enable-prefix-caching",
+    "--host", "0.0.0.0", "--port", "8000", "--served-model-name", "kimi-k3", "--api-key", FAKE_KEY,
+    "--middleware", "acme_gateway.auth.TenantMiddleware", "--max-num-seqs", "256",
+    "--structured-outputs-config.backend", "xgrammar", "--enable-log-requests",
+]
+K3_ENV = {"HF_TOKEN": FAKE_HF, "APP_TENANT": "acme-prod", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel:4317",
+          "CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+
+# The Hopper override of the same recipe, run bare (no container), with its env.
+K3_H200 = [
+    "/opt/vllm/bin/vllm", "serve", "moonshotai/Kimi-K3", "--trust-remote-code", "--gpu-memory-utilization", "0.97",
+    "--max-num-seqs", "5", "--max-model-len", "32768", "--moe-backend", "marlin", "--disable-custom-all-reduce",
+    "--no-enable-flashinfer-autotune", "--max-num-batched-tokens", "4096", "--attention-backend", "FLASHMLA",
+    "-tp", "8", "-pp", "2", "--port=8000",
+]
+K3_H200_ENV = {"VLLM_ENGINE_READY_TIMEOUT_S": "3600", "VLLM_USE_V2_MODEL_RUNNER": "1", "VLLM_USE_RUST_FRONTEND": "1",
+               "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+
+KIMI_CONFIG = {"architectures": ["KimiK3ForCausalLM"], "auto_map": {"AutoConfig": "configuration_kimi.KimiK3Config"}}
+PLAIN_CONFIG = {"architectures": ["LlamaForCausalLM"], "max_position_embeddings": 2048}
+
+
+def _items(result, category):
+    return [e["item"] for e in result["removed"].get(category, [])]
+
+
+def test_kimi_k3_docker_minimal_command_keeps_only_model_address_and_layout():
+    r = c.derive_minimal(K3_DOCKER, K3_ENV, model_config=KIMI_CONFIG)
+    assert r["argv"] == [
+        "docker", "run", "-e", "CUDA_VISIBLE_DEVICES", "-e", "HF_TOKEN", "--gpus", "all", "--privileged", "--ipc=host",
+        "--network", "host", "-v", "/srv/hf:/root/.cache/huggingface", IMAGE, "moonshotai/Kimi-K3",
+        "--trust-remote-code", "--tensor-parallel-size", "8", "--nnodes", "2", "--node-rank", "0",
+        "--master-addr", "192.0.2.11", "--host", "0.0.0.0", "--port", "8000", "--served-model-name", "kimi-k3"]
+    assert r["model"] == "moonshotai/Kimi-K3" and r["image"] == IMAGE
+    assert r["env"] == {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+    assert r["secret_env"] == {"HF_TOKEN": FAKE_HF}
+    assert r["warnings"] == []
+
+
+def test_kimi_k3_docker_removed_items_by_category_each_a_candidate_layer():
+    r = c.derive_minimal(K3_DOCKER, K3_ENV, model_config=KIMI_CONFIG)
+    assert _items(r, "tool_calling") == ["--enable-auto-tool-choice", "--tool-call-parser kimi_k3",
+                                         "--reasoning-parser kimi_k3"]
+    assert _items(r, "gateway") == ["--api-key <redacted>", "--middleware acme_gateway.auth.TenantMiddleware"]
+    assert _items(r, "load_clients") == ["--max-num-seqs 256"]
+    assert _items(r, "retries") == ["--restart unless-stopped", "VLLM_ENGINE_READY_TIMEOUT_S=3600"]
+    assert _items(r, "long_context") == ["--max-model-len 1048576"]
+    assert _items(r, "speculative_decoding") == ["--speculative-config " + SPEC]
+    assert _items(r, "multi_node_transport") == [
+        "GLOO_SOCKET_IFNAME=enP6p3s0f0np0", "NCCL_CUMEM_ENABLE=1", "NCCL_MNNVL_ENABLE=1", "NCCL_NVLS_ENABLE=1",
+        "NCCL_SOCKET_IFNAME=enP6p3s0f0np0", "VLLM_ALLREDUCE_USE_FLASHINFER=1"]
+    assert _items(r, "prefix_cache") == ["--enable-prefix-caching"]
+    assert _items(r, "structured_output") == ["--structured-outputs-config.backend xgrammar"]
+    assert _items(r, "app_env") == ["APP_TENANT=acme-prod"]
+    assert _items(r, "observability") == ["--enable-log-requests", "OTEL_EXPORTER_OTLP_ENDPOINT=http://otel:4317"]
+    assert _items(r, "engine_tuning") == [
+        "--gpu-memory-utilization 0.95", "--load-format fastsafetensors", "--no-enable-flashinfer-autotune",
+        "--kv-cache-dtype fp8", "--attention-config " + ATTN, "VLLM_USE_RUST_FRONTEND=1", "VLLM_USE_V2_MODEL_RUNNER=1"]
+    assert "unknown" not in r["removed"]
+    # each removed item names the ladder layer that adds it back, in ladder order
+    assert list(r["layers"]) == ["prefix_caching", "long_context", "concurrency_n", "tool_calling", "multi_node",
+                                 "gateway", "speculative_decoding", "engine_tuning", "observability", "app_env"]
+    assert r["layers"]["tool_calling"] == ["--enable-auto-tool-choice", "--tool-call-parser kimi_k3",
+                                           "--reasoning-parser kimi_k3", "--structured-outputs-config.backend xgrammar"]
+
+
+def test_secrets_never_in_the_lists():
+    r = c.derive_minimal(K3_DOCKER, K3_ENV, model_config=KIMI_CONFIG)
+    lists = json.dumps({"kept": r["kept"], "removed": r["removed"], "layers": r["layers"], "argv": r["argv"]})
+    assert FAKE_KEY not in lists and FAKE_HF not in lists
+    assert r["removed"]["gateway"][0]["value"] == "<redacted>"
+
+
+def test_trust_remote_code_only_when_the_model_asks_for_custom_code():
+    plain = c.derive_minimal(K3_H200, K3_H200_ENV, model_config=PLAIN_CONFIG)
+    assert "--trust-remote-code" not in plain["argv"]
+    dropped = [e for e in plain["removed"]["minimal"] if e["item"] == "--trust-remote-code"]
+    assert dropped and "no auto_map" in dropped[0]["why"]
+    custom = c.derive_minimal(K3_H200, K3_H200_ENV, model_config=KIMI_CONFIG)
+    assert "--trust-remote-code" in custom["argv"]
+    unknown = c.derive_minimal(K3_H200, K3_H200_ENV, model_config=None)
+    assert "--trust-remote-code" in unknown["argv"]
+    assert any("without evidence" in w for w in unknown["warnings"])
+    forced_off = c.derive_minimal(K3_H200, K3_H200_ENV, model_config=KIMI_CONFIG, trust_remote_code="false")
+    assert "--trust-remote-code" not in forced_off["argv"]
+    # a command without the flag gets it when the model needs it
+    added = c.derive_minimal(["vllm", "serve", "/m", "--port", "1"], model_config=KIMI_CONFIG)
+    assert added["argv"][-1] == "--trust-remote-code"
+
+
+def test_kimi_k3_h200_bare_command_short_spellings_and_keep():
+    r = c.derive_minimal(K3_H200, K3_H200_ENV, model_config=KIMI_CONFIG, keep=["--max-model-len"])
+    assert r["argv"] == ["/opt/vllm/bin/vllm", "serve", "moonshotai/Kimi-K3", "--trust-remote-code",
+                         "--max-model-len", "32768", "-tp", "8", "-pp", "2", "--port=8000"]
+    kept = {e["item"]: e["why"] for e in r["kept"]}
+    assert kept["--max-model-len 32768"] == "kept on request (keep)"
+    assert _items(r, "multi_node_transport") == ["--disable-custom-all-reduce"]
+    assert _items(r, "load_clients") == ["--max-num-seqs 5", "--max-num-batched-tokens 4096"]
+    assert _items(r, "retries") == ["VLLM_ENGINE_READY_TIMEOUT_S=3600"]
+    assert r["env"] == {} and r["secret_env"] == {}
+
+
+@pytest.mark.parametrize("argv", [
+    K3_DOCKER, K3_H200,
+    ["vllm", "serve", "--model", "/m", "-O3", "--port", "1"],
+    ["podman", "run", "--rm", "-p8000:8000", "img", "/m", "--compilation-config.mode", "3"],
+    ["vllm", "serve", "/m", "--seed", "-1", "--enforce-eager"],
+])
+def test_parse_and_render_round_trip(argv):
+    assert c.render_command(c.parse_command(argv)) == [a for a in argv]
+
+
+def test_canonical_spellings():
+    assert c.canonical_flag("-tp") == "--tensor-parallel-size"
+    assert c.canonical_flag("--port=8000") == "--port"
+    assert c.canonical_flag("--compilation-config.mode") == "--compilation-config"
+    assert c.canonical_flag("-O3") == "--compilation-config"
+    assert c.canonical_flag("--max_model_len") == "--max-model-len"
+    assert c.flag_category("--no-enable-prefix-caching") == "prefix_cache"
+    assert c.flag_category("--speculative-draft-tensor-parallel-size") == "speculative_decoding"
+    assert c.flag_category("--made-up-flag") == "unknown"
+    assert c.env_category("NCCL_DEBUG") == "observability"
+    assert c.env_category("NCCL_IB_HCA") == "multi_node_transport"
+    assert c.env_category("HF_HOME") == "minimal"
+    assert c.env_category("MYAPP_FEATURE") == "app_env"
+
+
+def test_option_map_ignores_order_and_spelling():
+    a = c.option_map(["vllm", "serve", "/m", "--port", "8000", "-tp", "2", "--enforce-eager"])
+    b = c.option_map(["vllm", "serve", "/m", "--enforce-eager", "--tensor-parallel-size=2", "--port", "8000"])
+    assert a == b == {"<program>": "vllm serve", "<model>": "/m", "--port": "8000", "--tensor-parallel-size": "2",
+                      "--enforce-eager": True}
+
+
+def test_apply_options_set_replace_twin_remove():
+    base = ["vllm", "serve", "/m", "--port", "8011", "--max-model-len", "512", "--no-enable-prefix-caching"]
+    assert c.apply_options(base, ["--max-model-len", "2048"]) == [
+        "vllm", "serve", "/m", "--port", "8011", "--max-model-len", "2048", "--no-enable-prefix-caching"]
+    assert c.apply_options(base, ["--enable-prefix-caching"]) == [
+        "vllm", "serve", "/m", "--port", "8011", "--max-model-len", "512", "--enable-prefix-caching"]
+    assert c.apply_options(base, ["--headless"], remove=["--port"]) == [
+        "vllm", "serve", "/m", "--max-model-len", "512", "--no-enable-prefix-caching", "--headless"]
+
+
+def test_refused_options_and_env():
+    argv = ["vllm", "serve", "/m", "--port", "1", "--max-model-len", "512", "--enforce-eager",
+            "--enable-prefix-caching", "--tool-call-parser", "hermes"]
+    refused = c.refused_options(argv)
+    assert [(r["flag"], r["layer"]) for r in refused] == [("--enable-prefix-caching", "prefix_caching"),
+                                                          ("--tool-call-parser", "tool_calling")]
+    assert c.refused_options(argv, platform_flags=["--enable-prefix-caching", "--tool-call-parser"]) == []
+    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "NCCL_IB_HCA": "mlx5", "APP_X": "1"}
+    assert [e["name"] for e in c.refused_env(env)] == ["APP_X", "NCCL_IB_HCA"]
+    assert c.refused_env(env, allowed=["NCCL_*", "APP_X"]) == []
+
+
+def test_build_minimal_multi_node_placement():
+    argv = c.build_minimal(["vllm", "serve"], "/m", host="0.0.0.0", port=8000, tensor_parallel_size=8,
+                           platform_args=["--enforce-eager"],
+                           multi_node={"nnodes": 2, "node_rank": 1, "master_addr": "192.0.2.11", "headless": True})
+    assert argv == ["vllm", "serve", "/m", "--host", "0.0.0.0", "--port", "8000", "--tensor-parallel-size", "8",
+                    "--enforce-eager", "--nnodes", "2", "--node-rank", "1", "--master-addr", "192.0.2.11", "--headless"]
+
+
+LADDER = [
+    {"name": "prefix_caching", "args": ["--enable-prefix-caching"]},
+    {"name": "long_context", "args": ["--max-model-len", "2048"], "request": {"prompt": "x " * 600}},
+    {"name": "output_limit", "request": {"max_tokens": 256, "ignore_eos": True}},
+    {"name": "concurrency_2", "concurrency": 2},
+    {"name": "tool_calling", "args": ["--enable-auto-tool-choice", "--tool-call-parser", "pythonic"],
+     "route": "/v1/chat/completions", "request": {"messages": [{"role": "user", "content": "hi"}]},
+     "request_mode": "replace"},
+]
+BASE = {"argv": ["vllm", "serve", "/m", "--port", "8011", "--max-model-len", "512"], "env": {"A": "1"},
+        "request": {"route": "/v1/completions", "concurrency": 1, "timeout": 60, "base_url": None,
+                    "body": {"model": "tiny", "prompt": "Hello", "max_tokens": 8}}}
+
+
+def test_apply_layers_accumulates_and_describes_the_last_layer():
+    names = [layer["name"] for layer in LADDER]
+    r = c.apply_layers(BASE, LADDER, names[:4])
+    assert r["argv"] == ["vllm", "serve", "/m", "--port", "8011", "--max-model-len", "2048", "--enable-prefix-caching"]
+    assert r["request"]["concurrency"] == 2
+    assert r["request"]["body"] == {"model": "tiny", "prompt": "x " * 600, "max_tokens": 256, "ignore_eos": True}
+    assert r["allowed"] == ["request:concurrency"] and r["changed"] == ["concurrency=2"]
+    r2 = c.apply_layers(BASE, LADDER, names[:2])
+    assert r2["allowed"] == ["command:--max-model-len", "command:--no-max-model-len", "request:prompt"]
+    r5 = c.apply_layers(BASE, LADDER, names)
+    assert r5["request"]["route"] == "/v1/chat/completions"
+    assert r5["request"]["body"] == {"model": "tiny", "messages": [{"role": "user", "content": "hi"}]}
+    assert "request:*" in r5["allowed"]
+    # base untouched
+    assert BASE["request"]["body"]["max_tokens"] == 8
+
+
+def test_apply_layers_overrides_and_unknown_layer():
+    r = c.apply_layers(BASE, LADDER, ["long_context"], overrides={"long_context": {"args": ["--max-model-len", "4096"]}})
+    assert r["argv"][-1] == "4096"
+    with pytest.raises(c.CommandError, match="unknown ladder layer"):
+        c.apply_layers(BASE, LADDER, ["no_such_layer"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([], "empty"),
+    ("vllm serve /m", "list of arguments"),
+    (["python", "-m", "http.server"], "not a 'vllm serve' command"),
+    (["vllm", "serve", "--port", "1"], "no model"),
+    (["vllm", "serve", "/m", "/other"], "unexpected argument"),
+    (["docker", "ps"], "without 'run'"),
+])
+def test_errors_name_what_is_wrong(argv, message):
+    with pytest.raises(c.CommandError, match=message):
+        c.parse_command(argv)
