@@ -167,6 +167,11 @@ def session_members(sid, pgid=None, min_start_ticks=None):
     """
     out = []
     me = os.getpid()
+    # Never the caller's own session or process group: a stale or forged state file naming them must not make
+    # the module signal the play (or the shell, CI job or service manager) that runs it. The server is always
+    # started in a session of its own, so it can never share either with the module.
+    if sid in (os.getsid(0), os.getpgid(0)) or (pgid is not None and pgid in (os.getsid(0), os.getpgid(0))):
+        return out
     for pid in _all_pids():
         if pid == me:
             continue
@@ -496,12 +501,17 @@ def wait_ready(base_url, pid, start_ticks, exit_file, t0, ready_timeout, interva
 
 
 def _signal_members(pgid, members, sig):
-    try:
-        os.killpg(pgid, sig)
-    except OSError:
-        pass
+    # killpg only when the group's leader is one of the server's own processes (found by session_members, so
+    # younger than the server and in its session): a group whose leader is gone, or was never the server's,
+    # gets no group signal, only its verified members one by one.
+    group_ok = any(m["pid"] == pgid for m in members)
+    if group_ok:
+        try:
+            os.killpg(pgid, sig)
+        except OSError:
+            pass
     for m in members:
-        if m["pgid"] != pgid:
+        if not group_ok or m["pgid"] != pgid:
             try:
                 os.kill(m["pid"], sig)
             except OSError:
