@@ -179,14 +179,14 @@ def test_missing_weights(ansible, vllm_env, tmp_path):
     res = start_failing(ansible, vllm_env, tmp_path, model="tiny-noweights")
     assert res["exit_code"] == 1
     assert "Cannot find any model weights" in open(res["log_path"]).read()
-    assert_classified(res, "weight_loading")
+    assert_classified(res, "weight_loading", "missing_file")
 
 
 def test_missing_trust_remote_code(ansible, vllm_env, tmp_path):
     res = start_failing(ansible, vllm_env, tmp_path, model="tiny-remote-code")
     assert res["exit_code"] == 1
     assert "trust_remote_code=True" in open(res["log_path"]).read()
-    assert_classified(res, "config")
+    assert_classified(res, "config", "config_error")
 
 
 def test_port_already_in_use(ansible, vllm_env, tmp_path):
@@ -211,7 +211,9 @@ def test_kv_cache_bigger_than_memory(ansible, vllm_env, tmp_path):
     res = start_failing(ansible, vllm_env, tmp_path, env={"VLLM_CPU_KVCACHE_SPACE": "100"})
     assert res["exit_code"] == 1
     assert "less than requested memory for kv" in open(res["log_path"]).read()
-    assert_classified(res, "engine_init")
+    # vLLM refuses before allocating: the classifier calls it an out-of-memory of engine_init (memory sizing)
+    assert_classified(res, "engine_init", "oom")
+    assert res["classification"]["oom"]["occurred"] is True and res["classification"]["oom"]["stage"] == "engine_init"
 
 
 def test_never_ready_times_out_and_kills_the_group(ansible, vllm_env, tmp_path):
