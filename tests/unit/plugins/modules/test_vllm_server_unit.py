@@ -288,13 +288,18 @@ def test_missing_executable_is_a_clear_error(tmp_path):
 
 
 def test_stale_state_file_is_not_running(tmp_path):
+    # the state of a server that has ended: a real process in its own session, started and reaped here
+    proc = subprocess.Popen([PY, "-c", "pass"], start_new_session=True)
+    st = _server.proc_stat(proc.pid)
+    proc.wait()
     state = tmp_path / "vllm_server.state.json"
-    # a pid that exists (this test) but with another start time: never taken for the server
-    st = _server.proc_stat(os.getpid())
-    state.write_text(json.dumps({"pid": os.getpid(), "pgid": st["pgid"], "sid": st["sid"],
-                                 "start_ticks": st["start_ticks"] + 1, "log_path": str(tmp_path / "s.log")}))
+    state.write_text(json.dumps({"pid": proc.pid, "pgid": proc.pid, "sid": proc.pid,
+                                 "start_ticks": st["start_ticks"] if st else 0, "log_path": str(tmp_path / "s.log")}))
     res = run_module("vllm_server", {"state": "stopped", "state_file": str(state)})
     assert res["_rc"] == 0 and res["changed"] is False and res["outcome"] == "not_running"
+    chk = run_module("vllm_server", {"state": "checked", "state_file": str(state)})
+    assert chk["_rc"] == 0 and chk["outcome"] == "exited" and chk["alive"] is False
+    assert chk["failed_after_ready"] is False  # it never was ready
 
 
 def test_derive_base_url_and_build_env():
