@@ -21,6 +21,9 @@ SECRET_NAME_RE = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL|AUTH)
 # names that contain KEY but are not secrets (keep them readable for diagnosis)
 _NOT_SECRET_NAMES = frozenset(("KEYBOARD", "SSH_AUTH_SOCK", "XAUTHORITY", "VLLM_USE_V1", "KEYMAP"))
 
+# plural TOKENS names are counts (max_tokens, usage.completion_tokens, VLLM_MAX_NUM_BATCHED_TOKENS), not secrets
+_TOKEN_COUNT_RE = re.compile(r"TOKENS(?:_|$)")
+
 SECRET_FLAGS = frozenset((
     "--api-key", "--api_key", "--hf-token", "--hf_token", "--token", "--password", "--secret",
     "--access-key", "--secret-key", "--auth-token", "--bearer-token", "--ssl-keyfile-password",
@@ -48,7 +51,7 @@ def is_secret_name(name):
     if not isinstance(name, str):
         return False
     upper = name.upper()
-    if upper in _NOT_SECRET_NAMES:
+    if upper in _NOT_SECRET_NAMES or _TOKEN_COUNT_RE.search(upper):
         return False
     return bool(SECRET_NAME_RE.search(upper))
 
@@ -102,7 +105,7 @@ def redact_data(data):
     if isinstance(data, dict):
         result = {}
         for key, value in data.items():
-            if is_secret_name(key) and isinstance(value, (str, int, float)) and value not in ("", None):
+            if is_secret_name(key) and isinstance(value, str) and value:
                 result[key] = MASK
             else:
                 result[key] = redact_data(value)

@@ -62,3 +62,11 @@ def test_data_walks_nested_structures_and_argv_lists():
 def test_inline_assignments_in_text():
     out = redact_text("env: HF_TOKEN=abc123 VLLM_API_KEY='zzz' PATH=/usr/bin")
     assert "abc123" not in out and "zzz" not in out and "PATH=/usr/bin" in out
+
+
+def test_token_counts_are_not_secrets():
+    usage = {"usage": {"prompt_tokens": 12, "completion_tokens": 8}, "max_tokens": 16,
+             "env": {"VLLM_MAX_NUM_BATCHED_TOKENS": "8192", "HF_TOKEN": "x"}}
+    out = redact_data(usage)
+    assert out["usage"] == {"prompt_tokens": 12, "completion_tokens": 8} and out["max_tokens"] == 16
+    assert out["env"] == {"VLLM_MAX_NUM_BATCHED_TOKENS": "8192", "HF_TOKEN": MASK}
