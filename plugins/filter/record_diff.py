@@ -15,7 +15,7 @@ import fnmatch
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.module_utils._command import CommandError, option_map
-from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_data
+from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_data, redact_text
 
 # the variables compared, in the order a report lists them
 VARIABLES = ("hosts", "driver", "image_digest", "gpu_map", "env", "command", "request")
@@ -170,8 +170,23 @@ def record_diff(current, previous, allowed=None, previous_run=None):
     return result
 
 
+def record_scrub(data):
+    """Mask secret shapes in every string of a JSON-like value, keys left as they are.
+
+    For what goes into a record but is not an environment: request bodies, answers, log lines. The key-name rules of
+    ``repro.vllm.redact`` would mask counts such as ``max_tokens`` or ``usage.prompt_tokens`` there.
+    """
+    if isinstance(data, dict):
+        return {k: record_scrub(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [record_scrub(v) for v in data]
+    if isinstance(data, str):
+        return redact_text(data)
+    return data
+
+
 class FilterModule:
     """repro.vllm run comparison."""
 
     def filters(self):
-        return {"record_diff": record_diff, "record_identity": record_identity}
+        return {"record_diff": record_diff, "record_identity": record_identity, "record_scrub": record_scrub}

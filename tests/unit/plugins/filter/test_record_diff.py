@@ -123,4 +123,14 @@ def test_bad_input():
 
 
 def test_filters_registered():
-    assert set(FilterModule().filters()) == {"record_diff", "record_identity"}
+    assert set(FilterModule().filters()) == {"record_diff", "record_identity", "record_scrub"}
+
+
+def test_scrub_masks_strings_not_counts():
+    from ansible_collections.repro.vllm.plugins.filter.record_diff import record_scrub
+    answer = {"usage": {"prompt_tokens": 5, "completion_tokens": 8}, "max_tokens": 8,
+              "text": "Authorization: Bearer " + FAKE_HF, "lines": ["--api-key sk-" + "FAKE" * 6, "ok"]}
+    out = record_scrub(answer)
+    assert out["usage"] == {"prompt_tokens": 5, "completion_tokens": 8} and out["max_tokens"] == 8
+    assert FAKE_HF not in json.dumps(out) and "FAKEFAKE" not in json.dumps(out)
+    assert out["lines"][1] == "ok"
