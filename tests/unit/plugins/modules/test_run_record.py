@@ -15,7 +15,6 @@ from ansible_collections.repro.vllm.plugins.modules import run_record
 from ansible_collections.repro.vllm.tests.unit.plugins.modules import module_process
 
 
-
 def run_module(tmp_path, check_mode=False, **args):
     return module_process.run_module(run_record, tmp_path, check_mode, **args)
 
