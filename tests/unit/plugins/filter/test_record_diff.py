@@ -32,8 +32,11 @@ def h200():
     return data  # the repro_vllm_gpu fact as the module returned it on the H200
 
 
-def _run(gpu, argv=ARGV, env=ENV, request=REQUEST, host="gpu-a01"):
-    return {"hosts": {host: record_identity(gpu, argv, env=env)}, "request": copy.deepcopy(request)}
+def _run(gpu, argv=None, env=None, request=None, host="gpu-a01"):
+    argv = ARGV if argv is None else argv
+    env = ENV if env is None else env
+    return {"hosts": {host: record_identity(gpu, argv, env=env)},
+            "request": copy.deepcopy(REQUEST if request is None else request)}
 
 
 def test_identity_of_the_real_h200(h200):

@@ -141,7 +141,7 @@ def test_kimi_k3_h200_bare_command_short_spellings_and_keep():
     ["vllm", "serve", "/m", "--seed", "-1", "--enforce-eager"],
 ])
 def test_parse_and_render_round_trip(argv):
-    assert c.render_command(c.parse_command(argv)) == [a for a in argv]
+    assert c.render_command(c.parse_command(argv)) == list(argv)
 
 
 def test_canonical_spellings():
