@@ -262,3 +262,36 @@ def test_check_mode_plans_and_writes_nothing(real_vllm, tmp_path):
     assert planned and all(res.get("outcome") == "planned" for res in planned), planned
     assert "--enable-prefix-caching" in planned[-1]["argv"]
     assert _live_servers(port) == []
+
+
+def test_production_command_reduced_to_the_minimal_one(real_vllm, tmp_path):
+    """Given the production command instead: the plan (check mode, nothing starts) keeps model, address and layout,
+    adds the platform options, and lists what it removed by category; secrets never show."""
+    port = _free_port()
+    fake_key = "sk-" + "FAKE" * 6
+    model = os.path.join(_cache(), "models", "tiny")
+    production = [real_vllm, "serve", model, "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "tiny",
+                  "--trust-remote-code", "--enable-prefix-caching", "--enable-auto-tool-choice", "--tool-call-parser",
+                  "pythonic", "--api-key", fake_key, "--max-num-seqs", "64", "--max-model-len", "2048"]
+    r = run_playbook(tmp_path, "playbooks/reproduce.yml", INVENTORY,
+                     _vars(tmp_path, port, repro_vllm_fingerprint=False, repro_vllm_ladder_until="",
+                           repro_vllm_production_argv=production,
+                           repro_vllm_production_env={"APP_TENANT": "acme", "NCCL_IB_HCA": "mlx5"}),
+                     ident="prod", cmdline="--check")
+    out = r.stdout.read()
+    assert r.status == "successful", out[-4000:]
+    assert fake_key not in out
+    lines = [m for m in _msgs(r, "what the production command had") if m][0]
+    assert lines[0].endswith("serve %s --host 127.0.0.1 --port %d --served-model-name tiny --max-model-len 512 "
+                             "--enforce-eager" % (model, port))
+    removed = "\n".join(lines[1:])
+    for text in ("prefix_cache -> removed: --enable-prefix-caching",
+                 "tool_calling -> removed: --enable-auto-tool-choice, --tool-call-parser pythonic",
+                 "gateway -> removed: --api-key <redacted>", "load_clients -> removed: --max-num-seqs 64",
+                 "long_context -> removed: --max-model-len 2048", "app_env -> removed: APP_TENANT=acme",
+                 "multi_node_transport -> removed: NCCL_IB_HCA=mlx5",
+                 # the tiny model's config.json has no auto_map: no custom code to trust
+                 "minimal -> removed: --trust-remote-code"):
+        assert text in removed, removed
+    planned = [res for _h, _e, res in task_results(r, "Start | the server")]
+    assert planned[0]["outcome"] == "planned" and "--trust-remote-code" not in planned[0]["argv"]
