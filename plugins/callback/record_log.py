@@ -42,6 +42,7 @@ class CallbackModule(CallbackBase):
     def __init__(self, display=None):
         super().__init__(display=display)
         self._path = None
+        self._run = None
         self._fh = None
         self._early = []
         self._closed = False
@@ -55,12 +56,19 @@ class CallbackModule(CallbackBase):
             if len(self._early) < _MAX_EARLY_LINES:
                 self._early.append(line)
             return
+        if os.path.exists(os.path.join(self._run, "manifest.json")):
+            self._close("the run was frozen")  # a backstop: never write into a frozen run
+            return
         self._fh.write(line + "\n")
         self._fh.flush()
 
     def _open(self, run_path):
-        if self._fh is not None or self._closed or not run_path:
+        if not run_path or run_path == self._run:
             return
+        if self._fh is not None:
+            self._close("the play moved on to %s" % os.path.basename(run_path.rstrip("/")))
+        self._run = run_path
+        self._closed = False
         target = os.path.join(run_path, "terminal.log")
         if not os.path.isdir(run_path):
             return  # check mode: the run was only planned
@@ -81,7 +89,8 @@ class CallbackModule(CallbackBase):
 
     def _close(self, why):
         if self._fh is not None:
-            self._fh.write("%s [record_log] %s; terminal.log ends here\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), why))
+            if not os.path.exists(os.path.join(self._run, "manifest.json")):
+                self._fh.write("%s [record_log] %s; terminal.log ends here\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), why))
             self._fh.close()
             self._fh = None
         self._closed = True
@@ -92,7 +101,16 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_task_start(self, task, is_conditional):
         args = task.args or {}
-        if task.action in ("repro.vllm.run_record", "run_record") and args.get("state") == "freeze" and self._fh is not None:
+        # close on the freeze of THIS run only: a node's own part (hosts/<host>/, the roles' _repro_vllm_host_dir)
+        # is frozen too. Arguments are not templated yet at this point, so a templated path counts as the run's
+        # unless it names a host part; a literal path must be the run's.
+        path = str(args.get("path", ""))
+        if "{{" in path:
+            ours = "host_dir" not in path
+        else:
+            ours = not path or os.path.normpath(path) == os.path.normpath(self._run or "")
+        if task.action in ("repro.vllm.run_record", "run_record") and args.get("state") == "freeze" \
+                and self._fh is not None and ours:
             self._line("TASK [%s]" % task.get_name().strip())
             self._close("the run is being frozen")
             return

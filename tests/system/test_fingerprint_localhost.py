@@ -40,6 +40,10 @@ def test_localhost_run_is_frozen_verified_and_redacted(tmp_path):
     fleet = json.loads((run / "fleet.json").read_text())
     assert [h["status"] for h in fleet["hosts"]] == ["ok"]
     assert fleet["hosts"][0]["driver"] == "580.159.04"
+    # the play's own log is in the run, redacted, and runs past the host part's freeze up to the run's own
+    log = (run / "terminal.log").read_text()
+    assert "Fetch the host's part to the controller" in log and "Freeze the run" in log
+    assert log.rstrip().endswith("the run is being frozen; terminal.log ends here") and FAKE_TOKEN not in log
     # the summary line printed for the operator names driver and GPU
     lines = [res.get("msg") for _h, _e, res in task_results(r, "Per-host summary")]
     assert lines and "580.159.04" in str(lines) and "NVIDIA H200" in str(lines)
