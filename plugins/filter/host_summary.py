@@ -4,20 +4,7 @@
 
 from __future__ import annotations
 
-
-def _digest_of(container):
-    """First repo digest (or image id) any runtime reported for the image."""
-    for rt in (container or {}).get("runtimes", {}).values() if isinstance((container or {}).get("runtimes"), dict) else []:
-        img = rt.get("image") or {}
-        for key in ("repo_digests", "repo_digest"):
-            val = img.get(key)
-            if isinstance(val, list) and val:
-                return val[0]
-            if isinstance(val, str) and val:
-                return val
-        if img.get("id"):
-            return img["id"]
-    return None
+from ansible_collections.repro.vllm.plugins.module_utils._container import image_digest
 
 
 def host_summary(fingerprint, container=None):
@@ -41,7 +28,7 @@ def host_summary(fingerprint, container=None):
         "cuda_driver_version": driver.get("cuda_driver_version") or gpu.get("cuda_driver_version"),
         "gpu_count": len(gpus),
         "gpu_names": names,
-        "image_digest": _digest_of(container),
+        "image_digest": image_digest(container),
         "foreign_processes": foreign,
         "timed_out": [" ".join(t) if isinstance(t, list) else t for t in timed_out],
         "detail": gpu.get("reason") if not gpu.get("present") else None,

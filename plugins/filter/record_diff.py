@@ -15,26 +15,11 @@ import fnmatch
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.module_utils._command import CommandError, option_map
+from ansible_collections.repro.vllm.plugins.module_utils._container import image_digest
 from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_data, redact_text
 
 # the variables compared, in the order a report lists them
 VARIABLES = ("hosts", "driver", "image_digest", "gpu_map", "env", "command", "request")
-
-
-def _digest_of(container, image):
-    for rt in ((container or {}).get("runtimes") or {}).values() if isinstance((container or {}).get("runtimes"), dict) else []:
-        img = (rt or {}).get("image") or {}
-        for key in ("repo_digests", "repo_digest"):
-            val = img.get(key)
-            if isinstance(val, list) and val:
-                return val[0]
-            if isinstance(val, str) and val:
-                return val
-        if img.get("id"):
-            return img["id"]
-    if image and "@sha256:" in image:
-        return image.split("@", 1)[1]
-    return None
 
 
 def record_identity(gpu_facts, command, env=None, image=None, container=None):
@@ -63,7 +48,7 @@ def record_identity(gpu_facts, command, env=None, image=None, container=None):
         "kernel_module": driver.get("kernel_module_version"),
         "cuda_driver": driver.get("cuda_driver_version"),
         "image": image or None,
-        "image_digest": _digest_of(container, image),
+        "image_digest": image_digest(container, image),
         "gpu_map": gpus,
         "visible_devices": visible,
         "env": redact_data({str(k): str(v) for k, v in env.items()}),

@@ -688,3 +688,20 @@ def gather(reference, binaries=None, runtimes=RUNTIMES, timeout=10.0, run=run_cm
         "by_digest": "@sha256:" in reference,
     }
     return facts, actions
+
+
+def image_digest(facts, reference=None):
+    """The one digest that identifies the image in ``facts`` (the repro_vllm_container facts).
+
+    The first repo digest any runtime reported, else the config digest, else the digest pinned in the reference
+    itself (``repo@sha256:...``, also ``reference`` when no facts were gathered), else None.
+    """
+    facts = facts if isinstance(facts, dict) else {}
+    for key in ("repo_digests", "config_digests"):
+        values = facts.get(key) or []
+        if values:
+            return values[0]
+    ref = facts.get("reference") or reference or ""
+    if "@sha256:" in ref:
+        return ref.split("@", 1)[1]
+    return None

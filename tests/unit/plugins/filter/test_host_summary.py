@@ -30,3 +30,12 @@ def test_summary_of_host_without_gpu_and_timeouts():
 
 def test_lost_host_line():
     assert host_summary_line({"host": "n3", "status": "lost", "detail": "after step gathered"}) == "n3: LOST (after step gathered)"
+
+
+def test_image_digest_prefers_repo_digest_then_config_then_pinned_reference():
+    pinned = "vllm/vllm-openai@sha256:" + "c" * 64
+    both = {"repo_digests": ["r@sha256:" + "a" * 64], "config_digests": ["sha256:" + "b" * 64]}
+    assert host_summary({"host": "n", "gpu": H200}, both)["image_digest"] == "r@sha256:" + "a" * 64
+    assert host_summary({"host": "n", "gpu": H200}, {"config_digests": ["sha256:" + "b" * 64]})["image_digest"] == "sha256:" + "b" * 64
+    assert host_summary({"host": "n", "gpu": H200}, {"reference": pinned})["image_digest"] == "sha256:" + "c" * 64
+    assert host_summary({"host": "n", "gpu": H200}, {})["image_digest"] is None
