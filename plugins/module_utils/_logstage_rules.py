@@ -1,0 +1,673 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+# Do not use this from other collections or standalone plugins/modules!
+"""The rules data of the log_stage classifier: what changes with every vLLM release.
+
+Everything here is data read by the scanner in ``_logstage.py``; nothing here reads a log.  When a vLLM release
+renames a function, adds a start-up message or a failure text, this is the file to change (with a sample in the
+unit tests).  Each table says where its rows come from:
+
+* :data:`SIGNATURES`: failure, victim, consequence and header texts, from the source strings of vLLM, PyTorch,
+  NCCL, the CUDA runtime, the NVIDIA container toolkit, huggingface_hub, argparse, uvicorn and Ray (the reference
+  ``vllm-stages.md`` lists them by stage with their files);
+* :data:`MARKERS`: the log lines that prove a stage was reached (vLLM's own INFO messages, uvicorn's, tqdm bars);
+* :data:`FRAMES`: traceback frame (function, file) -> the stage that function belongs to, read from vLLM's source
+  0.8 -> 0.33, one citation per row;
+* :data:`METHOD_MESSAGES`: logger lines that name the worker method that failed;
+* :data:`CLASS_KEYWORDS`, :data:`CLASS_FLOOR`, :data:`CLASS_DEFAULT_STAGE`: how an exception without a signature
+  is classed and placed.
+
+Standard library only; imports on Python 3.9.
+"""
+
+from __future__ import annotations
+
+STAGES = ("environment", "config", "cuda_init", "distributed_init", "weight_loading", "engine_init",
+          "api_ready", "request")
+ANSWER_STAGES = STAGES + ("none", "unknown")
+ERROR_CLASSES = ("oom", "cuda_error", "nccl_error", "driver_mismatch", "config_error", "timeout", "missing_file",
+                 "import_error", "port_in_use", "illegal_memory_access", "engine_dead", "other")
+STAGE_RANK = dict((s, i) for i, s in enumerate(STAGES))
+
+# --------------------------------------------------------------------------------------------------------------
+# signature kinds: what a matching line means
+# --------------------------------------------------------------------------------------------------------------
+FAILURE = "failure"                    # a root cause
+VICTIM = "victim"                      # what a surviving rank reports after another one died
+CONSEQUENCE = "consequence"            # a wrapper that reports an earlier failure; stands in when nothing else is there
+WEAK_CONSEQUENCE = "weak_consequence"  # a wrapper that is never the root cause
+HEADER = "header"                      # the real error is in the traceback that follows
+HANG_HINT = "hang_hint"                # a worker is stuck; kept as a hint
+WARNING_HINT = "warning_hint"          # a warning worth showing; kept as a hint
+CLIENT_ERROR = "client_error"          # an error answer to a client; the server is healthy (ignored)
+ERROR_LINE = "error_line"              # an ERROR record without a signature (not a table kind; set by the scanner)
+
+# placement: how a signature's stage is chosen ("the log's stage" is the furthest stage its markers prove)
+FIXED = "fixed"                        # the message's own meaning fixes the stage, wherever it is printed
+FIXED_UNTIL_READY = "fixed_until_ready"  # the stage given, unless the log shows the API server up (then the log's)
+AT_LEAST = "at_least"                  # the log's stage, at least the one given (the one given without markers)
+AT_LEAST_OR_UNKNOWN = "at_least_or_unknown"  # the log's stage, at least the one given; unknown without markers
+WHERE_OR = "where_or"                  # the log's stage; the one given without markers
+WHERE = "where"                        # the log's stage; unknown without markers
+
+# level flags: a signature is matched on ERROR/CRITICAL records, raw lines and exception lines; these add levels
+GENERIC = "generic"                    # a more specific line of the same error wins
+AT_WARNING = "at_warning"              # also on WARNING records (the source logs it at WARNING)
+AT_INFO = "at_info"                    # also on INFO records (hang hints)
+AT_DEBUG = "at_debug"                  # also on DEBUG records (the source logs it at DEBUG)
+
+# marker roles and line formats
+ENTRY = "entry"                        # the stage has begun
+EXIT = "exit"                          # the stage is over: the log is in the next one
+READY = "ready"                        # the API server is up
+FMT_VLLM = "vllm"                      # a vLLM logger record (message part)
+FMT_UVICORN = "uvicorn"                # a uvicorn record ("INFO:     ...")
+FMT_RAW = "raw"                        # any other line (tqdm bar, print, Gloo, traceback line)
+FMT_NCCL = "nccl"                      # an NCCL INFO/WARN line
+FMT_C10 = "c10"                        # a PyTorch c10 / glog line
+FMT_PYLOG = "pylog"                    # a Python-logging line of another library
+
+# the stage basis reported with an answer: why the stage was chosen
+BASIS_MARKERS = "markers"              # the log's own stage markers (how far it got)
+BASIS_FRAMES = "frames"                # the traceback's frames (which vLLM function was running)
+BASIS_MESSAGE = "message"              # the message's own meaning (a signature's stage, the class's usual stage)
+
+# --------------------------------------------------------------------------------------------------------------
+# signatures: (kind, key, regex or None, error class, placement, stage, level flags, hint)
+# The key is a plain substring tested first (cheap); the regex, when given, must also match.
+# --------------------------------------------------------------------------------------------------------------
+SIGNATURES = (
+    # --- client errors (the server is healthy) --------------------------------------------------------------
+    (CLIENT_ERROR, "maximum context length is", None, None, WHERE, None, (AT_WARNING,), None),
+    # --- consequences: wrappers that report an earlier failure ---------------------------------------------
+    (CONSEQUENCE, "Engine core initialization failed", None, "engine_dead", WHERE, None, (),
+     "a wrapper: the root cause is the first error above it"),
+    (CONSEQUENCE, "WorkerProc initialization failed due to an exception in a background process", None,
+     "engine_dead", WHERE, None, (), None),
+    (CONSEQUENCE, "Frontend process failed during engine core initialization", None, "engine_dead", WHERE, None, (), None),
+    (CONSEQUENCE, "Worker failed with error", r"Worker failed with error '", "engine_dead", WHERE, None, (), None),
+    (CONSEQUENCE, "One or more workers failed", None, "engine_dead", WHERE, None, (), None),
+    (CONSEQUENCE, "EngineDeadError", None, "engine_dead", WHERE_OR, "request", (AT_WARNING,),
+     "the engine core died; look for the first error of the engine or a worker"),
+    (CONSEQUENCE, "AsyncEngineDeadError", None, "engine_dead", WHERE_OR, "request", (AT_WARNING,), None),
+    (CONSEQUENCE, "Engine loop has died", None, "engine_dead", WHERE_OR, "request", (AT_WARNING,), None),
+    (CONSEQUENCE, "is already dead, terminating server process", None,
+     "engine_dead", WHERE_OR, "request", (AT_WARNING,), None),
+    (CONSEQUENCE, "Engine process (pid", r"Engine process \(pid \d+\) died",
+     "engine_dead", WHERE, None, (AT_WARNING,), None),
+    (CONSEQUENCE, "Engine process failed to start", None, "engine_dead", WHERE, None, (AT_WARNING,), None),
+    (CONSEQUENCE, "died unexpectedly, shutting down client", r"Engine core proc \S+ died unexpectedly",
+     "engine_dead", WHERE, None, (AT_WARNING,), None),
+    (CONSEQUENCE, "ChildFailedError", None, "other", WHERE, None, (),
+     "torchrun's summary; the failing rank's own error comes first"),
+    (CONSEQUENCE, "failed (exitcode:", r"failed \(exitcode: -?\d+\) local_rank: \d+",
+     "other", WHERE, None, (AT_WARNING,), None),
+    (CONSEQUENCE, "The actor died", None, "engine_dead", WHERE, None, (AT_WARNING,), None),
+    (CONSEQUENCE, "RayActorError", None, "engine_dead", WHERE, None, (AT_WARNING,), None),
+    (CONSEQUENCE, "ActorDiedError", None, "engine_dead", WHERE, None, (AT_WARNING,), None),
+    (WEAK_CONSEQUENCE, "engine core exited unexpectedly", None, "engine_dead", WHERE, None, (AT_WARNING,), None),
+    (WEAK_CONSEQUENCE, "failed (engine dead)", None, "engine_dead", WHERE, None, (AT_WARNING,), None),
+    (WEAK_CONSEQUENCE, "died, exit code:", r"Worker \S+ pid \d+ died, exit code: -?\d+",
+     "engine_dead", WHERE, None, (AT_WARNING,), None),
+    (WEAK_CONSEQUENCE, "The server had an error while processing your request", None,
+     "engine_dead", WHERE, None, (AT_WARNING,), None),
+    (WEAK_CONSEQUENCE, "Dumping input data for V1 LLM engine", None, "other", WHERE, None, (), None),
+    (WEAK_CONSEQUENCE, "Dumping scheduler output", None, "other", WHERE, None, (), None),
+    (WEAK_CONSEQUENCE, "Dumping scheduler stats", None, "other", WHERE, None, (), None),
+    (WEAK_CONSEQUENCE, "Root Cause (first observed failure)", None, "other", WHERE, None, (), None),
+    # torchrun (torch.distributed.elastic): stopping the other workers, and being stopped itself
+    (WEAK_CONSEQUENCE, " closing signal SIG", None, "other", WHERE, None, (AT_WARNING,),
+     "torchrun stops the other workers once one has failed or torchrun itself was stopped"),
+    (WEAK_CONSEQUENCE, " death signal, shutting down workers", None, "other", WHERE, None, (AT_WARNING,),
+     "torchrun was stopped from outside (a timeout wrapper, the scheduler or a user): see last_stage"),
+    (WEAK_CONSEQUENCE, "SignalException: Process ", None, "other", WHERE, None, (), None),
+    (WEAK_CONSEQUENCE, "Executor failed.", r"Executor failed\.$", "engine_dead", WHERE, None, (), None),
+    # --- victims: what surviving ranks report after one rank died ------------------------------------------
+    (VICTIM, "remote process exited or there was a network error", None,
+     "nccl_error", AT_LEAST, "distributed_init", (AT_WARNING,),
+     "the victim side; look for the rank or node that failed first"),
+    (VICTIM, "ncclRemoteError", None, "nccl_error", AT_LEAST, "distributed_init", (AT_WARNING,), None),
+    (VICTIM, "Watchdog caught collective operation timeout", None,
+     "timeout", AT_LEAST, "distributed_init", (AT_WARNING,),
+     "NCCL watchdog on a surviving rank; look for the rank or node that failed first"),
+    (VICTIM, "Some NCCL operations have failed or timed out", None,
+     "timeout", AT_LEAST, "distributed_init", (AT_WARNING,), None),
+    (VICTIM, "watchdog thread terminated with exception", None,
+     "timeout", AT_LEAST, "distributed_init", (AT_WARNING,), None),
+    (VICTIM, "detected by watchdog", None, "timeout", AT_LEAST, "distributed_init", (AT_WARNING,), None),
+    (VICTIM, "Timeout at NCCL work", None, "timeout", AT_LEAST, "distributed_init", (AT_WARNING,), None),
+    (WEAK_CONSEQUENCE, "we are taking the entire process down", None, "timeout", WHERE, None, (AT_WARNING,), None),
+    (VICTIM, "peer", r"Connection (?:reset|closed) by (?:remote )?peer",
+     "nccl_error", AT_LEAST, "distributed_init", (AT_WARNING,), None),
+    # --- headers: the real error is in the traceback that follows ------------------------------------------
+    (HEADER, "WorkerProc failed to start", None, "other", WHERE, None, (), None),
+    (HEADER, "WorkerProc hit an exception", None, "other", WHERE, None, (), None),
+    (HEADER, "EngineCore failed to start", None, "engine_dead", WHERE, None, (), None),
+    (HEADER, "EngineCore encountered a fatal error", None, "engine_dead", WHERE, None, (), None),
+    (HEADER, "AsyncLLM output_handler failed", None, "engine_dead", WHERE, None, (), None),
+    (HEADER, "Exception in ASGI application", None, "other", WHERE_OR, "request", (), None),
+    # the OpenAI handlers log the exception of a request (entrypoints/openai/serving_*.py, logger.exception)
+    (HEADER, "Error in preprocessing prompt inputs", None, "other", WHERE_OR, "request", (), None),
+    (HEADER, "Error in chat completion stream generator", None, "other", WHERE_OR, "request", (), None),
+    (HEADER, "Error in completion stream generator", None, "other", WHERE_OR, "request", (), None),
+    # V0 multiproc worker loop (vllm/executor/multiproc_worker_utils.py _run_worker_process)
+    (HEADER, "while processing method", r"Exception in worker \S+ while processing method", "other", WHERE, None, (), None),
+    (HEADER, "terminate called after throwing an instance of", None, "other", WHERE, None, (), None),
+    (HEADER, "Error executing method", r"Error executing method '?\w+'?\. This might cause deadlock",
+     "other", WHERE, None, (AT_WARNING,), None),
+    # --- environment: host, container runtime, driver, libraries, imports ----------------------------------
+    (FAILURE, "nvidia-container-cli", r"nvidia-container-cli: (?:initialization|requirement|detection) error",
+     "driver_mismatch", FIXED, "environment", (AT_WARNING,),
+     "container runtime could not use the host driver (driver not loaded, or older than the image's CUDA requires)"),
+    (FAILURE, "nvidia-container-cli", r"nvidia-container-cli: \w+ error",
+     "other", FIXED, "environment", (AT_WARNING,),
+     "NVIDIA container runtime error"),
+    (FAILURE, "could not select device driver", None, "other", FIXED, "environment", (AT_WARNING,),
+     "the NVIDIA container runtime is not configured for this engine"),
+    (FAILURE, "CUDA driver version is insufficient for CUDA runtime version", None,
+     "driver_mismatch", FIXED, "environment", (AT_WARNING,),
+     "the host driver is older than the CUDA runtime in the image"),
+    (FAILURE, "driver on your system is too old", None, "driver_mismatch", FIXED, "environment", (AT_WARNING,),
+     "PyTorch was built for a newer CUDA than the host driver supports"),
+    (FAILURE, "Found no NVIDIA driver on your system", None, "driver_mismatch", FIXED, "environment", (AT_WARNING,),
+     "no usable NVIDIA driver in this container/host"),
+    (FAILURE, "unsupported display driver / cuda driver combination", None,
+     "driver_mismatch", FIXED, "environment", (AT_WARNING,),
+     "CUDA error 803: user-mode driver and kernel module do not match"),
+    (FAILURE, "forward compatibility was attempted on non supported HW", None,
+     "driver_mismatch", FIXED, "environment", (AT_WARNING,),
+     "CUDA error 804: forward-compatibility libraries on a GPU that does not support them"),
+    (FAILURE, "system not yet initialized", None, "cuda_error", FIXED, "environment", (AT_WARNING,),
+     "CUDA error 802: on NVSwitch/NVLink systems the Fabric Manager (and IMEX on GB200/GB300) is not running"),
+    (FAILURE, "cannot open shared object file", r"lib(?:cuda|nvidia-ml)\.so[.\d]*: cannot open shared object file",
+     "driver_mismatch", FIXED, "environment", (AT_WARNING,),
+     "the driver libraries are not visible in this container"),
+    (FAILURE, "cannot open shared object file", None, "import_error", WHERE_OR, "environment", (AT_WARNING,),
+     "a shared library of the install is missing"),
+    (FAILURE, "undefined symbol", None, "import_error", WHERE_OR, "environment", (),
+     "binary built against another torch/CUDA (ABI mismatch)"),
+    (FAILURE, "PackageNotFoundError", None, "import_error", WHERE_OR, "environment", (), None),
+    (FAILURE, "ModuleNotFoundError", None, "import_error", WHERE_OR, "environment", (), None),
+    (FAILURE, "No module named", None, "import_error", WHERE_OR, "environment", (), None),
+    (FAILURE, "ImportError", None, "import_error", WHERE_OR, "environment", (GENERIC,), None),
+    (FAILURE, "Could not load logging config. File does not exist", None, "config_error", FIXED, "environment", (), None),
+    (FAILURE, "Only one platform plugin can be activated", None, "config_error", FIXED, "environment", (), None),
+    (FAILURE, "Too many open files", r"(?:^|Error: )\[Errno 24\] Too many open files", "other", WHERE, None, (),
+     "raise the open-files limit (ulimit -n)"),
+    # --- ports ------------------------------------------------------------------------------------------------
+    (FAILURE, "failed to listen on any local network address", None, "port_in_use", FIXED, "distributed_init", (),
+     "the torch.distributed master port is taken (a stale run?)"),
+    (FAILURE, "EADDRINUSE", None, "port_in_use", FIXED, "distributed_init", (),
+     "the torch.distributed master port is taken (a stale run?)"),
+    (FAILURE, "errno: 98 - Address already in use", None, "port_in_use", FIXED, "distributed_init", (), None),
+    # the API port: bound before the engine starts (>=0.6.4), after the app started in older versions (uvicorn's
+    # own bind under vllm/entrypoints/launcher.py serve_http): environment unless the log shows the API server up
+    (FAILURE, "error while attempting to bind on address", None, "port_in_use", FIXED_UNTIL_READY, "environment", (), None),
+    (FAILURE, "Address already in use", None, "port_in_use", FIXED_UNTIL_READY, "environment", (),
+     "the API port is taken by another process"),
+    # --- config: arguments, model/tokenizer config, parallel config ------------------------------------------
+    (FAILURE, "error: unrecognized arguments", None, "config_error", FIXED, "config", (),
+     "a flag this vLLM version does not know"),
+    (FAILURE, "error: argument ", r"error: argument -", "config_error", FIXED, "config", (),
+     "a flag value this vLLM version rejects"),
+    (FAILURE, "error: the following arguments are required", None, "config_error", FIXED, "config", (), None),
+    (FAILURE, "cannot be used with --headless", None, "config_error", FIXED, "config", (), None),
+    (FAILURE, "Cannot use more than one data parallel load balancing mode", None, "config_error", FIXED, "config", (), None),
+    (FAILURE, "Failed to load the model config", None, "config_error", FIXED, "config", (), None),
+    (FAILURE, "contains custom code which must be executed", None, "config_error", FIXED, "config", (),
+     "add --trust-remote-code if the model's code is trusted"),
+    (FAILURE, "trust_remote_code=True` to allow custom code", None, "config_error", FIXED, "config", (),
+     "add --trust-remote-code if the model's code is trusted"),
+    (FAILURE, "requires you to execute the configuration file in that repo", None,
+     "config_error", FIXED, "config", (), None),
+    (FAILURE, "is greater than the derived max_model_len", None, "config_error", FIXED, "config", (), None),
+    (FAILURE, "max_model_len must be a positive integer", None, "config_error", FIXED, "config", (), None),
+    (FAILURE, "are not supported for now", r"Model architectures \[.*\] are not supported",
+     "config_error", FIXED, "config", (), None),
+    (FAILURE, "failed to be inspected", r"Model architectures \[.*\] failed to be inspected",
+     "config_error", FIXED, "config", (),
+     "usually an import failure of the model's dependencies"),
+    (FAILURE, "Cannot find model module", None, "config_error", FIXED, "config", (), None),
+    (FAILURE, "Unknown quantization method", None, "config_error", FIXED, "config", (), None),
+    (FAILURE, "does not match the quantization method specified in the `quantization` argument", None,
+     "config_error", FIXED, "config", (), None),
+    (FAILURE, "must be divisible by tensor parallel size", None, "config_error", FIXED, "config", (), None),
+    (FAILURE, "must be divisible by pipeline parallel size", None, "config_error", FIXED, "config", (), None),
+    (FAILURE, "Pipeline parallelism is not supported for this model", None, "config_error", FIXED, "config", (), None),
+    (FAILURE, "is larger than the number of available GPUs", r"World size \(\d+\) is larger than the number of available GPUs",
+     "config_error", FIXED, "config", (),
+     "more ranks than GPUs on this node: use --nnodes/Ray or fewer ranks"),
+    (FAILURE, "Bfloat16 is only supported on GPUs with compute capability", None, "config_error", FIXED, "config", (),
+     "use --dtype half on this GPU"),
+    (FAILURE, "Configuration mismatch detected for engine", None, "config_error", FIXED, "config", (), None),
+    (FAILURE, "Could not detect config format", None, "missing_file", FIXED, "config", (), None),
+    (FAILURE, "Failed to load mistral '", None, "config_error", FIXED, "config", (), None),
+    (FAILURE, "GatedRepoError", None, "config_error", WHERE_OR, "config", (), "a gated model: the token lacks access"),
+    (FAILURE, "401 Client Error", None, "config_error", WHERE_OR, "config", (),
+     "the Hugging Face token is missing or wrong"),
+    (FAILURE, "RepositoryNotFoundError", None, "missing_file", WHERE_OR, "config", (),
+     "the model path does not exist and is not a Hub repository"),
+    (FAILURE, "LocalEntryNotFoundError", None, "missing_file", WHERE_OR, "config", (),
+     "the model files are not in the local cache and the Hub cannot be used"),
+    (FAILURE, "HFValidationError", None, "missing_file", WHERE_OR, "config", (),
+     "the model path does not exist, so it was taken as a Hub repository id"),
+    (FAILURE, "We couldn't connect to 'https://huggingface.co'", None, "missing_file", WHERE_OR, "config", (), None),
+    (FAILURE, "does not appear to have a file named", None, "missing_file", WHERE_OR, "config", (), None),
+    (FAILURE, "is not a local folder and is not a valid model identifier", None,
+     "missing_file", WHERE_OR, "config", (), None),
+    (FAILURE, "validation error for", r"\d+ validation errors? for \w+", "config_error", FIXED, "config", (GENERIC,), None),
+    # --- cuda_init: platform, device discovery, CUDA context, memory pre-check ----------------------------------
+    (FAILURE, "Failed to infer device type", None, "cuda_error", FIXED, "cuda_init", (),
+     "NVML is not usable here: no /dev/nvidia*, driver libraries not mounted or NVIDIA_VISIBLE_DEVICES empty"),
+    (FAILURE, "No CUDA GPUs are available", None, "cuda_error", FIXED, "cuda_init", (AT_WARNING,),
+     "no GPU visible to the process (CUDA_VISIBLE_DEVICES?)"),
+    (FAILURE, "invalid device ordinal", None, "cuda_error", FIXED, "cuda_init", (),
+     "a device index outside the visible GPUs"),
+    (FAILURE, "busy or unavailable", None, "cuda_error", FIXED, "cuda_init", (),
+     "a GPU in exclusive-process mode is held by another process"),
+    (FAILURE, "no CUDA-capable device is detected", None, "cuda_error", FIXED, "cuda_init", (AT_WARNING,), None),
+    (FAILURE, "is out of bounds for", r"DP adjusted local rank \d+ is out of bounds",
+     "cuda_error", FIXED, "cuda_init", (),
+     "CUDA_VISIBLE_DEVICES narrower than TP x DP"),
+    (FAILURE, "Cannot re-initialize CUDA in forked subprocess", None, "cuda_error", FIXED, "cuda_init", (), None),
+    (FAILURE, "Unsupported device type", None, "config_error", FIXED, "cuda_init", (), None),
+    (FAILURE, "on startup is less than desired", r"on startup is less than desired (?:GPU|CPU|XPU)? ?memory utilization",
+     "oom", FIXED, "cuda_init", (),
+     "memory is held by other processes before vLLM starts: not a sizing problem"),
+    (FAILURE, "Insufficient space in", r"Insufficient space in \S+ for", "other", FIXED, "cuda_init", (),
+     "the container /dev/shm is too small (--shm-size or --ipc=host)"),
+    (FAILURE, "Cannot provide a placement group", None, "config_error", FIXED, "cuda_init", (), None),
+    # Ray placement of the workers (vllm/executor/ray_utils.py initialize_ray_cluster; vllm/engine/ray_utils.py
+    # initialize_cluster before 0.4): the cluster cannot give the GPUs asked for
+    (FAILURE, "The number of required GPUs exceeds the total number of available GPUs in the placement group", None,
+     "other", FIXED, "cuda_init", (), "the Ray cluster has fewer GPUs than tensor x pipeline parallel size"),
+    (FAILURE, "Placement group bundle cannot have more than 1 GPU", None, "other", FIXED, "cuda_init", (), None),
+    (FAILURE, "Ray does not allocate any GPUs on the driver node", None, "other", FIXED, "cuda_init", (),
+     "run the driver on a GPU node or adjust the placement group"),
+    (FAILURE, "Current node has no GPU available", None, "other", FIXED, "cuda_init", (), None),
+    (FAILURE, "Timed out waiting for engine core processes to start", None, "timeout", WHERE, None, (),
+     "raise VLLM_ENGINE_READY_TIMEOUT_S or find the slow stage"),
+    (FAILURE, "Did not receive response from front-end process within", None, "timeout", WHERE, None, (), None),
+    (FAILURE, "KeyboardInterrupt: terminated", None, "timeout", WHERE, None, (),
+     "SIGTERM during start-up (a Kubernetes probe killed a slow start?)"),
+    (FAILURE, "died unexpectedly (exit code:", r"died unexpectedly \(exit code: -?\d+\)",
+     "engine_dead", WHERE, None, (),
+     "a worker process died; exit code -9 is SIGKILL (host OOM killer?), -11 a segfault, -6 an abort"),
+    (FAILURE, "RayWorkerProc rank=", r"RayWorkerProc rank=\S+ died unexpectedly", "engine_dead", WHERE, None, (), None),
+    (FAILURE, "died with exit code", r"Process \S+ \(PID: \d+\) died with exit code", "engine_dead", WHERE, None, (), None),
+    # --- distributed_init: torch.distributed, NCCL, Gloo, custom all-reduce -------------------------------------
+    (FAILURE, "Failed to load NCCL library from", None, "import_error", FIXED, "distributed_init", (),
+     "set VLLM_NCCL_SO_PATH or fix the NCCL install"),
+    (FAILURE, "VLLM_NCCL_SO_PATH", r"please set the environment variable VLLM_NCCL_SO_PATH",
+     "import_error", FIXED, "distributed_init", (), None),
+    (FAILURE, "DeepEPv2 requires NCCL GIN", None, "config_error", FIXED, "distributed_init", (), None),
+    (FAILURE, "The client socket has timed out after", None, "timeout", FIXED, "distributed_init", (),
+     "the rendezvous (TCPStore) is unreachable: master address, firewall, or the other node not started"),
+    (FAILURE, "Gloo connectFullMesh failed", None, "nccl_error", FIXED, "distributed_init", (),
+     "Gloo picked the wrong interface: set GLOO_SOCKET_IFNAME"),
+    (FAILURE, "DistNetworkError", None, "other", FIXED, "distributed_init", (GENERIC,), None),
+    (FAILURE, "'out of memory'", r"Cuda failure (?:\d+ )?'out of memory'",
+     "oom", AT_LEAST, "distributed_init", (AT_WARNING,), None),
+    (FAILURE, "unhandled cuda error", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
+    (FAILURE, "unhandled system error", None, "nccl_error", AT_LEAST, "distributed_init", (),
+     "sockets, InfiniBand, /dev/shm or the IPC_LOCK capability"),
+    (FAILURE, "internal error - please report this issue to the NCCL developers", None,
+     "nccl_error", AT_LEAST, "distributed_init", (), None),
+    (FAILURE, "invalid usage (run with NCCL_DEBUG", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
+    (FAILURE, "invalid argument (run with NCCL_DEBUG", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
+    (FAILURE, "ncclInvalidUsage", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
+    (FAILURE, "ncclSystemError", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
+    (FAILURE, "ncclUnhandledCudaError", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
+    (FAILURE, "ncclInternalError", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
+    (FAILURE, "NCCL error", r"NCCL error(?: in)?:", "nccl_error", AT_LEAST, "distributed_init", (GENERIC,), None),
+    (FAILURE, "Failed: Cuda error", r"Failed: Cuda error \S+:\d+",
+     "cuda_error", AT_LEAST, "distributed_init", (GENERIC,),
+     "custom all-reduce CUDACHECK; the process exits without a Python traceback"),
+    (FAILURE, "Failed to bind NVLink SHARP", None, "nccl_error", AT_LEAST, "distributed_init", (AT_WARNING,),
+     "try NCCL_NVLS_ENABLE=0"),
+    # --- weight_loading ---------------------------------------------------------------------------------------
+    (FAILURE, "Failed to load model - not enough GPU memory", None, "oom", FIXED, "weight_loading", (),
+     "the weights do not fit: more tensor parallelism, quantization, or less memory held elsewhere"),
+    (FAILURE, "Cannot find any model weights", None, "missing_file", FIXED, "weight_loading", (), None),
+    (FAILURE, "Weight files referenced in index but missing", None, "missing_file", FIXED, "weight_loading", (), None),
+    (FAILURE, "Following weights were not initialized from checkpoint", None,
+     "config_error", FIXED, "weight_loading", (),
+     "checkpoint and model architecture do not match"),
+    (FAILURE, "Unknown load_format", None, "config_error", FIXED, "weight_loading", (), None),
+    (FAILURE, "is not supported", r"Load format `\S+` is not supported", "config_error", FIXED, "weight_loading", (), None),
+    (FAILURE, "SafetensorError", None, "missing_file", FIXED, "weight_loading", (),
+     "a truncated or corrupt shard, or a git-lfs pointer instead of the file"),
+    (FAILURE, "HeaderTooLarge", None, "missing_file", FIXED, "weight_loading", (), None),
+    (FAILURE, "Cannot find the config file for", None, "missing_file", FIXED, "weight_loading", (), None),
+    (FAILURE, "Found multiple config files for", None, "config_error", FIXED, "weight_loading", (), None),
+    (FAILURE, "Unsupported quantization config found", None, "config_error", FIXED, "weight_loading", (), None),
+    (FAILURE, "param_data.shape == loaded_weight.shape", None, "config_error", FIXED, "weight_loading", (),
+     "checkpoint shapes do not fit this model or TP size"),
+    # --- engine_init: compile, memory profiling, KV cache, CUDA graphs ------------------------------------------
+    (FAILURE, "No available memory for the cache blocks", None, "oom", FIXED, "engine_init", (),
+     "raise --gpu-memory-utilization or free memory"),
+    (FAILURE, "KV cache is needed, which is larger than the available KV cache memory", None,
+     "oom", FIXED, "engine_init", (),
+     "lower --max-model-len or raise --gpu-memory-utilization"),
+    (FAILURE, "To serve at least one request with the model", None, "oom", FIXED, "engine_init", (),
+     "lower --max-model-len or raise --gpu-memory-utilization"),
+    (FAILURE, "is larger than the maximum number of tokens that can be stored in KV cache", None,
+     "oom", FIXED, "engine_init", (), None),
+    (FAILURE, "Cannot auto-fit max_model_len", None, "oom", FIXED, "engine_init", (), None),
+    (FAILURE, "on kv cache allocation is less than requested memory", None, "oom", FIXED, "engine_init", (), None),
+    (FAILURE, "Error in memory profiling", None, "other", FIXED, "engine_init", (),
+     "another process changed GPU memory during profiling"),
+    (FAILURE, "cannot express this model's mixed page sizes", None, "other", FIXED, "engine_init", (), None),
+    (FAILURE, "Failed to promote local KV cache specs", None, "other", FIXED, "engine_init", (), None),
+    (FAILURE, "backend compilation occurred during the initial profiling run", None,
+     "other", FIXED, "engine_init", (), None),
+    (FAILURE, "VLLM_USE_MEGA_AOT_ARTIFACT is enabled but PyTorch version does not support", None,
+     "config_error", FIXED, "engine_init", (), None),
+    (FAILURE, "operation not permitted when stream is capturing", None, "cuda_error", FIXED, "engine_init", (),
+     "a non-capturable operation inside a CUDA graph; --enforce-eager isolates it"),
+    (FAILURE, "operation failed due to a previous error during capture", None, "cuda_error", FIXED, "engine_init", (), None),
+    (FAILURE, "torch._dynamo.exc.", r"torch\._dynamo\.exc\.\w+", "other", AT_LEAST, "engine_init", (),
+     "torch.compile failed; --enforce-eager isolates it"),
+    (FAILURE, "InductorError", None, "other", AT_LEAST, "engine_init", (),
+     "Inductor failed (missing compiler or Python headers, or a custom triton)"),
+    (FAILURE, "LoweringException", None, "other", AT_LEAST, "engine_init", (), None),
+    (FAILURE, "CppCompileError", None, "other", AT_LEAST, "engine_init", (), None),
+    (FAILURE, "CalledProcessError", r"CalledProcessError: Command '\['\S*(?:gcc|cc|clang)",
+     "other", AT_LEAST, "engine_init", (),
+     "no working C compiler in the image"),
+    (FAILURE, "OutOfResources", r"OutOfResources: out of resource", "cuda_error", AT_LEAST, "engine_init", (), None),
+    (FAILURE, "ptxas fatal", None, "cuda_error", AT_LEAST, "engine_init", (),
+     "the bundled ptxas does not know this GPU"),
+    (FAILURE, "PTXASError", None, "cuda_error", AT_LEAST, "engine_init", (), None),
+    (FAILURE, "RPC call to", r"RPC call to \S+ timed out", "timeout", WHERE, None, (), None),
+    # --- request: the serving loop and handlers -------------------------------------------------------------------
+    # V0 AsyncLLMEngine.engine_step under ENGINE_ITERATION_TIMEOUT_S (vllm/engine/async_llm_engine.py): a hang
+    (FAILURE, "Engine iteration timed out", None, "timeout", WHERE_OR, "request", (),
+     "a step of the engine hung while serving (a stuck worker or collective)"),
+    # --- any stage: CUDA runtime and memory ---------------------------------------------------------------------
+    (FAILURE, "illegal memory access", None, "illegal_memory_access", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
+    (FAILURE, "CUDA_ERROR_ILLEGAL_ADDRESS", None,
+     "illegal_memory_access", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
+    (FAILURE, "cudaErrorIllegalAddress", None,
+     "illegal_memory_access", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
+    (FAILURE, "no kernel image is available for execution on the device", None,
+     "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,),
+     "the binary has no kernels for this GPU architecture"),
+    (FAILURE, "the provided PTX was compiled with an unsupported toolchain", None,
+     "driver_mismatch", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,),
+     "the driver is older than the PTX"),
+    (FAILURE, "device-side assert triggered", None, "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
+    (FAILURE, "unspecified launch failure", None, "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
+    (FAILURE, "uncorrectable ECC error encountered", None,
+     "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,),
+     "a hardware memory error: check the GPU (nvidia-smi -q -d ECC)"),
+    (FAILURE, "misaligned address", None, "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
+    (FAILURE, "an illegal instruction was encountered", None,
+     "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
+    (FAILURE, "NVRM: Xid", None, "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,),
+     "a GPU fault reported by the kernel driver"),
+    (FAILURE, "OutOfMemoryError", None, "oom", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
+    (FAILURE, "CUDA out of memory", None, "oom", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
+    (FAILURE, "CUDA error: out of memory", None, "oom", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
+    (FAILURE, "cudaErrorMemoryAllocation", None, "oom", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
+    (FAILURE, "Out of memory: Killed process", None, "oom", WHERE, None, (AT_WARNING,),
+     "the host kernel OOM killer (host RAM, not GPU memory)"),
+    (FAILURE, "running low on memory", None, "oom", WHERE, None, (AT_WARNING,),
+     "host RAM exhausted (Ray memory monitor)"),
+    (FAILURE, "CUDA error", r"CUDA error: \S", "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (GENERIC, AT_WARNING), None),
+    (FAILURE, "CUDADriverError", None, "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (GENERIC,), None),
+    (FAILURE, "Fatal Python error", None, "other", WHERE, None, (), None),
+    (FAILURE, "Segmentation fault", None, "other", WHERE, None, (), "a crash in native code"),
+    # --- api_ready / request --------------------------------------------------------------------------------
+    (FAILURE, "Application startup failed", None, "other", FIXED, "api_ready", (AT_WARNING,), None),
+    (FAILURE, "Exception occurred while running API servers", None, "other", FIXED, "api_ready", (), None),
+    # --- hang hints and warnings kept as hints ------------------------------------------------------------------
+    (HANG_HINT, "No available shared memory broadcast block found in", None, None, WHERE, None, (AT_WARNING, AT_INFO),
+     "a worker is stuck (NCCL hang, slow compile)"),
+    (HANG_HINT, "workers still running after", None, None, WHERE, None, (AT_WARNING, AT_INFO),
+     "a worker did not exit (often stuck in a collective)"),
+    (HANG_HINT, "Waiting for", r"Waiting for \d+ local, \d+ remote core engine proc", None, WHERE, None, (AT_INFO,), None),
+    (WARNING_HINT, "Failed to import from vllm._C", None, None, WHERE, None, (AT_WARNING,),
+     "wheel/torch ABI mismatch; missing ops fail later"),
+    (WARNING_HINT, "Free memory grew by", None, None, WHERE, None, (AT_WARNING,), None),
+    (WARNING_HINT, "Compiling model again due to a load failure", None, None, WHERE, None, (AT_WARNING,), None),
+    # logged at DEBUG by 0.6 (entrypoints/launcher.py) and at WARNING later
+    (WARNING_HINT, "is used by process", r"port \d+ is used by process", None, WHERE, None, (AT_WARNING, AT_DEBUG), None),
+)
+
+# --------------------------------------------------------------------------------------------------------------
+# stage markers: (stage, role, format, key, regex or None)
+# --------------------------------------------------------------------------------------------------------------
+MARKERS = (
+    ("environment", ENTRY, FMT_VLLM, "version", r"█\s+version\s+\S+"),
+    ("environment", ENTRY, FMT_VLLM, "vLLM server version", None),
+    ("environment", ENTRY, FMT_VLLM, "vLLM API server version", None),
+    ("environment", ENTRY, FMT_VLLM, "Available plugins for group", None),
+    ("environment", ENTRY, FMT_VLLM, "Platform plugin", r"Platform plugin \S+ is activated"),
+    ("environment", ENTRY, FMT_VLLM, "Automatically detected platform", None),
+    ("environment", ENTRY, FMT_VLLM, "headless multiproc executor", None),
+    ("environment", ENTRY, FMT_VLLM, "in headless mode, with head node address", None),
+    ("config", ENTRY, FMT_VLLM, "non-default args:", None),
+    ("config", ENTRY, FMT_VLLM, "args: Namespace(", None),
+    ("config", ENTRY, FMT_VLLM, "Resolved architecture:", None),
+    ("config", ENTRY, FMT_VLLM, "Using max model len", None),
+    ("config", ENTRY, FMT_VLLM, "Chunked prefill is enabled with", None),
+    ("config", ENTRY, FMT_VLLM, "Defaulting api_server_count", None),
+    ("config", ENTRY, FMT_VLLM, "HF_HUB_OFFLINE is True", None),
+    ("config", ENTRY, FMT_VLLM, "Using ray distributed inference", None),
+    ("config", ENTRY, FMT_VLLM, "for distributed inference", r"Defaulting to use \w+ for distributed inference"),
+    ("cuda_init", ENTRY, FMT_VLLM, "Initializing a V1 LLM engine", None),
+    ("cuda_init", ENTRY, FMT_VLLM, "Initializing an LLM engine", None),
+    ("cuda_init", ENTRY, FMT_VLLM, "DP group leader:", None),
+    ("cuda_init", ENTRY, FMT_VLLM, "Started engine process with PID", None),
+    ("cuda_init", ENTRY, FMT_VLLM, "Started DP Coordinator process", None),
+    ("cuda_init", ENTRY, FMT_VLLM, "Waiting for READY message from DP Coordinator", None),
+    ("cuda_init", ENTRY, FMT_VLLM, "vLLM message queue communication handle", None),
+    ("cuda_init", ENTRY, FMT_VLLM, "Reducing Torch parallelism from", None),
+    ("cuda_init", ENTRY, FMT_VLLM, "placement group",
+     r"(?:Waiting for creating a placement group|No current placement group found|Using the existing placement group)"),
+    ("cuda_init", ENTRY, FMT_VLLM, "Using V2 Model Runner", None),
+    ("cuda_init", ENTRY, FMT_VLLM, "worker init memory snapshot", None),
+    ("distributed_init", ENTRY, FMT_VLLM, "distributed_init_method=", r"world_size=\d+ rank=\d+ local_rank=\d+ distributed_init_method="),
+    ("distributed_init", ENTRY, FMT_VLLM, "Adjusting world_size=", None),
+    ("distributed_init", ENTRY, FMT_VLLM, "falling back to gloo", None),
+    ("distributed_init", ENTRY, FMT_VLLM, "Found nccl from library", None),
+    ("distributed_init", ENTRY, FMT_VLLM, "vLLM is using nccl==", None),
+    ("distributed_init", ENTRY, FMT_VLLM, "reading GPU P2P access cache from", None),
+    ("distributed_init", ENTRY, FMT_VLLM, "Custom allreduce is disabled", None),
+    ("distributed_init", ENTRY, FMT_VLLM, "Custom collectives are disabled", None),
+    ("distributed_init", ENTRY, FMT_VLLM, "SymmMemCommunicator", None),
+    ("distributed_init", ENTRY, FMT_VLLM, "all-reduce backends (in dispatch order)", None),
+    ("distributed_init", ENTRY, FMT_VLLM, "all2all manager", None),
+    ("distributed_init", ENTRY, FMT_VLLM, "is assigned as DP rank", None),
+    ("distributed_init", ENTRY, FMT_RAW, "[Gloo] Rank", None),
+    ("distributed_init", ENTRY, FMT_NCCL, "", None),
+    ("weight_loading", ENTRY, FMT_VLLM, "Starting to load model", None),
+    ("weight_loading", ENTRY, FMT_VLLM, "Loading model from scratch", None),
+    ("weight_loading", ENTRY, FMT_VLLM, "Initializing model took", None),
+    ("weight_loading", ENTRY, FMT_VLLM, "Using model weights format", None),
+    ("weight_loading", ENTRY, FMT_VLLM, "Filesystem type for checkpoints", None),
+    ("weight_loading", ENTRY, FMT_VLLM, "Prefetching checkpoint files", None),
+    ("weight_loading", ENTRY, FMT_VLLM, "Auto-prefetch is disabled", None),
+    ("weight_loading", ENTRY, FMT_VLLM, "Time spent downloading weights", None),
+    ("weight_loading", ENTRY, FMT_VLLM, "EP weight filter:", None),
+    ("weight_loading", ENTRY, FMT_VLLM, "Loading drafter model", None),
+    ("weight_loading", ENTRY, FMT_VLLM, "attention backend", r"Using \w+ attention backend out of potential backends"),
+    ("weight_loading", ENTRY, FMT_VLLM, "backend on V1 engine", r"Using [\w ]+ backend on V1 engine"),
+    ("weight_loading", ENTRY, FMT_RAW, " shards", r"Loading (?:safetensors|pt) checkpoint shards|Multi-thread loading shards"),
+    ("weight_loading", ENTRY, FMT_RAW, "Loading safetensors using", None),
+    ("weight_loading", EXIT, FMT_VLLM, "Loading weights took", None),
+    ("weight_loading", EXIT, FMT_VLLM, "Model loading took", None),
+    ("weight_loading", EXIT, FMT_VLLM, "Loading model weights took", None),
+    ("engine_init", ENTRY, FMT_VLLM, "torch.compile",
+     r"Starting torch\.compile|for vLLM's torch\.compile|torch\.compile cache is disabled|torch\.compile (?:takes|took)"),
+    ("engine_init", ENTRY, FMT_VLLM, "Dynamo bytecode transform time", None),
+    ("engine_init", ENTRY, FMT_VLLM, "Directly load", r"Directly load (?:AOT compilation|the compiled graph)"),
+    ("engine_init", ENTRY, FMT_VLLM, "Cache the graph", None),
+    ("engine_init", ENTRY, FMT_VLLM, "Compiling a graph for", None),
+    ("engine_init", ENTRY, FMT_VLLM, "saved AOT compiled function", None),
+    ("engine_init", ENTRY, FMT_VLLM, "Initial profiling/warmup run took", None),
+    ("engine_init", ENTRY, FMT_VLLM, "Warming up model", None),
+    ("engine_init", ENTRY, FMT_VLLM, "Encoder cache will be initialized", None),
+    ("engine_init", ENTRY, FMT_VLLM, "Memory profiling takes", None),
+    ("engine_init", ENTRY, FMT_VLLM, "CUDA graph memory", r"(?:Profiling|Estimated) CUDA graph memory|CUDA graph memory profiling is"),
+    ("engine_init", ENTRY, FMT_VLLM, "Available KV cache memory", None),
+    ("engine_init", ENTRY, FMT_VLLM, "KV cache size:", None),
+    ("engine_init", ENTRY, FMT_VLLM, "Maximum concurrency for", None),
+    ("engine_init", ENTRY, FMT_VLLM, "# GPU blocks:", None),
+    ("engine_init", ENTRY, FMT_VLLM, "for KV cache on node", None),
+    ("engine_init", ENTRY, FMT_VLLM, "Compile and warming up model for size", None),
+    ("engine_init", ENTRY, FMT_VLLM, "Capturing", r"Capturing (?:CUDA graph|cudagraph|prefill CUDA graph|the model for CUDA graphs)"),
+    ("engine_init", ENTRY, FMT_RAW, "Capturing", r"Capturing (?:CUDA graph|cudagraph|prefill CUDA graph)"),
+    ("engine_init", ENTRY, FMT_VLLM, "Graph capturing finished", None),
+    ("engine_init", ENTRY, FMT_VLLM, "CUDA graph pool memory", None),
+    ("engine_init", ENTRY, FMT_VLLM, "Kernel JIT monitor activated", None),
+    ("engine_init", ENTRY, FMT_VLLM, "Autotuning process", None),
+    ("engine_init", EXIT, FMT_VLLM, "init engine (profile, create kv cache, warmup model) took", None),
+    ("api_ready", ENTRY, FMT_VLLM, "Supported tasks:", None),
+    ("api_ready", ENTRY, FMT_VLLM, "Supported_tasks:", None),
+    ("api_ready", ENTRY, FMT_VLLM, "Starting vLLM", r"Starting vLLM (?:API )?server"),
+    ("api_ready", ENTRY, FMT_VLLM, "Available routes are:", None),
+    ("api_ready", ENTRY, FMT_VLLM, "Detected the chat template content format", None),
+    ("api_ready", ENTRY, FMT_VLLM, "tool choice has been enabled", None),
+    ("api_ready", ENTRY, FMT_VLLM, "warmup completed in", None),
+    ("api_ready", ENTRY, FMT_UVICORN, "Started server process", None),
+    ("api_ready", ENTRY, FMT_UVICORN, "Waiting for application startup", None),
+    ("api_ready", READY, FMT_UVICORN, "Application startup complete", None),
+    ("api_ready", READY, FMT_UVICORN, "Uvicorn running on", None),
+    ("request", ENTRY, FMT_UVICORN, " HTTP/", r'"(?:POST|PUT|PATCH|DELETE|GET) (?!/(?:health|metrics|ping|version|load|v1/models|docs|openapi)\b)\S+ HTTP/'),
+    ("request", ENTRY, FMT_VLLM, "Received request", None),
+    ("request", ENTRY, FMT_VLLM, "Added request", None),
+    ("request", ENTRY, FMT_VLLM, "Avg prompt throughput", None),
+    ("request", ENTRY, FMT_VLLM, "Finished request", None),
+    ("request", ENTRY, FMT_VLLM, "SpecDecoding metrics", None),
+)
+
+# --------------------------------------------------------------------------------------------------------------
+# traceback frames -> stage: (function, part of the frame's file path, stage, where it is in vLLM's source)
+# A frame counts only when its file path contains the part given (a user's own ``load_model`` is not vLLM's).
+# Read from vLLM's source 0.8 -> 0.33 (V0 files up to their removal in 0.11) and PyTorch's.  When several
+# frames of a traceback map, the earliest stage wins (V0's ``profile_run`` calls ``execute_model``), except that
+# distributed init inside ``init_device`` is distributed init.
+# --------------------------------------------------------------------------------------------------------------
+FRAMES = (
+    # config: engine arguments -> VllmConfig, HF config loading, config classes' validation
+    ("create_engine_config", "vllm/engine/arg_utils.py", "config", "EngineArgs.create_engine_config"),
+    ("create_model_config", "vllm/engine/arg_utils.py", "config", "EngineArgs.create_model_config"),
+    ("_get_and_verify_max_len", "vllm/config", "config", "vllm/config.py (<=0.10), vllm/config/model.py: _get_and_verify_max_len"),
+    ("verify_with_parallel_config", "vllm/config", "config", "ModelConfig.verify_with_parallel_config"),
+    ("__post_init__", "vllm/config", "config", "the config dataclasses' validation (vllm/config.py, vllm/config/*.py)"),
+    ("get_config", "vllm/transformers_utils/config.py", "config", "transformers_utils/config.py: get_config (HF config)"),
+    # cuda_init: executor and worker processes, Ray placement, device and CUDA context
+    ("init_device", "vllm", "cuda_init", "vllm/worker/worker.py (V0), vllm/v1/worker/gpu_worker.py: Worker.init_device"),
+    ("_check_if_gpu_supports_dtype", "vllm", "cuda_init", "gpu_worker.py / worker.py: _check_if_gpu_supports_dtype"),
+    ("request_memory", "vllm/v1/worker", "cuda_init", "vllm/v1/worker/utils.py: request_memory (init_device's free-memory check)"),
+    ("initialize_ray_cluster", "vllm", "cuda_init", "vllm/executor/ray_utils.py, vllm/v1/executor/ray_utils.py: initialize_ray_cluster"),
+    ("initialize_cluster", "vllm/engine/ray_utils.py", "cuda_init", "vllm/engine/ray_utils.py (<0.4): initialize_cluster"),
+    ("_init_workers_ray", "vllm", "cuda_init", "ray_distributed_executor.py / v1 ray executor: _init_workers_ray"),
+    ("_lazy_init", "torch/cuda/__init__.py", "cuda_init", "PyTorch torch/cuda/__init__.py: _lazy_init (CUDA context)"),
+    ("set_device", "torch/cuda/__init__.py", "cuda_init", "PyTorch torch/cuda/__init__.py: set_device"),
+    # distributed_init: torch.distributed, vLLM's parallel groups, NCCL communicators
+    ("init_worker_distributed_environment", "vllm", "distributed_init", "gpu_worker.py / worker.py: init_worker_distributed_environment"),
+    ("init_distributed_environment", "vllm/distributed", "distributed_init", "vllm/distributed/parallel_state.py: init_distributed_environment"),
+    ("initialize_model_parallel", "vllm/distributed", "distributed_init", "parallel_state.py: initialize_model_parallel"),
+    ("ensure_model_parallel_initialized", "vllm/distributed", "distributed_init", "parallel_state.py: ensure_model_parallel_initialized"),
+    ("init_model_parallel_group", "vllm/distributed", "distributed_init", "parallel_state.py: init_model_parallel_group"),
+    ("ncclCommInitRank", "vllm/distributed", "distributed_init", "device_communicators/pynccl_wrapper.py: NCCLLibrary.ncclCommInitRank"),
+    ("__init__", "device_communicators/pynccl.py", "distributed_init", "device_communicators/pynccl.py: PyNcclCommunicator.__init__"),
+    ("create", "vllm/distributed/utils.py", "distributed_init", "vllm/distributed/utils.py: StatelessProcessGroup.create (TCPStore)"),
+    ("ensure_kv_transfer_initialized", "vllm/distributed", "distributed_init", "distributed/kv_transfer: ensure_kv_transfer_initialized"),
+    ("init_process_group", "torch/distributed", "distributed_init", "PyTorch distributed_c10d.py: init_process_group"),
+    ("_create_c10d_store", "torch/distributed", "distributed_init", "PyTorch torch/distributed/rendezvous.py: _create_c10d_store"),
+    ("_create_tcp_store", "torch/distributed", "distributed_init", "PyTorch elastic/rendezvous/c10d_rendezvous_backend.py: _create_tcp_store"),
+    # weight_loading: building the model and reading its weights
+    ("load_model", "vllm", "weight_loading", "Worker.load_model / model runners' load_model / model_loader *.load_model"),
+    ("get_model", "vllm/model_executor/model_loader", "weight_loading", "model_executor/model_loader/__init__.py: get_model"),
+    ("initialize_model", "vllm/model_executor/model_loader", "weight_loading", "model_loader/loader.py (<=0.9), utils.py: initialize_model"),
+    ("load_weights", "vllm", "weight_loading", "model_executor/models/*.py and models/utils.py AutoWeightsLoader: load_weights"),
+    ("_prepare_weights", "vllm/model_executor/model_loader", "weight_loading", "model_loader (DefaultModelLoader): _prepare_weights"),
+    ("_get_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "DefaultModelLoader._get_weights_iterator"),
+    ("get_all_weights", "vllm/model_executor/model_loader", "weight_loading", "DefaultModelLoader.get_all_weights"),
+    ("safetensors_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
+    ("pt_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
+    ("download_weights_from_hf", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
+    ("process_weights_after_loading", "vllm/model_executor", "weight_loading", "model_loader/utils.py, quantization methods"),
+    # engine_init: memory profiling, KV-cache sizing and allocation, compile/warm-up, CUDA graph capture
+    ("determine_available_memory", "vllm", "engine_init", "vllm/v1/worker/gpu_worker.py: Worker.determine_available_memory"),
+    ("determine_num_available_blocks", "vllm", "engine_init", "vllm/worker/worker.py (V0): determine_num_available_blocks"),
+    ("profile_run", "vllm", "engine_init", "gpu_model_runner.py / worker/model_runner.py: profile_run"),
+    ("_dummy_run", "vllm", "engine_init", "vllm/v1/worker/gpu_model_runner.py: _dummy_run"),
+    ("_dummy_sampler_run", "vllm", "engine_init", "vllm/v1/worker/gpu_model_runner.py: _dummy_sampler_run"),
+    ("initialize_cache", "vllm", "engine_init", "vllm/worker/worker.py (V0): initialize_cache"),
+    ("raise_if_cache_size_invalid", "vllm", "engine_init", "vllm/worker/worker.py (V0): raise_if_cache_size_invalid"),
+    ("_init_cache_engine", "vllm", "engine_init", "vllm/worker/worker.py (V0): _init_cache_engine"),
+    ("_initialize_kv_caches", "vllm", "engine_init", "vllm/v1/engine/core.py, vllm/engine/llm_engine.py: _initialize_kv_caches"),
+    ("initialize_from_config", "vllm", "engine_init", "gpu_worker.py: initialize_from_config (KV-cache allocation)"),
+    ("initialize_kv_cache", "vllm", "engine_init", "gpu_model_runner.py: initialize_kv_cache"),
+    ("get_kv_cache_config", "vllm/v1/core", "engine_init", "vllm/v1/core/kv_cache_utils.py: get_kv_cache_config"),
+    ("get_kv_cache_configs", "vllm/v1/core", "engine_init", "vllm/v1/core/kv_cache_utils.py: get_kv_cache_configs"),
+    ("check_enough_kv_cache_memory", "vllm/v1/core", "engine_init", "kv_cache_utils.py: check_enough_kv_cache_memory"),
+    ("_check_enough_kv_cache_memory", "vllm/v1/core", "engine_init", "kv_cache_utils.py / kv_cache_planning.py"),
+    ("compile_or_warm_up_model", "vllm", "engine_init", "gpu_worker.py: compile_or_warm_up_model"),
+    ("_warm_up_model", "vllm", "engine_init", "vllm/worker/worker.py (V0): _warm_up_model"),
+    ("capture_model", "vllm", "engine_init", "model runners: capture_model (CUDA graphs)"),
+    ("kernel_warmup", "vllm", "engine_init", "vllm/model_executor/warmup/kernel_warmup.py: kernel_warmup"),
+    ("capture_begin", "torch/cuda/graphs.py", "engine_init", "PyTorch torch/cuda/graphs.py: CUDAGraph.capture_begin"),
+    ("capture_end", "torch/cuda/graphs.py", "engine_init", "PyTorch torch/cuda/graphs.py: CUDAGraph.capture_end"),
+    # api_ready: the API server's app and HTTP server
+    ("init_app_state", "vllm/entrypoints", "api_ready", "entrypoints/openai/api_server.py: init_app_state"),
+    ("build_app", "vllm/entrypoints", "api_ready", "entrypoints/openai/api_server.py: build_app"),
+    ("serve_http", "vllm/entrypoints", "api_ready", "entrypoints/launcher.py: serve_http (uvicorn start)"),
+    # request: serving - the engine loop, the output handler, the OpenAI handlers
+    ("execute_model", "vllm", "request", "gpu_worker.py, gpu_model_runner.py, executors: execute_model"),
+    ("execute_model_async", "vllm", "request", "vllm/executor/*.py (V0): execute_model_async"),
+    ("sample_tokens", "vllm", "request", "vllm/v1/worker/gpu_model_runner.py: sample_tokens"),
+    ("step_async", "vllm/engine", "request", "vllm/engine/async_llm_engine.py (V0): step_async"),
+    ("engine_step", "vllm/engine", "request", "vllm/engine/async_llm_engine.py (V0): engine_step"),
+    ("_log_task_completion", "vllm/engine", "request", "async_llm_engine.py (V0): the engine loop's end"),
+    ("_raise_exception_on_finish", "vllm/engine", "request", "async_llm_engine.py (<=0.3): the engine loop's end"),
+    ("output_handler", "vllm/v1/engine", "request", "vllm/v1/engine/async_llm.py: AsyncLLM output_handler"),
+    ("create_completion", "vllm/entrypoints", "request", "entrypoints/openai/serving_completion.py"),
+    ("create_chat_completion", "vllm/entrypoints", "request", "entrypoints/openai/serving_chat.py"),
+    ("completion_stream_generator", "vllm/entrypoints", "request", "entrypoints/openai/serving_completion.py"),
+    ("completion_full_generator", "vllm/entrypoints", "request", "serving_completion.py, api_server.py (<=0.2)"),
+    ("chat_completion_stream_generator", "vllm/entrypoints", "request", "entrypoints/openai/serving_chat.py"),
+    ("chat_completion_full_generator", "vllm/entrypoints", "request", "entrypoints/openai/serving_chat.py"),
+    ("render_completion_request", "vllm/entrypoints", "request", "entrypoints/openai/completion/serving.py"),
+)
+
+# logger lines that name the worker method that failed; the method is looked up in FRAMES by name
+METHOD_MESSAGES = (
+    # vllm/executor/multiproc_worker_utils.py (V0): "Exception in worker %s while processing method %s."
+    r"while processing method '?(\w+)'?",
+    # vllm/worker/worker_base.py execute_method: "Error executing method %r. This might cause deadlock ..."
+    r"Error executing method '?(\w+)'?",
+)
+
+# --------------------------------------------------------------------------------------------------------------
+# exceptions without a signature
+# --------------------------------------------------------------------------------------------------------------
+# a generic exception is classed by keywords (first hit wins)
+CLASS_KEYWORDS = (
+    ("oom", ("OutOfMemoryError", "out of memory", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation")),
+    ("illegal_memory_access", ("illegal memory access", "CUDA_ERROR_ILLEGAL_ADDRESS", "cudaErrorIllegalAddress")),
+    ("driver_mismatch", ("driver version is insufficient", "driver on your system is too old",
+                         "unsupported display driver")),
+    ("port_in_use", ("Address already in use", "EADDRINUSE")),
+    ("nccl_error", ("NCCL", "nccl", "Gloo", "DistBackendError", "ProcessGroupNCCL")),
+    ("cuda_error", ("CUDA error", "CUDA_ERROR_", "cudaError", "CUDADriverError", "AcceleratorError")),
+    ("timeout", ("TimeoutError", "timed out", "Timeout")),
+    ("import_error", ("ModuleNotFoundError", "ImportError", "No module named", "PackageNotFoundError",
+                      "undefined symbol", "cannot open shared object file")),
+    ("missing_file", ("FileNotFoundError", "No such file or directory")),
+    ("engine_dead", ("EngineDeadError", "died unexpectedly")),
+)
+# the earliest stage an error of the class can happen in (a CUDA error needs a CUDA context)
+CLASS_FLOOR = {"oom": "cuda_init", "cuda_error": "cuda_init", "illegal_memory_access": "cuda_init",
+               "nccl_error": "distributed_init"}
+# the stage of a class when the log says nothing else
+CLASS_DEFAULT_STAGE = {"import_error": "environment", "driver_mismatch": "environment", "port_in_use": "environment",
+                       "nccl_error": "distributed_init", "config_error": "config"}
