@@ -148,8 +148,9 @@ def signature_alternation():
     sys.path.insert(0, _coll_parent())
     from ansible_collections.repro.vllm.plugins.module_utils import _logstage as ls  # noqa: E402
     pats = []
+    kinds = (ls.FAILURE, ls.VICTIM, ls.CONSEQUENCE, ls.WEAK_CONSEQUENCE, ls.HEADER)
     for s in ls._SIGS:
-        if s.kind in ("F", "V", "C", "c", "H"):
+        if s.kind in kinds and s.key:
             pats.append(_py_to_ere(s.rx.pattern) if s.rx is not None else _ere_escape(s.key))
     pats.append("NCCL WARN")
     return pats

@@ -36,7 +36,7 @@ import gzip
 import os
 import re
 
-from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import (  # noqa: F401 (re-exported)
+from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import (
     ANSWER_STAGES, AT_DEBUG, AT_INFO, AT_LEAST, AT_LEAST_OR_UNKNOWN, AT_WARNING, BASIS_FRAMES, BASIS_MARKERS,
     BASIS_MESSAGE, CLASS_DEFAULT_STAGE, CLASS_FLOOR, CLASS_KEYWORDS, CLIENT_ERROR, CONSEQUENCE, ENTRY, ERROR_CLASSES,
     ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY, FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM,
@@ -46,6 +46,9 @@ from ansible_collections.repro.vllm.plugins.module_utils._logstage_parse import 
     CARETS_RX, CHAIN, CODE_STARTS, EXC_RX, FRAME_RX, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING,
     MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX, PROCESS_HDR_RX, RAY_REPEAT_RX, STOP_RX, SUBJECT_RX,
     TB_START, TEE_RX, TS_BYTES_RX, Line, clean, cut, parse_line, strip_wrappers, tkey)
+
+__all__ = ("ANSWER_STAGES", "ERROR_CLASSES", "STAGES", "LogStageError", "classify_files", "classify_text",
+           "classify_texts", "expand_paths", "frame_stage", "match_signature", "until_list")
 
 BLOCK_SIZE = 8 * 1024 * 1024        # bytes read at once
 MAX_SEGMENT = 64 * 1024             # a longer line is cut into pieces of this size
@@ -198,7 +201,6 @@ _MARK_ANCHORS = {
 }
 
 
-
 # --------------------------------------------------------------------------------------------------------------
 # per-file scanner
 # --------------------------------------------------------------------------------------------------------------
@@ -209,7 +211,7 @@ class _TB(object):
     __slots__ = ("state", "stream", "proc", "pid", "rec", "header", "entries", "frames", "lineno", "ts", "tkey",
                  "tkey_own", "idle", "warn_only", "context", "chained")
 
-    def __init__(self, stream, proc, pid, rec, lineno, ts, tkey, tkey_own, warn_only):
+    def __init__(self, stream, proc, pid, rec, lineno, ts, key, tkey_own, warn_only):
         self.state = "frames"
         self.stream = stream
         self.proc = proc
@@ -220,7 +222,7 @@ class _TB(object):
         self.frames = set()
         self.lineno = lineno
         self.ts = ts
-        self.tkey = tkey
+        self.tkey = key
         self.tkey_own = tkey_own
         self.idle = 0
         self.warn_only = warn_only
@@ -915,19 +917,19 @@ def _scan_stream(scan, read):
             abs_off += len(piece)
             carry = b""
             start = e + 1
-        cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
-        if cut <= start:
+        end = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+        if end <= start:
             if len(data) - start < MAX_SEGMENT * 4:
                 carry = data[start:]
                 continue
-            cut = len(data)
+            end = len(data)
         if head is None:
             head = data[start:start + 65536]
         scan._abs = abs_off - start
-        _scan_block(scan, data, cut, start)
-        tail = (tail + data[max(start, cut - 65536):cut])[-65536:]
-        abs_off += cut - start
-        carry = data[cut:]
+        _scan_block(scan, data, end, start)
+        tail = (tail + data[max(start, end - 65536):end])[-65536:]
+        abs_off += end - start
+        carry = data[end:]
     if carry:
         if head is None:
             head = carry[:65536]

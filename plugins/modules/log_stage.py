@@ -45,8 +45,8 @@ options:
     elements: str
   until:
     description:
-      - Per-file stop cutoff counted in lines, one entry per entry of O(paths) in the same order (V(null) for no
-        cutoff): the number of lines the file had when the server was last seen alive (the size that
+      - Per-file stop cutoff counted in lines, one entry per entry of O(paths) in the same order, V(null) for no
+        cutoff. It is the number of lines the file had when the server was last seen alive (the size that
         P(repro.vllm.vllm_server#module) reports at its last liveness check).
       - Errors on later lines were printed while the server was being stopped (shutdown noise after TERM). They are
         returned in RV(after_stop) and are never the failure; the stage markers of later lines still count as
