@@ -18,6 +18,9 @@ description:
   - The root cause is the earliest failure in time across all files; wrapper errors (C(Engine core initialization
     failed), C(EngineDeadError) after an earlier error, torchrun C(ChildFailedError), NCCL watchdog timeouts on
     surviving ranks) are returned as RV(consequences).
+  - Places a failure by the message's own meaning where it is unambiguous, else by the vLLM functions in its
+    traceback (also a traceback cut from a paste), else by the log's stage markers, and never before the furthest
+    stage the log proves reached; RV(stage_basis) says which.
   - Understands the vLLM log formats from 0.5 to 0.33, PyTorch c10/NCCL/torchrun lines, CUDA and container-runtime
     errors, and strips ANSI colours, CR/LF, C(docker compose), C(kubectl logs --timestamps), journald and Ray
     wrappers first. A log of any size is read once, in blocks, with bounded memory; C(.gz) files are read as
@@ -98,6 +101,15 @@ stage:
   type: str
   returned: always
   sample: weight_loading
+stage_basis:
+  description:
+    - Why RV(stage) was chosen. V(message) - the error's own meaning (a config validation error, a driver too old,
+      the KV-cache check) or the worker method a logger line names; V(frames) - the vLLM functions in its
+      traceback; V(markers) - the furthest stage the log's own start-up lines prove reached.
+    - Null when RV(stage) is V(none) or V(unknown). RV(first_error) carries the same key.
+  type: str
+  returned: always
+  sample: frames
 error_class:
   description:
     - Class of the first failure (V(oom), V(cuda_error), V(nccl_error), V(driver_mismatch), V(config_error),
