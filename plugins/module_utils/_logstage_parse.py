@@ -95,6 +95,7 @@ TS_BYTES_RX = re.compile(
     rb"(?:(?<!\d)\d{4}-)?(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)|(?<![\w])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.")
 
 def tkey(month, day, hh, mm, ss, fraction=0.0):
+    """Seconds since the start of a (leap) year for a year-less timestamp, or None when it is not a date."""
     try:
         month = int(month)
         day = int(day)
@@ -106,6 +107,7 @@ def tkey(month, day, hh, mm, ss, fraction=0.0):
 
 
 def frac(text):
+    """The fraction of a second of ``.123`` / ``,123`` (0.0 when absent or malformed)."""
     if not text:
         return 0.0
     try:
@@ -115,10 +117,12 @@ def frac(text):
 
 
 def cut(text, limit=MAX_LINE_CHARS):
+    """``text`` cut to ``limit`` characters (with ``...`` when cut)."""
     return text if len(text) <= limit else text[:limit] + "..."
 
 
 def clean(text):
+    """``text`` without ANSI escape sequences and NUL characters."""
     if "\x1b" in text:
         text = ANSI_RX.sub("", text)
     return text.replace("\x00", "")
