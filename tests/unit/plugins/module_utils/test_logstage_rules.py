@@ -202,3 +202,12 @@ def test_match_signature_levels_by_name_and_letter():
     assert match_signature("torch.OutOfMemoryError: CUDA out of memory.", "E").cls == "oom"
     assert match_signature("port 1 is used by process x launched with command:", "debug").kind == rules.WARNING_HINT
     assert match_signature("torch.OutOfMemoryError: CUDA out of memory.", "debug") is None
+
+
+def test_a_config_validation_error_through_a_subprocess_failure_is_config_error():
+    # the engine's RPC wrapper quotes the worker's pydantic validation error (vllm/v1/executor/multiproc_executor.py)
+    text = ("Traceback (most recent call last):\n" + _frame("vllm/v1/executor/multiproc_executor.py", "get_response")
+            + "RuntimeError: Worker failed with error '1 validation error for ParallelConfig', please check the "
+            "stack trace above for the root cause\n")
+    ans = classify_text(text)
+    assert ans["stage"] == "config" and ans["error_class"] == "config_error" and ans["stage_basis"] == "message"
