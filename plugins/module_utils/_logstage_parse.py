@@ -87,12 +87,13 @@ CODE_STARTS = ('File "', "raise ", "^^^", "~~~")
 CHAIN = ("The above exception was the direct cause", "During handling of the above exception")
 
 MONTHS = {"Jan": 1, "Feb": 2, "Mar": 3, "Apr": 4, "May": 5, "Jun": 6, "Jul": 7, "Aug": 8, "Sep": 9, "Oct": 10,
-           "Nov": 11, "Dec": 12}
+          "Nov": 11, "Dec": 12}
 CUM_DAYS = (0, 31, 60, 91, 121, 152, 182, 213, 244, 274, 305, 335)   # a leap year: Feb 29 exists
 
 # byte-level timestamp finder for lines the prefilter skipped
 TS_BYTES_RX = re.compile(
     rb"(?:(?<!\d)\d{4}-)?(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)|(?<![\w])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.")
+
 
 def tkey(month, day, hh, mm, ss, fraction=0.0):
     """Seconds since the start of a (leap) year for a year-less timestamp, or None when it is not a date."""
@@ -178,7 +179,7 @@ def strip_wrappers(text, line):
                 if m:
                     if line.outer_tkey is None:
                         line.outer_tkey = tkey(m.group(2), m.group(3), m.group(4), m.group(5), m.group(6),
-                                                frac(m.group(7)))
+                                               frac(m.group(7)))
                         line.outer_src = "rfc3339" + (m.group(8) or "")[:1]
                     text = text[m.end():]
                     changed = True
@@ -187,7 +188,7 @@ def strip_wrappers(text, line):
             if m:
                 if line.outer_tkey is None:
                     line.outer_tkey = tkey(MONTHS.get(m.group(1), 0), m.group(2).strip() or 0, m.group(3),
-                                            m.group(4), m.group(5))
+                                           m.group(4), m.group(5))
                     line.outer_src = "journald"
                 text = text[m.end():]
                 changed = True
