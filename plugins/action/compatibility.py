@@ -111,6 +111,9 @@ class ActionModule(ActionBase):
         if args["state"] == "profile":
             result["msg"] = "profile %s (%s) is valid" % (profile["name"], profile["origin"])
             return result
+        if self._task.check_mode and not (args["run_path"] and os.path.isdir(args["run_path"])):
+            result.update(skipped=True, msg="check mode: the run %s was not created, nothing to judge" % args["run_path"])
+            return result
         if not args["run_path"] or not os.path.isdir(args["run_path"]):
             raise AnsibleActionFail("run_path %r is not a directory: the compatibility check reads the hosts' parts of "
                                     "the open run" % args["run_path"])

@@ -207,9 +207,12 @@ def validate_profile(data, origin, builtin=False):
     return out
 
 
+DEFAULT_PROFILE = "cpu-smoke"
+
+
 def choose_profile(name, path):
-    """Which of ``repro_vllm_profile``/``repro_vllm_profile_file`` applies: ('name', n), ('file', p) or a
-    ProfileError when both or neither are given."""
+    """Which of ``repro_vllm_profile``/``repro_vllm_profile_file`` applies: ('name', n) or ('file', p); neither
+    means the documented default profile; both is a ProfileError."""
     name = (name or "").strip() if isinstance(name, str) else name
     path = (path or "").strip() if isinstance(path, str) else path
     if name and path:
@@ -218,10 +221,7 @@ def choose_profile(name, path):
                            % (name, path))
     if path:
         return "file", path
-    if name:
-        return "name", name
-    raise ProfileError("variables", "repro_vllm_profile", "no profile given (repro_vllm_profile or "
-                                                          "repro_vllm_profile_file)")
+    return "name", name or DEFAULT_PROFILE
 
 
 def unknown_profile(name, known):
@@ -289,7 +289,7 @@ def required_driver_branch(profile, matrix):
     if profile.get("image_cuda"):
         row = family_rule(matrix, profile["image_cuda"])
         if row:
-            return (row["min_driver_branch"], "CUDA %s needs r%s+ (%s)" % (
+            return (row["min_driver_branch"], "a CUDA %s image needs r%s+: %s" % (
                 profile["image_cuda"], row["min_driver_branch"], row["source"]), row["confidence"])
     return None, None, None
 

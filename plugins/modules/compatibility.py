@@ -37,7 +37,7 @@ options:
   profile:
     description:
       - Name of a profile shipped with the collection (C(kimi-k3-gb300), C(kimi-k3-b300), C(kimi-k3-h200),
-        C(cpu-smoke)). Mutually exclusive with O(profile_file).
+        C(cpu-smoke)). Mutually exclusive with O(profile_file). When neither is given, C(cpu-smoke).
     type: str
   profile_file:
     description:
@@ -47,6 +47,7 @@ options:
   run_path:
     description:
       - The open run on the controller. Required with O(state=check).
+      - In check mode a run that was not created is skipped.
     type: path
   hosts:
     description:

@@ -200,7 +200,7 @@ def test_another_driver_branch_is_exactly_one_violation(tmp_path):
     doc = judge(profile(), host(facts))
     assert doc["verdict"] == "fail" and facts_of(doc) == [("node01", "driver_branch")]
     v = doc["violations"][0]
-    assert v["required"].startswith(">= r580 (CUDA 13.0 needs r580+")
+    assert v["required"].startswith(">= r580 (a CUDA 13.0 image needs r580+: ")
     assert v["found"] == "r570 (570.195.03, kernel module)"
     # the same host, the real 580 capture next to it: only the edited host is refused
     both = judge(profile(gpu_count_min=2), {"node01": host(real(H200)), "node02": host(facts)})
