@@ -580,10 +580,15 @@ class _HostCheck:
         bad = []
         for proc in diu.get("processes") or []:
             lib = proc.get("libcuda_version")
-            if lib and kernel and lib != kernel:
+            if proc.get("forward_compat"):
+                # a cuda-compat libcuda over an older kernel module is the forward path, on purpose
+                self.ans.note(self.host, "driver_in_use", "pid %s mapped %s: the cuda-compat forward path is in "
+                                                          "use" % (proc.get("pid"), proc.get("libcuda_path")))
+            elif lib and kernel and lib != kernel:
                 bad.append("pid %s mapped %s (%s)" % (proc.get("pid"), proc.get("libcuda_path"), lib))
         if diu.get("mismatch") or bad:
-            found = "; ".join(bad) or "kernel module %s, userspace %s" % (kernel, diu.get("userspace_version"))
+            found = "; ".join(diu.get("evidence") or bad) or "kernel module %s, userspace %s" % (
+                kernel, diu.get("userspace_version"))
             self.ans.violation(self.host, "driver_in_use", "every running process uses the loaded driver %s" % (
                 kernel or "(kernel module)"), found,
                 "restart the processes (or reboot %s) so they load the driver the kernel runs" % self.host)

@@ -33,7 +33,7 @@ BIN = os.path.join(FIX, "bin")
 H200 = os.path.join(FIX, "2026-11-29-580.159.04-h200")
 X2 = os.path.join(FIX, "2026-11-29-580.159.04-2xh200")
 R570 = os.path.join(FIX, "edited-2026-11-29-570.195.03-h200")
-CUDA_PROC = os.path.join(FIX, "h200-cuda-process")
+CUDA_PROC = os.path.join(FIX, "2026-12-01-580.159.04-h200-cuda-process")
 MATRIX = action.load_matrix()
 
 
@@ -372,8 +372,14 @@ def test_driver_in_use_both_sides_from_the_real_cuda_process():
     doc = judge(profile(), host(stale))
     assert facts_of(doc) == [("node01", "driver_in_use")] and "libcuda.so.580.159.04" in doc["violations"][0]["found"]
     flagged = copy.deepcopy(gpu)
-    flagged["driver_in_use"]["mismatch"] = True
-    assert facts_of(judge(profile(), host(flagged))) == [("node01", "driver_in_use")]
+    flagged["driver_in_use"].update(mismatch=True, evidence=["the loader cache resolves libcuda to several versions"])
+    doc = judge(profile(), host(flagged))
+    assert facts_of(doc) == [("node01", "driver_in_use")] and "several versions" in doc["violations"][0]["found"]
+    compat = copy.deepcopy(stale)
+    compat["driver_in_use"]["processes"][0].update(  # EDITED: the library from a cuda-compat folder
+        forward_compat=True, libcuda_path="/usr/local/cuda-13.0/compat/libcuda.so.580.159.04")
+    doc = judge(profile(), host(compat))
+    assert doc["verdict"] == "pass" and any("forward path" in n["note"] for n in doc["notes"])
 
 
 def test_foreign_processes_both_sides_on_the_real_busy_captures(tmp_path):
