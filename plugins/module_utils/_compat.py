@@ -555,7 +555,7 @@ class _HostCheck:
         lst = vis.get("cuda_visible_devices_list")
         if lst is None:
             return
-        picked, _ = _visible(self.gpu)
+        picked = _visible(self.gpu)[0]
         want = self.profile.get("gpus_per_host") or 1
         if len(picked) < len(lst):
             self.ans.violation(self.host, "visible_devices", "CUDA_VISIBLE_DEVICES names GPUs of this host",
@@ -596,7 +596,7 @@ class _HostCheck:
             self.ans.unknown(self.host, "driver_in_use", "the kernel module version in use was not read")
 
     def check_foreign(self):
-        gpus, _ = _visible(self.gpu)
+        gpus = _visible(self.gpu)[0]
         uuids = set(g.get("uuid") for g in gpus)
         status = (self.gpu.get("processes_summary") or {}).get("status")
         if status not in (None, "ok"):
@@ -606,8 +606,8 @@ class _HostCheck:
             if proc.get("gpu_uuid") not in uuids:
                 continue
             who, reason = _attribution(proc)
-            text = "pid %s %s on GPU %s (%s MiB)" % (proc.get("pid"), proc.get("process_name"), proc.get("gpu_index"),
-                                                    proc.get("used_memory_mib"))
+            text = "pid %s %s on GPU %s (%s MiB)" % (
+                proc.get("pid"), proc.get("process_name"), proc.get("gpu_index"), proc.get("used_memory_mib"))
             if who == "foreign":
                 foreign.append(text + (": %s" % reason if reason else ""))
             elif who == "unattributed":
@@ -721,15 +721,15 @@ def check(profile, matrix, hosts, allow_foreign=False):
     ans = _Answer()
     for key, row in sorted(profile.get("sources", {}).items()):
         if row.get("confidence") == "uncertain":
-            ans.note(None, PROFILE_KEYS[key][0], "profile %s: %s is uncertain: %s" % (profile["name"], key,
-                                                                                     row["source"]))
+            ans.note(None, PROFILE_KEYS[key][0], "profile %s: %s is uncertain: %s" % (
+                profile["name"], key, row["source"]))
     checks = []
     missing = []
     for name, part in hosts.items():
         if part.get("missing") or not part.get("fingerprint"):
             missing.append(name)
-            ans.note(name, "gpu_count", "unknown: no fingerprint of this host (%s)" % (part.get("missing") or
-                                                                                     "no fingerprint.json"))
+            ans.note(name, "gpu_count", "unknown: no fingerprint of this host (%s)" % (
+                part.get("missing") or "no fingerprint.json"))
             continue
         hc = _HostCheck(ans, name, part["fingerprint"], part.get("container"), profile, matrix, allow_foreign)
         hc.run()

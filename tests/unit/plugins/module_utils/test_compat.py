@@ -228,7 +228,7 @@ def test_cuda_driver_both_sides_and_the_forward_path(tmp_path):
 
 def test_kernel_module_both_sides():
     gpu = real(H200)
-    assert not [v for v in judge(profile(kernel_module="open"), host(gpu))["violations"]]
+    assert judge(profile(kernel_module="open"), host(gpu))["violations"] == []
     proprietary = copy.deepcopy(gpu)
     proprietary["driver"]["kernel_module_flavor"] = "proprietary"  # EDITED: flavor only
     doc = judge(profile(kernel_module="open"), host(proprietary))
@@ -314,10 +314,10 @@ def _replay_bin(tmp_path, name, mapping):
 
 
 def test_image_cuda_and_image_digest_from_real_podman_captures(tmp_path):
-    podman = {"podman": _replay_bin(tmp_path, "podman", os.path.join(FIX, "containers", "podman-4.3.1",
-                                                                      "replay.json"))}
-    present, _ = _container.gather("localhost/repro-vllm-tiny:0.1", binaries=podman, runtimes=["podman"])
-    absent, _ = _container.gather("localhost/absent:1", binaries=podman, runtimes=["podman"])
+    mapping = os.path.join(FIX, "containers", "podman-4.3.1", "replay.json")
+    podman = {"podman": _replay_bin(tmp_path, "podman", mapping)}
+    present = _container.gather("localhost/repro-vllm-tiny:0.1", binaries=podman, runtimes=["podman"])[0]
+    absent = _container.gather("localhost/absent:1", binaries=podman, runtimes=["podman"])[0]
     gpu = real(H200)
     # the image says CUDA_VERSION=13.0.2: inside a CUDA 13.0 profile, outside a 12.9 one
     doc = judge(profile(), host(gpu, present))
