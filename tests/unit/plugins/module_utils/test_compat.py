@@ -402,6 +402,23 @@ def test_foreign_processes_both_sides_on_the_real_busy_captures(tmp_path):
     assert judge(profile(gpu_count_min=1), host(busy, env={"CUDA_VISIBLE_DEVICES": "1"}))["verdict"] == "pass"
 
 
+def test_h200_1gpu_idle_is_inside_and_its_busy_twin_outside(tmp_path):
+    """h200-1gpu and h200-1gpu-busy replayed through gather(), with the idle host's real environment capture."""
+    env = {}
+    with open(os.path.join(FIX, "h200-1gpu", "env_gpu.txt")) as fh:
+        for line in fh:
+            key, sep, value = line.rstrip("\n").partition("=")
+            if sep:
+                env[key] = value
+    idle = replayed(tmp_path, os.path.join(FIX, "h200-1gpu"))
+    busy = replayed(tmp_path, os.path.join(FIX, "h200-1gpu-busy"),
+                    proc_driver=os.path.join(FIX, "h200-1gpu", "proc_driver.txt"))
+    prof = profile(gpus_per_host=1, driver_branch_min=580, kernel_module="open")
+    doc = judge(prof, {"idle": host(idle, env=env), "busy": host(busy, env=env)})
+    assert facts_of(doc) == [("busy", "foreign_processes")]
+    assert judge(prof, host(idle, env=env))["verdict"] == "pass"
+
+
 def test_attribution_from_gpu_facts_is_used_and_unattributed_is_a_note():
     busy = real(X2, "gpu_facts_busy.json")
     for attribution, verdict in (("workload", "pass"), ("foreign", "fail"), ("unattributed", "pass")):
