@@ -92,7 +92,8 @@ def decision_report(value, kind):
         md = _diff.diff_markdown(value)
     elif kind == "isolation":
         lines = _isolation.decision_lines(value)
-        md = "\n".join(["## Isolation: %s" % value["decision"], ""] + ["- %s" % line for line in lines[1:]]) + "\n"
+        md = "\n".join(["## Isolation: %s" % value["decision"], ""] + (["- %s" % line for line in lines[1:]] or [
+            "No condition of the isolation vocabulary holds in these runs: reproduce where it failed."])) + "\n"
     elif kind == "audit":
         lines = _audit.drift_lines(value.get("audit", value))
         md = _audit.audit_markdown(value.get("audit", value), value.get("isolation"))

@@ -33,6 +33,11 @@ RUN_FACTS = (
     ("image_cuda", "image"), ("gpu_map", "gpus"), ("visible_devices", "gpus"),
 )
 
+# facts that move together with one cause: a driver install changes version, kernel module and CUDA driver version
+# at once, a rebuilt image its digest and the versions inside. For causal ambiguity they count as one variable.
+CAUSE_OF = {"kernel_module": "driver", "cuda_driver": "driver", "image_digest": "image", "image_vllm": "image",
+            "image_torch": "image", "image_cuda": "image"}
+
 
 class DiffError(ValueError):
     """Input that is not a run identity or a run."""
@@ -276,9 +281,9 @@ def run_diff(a_run, b_run, host_map=None):
     Returns ``{"a", "b", "hosts": {host: [{"variable", "from", "to"}]}, "ambiguous", "variables", "count",
     "not_compared", "summary"}``. ``variable`` is a fact name (``driver``, ``image_digest``, ``gpu_map``,
     ``foreign_processes``, ...) or ``command:<flag>``, ``env:<NAME>``, ``request:<field>``; the request is a
-    run-level fact and is listed under the first host of the pair list. ``ambiguous`` is true when more than one
-    distinct variable changed (the same change on every node of a job counts once): an effect between the two
-    runs cannot be put on one cause.
+    run-level fact and is listed under the first host of the pair list. ``causes`` groups the variables that one
+    cause moves together (CAUSE_OF: the driver, the image). ``ambiguous`` is true when more than one cause changed
+    (the same change on every node of a job counts once): an effect between the two runs cannot be put on one.
     """
     for run in (a_run, b_run):
         if not isinstance(run, dict) or "hosts" not in run or "parts" not in run:
@@ -302,23 +307,27 @@ def run_diff(a_run, b_run, host_map=None):
                 hosts[head].append(_entry("request:%s" % key, b, a))
         elif ra is not None or rb is not None:
             not_compared.setdefault(head, []).append("request")
-    variables = []
+    variables, causes = [], []
     for entries in hosts.values():
         for e in entries:
             if e["variable"] not in variables:
                 variables.append(e["variable"])
+            cause = CAUSE_OF.get(e["variable"], e["variable"])
+            if cause not in causes:
+                causes.append(cause)
     count = sum(len(v) for v in hosts.values())
-    ambiguous = len(variables) > 1
+    ambiguous = len(causes) > 1
     a_label, b_label = run_label(a_run), run_label(b_run)
     if not variables:
         summary = "no change between %s and %s" % (a_label, b_label)
     elif ambiguous:
         summary = ("%d variables changed between %s and %s (%s): CAUSAL AMBIGUITY - a difference in behaviour "
-                   "cannot be put on one of them" % (len(variables), a_label, b_label, ", ".join(variables)))
+                   "cannot be put on one of them" % (len(causes), a_label, b_label, ", ".join(causes)))
     else:
-        summary = "one variable changed between %s and %s: %s" % (a_label, b_label, variables[0])
+        summary = "one variable changed between %s and %s: %s (%s)" % (a_label, b_label, causes[0],
+                                                                      ", ".join(variables))
     return {"a": a_label, "b": b_label, "hosts": hosts, "ambiguous": ambiguous, "variables": variables,
-            "count": count, "not_compared": not_compared, "summary": summary}
+            "causes": causes, "count": count, "not_compared": not_compared, "summary": summary}
 
 
 def _cell(value):

@@ -325,8 +325,8 @@ def _repeatability(baseline, attempts):
     same = [r for r in repeats if attempt_result(r)[:2] == (stage, error_class) and
             (attempt_result(r)[2] == ok)]
     if same:
-        ev.append("%s %s stage %s (%s) like %s" % (same[0]["run"], "passed at" if ok else "failed at", stage,
-                                                    error_class, baseline["run"]))
+        ev.append("%s %s like %s" % (same[0]["run"], "passed (stage none)" if ok else "failed at stage %s (%s)" % (
+            stage, error_class), baseline["run"]))
         return _item("repeatability", 2, ev, [], [])
     other = repeats[0]
     o_stage, o_class, _o_ok = attempt_result(other)
