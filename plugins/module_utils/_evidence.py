@@ -249,14 +249,12 @@ def host_view(run, host):
 
 
 def run_hosts(run):
-    """The hosts a run is about: its manifest's list, else its host folders."""
+    """The hosts a run is about: its manifest's list (else the attempt's nodes), then any other host folder."""
     listed = run["metadata"].get("hosts")
-    if isinstance(listed, list) and listed:
-        return [str(h) for h in listed]
-    outcome = run["parts"].get("outcome.json") or {}
-    if outcome.get("nodes"):
-        return [str(h) for h in outcome["nodes"]]
-    return sorted(run["hosts"])
+    if not (isinstance(listed, list) and listed):
+        listed = (run["parts"].get("outcome.json") or {}).get("nodes") or []
+    out = [str(h) for h in listed]
+    return out + [h for h in sorted(run["hosts"]) if h not in out]
 
 
 def is_attempt(run):
