@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+"""The compatibility stage over real sshd hosts on loopback, each replaying an H200 capture through its nvidia-smi.
+
+node01 replays the real H200 (driver 580.159.04, CUDA 13.0); node02 the EDITED copy on r570 (570.195.03,
+CUDA 12.8; tests/fixtures/edited-2026-11-29-570.195.03-h200/README.md). Against a CUDA 13.0 profile, node02 alone is
+refused for its driver branch; reproduce.yml freezes the fingerprint run with compatibility.json and stops
+before vLLM is started."""
+from __future__ import annotations
+
+import json
+import os
+
+import yaml
+
+from conftest import check_frozen, replay_wrapper, run_playbook, task_results
+
+PROFILE = """\
+name: my-h200-cu130
+gpu_models: [H200]
+gpu_count_min: 2
+gpus_per_host: 1
+image_cuda: "13.0"
+fabric: optional
+"""
+
+
+def _inventory(hosts, tmp_path):
+    with open(hosts.inventory) as f:
+        inv = yaml.safe_load(f)
+    inv["sshhosts"]["hosts"]["node01"]["repro_vllm_nvidia_smi_path"] = replay_wrapper(
+        tmp_path, "580", "2026-11-29-580.159.04-h200")
+    inv["sshhosts"]["hosts"]["node02"]["repro_vllm_nvidia_smi_path"] = replay_wrapper(
+        tmp_path, "570", "edited-2026-11-29-570.195.03-h200")
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump(inv))
+    return path
+
+
+def test_another_driver_branch_stops_reproduce_after_the_frozen_run(tmp_path, ssh_hosts):
+    hosts = ssh_hosts(2)
+    inv = _inventory(hosts, tmp_path)
+    profile = tmp_path / "my-h200-cu130.yml"
+    profile.write_text(PROFILE)
+    base = {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_remote_root": str(tmp_path / "remote"),
+            "repro_vllm_case_id": "compat"}
+
+    # both profile variables: refused before any host is touched, naming the key; no run is opened
+    r = run_playbook(tmp_path, "playbooks/fingerprint.yml", inv,
+                     dict(base, repro_vllm_profile="kimi-k3-h200", repro_vllm_profile_file=str(profile)), ident="both")
+    assert r.status == "failed"
+    refused = [res for _h, ev, res in task_results(r, "Validate the compatibility profile") if ev == "runner_on_failed"]
+    assert refused and "'repro_vllm_profile_file'" in refused[0]["msg"] and "not both" in refused[0]["msg"]
+    assert not (tmp_path / "records").exists() and not (tmp_path / "remote").exists()
+    assert not [e for e in r.events if e.get("event_data", {}).get("host") in ("node01", "node02")]
+
+    # the reproduction: node02's r570 driver is refused, the run is frozen with compatibility.json, vLLM never starts
+    r = run_playbook(tmp_path, "playbooks/reproduce.yml", inv,
+                     dict(base, repro_vllm_profile_file=str(profile), repro_vllm_vllm_bin="/nonexistent/vllm"),
+                     ident="reproduce")
+    out = r.stdout.read()
+    assert r.status == "failed" and r.rc != 0
+    run = tmp_path / "records" / "compat" / "run-001"
+    manifest = check_frozen(str(run))
+    assert "compatibility.json" in [f["path"] for f in manifest["files"]]
+    doc = json.loads((run / "compatibility.json").read_text())
+    assert doc["profile"] == "my-h200-cu130" and doc["verdict"] == "fail"
+    assert [(v["host"], v["fact"]) for v in doc["violations"]] == [("node02", "driver_branch")]
+    v = doc["violations"][0]
+    assert v["found"] == "r570 (570.195.03, userspace)" and v["required"].startswith(">= r580")
+    assert "VIOLATION node02 | driver_branch | required: >= r580" in out and "fix: install an r580" in out
+    # the method stopped there: no other run, no play of the ladder, nothing started on a host
+    assert sorted(os.listdir(tmp_path / "records" / "compat")) == ["run-001"]
+    tasks = set(e.get("event_data", {}).get("task", "") for e in r.events)
+    assert not [t for t in tasks if "Minimal startup" in t or "All-reduce" in t], tasks
+    stop = [res for _h, ev, res in task_results(r, "Stop at a failed compatibility boundary") if ev == "runner_on_failed"]
+    assert stop and any("VIOLATION node02 | driver_branch" in line for line in stop[0]["msg"])
