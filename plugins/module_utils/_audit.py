@@ -100,7 +100,7 @@ def audit(run, baseline=None, compatibility=None, facts=AUDIT_FACTS):
 
 
 def drift_lines(result):
-    """One line per drifted host (and per host with a violation), for the console."""
+    """One line per drifted host (and per host, and the job, with a compatibility violation), for the console."""
     lines = []
     for h, entry in sorted(result["hosts"].items()):
         if not entry["drift"] and not entry["violations"]:
@@ -115,7 +115,10 @@ def drift_lines(result):
             bits.append("%s %s (%s)" % (d["fact"], d["found"], ", ".join(ref)))
         for v in entry["violations"]:
             bits.append("violation %s: found %s, required %s" % (v.get("fact"), v.get("found"), v.get("required")))
-        lines.append("audit | %s | DRIFT | %s" % (h, "; ".join(bits)))
+        lines.append("audit | %s | %s | %s" % (h, "DRIFT" if entry["drift"] else "VIOLATION", "; ".join(bits)))
+    for v in result.get("job_violations") or []:
+        lines.append("audit | job | VIOLATION | %s: found %s, required %s; fix: %s" % (
+            v.get("fact"), v.get("found"), v.get("required"), v.get("fix")))
     return lines
 
 

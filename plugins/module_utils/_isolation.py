@@ -57,9 +57,17 @@ def _strip_digest(ref):
     return str(ref or "").split("@", 1)[0]
 
 
-def _pairs(series, group):
+def _pairs(series, group, same_kind=False):
+    """Consecutive (run, view) pairs that both recorded ``group``; ``same_kind``: only fingerprint with fingerprint
+    and attempt with attempt (an attempt's visible devices are the ones the run set, a fingerprint's the login's)."""
     with_group = [(r, v) for r, v in series if group in v["sources"]]
-    return list(zip(with_group, with_group[1:]))
+    if not same_kind:
+        return list(zip(with_group, with_group[1:]))
+    out = []
+    for kind in ("fingerprint.json", "changes.json"):
+        same = [(r, v) for r, v in with_group if v["sources"][group].endswith(kind)]
+        out += list(zip(same, same[1:]))
+    return out
 
 
 def _driver(host, series):
@@ -99,7 +107,7 @@ def _visibility(host, series, memory_in_use_mib):
         if used and not view["foreign_processes"]:
             out.append(_reason("gpu_visibility_changed", host, "GPU memory in use with no process of this job: %s (%s)"
                                % (", ".join("%s %s MiB" % kv for kv in sorted(used.items())), src)))
-    for (ra, va), (rb, vb) in _pairs(series, "gpus"):
+    for (ra, va), (rb, vb) in _pairs(series, "gpus", same_kind=True):
         bits = []
         if [g.get("uuid") for g in va["gpu_map"] or []] != [g.get("uuid") for g in vb["gpu_map"] or []] or \
                 [g.get("pci_bus_id") for g in va["gpu_map"] or []] != [g.get("pci_bus_id") for g in vb["gpu_map"] or []]:

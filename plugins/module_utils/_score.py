@@ -130,7 +130,8 @@ def _image(hosts, baseline, fps):
             view = fps[host][1] if host in fps else None
         if view is None or not (view["image"] and view["image_digest"]):
             points = 0
-            where = ("command.json argv[0] %s" % (view["argv"] or ["?"])[0]) if view and view["argv"] else "no image"
+            bare = host_view(baseline, host)["argv"] if baseline is not None else None
+            where = ("the server ran as a bare process: %s" % bare[0]) if bare else "no container facts"
             miss.append("%s: no image reference with a digest recorded (%s)" % (host, where))
             how.append("set repro_vllm_image to the serving image so container_facts records its digest (a server run "
                        "from a venv has no image: record the venv's packages and run it from an image to compare)")
