@@ -15,10 +15,11 @@ with the same command, environment and request on every host (a new process from
 
 from __future__ import annotations
 
+import os
 import re
 
 from ansible_collections.repro.vllm.plugins.module_utils._evidence import (
-    attempt_key, attempt_result, cite, host_view, is_attempt, run_hosts, unexpanded)
+    attempt_key, attempt_result, cite, host_view, is_attempt, read_log_tail, run_hosts, unexpanded)
 
 ITEMS = ("host_driver", "image", "command", "gpu_visibility", "first_failure", "request", "repeatability")
 BANDS = ((12, "reproduce"), (8, "collect"), (0, "invalid"))
@@ -266,13 +267,16 @@ def _first_failure(baseline):
                      ["no first exception found in the logs (stage %s, %s)" % (stage, src)],
                      ["keep the complete server log of every node from the first line (the start, not a tail) and "
                       "classify it again; raise VLLM_LOGGING_LEVEL=DEBUG for one run"])
-    has_ts = bool(fe.get("timestamp")) or bool(_TS_RE.search(str(fe.get("line"))))
-    if not has_ts:
+    stamp = fe.get("timestamp") or (_TS_RE.search(str(fe.get("line"))) or [None])[0]
+    if not stamp:
+        # a Python traceback has no stamp of its own: the last stamped line before it in the same log bounds it
+        stamp = _stamp_before(baseline, fe)
+    if not stamp:
         return _item("first_failure", 0, ["first error: %s (%s)" % (str(fe.get("line"))[:160], src)],
-                     ["the first exception has no timestamp"],
-                     ["keep vLLM's default log format (it stamps every line) or the journal's timestamps"])
-    ev = ["first error at %s on %s: %s (%s)" % (fe.get("timestamp") or "?", fe.get("node") or "?",
-                                                str(fe.get("line"))[:160], src)]
+                     ["the first exception has no timestamp, and no stamped line precedes it in the log"],
+                     ["keep vLLM's default log format (it stamps every line) or the journal's timestamps, and the "
+                      "complete log from the start"])
+    ev = ["first error at %s on %s: %s (%s)" % (stamp, fe.get("node") or "?", str(fe.get("line"))[:160], src)]
     lacks = []
     if stage not in KNOWN_STAGES:
         lacks.append("the failure could not be placed in one stage (stage %s)" % stage)
@@ -283,6 +287,24 @@ def _first_failure(baseline):
                      ["fetch every node's log and classify them together (repro.vllm.log_stage paths=all nodes)"])
     ev.append("classified to stage %s (%s) from %d node log(s)" % (stage, error_class, len(nodes)))
     return _item("first_failure", 2, ev, [], [])
+
+
+def _stamp_before(run, fe):
+    """``'<timestamp> (last stamped line before line N of run-NNN/hosts/<node>/logs/<file>)'`` or None."""
+    node, lineno = fe.get("node"), fe.get("lineno")
+    name = os.path.basename(str(fe.get("file") or ""))
+    logs = (run["hosts"].get(node) or {}).get("logs") or []
+    rel = next((r for r in logs if os.path.basename(r) == name), None)
+    if rel is None or not isinstance(lineno, int):
+        return None
+    last = None
+    for i, line in enumerate(read_log_tail(run, node, rel).splitlines()[:lineno], 1):
+        m = _TS_RE.search(line)
+        if m:
+            last = (m.group(0), i)
+    if last is None:
+        return None
+    return "%s (last stamped line %d before line %d of %s)" % (last[0], last[1], lineno, cite(run, node, rel))
 
 
 def _request(baseline):
