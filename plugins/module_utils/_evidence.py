@@ -282,6 +282,14 @@ def attempt_key(run):
     return (tuple(sorted(hosts.items())), repr(req.get("body")), req.get("route"))
 
 
+def result_text(result):
+    """``passed (stage none)`` or ``failed at stage config (config_error)`` for an attempt_result tuple."""
+    stage, error_class, ok = result
+    if ok:
+        return "passed (stage %s)" % (stage or "none")
+    return "failed at stage %s (%s)" % (stage, error_class or "no error class")
+
+
 _SHELL_RE = re.compile(r"\$\(|\$\{|`|\$[A-Za-z_]")
 
 

@@ -14,7 +14,7 @@ import re
 
 from ansible_collections.repro.vllm.plugins.module_utils._diff import run_diff
 from ansible_collections.repro.vllm.plugins.module_utils._evidence import (
-    attempt_key, attempt_result, cite, host_view, is_attempt, read_log_tail)
+    attempt_key, attempt_result, cite, host_view, is_attempt, read_log_tail, result_text)
 
 CONDITIONS = ("driver_changed", "image_rebuilt", "gpu_visibility_changed", "scheduler_env", "first_error_changed",
               "restarts", "must_keep_serving")
@@ -181,10 +181,10 @@ def _first_error(runs):
         if diff["variables"]:
             continue
         node = ((run["parts"].get("stages.json") or {}).get("first_error") or {}).get("node")
-        out.append(_reason("first_error_changed", node, "stage %s (%s) in %s, stage %s (%s) in %s, same command, "
-                           "environment and request and no recorded change between them (%s, %s)" % (
-                               a[0], a[1], prev["run"], b[0], b[1], run["run"], cite(prev, None, "outcome.json"),
-                               cite(run, None, "outcome.json"))))
+        out.append(_reason("first_error_changed", node, "%s in %s, %s in %s, same command, environment and request "
+                           "and no recorded change between them (%s, %s)" % (
+                               result_text(a), prev["run"], result_text(b), run["run"],
+                               cite(prev, None, "outcome.json"), cite(run, None, "outcome.json"))))
     return out
 
 

@@ -19,7 +19,8 @@ import os
 import re
 
 from ansible_collections.repro.vllm.plugins.module_utils._evidence import (
-    attempt_key, attempt_result, cite, host_view, is_attempt, read_log_tail, run_hosts, unexpanded)
+    attempt_key, attempt_result, cite, host_view, is_attempt, read_log_tail, result_text, run_hosts,
+    unexpanded)
 
 ITEMS = ("host_driver", "image", "command", "gpu_visibility", "first_failure", "request", "repeatability")
 BANDS = ((12, "reproduce"), (8, "collect"), (0, "invalid"))
@@ -352,10 +353,10 @@ def _repeatability(baseline, attempts):
             stage, error_class), baseline["run"]))
         return _item("repeatability", 2, ev, [], [])
     other = repeats[0]
-    o_stage, o_class, _o_ok = attempt_result(other)
     return _item("repeatability", 1, ev,
-                 ["%s ended at stage %s (%s), %s at stage %s (%s): the failure does not repeat" % (
-                     baseline["run"], stage, error_class, other["run"], o_stage, o_class)],
+                 ["%s %s, %s %s: the failure does not repeat" % (
+                     baseline["run"], result_text((stage, error_class, ok)), other["run"],
+                     result_text(attempt_result(other)))],
                  ["look for what changes between starts (playbooks/diff.yml on the two runs, the isolation decision) "
                   "before reproducing further"])
 
