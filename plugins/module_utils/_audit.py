@@ -144,9 +144,9 @@ def audit_markdown(result, isolation=None):
     if rows:
         out += ["", "## Drift", "", "| host | fact | found | majority | baseline |", "|---|---|---|---|---|"]
         for h, d in rows:
-            out.append("| %s | %s | %s | %s | %s |" % (_md(h), d["fact"], _md(d["found"]),
-                                                     _md(d.get("majority", "(not compared)")),
-                                                     _md(d.get("baseline", "(not compared)"))))
+            cells = (_md(h), d["fact"], _md(d["found"]), _md(d.get("majority", "(not compared)")),
+                     _md(d.get("baseline", "(not compared)")))
+            out.append("| %s | %s | %s | %s | %s |" % cells)
     if isolation is not None:
         out += ["", "## Isolation", "", "Decision: **%s**" % isolation["decision"], ""]
         for r in isolation["reasons"]:

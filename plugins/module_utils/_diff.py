@@ -324,8 +324,8 @@ def run_diff(a_run, b_run, host_map=None):
         summary = ("%d variables changed between %s and %s (%s): CAUSAL AMBIGUITY - a difference in behaviour "
                    "cannot be put on one of them" % (len(causes), a_label, b_label, ", ".join(causes)))
     else:
-        summary = "one variable changed between %s and %s: %s (%s)" % (a_label, b_label, causes[0],
-                                                                      ", ".join(variables))
+        summary = "one variable changed between %s and %s: %s (%s)" % (
+            a_label, b_label, causes[0], ", ".join(variables))
     return {"a": a_label, "b": b_label, "hosts": hosts, "ambiguous": ambiguous, "variables": variables,
             "causes": causes, "count": count, "not_compared": not_compared, "summary": summary}
 

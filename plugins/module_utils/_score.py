@@ -145,8 +145,8 @@ def _image(hosts, baseline, fps):
         if not pinned:
             points = min(points, 1)
             miss.append("%s: the run used the image by tag %s, not by digest" % (host, view["image"]))
-            how.append("start the server with the image pinned: %s@%s" % (str(view["image"]).split("@")[0],
-                                                                           view["image_digest"]))
+            repo = str(view["image"]).split("@", maxsplit=1)[0]
+            how.append("start the server with the image pinned: %s@%s" % (repo, view["image_digest"]))
     if not hosts:
         points = 0
         miss.append("no host in the run")

@@ -68,8 +68,8 @@ def container_facts(tmp_path, reference, mapping=None):
     mapping = mapping or os.path.join(CONTAINERS, "podman-4.3.1", "replay.json")
     stub = os.path.join(str(tmp_path), "podman-%d" % abs(hash(mapping)))
     with open(stub, "w") as f:
-        f.write('#!/bin/sh\nexec "%s" "%s" "%s" "$@"\n' % (sys.executable, os.path.join(CONTAINERS, "replay.py"),
-                                                         mapping))
+        f.write('#!/bin/sh\nexec "%s" "%s" "%s" "$@"\n' % (
+            sys.executable, os.path.join(CONTAINERS, "replay.py"), mapping))
     os.chmod(stub, 0o755)
     facts, _actions = _container.gather(reference, binaries={"podman": stub}, runtimes=["podman"])
     facts["probe"] = None

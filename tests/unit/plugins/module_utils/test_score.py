@@ -158,8 +158,8 @@ def test_repeatability_when_the_failure_does_not_repeat(tmp_path):
 
 
 def test_bands_and_fingerprint_only_case(tmp_path):
-    assert [_score.band_of(n) for n in (14, 12, 11, 8, 7, 0)] == ["reproduce", "reproduce", "collect", "collect",
-                                                                    "invalid", "invalid"]
+    bands = [_score.band_of(n) for n in (14, 12, 11, 8, 7, 0)]
+    assert bands == ["reproduce", "reproduce", "collect", "collect", "invalid", "invalid"]
     score = _score_of(case(tmp_path, "busy"))
     assert score["band"] == "invalid" and score["baseline_run"] is None
     assert _items(score)["command"]["how"].startswith("run playbooks/reproduce.yml")
