@@ -147,6 +147,14 @@ def audit_markdown(result, isolation=None):
             cells = (_md(h), d["fact"], _md(d["found"]), _md(d.get("majority", "(not compared)")),
                      _md(d.get("baseline", "(not compared)")))
             out.append("| %s | %s | %s | %s | %s |" % cells)
+    violations = [(h, v) for h, e in sorted(result["hosts"].items()) for v in e["violations"]]
+    violations += [(None, v) for v in result.get("job_violations") or []]
+    if violations:
+        out += ["", "## Compatibility violations", "", "| host | fact | required | found | fix |", "|---|---|---|---|---|"]
+        for h, v in violations:
+            cells = (_md(h or "job"), _md(v.get("fact")), _md(v.get("required")), _md(v.get("found")),
+                     _md(v.get("fix")))
+            out.append("| %s | %s | %s | %s | %s |" % cells)
     if isolation is not None:
         out += ["", "## Isolation", "", "Decision: **%s**" % isolation["decision"], ""]
         for r in isolation["reasons"]:

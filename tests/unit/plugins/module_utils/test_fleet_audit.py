@@ -67,7 +67,8 @@ def test_violations_per_host_make_the_verdict(tmp_path):
     result = _audit.audit(run, compatibility=compat)
     assert result["verdict"] == "drift" and result["drifted"] == [] and result["violations"] == 1
     assert result["hosts"]["n2"]["violations"][0]["fact"] == "gpu_model"
-    assert "violation gpu_model" in _audit.drift_lines(result)[0]
+    assert _audit.drift_lines(result)[0].startswith("audit | n2 | VIOLATION | violation gpu_model")
+    assert "| n2 | gpu_model | NVIDIA GB300 | NVIDIA H200 | use GB300 nodes |" in _audit.audit_markdown(result)
 
 
 def test_host_isolation_against_each_hosts_previous_run(tmp_path):
