@@ -16,8 +16,8 @@ from decision_records import case, save
 def test_attempt_run_read_back(tmp_path):
     path = case(tmp_path, "cpu-ok", ["run-001", "run-002", "run-005"])
     runs = e.case_runs(path)
-    assert [(r["run"], r["purpose"]) for r in runs] == [("run-001", "fingerprint"), ("run-002", "minimal_startup"),
-                                                         ("run-005", "summary")]
+    purposes = [(r["run"], r["purpose"]) for r in runs]
+    assert purposes == [("run-001", "fingerprint"), ("run-002", "minimal_startup"), ("run-005", "summary")]
     attempt = runs[1]
     assert e.is_attempt(attempt) and not e.is_attempt(runs[0])
     assert e.attempt_result(attempt) == ("none", None, True)
