@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 
@@ -13,9 +12,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.filter.decisions import (
     FilterModule, baseline_score, decision_report, fleet_audit, isolation_decision, run_diff)
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "module_utils"))
-from decision_records import case  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import (
+    case)
 
 
 def test_registered():

@@ -10,7 +10,8 @@ import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils import _evidence as e
 
-from decision_records import case, save
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import (
+    case, save)
 
 
 def test_attempt_run_read_back(tmp_path):

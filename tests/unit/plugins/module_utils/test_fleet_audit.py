@@ -13,7 +13,8 @@ import pytest
 from ansible_collections.repro.vllm.plugins.module_utils import _audit
 from ansible_collections.repro.vllm.plugins.module_utils._evidence import read_run
 
-from decision_records import case, save
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import (
+    case, save)
 
 
 def _fleet(tmp_path, hosts, name="run-020"):

@@ -11,7 +11,8 @@ import pytest
 from ansible_collections.repro.vllm.plugins.module_utils import _isolation
 from ansible_collections.repro.vllm.plugins.module_utils._evidence import case_runs
 
-from decision_records import CONTAINERS, case, container_facts, load, save
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import (
+    CONTAINERS, case, container_facts, load, save)
 
 SHAPE = {"condition", "host", "evidence"}
 

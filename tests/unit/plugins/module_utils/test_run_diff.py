@@ -13,7 +13,8 @@ from ansible_collections.repro.vllm.plugins.module_utils import _diff
 from ansible_collections.repro.vllm.plugins.module_utils._evidence import read_run
 from ansible_collections.repro.vllm.plugins.module_utils._redact import MASK
 
-from decision_records import case, edit
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import (
+    case, edit)
 
 FAKE_HF = "hf_" + "FAKE" * 8
 

@@ -11,7 +11,8 @@ import pytest
 from ansible_collections.repro.vllm.plugins.module_utils import _score
 from ansible_collections.repro.vllm.plugins.module_utils._evidence import case_runs
 
-from decision_records import case, container_facts, edit, load, real_h200_gpu, save
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import (
+    case, container_facts, edit, load, real_h200_gpu, save)
 
 PINNED = "localhost/repro-vllm-tiny@sha256:3463a4e2ed3ff2faa1f7c875ee5ed71ad2ab6a28918e698fd0cc9da7e134090b"
 BY_TAG = "localhost/repro-vllm-tiny:0.1"
