@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """playbooks/audit.yml over five real sshd hosts on loopback replaying real H200 captures; one host (node04)
-replays the EDITED capture tests/fixtures/edited-570.172.08-h200 (another driver branch, see its README)."""
+replays the EDITED capture tests/fixtures/edited-2026-11-29-570.195.03-h200 (another driver branch, see its README)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import yaml
 from conftest import check_frozen, replay_wrapper, run_playbook, task_results
 
 REAL = "2026-11-29-580.159.04-h200"
-EDITED = "edited-570.172.08-h200"
+EDITED = "edited-2026-11-29-570.195.03-h200"
 
 
 def _inventory(hosts, tmp_path, captures, name):
@@ -55,14 +55,14 @@ def test_audit_finds_the_drifted_host_then_says_move_when_its_driver_changed(tmp
     assert audit["drifted"] == ["node04"]
     assert [h for h, e in audit["hosts"].items() if e["drift"]] == ["node04"]
     drift = {d["fact"]: d for d in audit["hosts"]["node04"]["drift"]}
-    assert drift["driver"] == {"fact": "driver", "found": "570.172.08", "majority": "580.159.04"}
+    assert drift["driver"] == {"fact": "driver", "found": "570.195.03", "majority": "580.159.04"}
     assert drift["cuda_driver"]["found"] == "12.8" and drift["cuda_driver"]["majority"] == "13.0"
     assert not any("baseline" in d for d in drift.values())  # no baseline given: that comparison was not made
     assert "node04" in (run / "audit.md").read_text()
     isolation = _json(run / "isolation.json")
     assert isolation["decision"] == "stay" and isolation["reasons"] == []  # no earlier run of the case
     lines = _lines(r, "one line per drifted host")
-    assert len(lines) == 1 and "node04" in lines[0] and "driver 570.172.08" in lines[0], lines
+    assert len(lines) == 1 and "node04" in lines[0] and "driver 570.195.03" in lines[0], lines
 
     # the driver of node04 changed (back to the fleet's branch); second audit against the first as baseline, strict
     captures["node04"] = REAL
@@ -74,7 +74,7 @@ def test_audit_finds_the_drifted_host_then_says_move_when_its_driver_changed(tmp
     audit2 = _json(run2 / "audit.json")
     assert audit2["drifted"] == ["node04"] and audit2["baseline_run"] == "fleet/run-001"
     d2 = {d["fact"]: d for d in audit2["hosts"]["node04"]["drift"]}
-    assert d2["driver"] == {"fact": "driver", "found": "580.159.04", "majority": "580.159.04", "baseline": "570.172.08"}
+    assert d2["driver"] == {"fact": "driver", "found": "580.159.04", "majority": "580.159.04", "baseline": "570.195.03"}
     iso2 = _json(run2 / "isolation.json")
     assert iso2["decision"] == "move"
     assert [(x["condition"], x["host"]) for x in iso2["reasons"]] == [("driver_changed", "node04")]
