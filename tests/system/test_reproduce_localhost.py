@@ -69,9 +69,14 @@ def ladder(real_vllm, tmp_path_factory):
 def test_ladder_runs_frozen_in_order(ladder):
     r, work = ladder["runner"], ladder["work"]
     assert r.status == "successful", ladder["out"][-6000:]
-    assert _runs(work) == ["run-001", "run-002", "run-003", "run-004", "run-005", "run-006"]
+    # run-007: the summary run reproduce.yml ends with (score.json, isolation.json; docs/decisions.md)
+    assert _runs(work) == ["run-001", "run-002", "run-003", "run-004", "run-005", "run-006", "run-007"]
+    summary = work / "records" / CASE / "run-007"
+    assert check_frozen(str(summary))["metadata"]["purpose"] == "summary"
+    assert _json(summary / "score.json")["baseline_run"] == "run-002"
+    assert _json(summary / "isolation.json")["decision"] in ("move", "stay")
     steps = []
-    for name in _runs(work)[1:]:
+    for name in _runs(work)[1:6]:
         run = work / "records" / CASE / name
         manifest = check_frozen(str(run))
         check_frozen(str(run / "hosts" / "localhost"))  # frozen on the node, fetched, verified
@@ -202,8 +207,9 @@ def test_failing_layer_rolls_back_with_debug_on_that_run_only(ladder):
                            repro_vllm_debug_step="long_context"), ident="rollback")
     out = r.stdout.read()
     assert r.status == "failed", out[-4000:]  # a finding fails the play, after every run is frozen
-    assert _runs(work)[-2:] == ["run-007", "run-008"]
-    failed_run, rollback_run = work / "records" / CASE / "run-007", work / "records" / CASE / "run-008"
+    # run-007 is the first ladder's summary run; a finding fails the play before this one's summary
+    assert _runs(work)[-2:] == ["run-008", "run-009"]
+    failed_run, rollback_run = work / "records" / CASE / "run-008", work / "records" / CASE / "run-009"
     check_frozen(str(failed_run))
     check_frozen(str(rollback_run))
     bad = _json(failed_run / "outcome.json")
@@ -223,8 +229,8 @@ def test_failing_layer_rolls_back_with_debug_on_that_run_only(ladder):
     assert _json(rollback_run / "changes.json")["diff"]["changes"] == []
     assert "came back" in (rollback_run / "notes.md").read_text()
     final = _msgs(r, "where the record is")[0]
-    assert "classification: stage config (config_error) at long_context in run-007" in final
-    assert "rollback: the earlier state came back (run-008)" in final
+    assert "classification: stage config (config_error) at long_context in run-008" in final
+    assert "rollback: the earlier state came back (run-009)" in final
     assert _live_servers(port) == []
 
 

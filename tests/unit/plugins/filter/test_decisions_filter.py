@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The filter fronts of the decisions, on copies of real frozen runs."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.repro.vllm.plugins.filter.decisions import (
+    FilterModule, baseline_score, decision_report, fleet_audit, isolation_decision, run_diff)
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import (
+    case)
+
+
+def test_registered():
+    assert set(FilterModule().filters()) == {"baseline_score", "run_diff", "isolation_decision", "fleet_audit",
+                                             "decision_report"}
+
+
+def test_score_and_isolation_of_a_case_folder(tmp_path):
+    path = case(tmp_path, "cpu-ok", ["run-001", "run-002", "run-003", "run-004"])
+    score = baseline_score(path, profile="cpu-smoke")
+    assert score["score"] == 10 and score["band"] == "collect"
+    two = baseline_score([os.path.join(path, "run-001"), os.path.join(path, "run-002")])
+    assert two["score"] == 8  # no second clean run among these two
+    assert isolation_decision(path)["decision"] == "stay"
+    assert isolation_decision(path, must_keep_serving=True)["decision"] == "move"
+    report = decision_report(score, "score")
+    assert report["lines"][0] == "baseline score 10/14 (collect)" and "## Baseline score" in report["markdown"]
+
+
+def test_run_diff_references(tmp_path):
+    case(tmp_path, "cpu-ok", ["run-004", "run-007"])
+    case(tmp_path, "cpu-fail", ["run-002"])
+    root = os.path.join(str(tmp_path), "records")
+    same_case = run_diff("run-004", "run-007", records_root=root, case_id="cpu-ok")
+    assert same_case["causes"] == ["driver"]
+    across = run_diff("cpu-ok/run-007", "cpu-fail/run-002", records_root=root, case_id="cpu-ok")
+    assert across["ambiguous"] is True
+    assert decision_report(across, "diff")["lines"][0] == across["summary"]
+    with pytest.raises(AnsibleFilterError, match="run-404"):
+        run_diff("run-404", "run-007", records_root=root, case_id="cpu-ok")
+
+
+def test_fleet_audit_of_a_fingerprint_run(tmp_path):
+    path = case(tmp_path, "cpu-ok", ["run-001", "run-003", "run-006"])
+    out = fleet_audit(os.path.join(path, "run-006"), baseline="run-003", previous=path,
+                      records_root=os.path.join(str(tmp_path), "records"), case_id="cpu-ok")
+    assert out["audit"]["drifted"] == ["localhost"]
+    assert [d["fact"] for d in out["audit"]["hosts"]["localhost"]["drift"]] == ["driver", "cuda_driver"]
+    assert out["isolation"]["hosts"]["localhost"]["previous_run"] == "cpu-ok/run-003"
+    assert out["isolation"]["decision"] == "move"
+    report = decision_report(out, "audit")
+    assert report["lines"][0].startswith("audit | localhost | DRIFT")
+
+
+def test_errors_name_the_fix():
+    with pytest.raises(AnsibleFilterError, match="case folder"):
+        baseline_score(None)
+    with pytest.raises(AnsibleFilterError, match="not a case folder"):
+        isolation_decision("/nonexistent/case")
+    with pytest.raises(AnsibleFilterError, match="kind"):
+        decision_report({}, "nope")
