@@ -44,7 +44,6 @@ Kinds (public vocabulary): see ``KINDS``.
 
 from __future__ import annotations
 
-import bisect
 import binascii
 import hashlib
 import hmac
@@ -190,6 +189,14 @@ def _is_marker(value):
 _TAIL = r"(?![A-Za-z0-9_\-])"
 _HEAD = r"(?<![A-Za-z0-9_\-])"
 _PEM_RE = re.compile(r"(-----BEGIN (?P<label>[A-Z0-9 ]{0,40}?)-----)(?P<body>.*?)(-----END [A-Z0-9 ]{0,40}?-----)", re.DOTALL)
+# literal needles: a shape's regex runs only when one of them is in the text (a fast C scan first)
+_NEEDLES = {
+    "anthropic_key": ("sk-ant-",), "openai_key": ("sk-",), "hf_token": ("hf_",), "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "gitlab_token": ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glsoat-", "glft-", "glimt-", "glagent-", "gloas-",
+                     "glwt-", "GR1348941"), "slack_token": ("xox", "xapp-"), "google_api_key": ("AIza",),
+    "google_oauth": ("ya29.",), "npm_token": ("npm_",), "aws_access_key": ("AKIA", "ASIA", "ABIA", "ACCA"),
+    "jwt": ("eyJ",), "azure_secret": ("Q~",),
+}
 _SHAPES = (
     ("anthropic_key", re.compile(_HEAD + r"sk-ant-[A-Za-z0-9_\-]{20,}" + _TAIL)),
     ("openai_key", re.compile(_HEAD + r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}" + _TAIL)),
@@ -214,12 +221,18 @@ _AUTH_RE = re.compile(
     r"(?P<val>[A-Za-z0-9._~+/=\-]{8,})")
 # a bare "Bearer VALUE" (prose says "bearer tokens": the value must hold a digit to count)
 _BARE_BEARER_RE = re.compile(r"(?P<pre>\b(?i:bearer)\s+)(?P<val>(?=[A-Za-z._~+/=\-]*[0-9])[A-Za-z0-9._~+/=\-]{8,})")
-_FLAG_RE = re.compile(r"(?P<pre>(?<![A-Za-z0-9_\-])(?P<flag>--?[A-Za-z][A-Za-z0-9_\-]*)"
+# the words a secret's name holds (a fast gate: only names with one of them are looked at further)
+_KEYWORDS = r"(?i:token|secret|passw|passphrase|pwd|credential|key|pat|sas|cookie|signature)"
+_KEYWORD_RE = re.compile(_KEYWORDS)
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_KEYWORD_LOW_RE = re.compile(_KEYWORDS[4:-1])  # the same words on lower-cased text (much faster than IGNORECASE)
+_FLAG_RE = re.compile(r"(?P<pre>(?<![A-Za-z0-9_\-])(?P<flag>--?(?=[A-Za-z0-9_\-]*" + _KEYWORDS + r")[A-Za-z][A-Za-z0-9_\-]*)"
                       r"(?:=|[ \t]+|(?P<lq>['\"]),[ \t]*(?P=lq)))"
                       r"(?P<q>['\"]?)(?P<val>(?!--?[A-Za-z])[^\s'\"]+)")
 # key/value pairs: NAME=value, NAME: value, 'name': 'value', "name": "value", name='value' (repr), lists
 _KV_RE = re.compile(
-    r"(?P<pre>(?P<nq>\\?['\"]|)(?<![A-Za-z0-9_.\-])(?<!<)(?<!<redacted:)(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)(?P=nq)\s*(?::=|=>|=|:)[ \t]*)"
+    r"(?P<pre>(?P<nq>\\?['\"]|)(?<![A-Za-z0-9_.\-])(?<!<)(?<!<redacted:)"
+    r"(?P<name>(?=[A-Za-z0-9_.\-]*" + _KEYWORDS + r")[A-Za-z_][A-Za-z0-9_.\-]*)(?P=nq)[ \t]*(?::=|=>|=|:)[ \t]*)"
     r"(?P<val>\\\"(?:[^\"\\\n]|\\[^\"\n])*\\\"|'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\""
     r"|\[[^\]\n]{0,4096}\]|[^\s'\",;&)}\]\[{(<>]+)")
 _LIST_ITEM_RE = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
@@ -229,16 +242,20 @@ _NUMBER_RE = re.compile(r"^[0-9]{1,12}(?:\.[0-9]+)?$")
 
 
 class _Lines:
-    """Line numbers of positions in one string (computed once, only when something matched)."""
+    """Line numbers of positions in one string: counted forward from the last asked position (matches of one
+    pass come in order), so a pass costs one scan of the text, done in C."""
 
     def __init__(self, text):
         self.text = text
-        self._nl = None
+        self._pos = 0
+        self._line = 1
 
     def lineno(self, pos):
-        if self._nl is None:
-            self._nl = [i for i, ch in enumerate(self.text) if ch == "\n"] if "\n" in self.text else []
-        return bisect.bisect_right(self._nl, pos - 1) + 1 if self._nl else 1
+        if pos < self._pos:
+            self._pos, self._line = 0, 1
+        self._line += self.text.count("\n", self._pos, pos)
+        self._pos = pos
+        return self._line
 
 
 def _unquote(value):
@@ -306,10 +323,14 @@ def _redact(text, key, events):
         out = sub_pass(_URL_CRED_RE, out, pre_val("url_credential"))
     if "=" in out:
         out = sub_pass(_SAS_RE, out, pre_val("azure_secret"))
-    out = sub_pass(_AUTH_RE, out, pre_val("bearer"))
-    out = sub_pass(_BARE_BEARER_RE, out, pre_val("bearer"))
+    low = out.lower()
+    if "authorization" in low:
+        out = sub_pass(_AUTH_RE, out, pre_val("bearer"))
+    if "bearer" in low:
+        out = sub_pass(_BARE_BEARER_RE, out, pre_val("bearer"))
     for kind, rx in _SHAPES:
-        out = sub_pass(rx, out, lambda m, kind=kind: (marker(kind, m.group(0), key), kind))
+        if any(n in out for n in _NEEDLES[kind]):
+            out = sub_pass(rx, out, lambda m, kind=kind: (marker(kind, m.group(0), key), kind))
 
     def flag(m):
         if not is_secret_flag(m.group("flag")):
@@ -318,7 +339,7 @@ def _redact(text, key, events):
         if not _value_is_secret(m.group("flag"), val):
             return None
         return m.group("pre") + m.group("q") + marker("secret_flag", val, key), "secret_flag"
-    if "-" in out:
+    if "-" in out and _KEYWORD_LOW_RE.search(low):
         out = sub_pass(_FLAG_RE, out, flag)
 
     def kv_sub(segment, line_of):
@@ -349,10 +370,60 @@ def _redact(text, key, events):
                 if len(val) >= 2 * len(q) and val.startswith(q) and val.endswith(q):
                     return m.group("pre") + q + marker("secret_value", val[len(q):-len(q)], key) + q
             return m.group("pre") + marker("secret_value", val, key)
-        return _KV_RE.sub(kv, segment)
+        # anchored at each keyword: widen to the whole name, then match the pair there (no scan of every position)
+        pieces = []
+        done = 0
+        low = segment.lower()
+        hits = _KEYWORD_LOW_RE.finditer(low) if len(low) == len(segment) else _KEYWORD_RE.finditer(segment)
+        for km in hits:
+            if km.start() < done:
+                continue
+            start = km.start()
+            while start > done and segment[start - 1] in _NAME_CHARS:
+                start -= 1
+            while start < km.start() and not (segment[start].isalpha() or segment[start] == "_"):
+                start += 1
+            m = None
+            for back in (2, 1, 0):  # an opening \" or quote belongs to the pair
+                if start - back >= done and (back == 0 or segment[start - back:start] in ('\\"', "'", '"')):
+                    m = _KV_RE.match(segment, start - back)
+                    if m:
+                        break
+            if not m:
+                continue
+            pieces.append(segment[done:m.start()])
+            pieces.append(kv(m))
+            done = m.end()
+        if not pieces:
+            return segment
+        pieces.append(segment[done:])
+        return "".join(pieces)
     if "=" in out or ":" in out:
-        out = kv_sub(out, _Lines(out).lineno)
+        out = _by_keyword_lines(out, kv_sub)
     return out
+
+
+def _by_keyword_lines(text, fn):
+    """Apply ``fn(line, line_of)`` only to the lines holding a secret-name keyword (one C scan finds them)."""
+    pieces = []
+    done = 0
+    lineno = 1
+    low = text.lower()
+    hits = _KEYWORD_LOW_RE.finditer(low) if len(low) == len(text) else _KEYWORD_RE.finditer(text)
+    for m in hits:
+        if m.start() < done:
+            continue
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        lineno += text.count("\n", done, start)
+        pieces.append(text[done:start])
+        pieces.append(fn(text[start:end], lambda _pos, n=lineno: n))
+        done = end
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
 def redact_report(text, key=None):
