@@ -793,7 +793,8 @@ def render_markdown(facts, pics, runs, redactions):
     items = facts["items"]
     out = ["# [Bug]: %s" % _title(facts), ""]
     out.append("Hand-off of case `%s` made by repro.vllm from %d frozen run(s), every one verified against its "
-               "manifest. Secrets are redacted (`<redacted:KIND:HEX>`: equal markers mean equal values). "
+               "manifest. Secrets are redacted on the hosts before anything is fetched: `<redacted:KIND:HEX>` (equal markers "
+               "mean equal values within this case) or a plain `<redacted>`. "
                "`summary.json` holds the same facts for machines." % (facts["case_id"], len(facts["runs"])))
     out += ["", "## Your current environment", ""]
     env_body = []
