@@ -42,6 +42,7 @@ from ansible_collections.repro.vllm.plugins.module_utils._record import (
     MANIFEST, RecordError, describe_problems, run_id_for, run_numbers, validate_case_id, verify)
 from ansible_collections.repro.vllm.plugins.module_utils._redact import (
     KEY_FILE, redaction_markers, scan_secrets)
+from ansible_collections.repro.vllm.plugins.module_utils._score import score_markdown
 from ansible_collections.repro.vllm.plugins.module_utils._svg import line_chart, stage_grid
 
 SUMMARY_FORMAT = 1
@@ -824,28 +825,30 @@ def render_markdown(facts, pics, runs, redactions):
         out.append("Peak: " + ", ".join("%s %.1f MiB" % (k, v) for k, v in sorted(mem["peak_mib"].items())))
     out += ["", "## Baseline score and isolation", ""]
     score = facts.get("score")
-    if score:
-        out.append("Baseline score: **%s / %s** - %s (`%s`)" % (
-            score.get("score", score.get("total", "?")), score.get("max", 14), score.get("decision", "-"), score["source"]))
-        lost = score.get("lost") or score.get("missing") or []
-        if isinstance(lost, list) and lost:
-            out.append("")
-            out.append(_md_table(["item", "lost", "how to get it"],
-                                 [[x.get("item"), x.get("lost", x.get("points")), x.get("how") or x.get("fix") or x.get("evidence")]
-                                  for x in lost if isinstance(x, dict)]))
+    if score and isinstance(score.get("items"), list) and isinstance(score.get("score"), int):
+        out.append(score_markdown(score).replace("## Baseline score", "Baseline score", 1).rstrip("\n"))
+        out.append("")
+        out.append("(`%s`)" % score["source"])
+    elif score:
+        out.append("Baseline score: %s (`%s`)" % (score.get("score", "unknown"), score["source"]))
     else:
-        out.append("Baseline score: unknown - run the decide role (playbooks/diff.yml or audit) to write score.json")
+        out.append("Baseline score: unknown - how to get it: run the decide role (playbooks/diff.yml) on this case "
+                   "to write score.json")
     iso = facts.get("isolation")
     out.append("")
-    if iso:
-        out.append("Isolation decision: **%s** (`%s`)" % (iso.get("decision", "-"), iso["source"]))
-        reasons = iso.get("reasons") or []
-        if reasons:
+    if iso and isinstance(iso.get("reasons"), list):
+        out.append("Isolation decision: **%s** (`%s`)" % (iso.get("decision"), iso["source"]))
+        if iso["reasons"]:
             out.append("")
-            out += ["- %s" % (r.get("reason") or r.get("why") or json.dumps(r, sort_keys=True) if isinstance(r, dict) else r)
-                    for r in reasons]
+            out.append(_md_table(["condition", "host", "evidence"],
+                                 [[r.get("condition"), r.get("host") or "job", r.get("evidence")]
+                                  for r in iso["reasons"] if isinstance(r, dict)]))
+        else:
+            out.append("")
+            out.append("No isolation condition holds.")
     else:
-        out.append("Isolation decision: unknown - run the decide role to write isolation.json")
+        out.append("Isolation decision: unknown - how to get it: run the decide role (playbooks/diff.yml) on this "
+                   "case to write isolation.json")
     out += ["", "## To run it again", ""]
     names = facts.get("secret_variable_names") or []
     out.append("Secrets the command and request need (names only; set them yourself): %s"

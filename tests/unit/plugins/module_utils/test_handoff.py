@@ -177,13 +177,16 @@ def test_summary_answers_every_item_and_pictures(case, tmp_path):
 
 def test_score_and_isolation_travel_when_present(case):
     run = _record.create_run(str(case), CASE)
-    _record.write_part(run["path"], "score.json", data={"score": 11, "max": 14, "decision": "collect the missing evidence first",
-                                                        "lost": [{"item": "host driver", "lost": 2, "how": "run fingerprint.yml"}]})
-    _record.write_part(run["path"], "isolation.json", data={"decision": "stay", "reasons": [{"reason": "no drift found"}]})
+    # the shapes module_utils/_score.py and _isolation.py write
+    _record.write_part(run["path"], "score.json", data={"score": 11, "band": "collect", "items": [
+        {"item": "host driver", "points": 0, "evidence": None, "missing": "driver version", "how": "run fingerprint.yml"}]})
+    _record.write_part(run["path"], "isolation.json", data={"decision": "move", "reasons": [
+        {"condition": "driver_changed", "host": "localhost", "evidence": "run-001 550.1 -> run-002 570.2"}]})
     _record.freeze(run["path"], "0.1.0", case_id=CASE, run_id=run["run_id"])
     res = _handoff.build_package(str(case), CASE)
     md = _members(res["path"])["hand-case-handoff/summary.md"][1].decode()
-    assert "Baseline score: **11 / 14**" in md and "Isolation decision: **stay**" in md and "no drift found" in md
+    assert "Baseline score: 11/14 (collect" in md and "| host driver | 0/2 |" in md
+    assert "Isolation decision: **move**" in md and "| driver_changed | localhost | run-001 550.1 -> run-002 570.2 |" in md
     assert res["summary"]["score"]["source"] == "run-005/score.json"
 
 
