@@ -12,15 +12,18 @@ import json
 import os
 import shutil
 import stat
+import sys
 import tarfile
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import ROOT, free_port, run_playbook
+from conftest import COLLECTIONS, ROOT, free_port, run_playbook
 
-from ansible_collections.repro.vllm.plugins.module_utils._handoff import ITEMS
-from ansible_collections.repro.vllm.plugins.module_utils._redact import scan_secrets
+if COLLECTIONS not in sys.path:  # the collection's own scanner and item list check the package
+    sys.path.insert(0, COLLECTIONS)
+from ansible_collections.repro.vllm.plugins.module_utils._handoff import ITEMS  # noqa: E402
+from ansible_collections.repro.vllm.plugins.module_utils._redact import scan_secrets  # noqa: E402
 
 INVENTORY = os.path.join(ROOT, "inventories", "localhost")
 CASE = "handoff-e2e"
@@ -184,7 +187,6 @@ def test_tampered_run_is_refused_naming_the_file(packed, tmp_path):
     victim.write_text(victim.read_text().replace("tiny", "tiny2", 1))
     r = _handoff(work, "tampered")
     assert r.status == "failed"
-    ev, res = _result(r, "Handoff | verify every run")
     msgs = [e["event_data"]["res"].get("msg", "") for e in r.events
             if e.get("event") == "runner_on_failed" or e.get("event") == "runner_item_on_failed"]
     assert any("run-002" in m and "request.json" in m for m in msgs), msgs
