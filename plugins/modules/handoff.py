@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: handoff
 short_description: Pack a case's frozen runs into one deterministic, redacted hand-off package
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - C(state=pack) verifies every selected run against its C(manifest.json) (a tampered run stops the package,
     naming the run and the file), reads the runs into the facts of vLLM's bug report (C(summary.md),
