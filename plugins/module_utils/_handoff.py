@@ -939,33 +939,38 @@ def _read_bytes(path):
 
 
 def write_tar_gz(path, members, mtime):
-    """Deterministic tar.gz: members in the given (sorted) order with their parent folders, fixed metadata."""
+    """Deterministic tar.gz, streamed (a file at a time): members in the given (sorted) order with their parent
+    folders first, fixed metadata, gzip without a name or a time.  Returns the sha256 of the written file."""
     mtime = int(mtime or 0)
-    raw = io.BytesIO()
-    dirs_done = set()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
-        for arc, src in members:
-            parts = arc.split("/")
-            for i in range(1, len(parts)):
-                d = "/".join(parts[:i])
-                if d in dirs_done:
-                    continue
-                dirs_done.add(d)
-                info = tarfile.TarInfo(d)
-                info.type = tarfile.DIRTYPE
-                info.mode, info.mtime, info.uid, info.gid, info.uname, info.gname = 0o755, mtime, 0, 0, "", ""
-                tar.addfile(info)
-            data = src if isinstance(src, bytes) else _read_bytes(src)
-            info = tarfile.TarInfo(arc)
-            info.size = len(data)
-            info.mode, info.mtime, info.uid, info.gid, info.uname, info.gname = 0o644, mtime, 0, 0, "", ""
-            tar.addfile(info, io.BytesIO(data))
+
+    def info_for(name, kind, size=0):
+        info = tarfile.TarInfo(name)
+        info.type = kind
+        info.size = size
+        info.mode = 0o755 if kind == tarfile.DIRTYPE else 0o644
+        info.mtime, info.uid, info.gid, info.uname, info.gname = mtime, 0, 0, "", ""
+        return info
+
     tmp = path + ".part"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         with os.fdopen(fd, "wb") as f:
             with gzip.GzipFile(filename="", mode="wb", fileobj=f, compresslevel=9, mtime=0) as gz:
-                gz.write(raw.getvalue())
+                with tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar:
+                    dirs_done = set()
+                    for arc, src in members:
+                        parts = arc.split("/")
+                        for i in range(1, len(parts)):
+                            d = "/".join(parts[:i])
+                            if d not in dirs_done:
+                                dirs_done.add(d)
+                                tar.addfile(info_for(d, tarfile.DIRTYPE))
+                        if isinstance(src, bytes):
+                            tar.addfile(info_for(arc, tarfile.REGTYPE, len(src)), io.BytesIO(src))
+                        else:
+                            with open(src, "rb") as data:
+                                size = os.fstat(data.fileno()).st_size
+                                tar.addfile(info_for(arc, tarfile.REGTYPE, size), data)
             f.flush()
             os.fsync(f.fileno())
         if os.path.exists(path):
@@ -1063,18 +1068,18 @@ def check_package(path):
         want = f.read().split()[0]
     h = hashlib.sha256()
     with open(path, "rb") as f:
-        h.update(f.read())
+        for chunk in iter(lambda: f.read(1024 * 1024), b""):
+            h.update(chunk)
     problems = []
     if h.hexdigest() != want:
         problems.append("sha256 differs from %s.sha256" % os.path.basename(path))
-    members = []
+    names = []
     with tarfile.open(path, "r:gz") as tar:
-        for info in tar.getmembers():
-            if not safe_member(info.name) or info.issym() or info.islnk():
+        for info in tar:
+            if not safe_member(info.name) or not (info.isfile() or info.isdir()):
                 problems.append("unsafe member %s" % info.name)
                 continue
             if info.isfile():
-                members.append((info.name, tar.extractfile(info).read()))
-    findings = scan_members(members)
-    problems += ["%s line %d (%s)" % f for f in findings]
-    return {"ok": not problems, "problems": problems, "members": [m[0] for m in members], "sha256": h.hexdigest()}
+                names.append(info.name)
+                problems += ["%s line %d (%s)" % f for f in scan_members([(info.name, tar.extractfile(info).read())])]
+    return {"ok": not problems, "problems": problems, "members": names, "sha256": h.hexdigest()}
