@@ -212,3 +212,17 @@ def test_no_runs_and_no_case(tmp_path):
 def test_key_file_stays_private(case):
     st = os.stat(str(case / CASE / ".redact.key"))
     assert stat.S_IMODE(st.st_mode) == 0o600
+
+
+def test_check_package_finds_a_changed_package_and_a_secret_inside(case, tmp_path):
+    res = _handoff.build_package(str(case), CASE)
+    assert _handoff.check_package(res["path"])["ok"]
+    # a package someone rebuilt with a secret inside: the sha256 no longer matches and the scan names the member
+    bad = str(tmp_path / "bad.tar.gz")
+    members = [("x/notes.md", ("token: " + FAKE_HF + "\n").encode())]
+    digest = _handoff.write_tar_gz(bad, members, 0)
+    with open(bad + ".sha256", "w") as f:
+        f.write("%s  bad.tar.gz\n" % ("0" * 64))
+    out = _handoff.check_package(bad)
+    assert not out["ok"] and digest != "0" * 64
+    assert "sha256 differs from bad.tar.gz.sha256" in out["problems"] and "x/notes.md line 1 (hf_token)" in out["problems"]
