@@ -215,6 +215,9 @@ _SHAPES = (
 # shapes with a prefix kept: (kind, regex with groups 'pre' and 'val')
 _SLACK_HOOK_RE = re.compile(r"(?P<pre>https://hooks\.slack\.com/services/)(?P<val>T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+)")
 _SAS_RE = re.compile(r"(?P<pre>[?&](?:sig|se?cret|code)=)(?P<val>[A-Za-z0-9%/+=_\-]{16,})")
+# curl -u user:password / --user user:password (the user stays readable)
+_USER_PASS_RE = re.compile(r"(?P<pre>(?<![A-Za-z0-9_\-])(?:-u|--user|--proxy-user)(?:=|[ \t]+)['\"]?[^\s:'\"]+:)"
+                           r"(?P<val>[^\s'\"]+)")
 _URL_CRED_RE = re.compile(r"(?P<pre>\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@'\"]+:)(?P<val>[^/\s@'\"]+)(?=@)")
 _AUTH_RE = re.compile(
     r"(?P<pre>\b(?i:authorization)\b['\"]?\s*[:=]\s*['\"]?(?:(?i:bearer|basic|token|apikey|key)\s+)?)"
@@ -323,6 +326,8 @@ def _redact(text, key, events):
         out = sub_pass(_URL_CRED_RE, out, pre_val("url_credential"))
     if "=" in out:
         out = sub_pass(_SAS_RE, out, pre_val("azure_secret"))
+    if "-u" in out or "--user" in out or "--proxy-user" in out:
+        out = sub_pass(_USER_PASS_RE, out, pre_val("url_credential"))
     low = out.lower()
     if "authorization" in low:
         out = sub_pass(_AUTH_RE, out, pre_val("bearer"))

@@ -49,6 +49,7 @@ SECRETS = {
     "escaped_key": "FAKE-escaped-key-5",
     "azure_openai_key": "0123456789abcdef" + "fedcba9876543210",
     "db_password": "FAKE-db-pass-6",
+    "curl_password": "FAKE-curl-pass-7",
     "pem_body": "MIIEvQIBADANBgkqFAKEFAKE",
 }
 S = SECRETS
@@ -130,6 +131,7 @@ def server_log():
         "DEBUG legacy openai " + S["openai_key_legacy"],
         "DEBUG fetched https://acct.blob.core.windows.net/models/w.bin?sv=2022-11-02&sig=" + S["azure_sas"] + "&se=1",
         "DEBUG cache at postgres://vllm:" + S["url_password"] + "@db.internal:5432/cache",
+        "DEBUG probe: curl -sf -u sre:" + S["curl_password"] + " http://127.0.0.1:8000/health",
         "DEBUG key file follows",
         PEM,
         "ERROR 11-30 10:00:05 [core.py:500] EngineCore failed to start.",
