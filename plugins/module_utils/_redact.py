@@ -130,8 +130,10 @@ def _secret_word(name):
                 if not (prev in ("api", "access", "private", "secret", "account", "shared", "master", "client",
                                  "encryption", "signing", "service", "subscription", "storage", "admin", "auth")):
                     continue
-            if word in ("pat", "sas", "pwd", "cookie", "signature") and len(words) == 1:
-                continue  # a bare PWD is the working directory; "pat"/"sas"/"cookie"/"signature" too often other things
+            if word in ("pat", "sas", "pwd", "cookie", "signature", "key", "keys") and len(words) == 1:
+                # a bare PWD is the working directory; a bare "key" is a dict, sort or cache key far more often
+                # (sorted(key=...), groupby(key=lambda ...) in tracebacks) than a credential
+                continue
             return word
     for compound in ("apikey", "accesstoken", "authtoken", "privatekey", "secretkey", "clientsecret"):
         if compound in joined and not joined.startswith("max") and "tokens" not in words:
@@ -268,13 +270,28 @@ def _unquote(value):
     return value
 
 
-def _value_is_secret(name, value, text=True):
-    """A value under a secret name that is worth hiding (not a marker, a count or, in free text, a placeholder).
+_CODE_WORDS = frozenset(("lambda", "self", "cls", "none", "true", "false", "not", "await", "yield", "def", "return",
+                         "str", "int", "bytes", "optional", "any", "secretstr"))
+_DOTTED_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
-    In a mapping (``text=False``) any other non-empty value counts: the name says what it is.
+
+def _looks_like_code(value):
+    """An unquoted value that is source code in a traceback, not a secret: ``key=lambda``, ``api_key=args.api_key``,
+    ``token=token``, ``api_key: str``."""
+    if value.lower() in _CODE_WORDS or _DOTTED_RE.match(value):
+        return True
+    return bool(_IDENT_RE.match(value)) and is_secret_name(value)
+
+
+def _value_is_secret(name, value, text=True):
+    """A value under a secret name that is worth hiding (not a marker, a count or, in free text, a placeholder or
+    source code).  In a mapping (``text=False``) any other non-empty value counts: the name says what it is.
     """
     inner = _unquote(value).strip()
     if not inner or _is_marker(inner) or (text and _PLACEHOLDER_RE.match(inner)):
+        return False
+    if text and inner == value and _looks_like_code(inner):
         return False
     if _NUMBER_RE.match(inner) and _secret_word(name) in ("token", "key", "keys"):
         return False  # a count or an index, never a credential of these lengths
@@ -329,8 +346,15 @@ def _redact(text, key, events):
     if "-u" in out or "--user" in out or "--proxy-user" in out:
         out = sub_pass(_USER_PASS_RE, out, pre_val("url_credential"))
     low = out.lower()
+    def auth(m):
+        val = m.group("val")
+        schemed = m.group("pre").rstrip().lower().endswith(("bearer", "basic", "token", "apikey", "key"))
+        if _is_marker(val) or (not schemed and (_looks_like_code(val) or (
+                len(val) < 20 and not any(c.isdigit() for c in val)))):
+            return None  # source code (headers = {'Authorization': auth_header}), not a credential
+        return m.group("pre") + marker("bearer", val, key), "bearer"
     if "authorization" in low:
-        out = sub_pass(_AUTH_RE, out, pre_val("bearer"))
+        out = sub_pass(_AUTH_RE, out, auth)
     if "bearer" in low:
         out = sub_pass(_BARE_BEARER_RE, out, pre_val("bearer"))
     for kind, rx in _SHAPES:
