@@ -50,6 +50,7 @@ def _vars(work, port, case=CASE, **extra):
                                   "DO_NOT_TRACK": "1", "OPENAI_API_KEY": PLANTED["server_openai"], "MAX_TOKENS": "4096"},
         "repro_vllm_minimal_keep_env": ["MAX_TOKENS", "OPENAI_API_KEY"],
         "repro_vllm_production_argv": ["{{ repro_vllm_vllm_bin }}", "serve", "{{ repro_vllm_model }}",
+                                       "--host", "127.0.0.1", "--port", str(port),
                                        "--served-model-name", "tiny", "--max-model-len", "512", "--enforce-eager",
                                        "--api-key", PLANTED["argv_api_key"], "--hf-token", PLANTED["argv_hf"]],
         "repro_vllm_production_env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1",
