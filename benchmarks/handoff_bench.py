@@ -131,7 +131,7 @@ def main():
             verify.append(time.perf_counter() - t)
             t = time.perf_counter()
             for base, _dirs, files in os.walk(case_dir):
-                if os.path.relpath(base, case_dir).split(os.sep)[0] == "handoff":
+                if os.path.relpath(base, case_dir).split(os.sep, maxsplit=1)[0] == "handoff":
                     continue
                 for name in files:
                     with open(os.path.join(base, name), "rb") as f:

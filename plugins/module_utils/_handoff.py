@@ -39,7 +39,7 @@ import time
 
 from ansible_collections.repro.vllm.plugins.module_utils import _evidence
 from ansible_collections.repro.vllm.plugins.module_utils._record import (
-    MANIFEST, RecordError, describe_problems, run_id_for, run_numbers, validate_case_id, verify)
+    RecordError, describe_problems, run_id_for, run_numbers, validate_case_id, verify)
 from ansible_collections.repro.vllm.plugins.module_utils._redact import (
     KEY_FILE, redaction_markers, scan_secrets)
 from ansible_collections.repro.vllm.plugins.module_utils._score import score_markdown
@@ -125,7 +125,7 @@ def _md_cell(value):
 
 
 def _md_table(header, rows):
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _col in header) + "|"]
     for row in rows:
         out.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
     return "\n".join(out)
@@ -856,10 +856,9 @@ def render_markdown(facts, pics, runs, redactions):
     prof = facts.get("profile_file")
     out.append("")
     out.append("Profile file: %s" % ("`%s` (in this package)" % prof if prof else "none used"))
-    out += ["", "## Runs", "", _md_table(["run", "step", "created", "hosts", "stage", "error class", "result"],
-                                        [[r["run"], r["step"], r["created"], ", ".join(r["hosts"]), r["stage"] or "-",
-                                          r["error_class"] or "-", "-" if r["ok"] is None else ("ok" if r["ok"] else "failed")]
-                                         for r in facts["runs"]])]
+    run_rows = [[r["run"], r["step"], r["created"], ", ".join(r["hosts"]), r["stage"] or "-", r["error_class"] or "-",
+                 "-" if r["ok"] is None else ("ok" if r["ok"] else "failed")] for r in facts["runs"]]
+    out += ["", "## Runs", "", _md_table(["run", "step", "created", "hosts", "stage", "error class", "result"], run_rows)]
     excerpt = _log_excerpt(runs, facts)
     if excerpt:
         src, start, text = excerpt

@@ -127,8 +127,8 @@ def _secret_word(name):
                 continue
             if word in ("key", "keys") and (prev in _KEY_NOT_SECRET_WORDS or (i + 1 < len(words))):
                 # "cache_key", "key_file"; a key word mid-name only counts in the compounds below
-                if not (prev in ("api", "access", "private", "secret", "account", "shared", "master", "client",
-                                 "encryption", "signing", "service", "subscription", "storage", "admin", "auth")):
+                if prev not in ("api", "access", "private", "secret", "account", "shared", "master", "client",
+                                "encryption", "signing", "service", "subscription", "storage", "admin", "auth"):
                     continue
             if word in ("pat", "sas", "pwd", "cookie", "signature", "key", "keys") and len(words) == 1:
                 # a bare PWD is the working directory; a bare "key" is a dict, sort or cache key far more often
@@ -346,6 +346,7 @@ def _redact(text, key, events):
     if "-u" in out or "--user" in out or "--proxy-user" in out:
         out = sub_pass(_USER_PASS_RE, out, pre_val("url_credential"))
     low = out.lower()
+
     def auth(m):
         val = m.group("val")
         schemed = m.group("pre").rstrip().lower().endswith(("bearer", "basic", "token", "apikey", "key"))
