@@ -45,6 +45,7 @@ Kinds (public vocabulary): see ``KINDS``.
 from __future__ import annotations
 
 import binascii
+import functools
 import hashlib
 import hmac
 import os
@@ -110,8 +111,9 @@ def _name_words(name):
     return [w.lower() for w in _WORD_SPLIT_RE.split(_CAMEL_RE.sub("_", name)) if w]
 
 
+@functools.lru_cache(maxsize=4096)
 def _secret_word(name):
-    """The word that makes ``name`` a secret's name, or None."""
+    """The word that makes ``name`` a secret's name, or None (cached: logs repeat the same names)."""
     if not isinstance(name, str) or not name:
         return None
     if name.lower() in _NOT_SECRET_NAMES:
@@ -220,7 +222,7 @@ _SAS_RE = re.compile(r"(?P<pre>[?&](?:sig|se?cret|code)=)(?P<val>[A-Za-z0-9%/+=_
 # curl -u user:password / --user user:password (the user stays readable)
 _USER_PASS_RE = re.compile(r"(?P<pre>(?<![A-Za-z0-9_\-])(?:-u|--user|--proxy-user)(?:=|[ \t]+)['\"]?[^\s:'\"]+:)"
                            r"(?P<val>[^\s'\"]+)")
-_URL_CRED_RE = re.compile(r"(?P<pre>\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@'\"]+:)(?P<val>[^/\s@'\"]+)(?=@)")
+_URL_CRED_RE = re.compile(r"(?P<pre>://[^/\s:@'\"]+:)(?P<val>[^/\s@'\"]+)(?=@)")  # literal first: fast
 _AUTH_RE = re.compile(
     r"(?P<pre>\b(?i:authorization)\b['\"]?\s*[:=]\s*['\"]?(?:(?i:bearer|basic|token|apikey|key)\s+)?)"
     r"(?P<val>[A-Za-z0-9._~+/=\-]{8,})")
@@ -231,7 +233,7 @@ _KEYWORDS = r"(?i:token|secret|passw|passphrase|pwd|credential|key|pat|sas|cooki
 _KEYWORD_RE = re.compile(_KEYWORDS)
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _KEYWORD_LOW_RE = re.compile(_KEYWORDS[4:-1])  # the same words on lower-cased text (much faster than IGNORECASE)
-_FLAG_RE = re.compile(r"(?P<pre>(?<![A-Za-z0-9_\-])(?P<flag>--?(?=[A-Za-z0-9_\-]*" + _KEYWORDS + r")[A-Za-z][A-Za-z0-9_\-]*)"
+_FLAG_RE = re.compile(r"(?P<pre>(?P<flag>-(?<![A-Za-z0-9_\-]-)-?(?=[A-Za-z0-9_\-]*" + _KEYWORDS + r")[A-Za-z][A-Za-z0-9_\-]*)"
                       r"(?:=|[ \t]+|(?P<lq>['\"]),[ \t]*(?P=lq)))"
                       r"(?P<q>['\"]?)(?P<val>(?!--?[A-Za-z])[^\s'\"]+)")
 # key/value pairs: NAME=value, NAME: value, 'name': 'value', "name": "value", name='value' (repr), lists
@@ -413,6 +415,11 @@ def _redact(text, key, events):
                 start -= 1
             while start < km.start() and not (segment[start].isalpha() or segment[start] == "_"):
                 start += 1
+            end = km.end()
+            while end < len(segment) and segment[end] in _NAME_CHARS:
+                end += 1
+            if not is_secret_name(segment[start:end]):
+                continue  # tokenizer=..., max_tokens: 16 (a pair inside its value is a keyword hit of its own)
             m = None
             for back in (2, 1, 0):  # an opening \" or quote belongs to the pair
                 if start - back >= done and (back == 0 or segment[start - back:start] in ('\\"', "'", '"')):
