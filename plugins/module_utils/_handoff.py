@@ -237,10 +237,15 @@ def _run_row(run):
             "summary": outcome.get("summary") or (run["parts"].get("stages.json") or {}).get("summary")}
 
 
-def _host_item(runs, picker, how):
-    """Per host, the newest run's answer from ``picker(run, host, view)`` -> dict or None."""
+def _host_item(runs, picker, how, prefer=None):
+    """Per host, the newest run's answer from ``picker(run, host, view)`` -> dict or None; runs holding the
+    ``prefer`` part for that host (the fingerprint) are asked first."""
     hosts = {}
-    for run in reversed(runs):
+    order = list(reversed(runs))
+    if prefer:
+        order = [r for r in order if any(prefer in (r["hosts"].get(h) or {}) for h in r["hosts"])] + \
+            [r for r in order if not any(prefer in (r["hosts"].get(h) or {}) for h in r["hosts"])]
+    for run in order:
         for host in _evidence.run_hosts(run):
             if host in hosts:
                 continue
@@ -267,7 +272,7 @@ def collect_facts(case_id, runs):
                     "os": view["os"], "kernel": view["kernel"], "source": view["sources"].get("driver")}
         return None
     items["host_driver"] = _host_item(runs, driver, "run playbooks/fingerprint.yml on the hosts (gpu_facts reads "
-                                                    "nvidia-smi and /proc/driver/nvidia/version)")
+                                                    "nvidia-smi and /proc/driver/nvidia/version)", prefer="fingerprint.json")
 
     def image(run, host, view):
         if view["image"] or view["image_digest"]:
@@ -300,7 +305,7 @@ def collect_facts(case_id, runs):
                 "compute_capability": view["compute_capability"], "foreign_processes": view["foreign_processes"],
                 "map": view["gpu_map"], "source": view["sources"].get("gpus")}
     items["gpus"] = _host_item(runs, gpus, "run playbooks/fingerprint.yml (gpu_facts lists every GPU with its UUID "
-                                           "and CUDA_VISIBLE_DEVICES)")
+                                           "and CUDA_VISIBLE_DEVICES)", prefer="fingerprint.json")
 
     def command(run, host, view):
         if not view["argv"]:
@@ -402,6 +407,8 @@ def collect_facts(case_id, runs):
         stage, error_class, ok = _evidence.attempt_result(run)
         change_rows.append({"run": run["run"], "step": ch.get("step") or _step(run), "previous": ch.get("previous_run"),
                             "changed_variable": changed, "differences": _diff_names(diff),
+                            "one_variable": diff.get("one_variable"),
+                            "unexpected": diff.get("unexpected_variables") or diff.get("unexpected") or [],
                             "stage": stage, "error_class": error_class, "ok": ok,
                             "source": _cite(run, None, "changes.json")})
     items["changes"] = ({"value": "per run", "runs": change_rows} if change_rows else
@@ -475,22 +482,22 @@ def collect_facts(case_id, runs):
 
 
 def _diff_names(diff):
-    """Names of what differs, from a record_diff answer (lists of dicts or a dict of sections)."""
+    """What differs from the previous run, from record_diff's answer: ``variable key: before -> after``."""
     names = []
-    if isinstance(diff, dict):
-        for key in ("changed", "differences", "items"):
-            val = diff.get(key)
-            if isinstance(val, list):
-                for entry in val:
-                    if isinstance(entry, dict):
-                        names.append(str(entry.get("what") or entry.get("field") or entry.get("name") or entry))
-                    else:
-                        names.append(str(entry))
-                return names
-        for key, val in sorted(diff.items()):
-            if val and key not in ("same", "ok", "summary", "count"):
-                names.append(key)
+    if not isinstance(diff, dict):
+        return names
+    for entry in diff.get("changes") or []:
+        if isinstance(entry, dict):
+            names.append("%s %s: %s -> %s" % (entry.get("variable"), entry.get("key"), _short(entry.get("before")),
+                                              _short(entry.get("after"))))
+        else:
+            names.append(str(entry))
     return names
+
+
+def _short(value, limit=60):
+    text = "unset" if value is None else str(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 # ------------------------------------------------------------------------------------------------ pictures
@@ -746,11 +753,12 @@ def _item_md(key, item):
                                  "ok" if r["ok"] else "failed", " > ".join(r["stages_reached"]) or "-", r["source"]]
                                 for r in item["runs"]]))
     elif key == "changes":
-        lines.append(_md_table(["run", "step", "after", "the one variable changed", "other differences", "stage",
-                                "result"],
+        lines.append(_md_table(["run", "step", "after", "the one variable changed", "what differs (record_diff)",
+                                "one variable", "stage", "result"],
                                [[r["run"], r["step"], r["previous"] or "-",
-                                 ", ".join(str(c) for c in r["changed_variable"]) or "(baseline)",
-                                 ", ".join(r["differences"]) or "none", r["stage"], "ok" if r["ok"] else "failed"]
+                                 " ".join(str(c) for c in r["changed_variable"]) or "(baseline)",
+                                 "; ".join(r["differences"]) or "nothing", _one_variable(r), r["stage"],
+                                 "ok" if r["ok"] else "failed"]
                                 for r in item["runs"]]))
     elif key == "rollback":
         if item.get("runs"):
@@ -766,6 +774,14 @@ def _item_md(key, item):
                                  "; ".join("%s/%s" % (x["stage"], x["error_class"] or "-") for x in g["results"]),
                                  g["reproduced"]] for g in item["groups"]]))
     return "\n\n".join(lines)
+
+
+def _one_variable(row):
+    if row.get("one_variable") is None:
+        return "-"
+    if row["one_variable"]:
+        return "yes"
+    return "NO (%s)" % ", ".join(str(u) for u in row.get("unexpected") or []) or "NO"
 
 
 def _log_excerpt(runs, facts):

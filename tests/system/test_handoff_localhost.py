@@ -129,12 +129,16 @@ def test_unpacked_summary_has_every_section_and_the_pictures(packed, tmp_path):
             assert item["how"] and ("**unknown** - how to get it: " + item["how"]) in md
     items = facts["items"]
     # what the real runs answer
-    assert items["host_driver"]["hosts"]["localhost"]["source"].endswith("hosts/localhost/fingerprint.json")
+    assert items["host_driver"]["hosts"]["localhost"]["source"] == "run-001/hosts/localhost/fingerprint.json"
+    assert items["host_driver"]["hosts"]["localhost"]["kernel"] and items["host_driver"]["hosts"]["localhost"]["os"]
     assert items["versions"]["hosts"]["localhost"]["vllm"]["value"] == "0.32.0"
     assert items["command"]["hosts"]["localhost"]["argv"][1:3] == ["serve", items["model"]["hosts"]["localhost"]["model"]]
     assert items["request"]["body"]["model"] == "tiny" and items["request"]["route"]
     assert [r["run"] for r in items["stage"]["runs"]] == ["run-002", "run-003"]
-    assert [r["changed_variable"] for r in items["changes"]["runs"]][1]
+    prefix = items["changes"]["runs"][1]
+    assert prefix["step"] == "prefix_caching" and prefix["one_variable"] is True
+    assert "command --enable-prefix-caching: unset -> True" in prefix["differences"]
+    assert "| run-003 | prefix_caching | run-002 | prefix_caching: --enable-prefix-caching |" in md
     env = items["environment"]["hosts"]["localhost"]
     assert env["set_by_run"]["MAX_TOKENS"] == "4096" and env["set_by_run"]["OPENAI_API_KEY"].startswith("<redacted")
     assert {"WANDB_API_KEY"} <= set(facts["secret_variable_names"])
