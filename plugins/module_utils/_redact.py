@@ -235,7 +235,7 @@ _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _KEYWORD_LOW_RE = re.compile(_KEYWORDS[4:-1])  # the same words on lower-cased text (much faster than IGNORECASE)
 _FLAG_RE = re.compile(r"(?P<pre>(?P<flag>-(?<![A-Za-z0-9_\-]-)-?(?=[A-Za-z0-9_\-]*" + _KEYWORDS + r")[A-Za-z][A-Za-z0-9_\-]*)"
                       r"(?:=|[ \t]+|(?P<lq>['\"]),[ \t]*(?P=lq)))"
-                      r"(?P<q>['\"]?)(?P<val>(?!--?[A-Za-z])[^\s'\"]+)")
+                      r"(?P<q>['\"]?)(?P<val>(?!--?[A-Za-z])[^\s'\"]+)(?![^\s'\"])(?!(?P=lq)[ \t]*:)")
 # key/value pairs: NAME=value, NAME: value, 'name': 'value', "name": "value", name='value' (repr), lists
 _KV_RE = re.compile(
     r"(?P<pre>(?P<nq>\\?['\"]|)(?<![A-Za-z0-9_.\-])(?<!<)(?<!<redacted:)"

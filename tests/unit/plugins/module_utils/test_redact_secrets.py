@@ -234,6 +234,14 @@ def test_same_secret_same_marker_everywhere(key):
     assert redact_text("x " + S["hf_token"], key.decode()) == redact_text("x " + S["hf_token"], key)
 
 
+def test_a_flag_inside_a_json_object_is_not_an_argv():
+    # record_log writes result dicts as JSON: the string after "--api-key" there is the next key, not its value
+    # (the dict was redacted as a structure first, so its "value" is a marker already; the key name must survive)
+    text = '{"flag": "--api-key", "value": "<redacted>", "argv": ["--api-key", "' + S["json_key"] + '"]}'
+    out = redact_text(text)
+    assert out == '{"flag": "--api-key", "value": "<redacted>", "argv": ["--api-key", "<redacted>"]}'
+
+
 def test_keyless_markers_stay_plain():
     out = redact_text("HF_TOKEN=" + S["hf_token"])
     assert out == "HF_TOKEN=" + MASK
