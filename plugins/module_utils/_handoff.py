@@ -601,16 +601,60 @@ def memory_series(run, host):
     for rel in sorted(run.get("files") or []):
         if rel.startswith("responses/") and rel.endswith(".json"):
             resp = _read_json(os.path.join(run["path"], rel)) or {}
-            sent = _first_number(resp, ("sent_at", "started_at", "t", "start"))
+            sent = _first_number(resp, ("sent_at", "started_at"))
             if sent is not None:
                 marks.append({"x": sent - t0, "label": "request " + os.path.basename(rel)[:-5]})
+    if not any(m["label"].startswith("request") for m in marks):
+        first_request = _log_mark_seconds(run, host, server, "request", ttr if isinstance(ttr, (int, float)) else None)
+        if first_request is not None:
+            marks.append({"x": first_request, "label": "request (log)"})
+    after = _first_number(((server.get("after_requests") or {}).get("memory") or {}).get("last"), ("t",))
+    if after is not None and after - t0 > 0:
+        marks.append({"x": after - t0, "label": "requests done"})
     stop = server.get("stop") or {}
-    stopped = _first_number(stop, ("stopped_at", "finished_at", "ended_at", "t"))
+    stopped = _first_number(stop, ("stopped_at", "finished_at", "ended_at"))
+    if stopped is None:
+        stopped = _first_number((stop.get("memory") or {}).get("last"), ("t",))
     if stopped is not None:
         marks.append({"x": stopped - t0, "label": "stop"})
     elif samples:
         marks.append({"x": samples[-1]["t"] - t0, "label": "last sample"})
     return series, marks, t0
+
+
+def _log_seconds(stamp):
+    """vLLM's ``MM-DD HH:MM:SS`` (no year, host time) as seconds, only for differences within one log."""
+    if not isinstance(stamp, str):
+        return None
+    for fmt in ("%m-%d %H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"):
+        try:
+            parsed = time.strptime(("1972-" + stamp) if fmt == "%m-%d %H:%M:%S" else stamp[:19],
+                                   ("%Y-" + fmt) if fmt == "%m-%d %H:%M:%S" else fmt)
+        except ValueError:
+            continue
+        return calendar.timegm(parsed)
+    return None
+
+
+def _log_mark_seconds(run, host, server, stage, ready_s=None):
+    """Seconds since the server start at which the node's log reached ``stage`` (the classifier's stage marks).
+
+    The log's clock is anchored at readiness when known (``ready_s`` after start = the ``api_ready`` mark), else at
+    the log's first mark (which comes after the interpreter's start-up, so it reads early).
+    """
+    marks = ((server.get("after_requests") or {}).get("stage_marks") or (server.get("stop") or {}).get("stage_marks")
+             or [])
+    if not marks:
+        for node in (run["parts"].get("stages.json") or {}).get("timeline") or []:
+            if node.get("node") == host:
+                marks = node.get("stage_marks") or []
+    at = {m.get("stage"): _log_seconds(m.get("timestamp")) for m in reversed(marks)}
+    if at.get(stage) is None:
+        return None
+    if ready_s is not None and at.get("api_ready") is not None:
+        return float(ready_s + at[stage] - at["api_ready"])
+    base = _log_seconds(marks[0].get("timestamp"))
+    return float(at[stage] - base) if base is not None else None
 
 
 def _first_number(data, keys):
@@ -881,10 +925,14 @@ def render_markdown(facts, pics, runs, redactions):
         out += ["", _details("Log excerpt: %s from line %d" % (src, start), _fence(text, "text"))]
     out += ["", _details("What was redacted where (%d markers)" % sum(len(v) for v in redactions.values()),
                          _md_table(["file", "lines", "kinds"],
-                                   [[f, ", ".join(str(x[0]) for x in v[:20]) + (" ..." if len(v) > 20 else ""),
+                                   [[f, _line_list(sorted({x[0] for x in v})),
                                      ", ".join(sorted({x[1] for x in v}))] for f, v in sorted(redactions.items())])
                          if redactions else "nothing was redacted")]
     return "\n".join(out) + "\n"
+
+
+def _line_list(lines, limit=20):
+    return ", ".join(str(n) for n in lines[:limit]) + (" ... (%d lines)" % len(lines) if len(lines) > limit else "")
 
 
 def _title(facts):
