@@ -44,8 +44,12 @@ def _attempt(root, key, step, log_name, ok, previous=None, changed=(), started=1
     _record.write_part(host, "command.json", data=redact_data({
         "host": "localhost", "step": step, "argv": argv, "env_set_by_run": env, "secret_env_names": ["HF_TOKEN"],
         "env": redact_env({"PATH": "/usr/bin", "HOME": "/home/sre"}, key), "inherited_env_names": ["PATH", "HOME"]}, key))
-    _record.write_part(host, "server.json", data={"start": {"started_at": started, "time_to_ready_s": 21.5 if ok else None},
-                                                  "stop": {"stopped_at": started + 40.0}})
+    # the shape roles/minimal_startup writes: vllm_server's answers at start, after the requests and at stop
+    marks = (stages.get("timeline") or [{}])[0].get("stage_marks") or []
+    _record.write_part(host, "server.json", data={
+        "start": {"time_to_ready_s": 21.5 if ok else None, "stage_marks": marks},
+        "after_requests": {"memory": {"last": {"t": started + 30.0}}, "stage_marks": marks} if ok else {},
+        "stop": {"memory": {"last": {"t": started + 40.0}}, "stage_marks": marks}})
     samples = [{"t": started + i, "rss_bytes": (200 + 30 * min(i, 20)) * 1024 * 1024, "pids": 3, "gpus": None}
                for i in range(0, 41, 2)]
     _record.write_part(host, "memory.jsonl", content="".join(json.dumps(s, sort_keys=True) + "\n" for s in samples))
@@ -62,7 +66,7 @@ def _attempt(root, key, step, log_name, ok, previous=None, changed=(), started=1
         outcome["rollback_of"] = rollback_of
     _record.write_part(path, "outcome.json", data=outcome)
     if ok:
-        _record.write_part(path, "responses/request-01.json", data={"sent_at": started + 25.0, "status": 200})
+        _record.write_part(path, "responses/request-01.json", data={"statuses": [200], "latencies": [0.05]})
     _record.freeze(path, "0.1.0", metadata={"case_id": CASE, "step": step, "hosts": ["localhost"]}, case_id=CASE,
                    run_id=run["run_id"])
     return run["run_id"]
@@ -171,7 +175,10 @@ def test_summary_answers_every_item_and_pictures(case, tmp_path):
     timeline = members["hand-case-handoff/pictures/stage-timeline.svg"][1].decode()
     assert "#d62728" in timeline and "\u2605 run-002" in timeline
     mem = members["hand-case-handoff/pictures/memory-run-001-localhost.svg"][1].decode()
-    assert "<polyline" in mem and ">ready<" in mem and ">stop<" in mem and "request request-01" in mem
+    assert "<polyline" in mem and ">ready<" in mem and ">stop<" in mem and ">request (log)<" in mem
+    marks = {m["label"]: m["seconds"] for m in facts["pictures"]["memory"][0]["marks"]}
+    # healthy_startup.log: api_ready and the first request are logged in the same second, readiness at 21.5 s
+    assert marks == {"start": 0.0, "ready": 21.5, "request (log)": 21.5, "requests done": 30.0, "stop": 40.0}
     assert "<table" not in md and "| run | step |" in md
 
 
