@@ -159,8 +159,12 @@ def test_inner_namespace_pid_is_mapped_through_nspid(tmp_path):
     unshare = shutil.which("unshare")
     if not unshare:
         pytest.skip("unshare (util-linux) is not installed")
+    # a program name of its own: other pid namespaces on this machine have a pid 1 too, and a "sleep" among them
+    # would make pid 1 ambiguous (rightly unattributed)
+    prog = tmp_path / ("nsprobe%d" % os.getpid())[:15]
+    shutil.copy(shutil.which("sleep"), str(prog))
     proc = subprocess.Popen([unshare, "--user", "--map-root-user", "--pid", "--fork", "--mount-proc",
-                             "sleep", "30"], stderr=subprocess.PIPE)
+                             str(prog), "30"], stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 5
         inner = None
@@ -174,13 +178,18 @@ def test_inner_namespace_pid_is_mapped_through_nspid(tmp_path):
         assert rec["nspid"] == [inner, 1]  # the kernel's own NSpid line: host view, then the namespace's pid 1
         # the driver of a sandbox reports the inner pid: mapped to the process here, and to the workload that
         # started it (this test, through unshare)
-        res = _gpu.attribute_pid(1, "sleep", [os.getpid()], table)
+        res = _gpu.attribute_pid(1, prog.name, [os.getpid()], table)
         assert res == {"attribution": "workload", "local_pid": inner,
                        "reason": "pid 1 (pid %d here, by NSpid %d 1) is a descendant of workload pid(s) %d"
                                  % (inner, inner, os.getpid())}
         # not started by the workload: foreign, and said how it was found
-        res = _gpu.attribute_pid(1, "sleep", [1 << 30], table)
+        res = _gpu.attribute_pid(1, prog.name, [1 << 30], table)
         assert res["attribution"] == "foreign" and "by NSpid" in res["reason"]
+        # two processes that are pid 1 of their namespace and carry the same name: no guess
+        twin = dict(table[inner], pid=inner + 1000000)
+        table[inner + 1000000] = twin
+        res = _gpu.attribute_pid(1, prog.name, [os.getpid()], table)
+        assert res["attribution"] == "unattributed" and "several processes" in res["reason"]
     finally:
         proc.kill()
         proc.wait()
