@@ -640,6 +640,19 @@ def _gather_enroot(binary, reference, runner):
     return entry
 
 
+def probe_reference(reference, image_record):
+    """(what to run, how it was chosen) for the in-image probe: the repo digest of the image the runtime reported
+    (``repo@sha256:...``), else its image id (``sha256:...``, which docker and podman both run), else the
+    reference as given. A tag can move between the inspection and the probe; a digest cannot."""
+    rec = image_record or {}
+    pinned = pinned_reference(reference, rec.get("repo_digests") or [])
+    if pinned:
+        return pinned, "repo_digest"
+    if rec.get("config_digest"):
+        return rec["config_digest"], "image_id"
+    return reference, "reference"
+
+
 def probe_argv(runtime, binary, reference, run_args=None):
     """The in-image probe command: the image's own python3, entrypoint overridden, removed afterwards."""
     return ([binary, "run", "--rm", "--entrypoint", "python3"] + list(run_args or [])
