@@ -127,3 +127,43 @@ def test_validate_names_the_option(bad, word):
     opts.update(bad)
     errs = C.validate(opts)
     assert errs and word in errs[0]
+
+
+# ------------------------------------------------------------------------------------ the module and the filters
+
+def test_module_check_mode_plans_and_refuses_bad_options(tmp_path):
+    from ansible_collections.repro.vllm.plugins.modules import collective_run
+    from ansible_collections.repro.vllm.tests.unit.plugins.modules.module_process import run_module
+    args = dict(python="/venv/bin/python", nnodes=2, node_rank=1, nproc_per_node=4, master_addr="10.0.0.1",
+                log_dir=str(tmp_path / "logs"), env={"HF_TOKEN": "hf_FAKEFAKEFAKEFAKE", "NCCL_SOCKET_IFNAME": "eth0"})
+    res = run_module(collective_run, tmp_path, check_mode=True, **args)
+    assert res["status"] == "planned" and res["ok"] is None and not (tmp_path / "logs").exists()
+    assert res["argv"][:3] == ["/venv/bin/python", "-m", "torch.distributed.run"]
+    assert res["env"]["NCCL_SOCKET_IFNAME"] == "eth0" and "FAKE" not in json.dumps(res)
+    res = run_module(collective_run, tmp_path, **dict(args, node_rank=2))
+    assert res["failed"] and "node_rank must be between 0 and nnodes - 1" in res["msg"]
+
+
+def test_module_refuses_a_log_dir_with_an_earlier_run(tmp_path):
+    from ansible_collections.repro.vllm.plugins.modules import collective_run
+    from ansible_collections.repro.vllm.tests.unit.plugins.modules.module_process import run_module
+    logs = tmp_path / "logs"
+    shutil.copytree(os.path.join(COLL, "nccl_1rank"), str(logs))
+    res = run_module(collective_run, tmp_path, nnodes=1, node_rank=0, nproc_per_node=1, master_addr="127.0.0.1",
+                     log_dir=str(logs))
+    assert res["failed"] and "earlier run" in res["msg"] and "nothing is overwritten" in res["msg"]
+
+
+def test_filters():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.repro.vllm.plugins.filter import collective_verdict as F
+    part = _result("nccl_2ranks_one_gpu")
+    paths = F.collective_log_paths(["gpu-a01", part], "/rec/run-004")
+    names = F.collective_log_paths(["gpu-a01", part], None)
+    assert paths[0] == "/rec/run-004/hosts/gpu-a01/logs/torchrun.log" and len(paths) == len(part["logs"])
+    assert names == ["gpu-a01/torchrun", "gpu-a01/rank0", "gpu-a01/rank0", "gpu-a01/rank1", "gpu-a01/rank1"]
+    assert F.collective_verdict({"gpu-a01": _result("nccl_1rank")}, {"stage": "none"})["ok"] is True
+    with pytest.raises(AnsibleFilterError):
+        F.collective_verdict({}, None)
+    with pytest.raises(AnsibleFilterError):
+        F.collective_log_paths("gpu-a01", None)
