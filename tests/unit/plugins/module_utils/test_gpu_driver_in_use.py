@@ -206,3 +206,45 @@ def test_attribute_processes_counts_and_lists_on_real_capture():
     summ = _gpu.attribute_processes([dict(g, foreign_processes=[], foreign_memory_mib=0) for g in gpus],
                                     apps["processes"], [510], table={})
     assert summ["attribution_counts"]["workload"] == 1
+
+
+# -------------------------------------------------------------- the real pid-namespace capture on the H200
+
+NSPID = os.path.join(FIX, "2026-12-01-580.159.04-h200-nspid")
+
+
+def _real_json(name):
+    import json
+    with open(os.path.join(NSPID, name)) as fh:
+        return json.load(fh)
+
+
+def test_driver_answers_in_the_callers_namespace():
+    outside = _gpu.parse_compute_apps(_raw("outside_nvsmi_apps.txt", NSPID))["processes"]
+    inside = _gpu.parse_compute_apps(_raw("inside_nvsmi_apps.txt", NSPID))["processes"]
+    status = _gpu.parse_proc_status(_raw("outside_proc_status.txt", NSPID))
+    assert [p["pid"] for p in outside] == [442] and [p["pid"] for p in inside] == [1]
+    assert status["nspid"] == [442, 1] and status["ppid"] == 439
+
+
+def test_inner_pid_from_a_container_placed_by_the_hosts_nspid():
+    # the process list as nvidia-smi printed it inside the namespace (pid 1), /proc read on the machine: the
+    # real status line of that process makes the table entry, its parent (unshare, 439) is the workload
+    status = _gpu.parse_proc_status(_raw("outside_proc_status.txt", NSPID))
+    table = {442: dict(status, argv0="python3"), 439: {"pid": 439, "ppid": 431, "nspid": [439], "name": "unshare"}}
+    inside = _gpu.parse_compute_apps(_raw("inside_nvsmi_apps.txt", NSPID))["processes"]
+    res = _gpu.attribute_pid(inside[0]["pid"], inside[0]["process_name"], [439], table)
+    assert res["attribution"] == "workload" and res["local_pid"] == 442 and "by NSpid 442 1" in res["reason"]
+    res = _gpu.attribute_pid(inside[0]["pid"], inside[0]["process_name"], [], table)
+    assert res["attribution"] == "foreign" and res["local_pid"] == 442
+
+
+def test_real_gathers_on_both_sides_of_the_namespace():
+    out = _real_json("gather_outside_unshare.json")
+    assert [(p["pid"], p["attribution"], p["local_pid"]) for p in out["processes"]] == [(442, "workload", 442)]
+    assert out["driver_in_use"]["processes"][0]["libcuda_path"] == LIB and out["driver_in_use"]["mismatch"] is False
+    none = _real_json("gather_outside_none.json")
+    assert none["processes"][0]["attribution"] == "foreign"
+    inside = _real_json("gather_inside_own1.json")
+    assert [(p["pid"], p["attribution"]) for p in inside["processes"]] == [(1, "workload")]
+    assert inside["driver_in_use"]["processes"][0]["source"] == "workload"
