@@ -12,8 +12,9 @@ import uuid
 
 import pytest
 
-from conftest import ROOT
+from conftest import COLLECTIONS, ROOT
 
+sys.path.insert(0, COLLECTIONS)
 sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "plugins", "modules"))
 from module_process import run_module  # noqa: E402  pylint: disable=wrong-import-position
 

@@ -140,7 +140,9 @@ def test_module_check_mode_plans_and_refuses_bad_options(tmp_path):
     assert res["status"] == "planned" and res["ok"] is None and not (tmp_path / "logs").exists()
     assert res["argv"][:3] == ["/venv/bin/python", "-m", "torch.distributed.run"]
     assert res["env"]["NCCL_SOCKET_IFNAME"] == "eth0" and "FAKE" not in json.dumps(res)
-    res = run_module(collective_run, tmp_path, **dict(args, node_rank=2))
+    wrong = dict(args)
+    wrong["node_rank"] = 2
+    res = run_module(collective_run, tmp_path, **wrong)
     assert res["failed"] and "node_rank must be between 0 and nnodes - 1" in res["msg"]
 
 

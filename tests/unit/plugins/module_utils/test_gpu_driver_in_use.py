@@ -72,13 +72,13 @@ def test_process_on_another_libcuda_than_the_kernel_module_is_a_mismatch():
 def test_deleted_library_and_forward_compat():
     deleted = _gpu.parse_maps_libcuda(_raw("proc_maps.txt").replace(LIB, LIB + " (deleted)"))
     assert deleted[0]["deleted"] is True and deleted[0]["path"] == LIB
-    res = _gpu.driver_in_use("580.159.04", [], None, [{"pid": 7, "source": "workload", "libcuda": deleted,
-                                                        "error": None}])
+    maps = [{"pid": 7, "source": "workload", "libcuda": deleted, "error": None}]
+    res = _gpu.driver_in_use("580.159.04", [], None, maps)
     assert res["mismatch"] is True and "since deleted or replaced" in res["evidence"][0]
     compat = [{"path": "/usr/local/cuda-13.0/compat/libcuda.so.580.65.06", "version": "580.65.06",
                "deleted": False}]
-    res = _gpu.driver_in_use("570.172.08", [], None, [{"pid": 8, "source": "workload", "libcuda": compat,
-                                                        "error": None}])
+    maps = [{"pid": 8, "source": "workload", "libcuda": compat, "error": None}]
+    res = _gpu.driver_in_use("570.172.08", [], None, maps)
     assert res["mismatch"] is False and res["processes"][0]["forward_compat"] is True
 
 
@@ -93,8 +93,8 @@ def test_loader_with_two_versions_is_a_mismatch():
 def test_unreadable_maps_are_reported_not_dropped(tmp_path):
     libs, err = _gpu.read_maps_libcuda(str(tmp_path), 999999)
     assert libs == [] and "maps" in err
-    res = _gpu.driver_in_use("580.159.04", [], None, [{"pid": 999999, "source": "workload", "libcuda": libs,
-                                                        "error": err}])
+    maps = [{"pid": 999999, "source": "workload", "libcuda": libs, "error": err}]
+    res = _gpu.driver_in_use("580.159.04", [], None, maps)
     assert res["processes"][0]["error"] == err and res["mismatch"] is False
 
 
