@@ -25,7 +25,9 @@ import json
 import os
 import re
 import shutil
+import signal
 import time
+import uuid
 
 from ansible_collections.repro.vllm.plugins.module_utils._cmd import STATUS_TIMED_OUT, run_cmd
 
@@ -215,6 +217,44 @@ def verdict(rc_status, rc, expected_ranks, results, timeout):
     return {"ok": why is None, "reason": why, "missing_ranks": missing, "wrong_ranks": wrong}
 
 
+MARKER_VAR = "REPRO_VLLM_COLLECTIVE_RUN"
+
+
+def processes_with_marker(marker, proc_root="/proc"):
+    """Pids whose environment carries ``REPRO_VLLM_COLLECTIVE_RUN=<marker>`` (readable ones: same user or root)."""
+    needle = ("%s=%s" % (MARKER_VAR, marker)).encode()
+    found = []
+    for name in os.listdir(proc_root):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(os.path.join(proc_root, name, "environ"), "rb") as fh:
+                if needle in fh.read().split(b"\0"):
+                    found.append(int(name))
+        except (OSError, IOError):
+            continue
+    return sorted(found)
+
+
+def reap(marker, grace=5.0, proc_root="/proc"):
+    """End what a run left behind. torchrun starts each rank in a session of its own, so killing torchrun's
+    process group at the timeout does not reach the ranks: they are found by the run's marker in their
+    environment, sent SIGTERM, and SIGKILL after ``grace`` seconds. Returns the pids that had to be ended."""
+    left = processes_with_marker(marker, proc_root)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in left:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.monotonic() + (grace if sig == signal.SIGTERM else 2.0)
+        while time.monotonic() < deadline and processes_with_marker(marker, proc_root):
+            time.sleep(0.1)
+        if not processes_with_marker(marker, proc_root):
+            break
+    return left
+
+
 def run(opts, runner=run_cmd):
     """Run this node's part of the checkpoint. ``opts``: python, nnodes, node_rank, nproc_per_node, master_addr,
     master_port, backend, device_map, timeout, init_timeout, env, log_dir, container ({runtime, image,
@@ -227,6 +267,8 @@ def run(opts, runner=run_cmd):
     rank_dir = os.path.join(log_dir, ".torchrun")
     opts = dict(opts, rank_dir=rank_dir)
     env = run_env(opts)
+    marker = uuid.uuid4().hex
+    env[MARKER_VAR] = marker
     container = opts.get("container") or None
     python = "python3" if container else opts.get("python") or "python3"
     argv = torchrun_argv(python, worker, opts)
@@ -240,6 +282,9 @@ def run(opts, runner=run_cmd):
     start = time.time()
     res = runner(wrapped, timeout=float(opts["timeout"]), env=env)
     wall_s = round(time.time() - start, 3)
+    # ranks still alive after torchrun ended (killed at the timeout, or a launcher that died): end them before the
+    # logs are moved and frozen, so nothing writes to them any more and nothing of the run is left running
+    leftovers = reap(marker)
     files = flatten_rank_logs(rank_dir, log_dir, opts["node_rank"], opts["nproc_per_node"])
     first = int(opts["node_rank"]) * int(opts["nproc_per_node"])
     expected = list(range(first, first + int(opts["nproc_per_node"])))
@@ -272,6 +317,7 @@ def run(opts, runner=run_cmd):
         "log_dir": log_dir,
         "logs": [TORCHRUN_LOG] + files,
         "msg": res.get("msg") or "",
+        "leftover_pids_ended": leftovers,
     }
 
 

@@ -71,6 +71,9 @@ def test_gloo_over_two_ssh_hosts_healthy_then_one_wrong_interface(ssh_hosts, tmp
     r = run_playbook(tmp_path, "playbooks/collective.yml", inv, ident="badif")
     assert r.status == "failed"
     run = tmp_path / "records" / CASE / "run-002"
+    failed_tasks = [(e["event_data"].get("host"), e["event_data"].get("task"), str(e["event_data"].get("res", {}).get("msg"))[:400])
+                    for e in r.events if e.get("event") == "runner_on_failed"]
+    assert (run / "manifest.json").exists(), failed_tasks
     check_frozen(str(run))
     verdict = _json(run / "collective.json")
     assert verdict["ok"] is False and verdict["stage"] == "distributed_init", verdict

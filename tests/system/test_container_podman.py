@@ -47,6 +47,14 @@ def image(tmp_path_factory):
         os.rename(str(rootfs / py.lstrip("/")), str(rootfs / "usr" / "bin" / "python3"))
     stdlib = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"],
                             capture_output=True, text=True, check=True).stdout.strip()
+    # the probe reads the driver through ctypes: its extension's libraries (libffi) too
+    ctypes_so = subprocess.run([py, "-c", "import _ctypes; print(_ctypes.__file__)"], capture_output=True, text=True,
+                               check=False).stdout.strip()
+    for path in (_libs(ctypes_so) if ctypes_so.endswith(".so") else []):
+        dest = rootfs / path.lstrip("/")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if not dest.exists():
+            shutil.copy(path, str(dest))
     shutil.copytree(stdlib, str(rootfs / stdlib.lstrip("/")), ignore=shutil.ignore_patterns("test", "__pycache__"))
     (ctx / "Containerfile").write_text("FROM scratch\nCOPY rootfs/ /\nENV PATH=/usr/bin HF_TOKEN=hf_FAKEFAKEFAKEFAKE\n")
     tag = "localhost/repro-vllm-test-%s:0.1" % uuid.uuid4().hex[:8]

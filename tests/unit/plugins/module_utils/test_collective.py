@@ -169,3 +169,26 @@ def test_filters():
         F.collective_verdict({}, None)
     with pytest.raises(AnsibleFilterError):
         F.collective_log_paths("gpu-a01", None)
+
+
+def test_reap_ends_ranks_left_in_sessions_of_their_own():
+    # what torchrun does: each rank in a new session, so a kill of torchrun's process group misses it
+    import subprocess
+    import sys
+    marker = "test%d" % os.getpid()
+    env = dict(os.environ, **{C.MARKER_VAR: marker})
+    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env, start_new_session=True)
+             for _ in range(2)]
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        import time
+        time.sleep(0.3)
+        assert C.processes_with_marker(marker) == sorted(p.pid for p in procs)
+        assert C.reap(marker, grace=3) == sorted(p.pid for p in procs)
+        for p in procs:
+            assert p.wait(timeout=5) is not None
+        assert C.processes_with_marker(marker) == [] and other.poll() is None  # only the run's own
+    finally:
+        for p in procs + [other]:
+            p.kill()
+            p.wait()
