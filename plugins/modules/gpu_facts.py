@@ -19,8 +19,17 @@ description:
     compute mode, MIG current/pending, ECC mode and error counts, compute capability, clocks, power, PCIe,
     fabric state). If the driver refuses that call (an unknown field), one more call with a smaller set of
     long-standing fields is made and the result says so.
-  - Compute processes with the GPU they use; every process whose pid is not in O(own_pids) is foreign and
-    counted per GPU with its memory.
+  - Compute processes with the GPU they use, each attributed to the workload, to foreign work, or left
+    unattributed with the reason. The driver may report a pid of another pid namespace (a container, or a
+    sandbox whose namespace this host does not see), so the pid is looked up here directly and among the
+    inner-namespace pids of every process (C(/proc/<pid>/status) C(NSpid)), and the program name must agree.
+    A process found and equal to, or descended from, a pid in O(own_pids) is the workload's; found otherwise it is
+    foreign; not found it is unattributed, never guessed foreign.
+  - The driver actually in use (C(driver_in_use)), since an upgraded package is no proof that a running process
+    uses the new driver. The kernel module version, the libcuda the loader cache resolves, and the libcuda file
+    each running workload process (O(own_pids) and descendants) and each placed compute process mapped
+    (C(/proc/<pid>/maps)), compared. A library from a CUDA forward-compatibility folder is reported, not
+    counted as a mismatch.
   - C(nvidia-smi topo -m) raw and as a matrix, C(nvidia-smi nvlink -s) (no output means no NVLink),
     the fabric state and clique of each GPU, IMEX tools and configuration, C(/dev/nvidia*) nodes, the
     libcuda/libnccl/libnvidia-ml entries of the loader cache, and the container toolkit version.
@@ -73,7 +82,9 @@ options:
     default: /etc/nvidia-imex
   own_pids:
     description:
-      - Process ids that belong to the workload under test. Every other compute process on a GPU is foreign.
+      - Process ids that belong to the workload under test (their descendants are the workload's too).
+      - A compute process found here that is neither is foreign; one the driver lists but that cannot be placed
+        in this host's view is unattributed.
     type: list
     elements: int
     default: []
@@ -169,6 +180,24 @@ ansible_facts:
           returned: always
           type: list
           elements: str
+        driver_in_use:
+          description:
+            - The driver actually in use. C(kernel_module_version); C(userspace_version) (the libcuda version the
+              loader cache resolves, or nvidia-smi's when it resolves none) with C(userspace_versions) and
+              C(userspace_source); C(processes), one per running process that mapped libcuda or whose maps could
+              not be read (pid, source C(workload) or C(compute_process), libcuda_path, libcuda_version,
+              forward_compat, deleted, all_libcuda, error); C(mismatch) and its C(evidence);
+              C(processes_truncated) when more than 64 processes qualified.
+          returned: always
+          type: dict
+          sample:
+            kernel_module_version: 580.159.04
+            userspace_version: 580.159.04
+            processes:
+              - pid: 510
+                libcuda_path: /usr/local/nvidia/lib64/libcuda.so.580.159.04
+                libcuda_version: 580.159.04
+            mismatch: false
         driver:
           description: The driver as kernel module and as userspace.
           returned: always
@@ -307,7 +336,10 @@ ansible_facts:
               type: dict
               returned: always
             foreign_processes:
-              description: Compute processes on this GPU whose pid is not in O(own_pids) (pid, process_name, used_memory_mib).
+              description:
+                - Compute processes on this GPU that are not the workload's (pid, process_name, used_memory_mib,
+                  attribution, reason, local_pid). C(attribution) is C(foreign) or C(unattributed); only the
+                  former is known to be someone else's work.
               type: list
               elements: dict
               returned: always
@@ -361,13 +393,19 @@ ansible_facts:
               elements: dict
               returned: always
         processes:
-          description: Compute processes (pid, process_name, gpu_uuid, used_memory_mib, gpu_index, own).
+          description:
+            - Compute processes (pid, process_name, gpu_uuid, used_memory_mib, gpu_index, own, attribution, reason,
+              local_pid).
+            - C(attribution) is C(workload), C(foreign) or C(unattributed); C(reason) says how it was decided;
+              C(local_pid) is the process's pid in this host's view when it was found (it differs from C(pid) when
+              the driver reports an inner-namespace pid), else null.
           returned: always
           type: list
           elements: dict
         processes_summary:
           description: status, process_count, foreign_process_count, foreign_memory_mib,
-            gpus_with_foreign_processes, unattributed_processes, own_pids and errors.
+            gpus_with_foreign_processes, unattributed_processes (pids on no GPU of the query), own_pids, errors and
+            attribution_counts (how many processes are workload, foreign, unattributed).
           returned: always
           type: dict
         topology:

@@ -140,7 +140,13 @@ def test_busy_h200_foreign_process(tmp_path, proc_root, replay, capsys):
     assert gpu["uuid"] == BUSY_UUID and gpu["memory_used_mib"] == 10767
     assert gpu["mig_mode"] == {"current": False, "pending": False}
     assert gpu["ecc"]["mode_current"] is True and gpu["ecc"]["uncorrected_volatile_total"] == 0
-    assert gpu["foreign_processes"] == [{"pid": 420, "process_name": "python3", "used_memory_mib": 10758}]
+    # the replayed driver names pid 420, which is no process under this test's proc_root: listed beside the
+    # workload, but unattributed (never called foreign on a guess)
+    listed = gpu["foreign_processes"]
+    assert [(p["pid"], p["process_name"], p["used_memory_mib"]) for p in listed] == [(420, "python3", 10758)]
+    assert listed[0]["attribution"] == "unattributed" and listed[0]["local_pid"] is None
+    assert "not a process here" in listed[0]["reason"]
+    assert f["processes_summary"]["attribution_counts"] == {"workload": 0, "foreign": 0, "unattributed": 1}
     assert gpu["foreign_memory_mib"] == 10758
     assert f["processes_summary"]["foreign_process_count"] == 1
     assert f["processes"][0]["gpu_index"] == 0 and f["processes"][0]["own"] is False
