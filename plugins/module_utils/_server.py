@@ -519,19 +519,43 @@ def _signal_members(pgid, members, sig):
 
 
 def stop_group(sid, pgid, start_ticks, grace):
-    """TERM the whole session/group, wait ``grace`` s, KILL what is left, verify via /proc.
+    """TERM the API server (session leader) first, then the whole session/group; KILL what is left after ``grace``
+    seconds; verify via /proc.
 
     Returns: signalled (list of signal names sent), initial (processes found), remaining (processes still
     there at the end: must be empty), stop_s.
     """
     t0 = time.monotonic()
     members = session_members(sid, pgid, start_ticks)
-    result = {"signalled": [], "initial": describe(members), "remaining": [], "stop_s": 0.0}
+    result = {"signalled": [], "initial": describe(members), "remaining": [], "stop_s": 0.0,
+              "leader_exited_on_term": None}
     if not members:
         return result
-    _signal_members(pgid, members, signal.SIGTERM)
-    result["signalled"].append("SIGTERM")
     deadline = time.monotonic() + max(0.0, grace)
+    leader = [m for m in members if m["pid"] == sid]
+    if leader and len(members) > 1:
+        # The API server (the session leader) first: on SIGTERM vLLM's API server shuts its engine core and workers
+        # down itself, so the log ends with a clean shutdown instead of every process's reaction to a group signal.
+        try:
+            os.kill(sid, signal.SIGTERM)
+            result["signalled"].append("SIGTERM (API server)")
+        except OSError:
+            pass
+        # wait until the session is empty, or the leader has been gone for 2 s while others stay (orphans that do
+        # not end by themselves), or half the grace has passed; then the group gets SIGTERM as well
+        phase_deadline = time.monotonic() + max(0.0, grace) / 2.0
+        leader_gone_at = None
+        while members and time.monotonic() < phase_deadline:
+            time.sleep(0.1)
+            members = session_members(sid, pgid, start_ticks)
+            if leader_gone_at is None and not pid_alive(sid, start_ticks):
+                leader_gone_at = time.monotonic()
+            if leader_gone_at is not None and time.monotonic() - leader_gone_at > 2.0:
+                break
+        result["leader_exited_on_term"] = not pid_alive(sid, start_ticks)
+    if members:
+        _signal_members(pgid, members, signal.SIGTERM)
+        result["signalled"].append("SIGTERM")
     while members and time.monotonic() < deadline:
         time.sleep(0.1)
         members = session_members(sid, pgid, start_ticks)
@@ -571,6 +595,26 @@ def classify_log(log_path, node=None):
                 item.setdefault("node", entry.get("node"))
                 marks.append(item)
     return answer, marks, None
+
+
+def log_size(log_path):
+    """``(lines, bytes)`` of the log now: a last line still being written counts as a line (it began before now)."""
+    lines = size = 0
+    last = b"\n"
+    try:
+        with open(log_path, "rb") as f:
+            while True:
+                block = f.read(1024 * 1024)
+                if not block:
+                    break
+                lines += block.count(b"\n")
+                size += len(block)
+                last = block[-1:]
+    except (OSError, IOError, TypeError):
+        return None, None
+    if size and last != b"\n":
+        lines += 1
+    return lines, size
 
 
 def errno_name(num):

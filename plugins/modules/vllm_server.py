@@ -19,7 +19,9 @@ description:
     O(state_file) and samples the memory of the server's session once a second into C(memory.jsonl) beside
     O(log_path) (sum of VmRSS of every process in the session, and per-GPU C(memory.used) from C(nvidia-smi) when it
     exists). It ends by itself when no process of the session is left.
-  - O(state=stopped) sends SIGTERM to the whole group, waits O(stop_grace) seconds, sends SIGKILL, and then scans
+  - O(state=stopped) sends SIGTERM to the API server (the session leader) first, so that vLLM shuts its engine
+    core and workers down itself, then SIGTERM to the whole group for what is left, sends SIGKILL to what is still
+    there after O(stop_grace) seconds, and then scans
     C(/proc) for any process of the session (vLLM's C(VLLM::EngineCore) and C(VLLM::Worker) survive a kill of the
     API server alone) and reports them in RV(remaining_pids), which must be empty.
   - O(state=checked) reports whether the server still runs, its C(/health) status and the log's classification.
@@ -128,6 +130,13 @@ options:
     description:
       - Name of this node in the classification (for multi-node timelines). Defaults to none.
     type: str
+  classify:
+    description:
+      - Classify the log with the collection's classifier and return the answer (RV(classification), RV(stage)...).
+      - Set V(false) when the caller classifies every node's log once itself (the reproduction does, with the cutoff
+        RV(log_lines) of the last liveness check); the module then only reports RV(log_lines) and RV(log_bytes).
+    type: bool
+    default: true
   fail_on_error:
     description:
       - Fail the task when the server did not become ready (O(state=started)), failed after it was ready
@@ -317,6 +326,17 @@ stage_marks:
   returned: always
   type: list
   elements: dict
+log_lines:
+  description:
+    - Lines of the server log when this call looked at it (a last line still being written counts). At the last
+      O(state=checked) of an attempt this is the cutoff after which the log holds what the stop caused.
+    - Redaction keeps every line, so the count holds for the record's redacted copy too.
+  returned: always
+  type: int
+log_bytes:
+  description: Size of the server log in bytes when this call looked at it.
+  returned: always
+  type: int
 remaining_pids:
   description: Processes of the server's session still alive at the end of a stop (must be empty), or, for the
     other states, the live processes of the session.
@@ -362,7 +382,7 @@ def _base_result(state_file=None, log_path=None):
         "base_url": None, "argv": [], "env": {}, "inherited_env_names": [], "log_path": log_path,
         "state_file": state_file, "memory_path": None, "memory": None, "stage": None, "error_class": None,
         "first_error": None, "classification": None, "classification_error": None, "stage_marks": [],
-        "remaining_pids": [], "remaining": [], "stop": None, "actions": [],
+        "remaining_pids": [], "remaining": [], "stop": None, "actions": [], "log_lines": None, "log_bytes": None,
     }
 
 
@@ -373,7 +393,14 @@ def _fill_from_state(result, st):
             result[key] = st[key]
 
 
-def _classify(result, log_path, node):
+def _log_size(result, log_path):
+    result["log_lines"], result["log_bytes"] = srv.log_size(log_path)
+
+
+def _classify(result, log_path, node, enabled=True):
+    if not enabled:
+        result["classification_error"] = "not classified here (classify=false): the play classifies every node's log once"
+        return
     answer, marks, err = srv.classify_log(log_path, node=node)
     result["classification"] = answer
     result["classification_error"] = err
@@ -518,7 +545,8 @@ def run_started(module, result, state_file):
         st.update(stopped=bool(stop["signalled"]))
         srv.write_json_atomic(state_file, st)
     srv.reap_quietly(info["supervisor_pid"])
-    _classify(result, log_path, p["node"])
+    _log_size(result, log_path)
+    _classify(result, log_path, p["node"], p["classify"])
     _memory(result)
     if result["ready"]:
         return
@@ -566,7 +594,8 @@ def run_checked(module, result, state_file):
         result["outcome"] = "exited"
     else:
         result["outcome"] = "running" if health == 200 else "unhealthy"
-    _classify(result, st["log_path"], p["node"] or st.get("node"))
+    _log_size(result, st["log_path"])
+    _classify(result, st["log_path"], p["node"] or st.get("node"), p["classify"])
     _memory(result)
     was_ready = bool(st.get("ready")) and not st.get("stopped")
     engine_dead = result.get("error_class") == "engine_dead"
@@ -598,8 +627,8 @@ def run_stopped(module, result, state_file):
         _memory(result)
         return
     result["changed"] = True
-    result["actions"].append("SIGTERM to process group %s, SIGKILL after %ss, then scan /proc for session %s"
-                             % (st["pgid"], p["stop_grace"], st["sid"]))
+    result["actions"].append("SIGTERM to the API server %s, then to process group %s, SIGKILL after %ss, then "
+                             "scan /proc for session %s" % (st["pid"], st["pgid"], p["stop_grace"], st["sid"]))
     if module.check_mode:
         result["outcome"] = "planned"
         result["remaining"] = srv.describe(members)
@@ -613,7 +642,8 @@ def run_stopped(module, result, state_file):
     st.update(stopped=True, stopped_at=round(srv.time.time(), 3))
     srv.write_json_atomic(state_file, st)
     result["outcome"] = "stopped"
-    _classify(result, st["log_path"], p["node"] or st.get("node"))
+    _log_size(result, st["log_path"])
+    _classify(result, st["log_path"], p["node"] or st.get("node"), p["classify"])
     _memory(result)
     if result["remaining_pids"]:
         fill = (result["remaining_pids"], st["sid"], result["remaining"])
@@ -641,6 +671,7 @@ def main():
             node=dict(type="str"),
             fail_on_error=dict(type="bool", default=True),
             command_timeout=dict(type="float", default=10.0),
+            classify=dict(type="bool", default=True),
         ),
         required_if=[("state", "started", ("argv", "log_path"))],
         required_one_of=[("log_path", "state_file")],

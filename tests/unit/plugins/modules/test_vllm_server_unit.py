@@ -159,10 +159,19 @@ def test_ready_checked_stopped_cycle(tmp_path, prog, cleanup):
     samples = [json.loads(line) for line in open(res["memory_path"])]
     assert len(samples) >= 3 and samples[-1]["pids"] == 3 and samples[-1]["rss_bytes"] > 3 * 1024 * 1024
     assert chk["memory"]["samples"] >= 3 and chk["memory"]["peak_rss_bytes"] >= samples[-1]["rss_bytes"]
+    # the log's size at the liveness check: the cutoff the play gives the classifier
+    with open(res["log_path"], "rb") as f:
+        data = f.read()
+    assert chk["log_bytes"] == len(data) > 0 and chk["log_lines"] == len(data.splitlines())
+    quiet = run_module("vllm_server", {"state": "checked", "log_path": res["log_path"], "classify": False})
+    assert quiet["classification"] is None and quiet["stage"] is None and "classify=false" in quiet["classification_error"]
+    assert quiet["log_lines"] >= chk["log_lines"] and quiet["ready"] is True
 
     stop = run_module("vllm_server", {"state": "stopped", "log_path": res["log_path"]})
     assert stop["_rc"] == 0 and stop["changed"] is True and stop["outcome"] == "stopped"
-    assert stop["stop"]["signalled"] == ["SIGTERM"] and len(stop["stop"]["initial"]) == 3
+    # the API server (session leader) first, then the group for the children that outlived it; no SIGKILL
+    assert stop["stop"]["signalled"] == ["SIGTERM (API server)", "SIGTERM"] and len(stop["stop"]["initial"]) == 3
+    assert stop["stop"]["leader_exited_on_term"] is True
     assert stop["remaining_pids"] == [] and session_pids(res["sid"]) == []
     assert stop["exit_code"] == -15 and stop["exit_signal"] == "SIGTERM"
     # the supervisor stops sampling by itself once the session is empty
@@ -210,7 +219,8 @@ def test_timeout_stops_the_whole_group_even_when_it_ignores_sigterm(tmp_path, pr
     res = run_module("vllm_server", args)
     cleanup.append(res["sid"])
     assert res["_rc"] == 0 and res["outcome"] == "timeout" and res["ready"] is False
-    assert res["stop"]["signalled"] == ["SIGTERM", "SIGKILL"]
+    assert res["stop"]["signalled"] == ["SIGTERM (API server)", "SIGTERM", "SIGKILL"]
+    assert res["stop"]["leader_exited_on_term"] is False
     assert len(res["stop"]["initial"]) == 3
     assert res["remaining_pids"] == [] and session_pids(res["sid"]) == []
     assert res["exit_code"] == -9 and res["exit_signal"] == "SIGKILL"
