@@ -6,9 +6,13 @@ observation, the prefix-cache evidence, the memory comparison, a ladder layer's 
 
 from __future__ import annotations
 
+import os
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.module_utils import _judge
+from ansible_collections.repro.vllm.plugins.module_utils._command import LADDER_ORDER
+from ansible_collections.repro.vllm.plugins.module_utils._record import run_id_for, run_numbers
 
 
 def _mapping(value, what, filter_name):
@@ -74,6 +78,29 @@ def reproduction_finding(runs):
     return _judge.reproduction_finding(_listing(runs, "the input (runs)", "reproduction_finding"))
 
 
+def latest_run(case_dir, part=None):
+    """The highest-numbered run of a case folder on the controller (numeric order: run-1000 after run-999) that
+    holds ``part``; None when there is none."""
+    if not isinstance(case_dir, str) or not case_dir:
+        raise AnsibleFilterError("latest_run: the input must be the case folder (records_root/case_id)")
+    for number in reversed(run_numbers(case_dir)):
+        run = run_id_for(number)
+        path = os.path.join(case_dir, run)
+        if part is None or os.path.exists(os.path.join(path, part)):
+            return {"run": run, "path": path, "number": number}
+    return None
+
+
+def ladder_layers(data):
+    """The ladder's layers (a mapping name -> fields) as a list in the one fixed order, _command.LADDER_ORDER."""
+    data = _mapping(data, "the input (layer name -> fields)", "ladder_layers")
+    unknown = sorted(set(data) - set(LADDER_ORDER))
+    if unknown:
+        raise AnsibleFilterError("ladder_layers: %s is no ladder layer; the ladder is %s"
+                                 % (", ".join(unknown), ", ".join(LADDER_ORDER)))
+    return [dict(data[name] or {}, name=name) for name in LADDER_ORDER if name in data]
+
+
 class FilterModule:
     """repro.vllm judgement of an attempt."""
 
@@ -81,4 +108,5 @@ class FilterModule:
         return {"attempt_verdict": attempt_verdict, "layer_observation": layer_observation,
                 "prefix_cache_evidence": prefix_cache_evidence, "memory_compare": memory_compare,
                 "metric_total": metric_total, "layer_status": layer_status,
-                "reproduction_finding": reproduction_finding}
+                "reproduction_finding": reproduction_finding, "latest_run": latest_run,
+                "ladder_layers": ladder_layers}

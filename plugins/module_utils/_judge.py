@@ -22,6 +22,7 @@ Standard library only; every input is the plain data the modules return (``vllm_
 
 from __future__ import annotations
 
+import os
 import re
 
 # The classifier's error classes (docs/architecture.md) plus the one the verdict adds: a non-2xx answer while no
@@ -194,6 +195,8 @@ def prefix_cache_evidence(exchanges, block_size, memory_before=None, memory_afte
             reasons.append("the repeated request (%s tokens) hit %s tokens, less than one block of %d"
                            % (fixed_tokens, repeat_hits, block))
     memory = memory_compare(memory_before, memory_after)
+    if memory["flat"] is False:
+        reasons.append("memory grew: %s" % memory["summary"])
     met = not reasons
     summary = ("repeated request: %s of %s prompt tokens from the cache%s, same text %s; shared prefix: %s of %s "
                "tokens from the cache (block %d); log hit rate %s; %s" % (
@@ -418,7 +421,10 @@ def reproduction_finding(runs):
         line = refusals[-1].get("summary", "refused")
     else:
         line = "none: every step passed (%s)" % " -> ".join(str(r.get("step")) for r in runs)
+    cases = [r.get("case_id") for r in runs if r.get("case_id")]
     return {
+        "case_id": cases[0] if cases else None,
+        "record": os.path.dirname(recorded[-1]["path"]) if recorded else None,
         "finding": finding,
         "stage": finding.get("stage") if finding else "none",
         "error_class": finding.get("error_class") if finding else None,

@@ -234,6 +234,7 @@ def test_reproduction_finding():
              "refused": False, "earlier_state_returned": True}]
     f = j.reproduction_finding(runs)
     assert f["stage"] == "config" and f["component"] == "server" and f["last_run"] == "/r/run-004"
+    assert f["record"] == "/r"
     assert f["classification"].startswith("stage config (config_error, server) at long_context in run-003: ValueError")
     assert f["classification"].endswith("rollback: the earlier state came back (run-004)")
     assert j.reproduction_finding(runs[:1])["classification"] == "none: every step passed (minimal)"
