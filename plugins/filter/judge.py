@@ -91,6 +91,10 @@ def latest_run(case_dir, part=None):
     return None
 
 
+def leftover_report(stopped):
+    return _judge.leftover_report(_mapping(stopped, "the input (a vllm_server stop result)", "leftover_report"))
+
+
 def ladder_layers(data):
     """The ladder's layers (a mapping name -> fields) as a list in the one fixed order, _command.LADDER_ORDER."""
     data = _mapping(data, "the input (layer name -> fields)", "ladder_layers")
@@ -109,4 +113,4 @@ class FilterModule:
                 "prefix_cache_evidence": prefix_cache_evidence, "memory_compare": memory_compare,
                 "metric_total": metric_total, "layer_status": layer_status,
                 "reproduction_finding": reproduction_finding, "latest_run": latest_run,
-                "ladder_layers": ladder_layers}
+                "ladder_layers": ladder_layers, "leftover_report": leftover_report}

@@ -137,6 +137,17 @@ options:
         RV(log_lines) of the last liveness check); the module then only reports RV(log_lines) and RV(log_bytes).
     type: bool
     default: true
+  lease:
+    description:
+      - Seconds the server may run without the play coming back (V(0), the default, - no lease).
+      - With a lease the supervisor stops the whole group (SIGTERM to the API server, then the group, SIGKILL after
+        O(stop_grace)) once the lease has passed without a renewal, without any controller - a play cancelled with
+        Ctrl-C, an AWX job cancel or SIGKILL to C(ansible-playbook) leaves no server holding the GPUs.
+      - O(state=started) sets it to O(ready_timeout) plus O(lease), and to O(lease) once the server is ready;
+        O(state=checked) with a lease renews it; M(repro.vllm.api_request) renews it with its C(lease_file) option
+        before each request. What the supervisor stopped is reported in RV(lease_expired).
+    type: float
+    default: 0
   fail_on_error:
     description:
       - Fail the task when the server did not become ready (O(state=started)), failed after it was ready
@@ -337,6 +348,16 @@ log_bytes:
   description: Size of the server log in bytes when this call looked at it.
   returned: always
   type: int
+lease_until:
+  description: Unix time the server's lease now runs to, null without a lease or when not renewed by this call.
+  returned: always
+  type: float
+lease_expired:
+  description:
+    - What the supervisor did when the lease ran out (expired_at, lease_until, renewed_at, renewed_by, processes it
+      found, the stop), null when the lease never ran out.
+  returned: always
+  type: dict
 remaining_pids:
   description: Processes of the server's session still alive at the end of a stop (must be empty), or, for the
     other states, the live processes of the session.
@@ -383,6 +404,7 @@ def _base_result(state_file=None, log_path=None):
         "state_file": state_file, "memory_path": None, "memory": None, "stage": None, "error_class": None,
         "first_error": None, "classification": None, "classification_error": None, "stage_marks": [],
         "remaining_pids": [], "remaining": [], "stop": None, "actions": [], "log_lines": None, "log_bytes": None,
+        "lease_until": None, "lease_expired": None,
     }
 
 
@@ -503,10 +525,14 @@ def run_started(module, result, state_file):
         module.fail_json(msg="vllm_server: cannot create %s: %s; choose a writable log_path/state_file" % (log_dir, exc),
                          **result)
     nvidia_smi = srv.find_nvidia_smi(p["nvidia_smi_path"])
+    if p["lease"] > 0:
+        # the lease covers the wait for readiness; the supervisor stops the group when nobody renews it
+        result["lease_until"] = srv.renew_lease(srv.lease_file_for(state_file), p["ready_timeout"] + p["lease"],
+                                                by="vllm_server start")
     try:
         info = srv.spawn(argv, env, log_path, cwd, state_file, result["memory_path"],
                          interval=p["memory_interval"], nvidia_smi=nvidia_smi,
-                         gpu_timeout=p["command_timeout"])
+                         gpu_timeout=p["command_timeout"], lease=p["lease"] > 0, stop_grace=p["stop_grace"])
     except OSError as exc:
         module.fail_json(msg="vllm_server: could not start %s (log %s): %s" % (exe, log_path, exc), **result)
     if "error" in info:
@@ -531,6 +557,8 @@ def run_started(module, result, state_file):
                   models_status=waited["models_status"], last_probe_error=waited["last_probe_error"])
     if waited["outcome"] == "ready":
         result.update(ready=True, alive=True, time_to_ready_s=waited["time_to_ready_s"])
+        if p["lease"] > 0:
+            result["lease_until"] = srv.renew_lease(srv.lease_file_for(state_file), p["lease"], by="vllm_server ready")
         st.update(ready=True, time_to_ready_s=waited["time_to_ready_s"])
         srv.write_json_atomic(state_file, st)
     else:
@@ -597,6 +625,9 @@ def run_checked(module, result, state_file):
     _log_size(result, st["log_path"])
     _classify(result, st["log_path"], p["node"] or st.get("node"), p["classify"])
     _memory(result)
+    result["lease_expired"] = srv.read_json(srv.lease_expired_file_for(state_file))
+    if p["lease"] > 0 and alive and not result["lease_expired"]:
+        result["lease_until"] = srv.renew_lease(srv.lease_file_for(state_file), p["lease"], by="vllm_server check")
     was_ready = bool(st.get("ready")) and not st.get("stopped")
     engine_dead = result.get("error_class") == "engine_dead"
     result["failed_after_ready"] = bool(was_ready and (not alive or health != 200 or engine_dead))
@@ -618,6 +649,7 @@ def run_stopped(module, result, state_file):
         result["actions"].append("no state in %s; nothing to stop" % state_file)
         return
     _fill_from_state(result, st)
+    result["lease_expired"] = srv.read_json(srv.lease_expired_file_for(state_file))
     members = _members(st)
     exit_file = srv.exit_file_for(state_file)
     if not members:
@@ -672,6 +704,7 @@ def main():
             fail_on_error=dict(type="bool", default=True),
             command_timeout=dict(type="float", default=10.0),
             classify=dict(type="bool", default=True),
+            lease=dict(type="float", default=0.0),
         ),
         required_if=[("state", "started", ("argv", "log_path"))],
         required_one_of=[("log_path", "state_file")],

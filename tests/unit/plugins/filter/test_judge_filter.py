@@ -32,7 +32,7 @@ def test_filters_refuse_wrong_types():
         judge.metric_total("x 1", "")
     assert set(judge.FilterModule().filters()) == {
         "attempt_verdict", "layer_observation", "prefix_cache_evidence", "memory_compare", "metric_total",
-        "layer_status", "reproduction_finding", "latest_run", "ladder_layers"}
+        "layer_status", "reproduction_finding", "latest_run", "ladder_layers", "leftover_report"}
 
 
 def test_ladder_layers_take_the_one_order():

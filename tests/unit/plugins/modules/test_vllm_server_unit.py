@@ -421,3 +421,42 @@ def test_read_slice_keeps_the_end_and_survives_rotation(tmp_path):
     assert sl["text"] == "6789" and sl["truncated"] is True
     shrunk = _http.read_slice(str(log), 50, 10, 100)
     assert shrunk["text"] == "0123456789" and "shrank" in shrunk["error"]
+
+
+def test_lease_stops_the_whole_group_without_the_play(tmp_path, prog, cleanup):
+    """The play that started the server is gone (nobody renews the lease): the supervisor stops every process."""
+    port = free_port()
+    res = run_module("vllm_server", start_args(tmp_path, prog, port, delay=0.2, children=2, lease=3, stop_grace=2))
+    cleanup.append(res["sid"])
+    assert res["ready"] is True and res["lease_until"] > time.time()
+    assert len(session_pids(res["sid"])) == 3
+    # a renewal by a check keeps it
+    time.sleep(2)
+    chk = run_module("vllm_server", {"state": "checked", "log_path": res["log_path"], "lease": 3, "classify": False})
+    assert chk["ready"] is True and chk["lease_expired"] is None and chk["lease_until"] > res["lease_until"]
+    time.sleep(2)
+    assert len(session_pids(res["sid"])) == 3, "the renewed lease must not have run out yet"
+    # then nobody comes back
+    deadline = time.monotonic() + 20
+    while session_pids(res["sid"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert session_pids(res["sid"]) == []
+    stop = run_module("vllm_server", {"state": "stopped", "log_path": res["log_path"]})
+    assert stop["outcome"] == "not_running"
+    expired = stop["lease_expired"]
+    assert expired["renewed_by"] == "vllm_server check" and len(expired["processes"]) == 3
+    assert expired["stop"]["signalled"][0] == "SIGTERM (API server)" and expired["stop"]["remaining"] == []
+    assert expired["expired_at"] >= expired["lease_until"]
+
+
+def test_api_request_renews_the_lease(tmp_path, prog, cleanup):
+    port = free_port()
+    res = run_module("vllm_server", start_args(tmp_path, prog, port, delay=0.2, lease=30))
+    cleanup.append(res["sid"])
+    lease_file = str(tmp_path / "run" / "vllm_server.state.json") + ".lease"
+    before = json.loads(open(lease_file).read())["until"]
+    r = run_module("api_request", {"base_url": "http://127.0.0.1:%d" % port, "route": "/health", "method": "GET",
+                                   "timeout": 5, "lease_file": lease_file, "lease": 100})
+    after = json.loads(open(lease_file).read())
+    assert r["lease_until"] == after["until"] > before + 60 and after["by"] == "api_request"
+    run_module("vllm_server", {"state": "stopped", "log_path": res["log_path"]})
