@@ -4,6 +4,8 @@
 # long prefix, /metrics after; the log's line count at the last liveness check; then SIGTERM to the server's whole
 # process group (what vllm_server state=stopped sends first), so the log ends with vLLM's own shutdown lines.
 #   bash tests/vllm/capture_prefix_sequence.sh OUTDIR [PORT]
+# With INFLIGHT=1 a long request is still running when the group gets SIGTERM (the shutdown noise a stop can cause:
+# the API server answers it with an error while the engine goes away); its answer is kept in inflight.json.
 set -euo pipefail
 out=${1:?usage: $0 OUTDIR [PORT]}
 port=${2:-18431}
@@ -34,7 +36,14 @@ sleep 12   # the engine logs its stats line (with the prefix cache hit rate) eve
 curl -fsS -m 30 "$url/metrics" >"$out/metrics-after.txt"
 curl -fsS -m 5 "$url/health" >/dev/null
 wc -l <"$out/server.log" | tr -d ' ' >"$out/lines_at_last_liveness_check.txt"
+if [ "${INFLIGHT:-0}" = 1 ]; then
+  curl -sS -m 60 -H 'Content-Type: application/json' -o "$out/inflight.json" -w '%{http_code}\n' \
+    -d '{"model":"tiny","prompt":"Hello","max_tokens":400,"ignore_eos":true,"temperature":0}' \
+    "$url/v1/completions" >"$out/inflight_status.txt" 2>&1 &
+  sleep 1.5
+fi
 kill -TERM -- -"$pid"
 for _ in $(seq 1 30); do kill -0 -- -"$pid" 2>/dev/null || break; sleep 1; done
+wait 2>/dev/null || true
 wc -l <"$out/server.log" | tr -d ' ' >"$out/lines_after_stop.txt"
 echo "captured into $out"

@@ -238,3 +238,67 @@ def test_reproduction_finding():
     assert f["classification"].startswith("stage config (config_error, server) at long_context in run-003: ValueError")
     assert f["classification"].endswith("rollback: the earlier state came back (run-004)")
     assert j.reproduction_finding(runs[:1])["classification"] == "none: every step passed (minimal)"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the real sequence: /metrics before, the fixed request twice, /metrics, a shared prefix, /metrics after, SIGTERM
+# ---------------------------------------------------------------------------------------------------------------
+
+def _seq_exchanges():
+    def answers(name):
+        out = []
+        for line in _text(SEQ, name).splitlines():
+            body = json.loads(line)
+            out.append({"status": 200, "ok": True, "body": body, "text": None, "error": None})
+        return out
+
+    def metrics(name):
+        return [{"status": 200, "ok": True, "body": None, "text": _text(SEQ, name), "error": None}]
+
+    log = _text(SEQ, "server.log")
+    shared = answers("responses-shared-prefix.jsonl")
+    return [_exchange("metrics-before", metrics("metrics-before.txt")),
+            _exchange("request", answers("responses-request.jsonl")),
+            _exchange("metrics-repeat", metrics("metrics-repeat.txt")),
+            _exchange("shared-prefix-a", shared[:1]),
+            _exchange("shared-prefix-b", shared[1:], log_text=log),
+            _exchange("metrics-after", metrics("metrics-after.txt"))]
+
+
+def test_prefix_cache_evidence_on_the_real_sequence():
+    ev = j.prefix_cache_evidence(_seq_exchanges(), 128)
+    # the fixed prompt (5 tokens) is shorter than one 128-token block of the CPU build: it cannot hit
+    assert ev["repeat"] == {"prompt_tokens": 5, "hit_tokens": 0, "same_text": True,
+                            "note": "the fixed prompt has 5 tokens, less than one block of 128: it cannot hit the cache"}
+    # the shared prefix reuses whole blocks: 2 blocks of 128
+    assert ev["shared_prefix"]["hit_tokens"] == 256 and ev["shared_prefix"]["prompt_tokens"] > 256
+    assert ev["counters"]["before"] == {"queries": 0.0, "hits": 0.0}
+    assert ev["counters"]["after_repeat"] == {"queries": 10.0, "hits": 0.0}
+    assert ev["log_hit_rate_percent"] == 38.6 and "Prefix cache hit rate: 38.6%" in ev["log_hit_rate_line"]
+    assert ev["expectation_met"] is True and ev["reasons"] == []
+    assert ev["memory"]["flat"] is None  # no memory samples given
+
+
+def test_prefix_cache_evidence_fails_when_the_block_size_is_wrong_for_the_platform():
+    # the same real sequence judged with a 512-token block: the 256 shared tokens are less than one block
+    ev = j.prefix_cache_evidence(_seq_exchanges(), 512)
+    assert ev["expectation_met"] is False
+    assert ev["reasons"] == ["the shared prefix hit 256 tokens, less than one block of 512"]
+
+
+def test_prefix_cache_evidence_without_the_counters():
+    ex = [e for e in _seq_exchanges() if not e["label"].startswith("metrics")]
+    ev = j.prefix_cache_evidence(ex, 128)
+    assert ev["expectation_met"] is False and "/metrics has no vllm:prefix_cache_hits_total counter" in ev["reasons"]
+
+
+def test_verdict_on_the_real_sequence_with_its_stop_cutoff():
+    cutoff = int(_text(SEQ, "lines_at_last_liveness_check.txt"))
+    total = int(_text(SEQ, "lines_after_stop.txt"))
+    assert cutoff < total  # the stop wrote its own lines after the last liveness check
+    stages = classify_files([os.path.join(SEQ, "server.log")], nodes=["node1"])
+    ex = _seq_exchanges()
+    v = j.attempt_verdict(dict(STEP, name="prefix_caching"), stages, {"node1": _node(lines=cutoff)}, ex,
+                          checkpoint=j.prefix_cache_evidence(ex, 128))
+    assert v["ok"] is True and v["stage"] == "none" and v["expectation_met"] is True
+    assert v["lines_when_last_alive"] == {"node1": cutoff}
