@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils._logstage import classify_texts
+from ansible_collections.repro.vllm.plugins.module_utils._logstage import LogStageError, classify_texts
 
 
 def _as_list(value, what):
@@ -19,7 +19,7 @@ def _as_list(value, what):
     raise AnsibleFilterError("log_stage: %s must be a string or a list of strings, got %s" % (what, type(value).__name__))
 
 
-def log_stage(data, names=None, nodes=None):
+def log_stage(data, names=None, nodes=None, until=None):
     """Classify a log (a string) or several logs (a list of strings, one per node) like the log_stage module."""
     texts = _as_list(data, "the input")
     if texts is None:
@@ -32,8 +32,13 @@ def log_stage(data, names=None, nodes=None):
     for label, values in (("names", names), ("nodes", nodes)):
         if values is not None and len(values) != len(texts):
             raise AnsibleFilterError("log_stage: %s has %d entries for %d logs; give one per log" % (label, len(values), len(texts)))
-    return classify_texts(list(texts), names=[str(n) for n in names] if names else None,
-                          nodes=[str(n) for n in nodes] if nodes else None)
+    if until is not None and not isinstance(until, (list, tuple, dict)):
+        until = [until]
+    try:
+        return classify_texts(list(texts), names=[str(n) for n in names] if names else None,
+                              nodes=[str(n) for n in nodes] if nodes else None, until=until)
+    except LogStageError as exc:
+        raise AnsibleFilterError("log_stage: %s" % exc)
 
 
 class FilterModule:

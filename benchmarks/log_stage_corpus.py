@@ -1,0 +1,154 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Accuracy of the log_stage classifier on the public corpus (tests/fixtures/public-corpus), against a naive
+baseline.
+
+Each case is a real log pasted in a public vLLM issue, labelled by hand (stage, error class, the line(s) of the
+root-cause record) before the classifier was run on it; see the corpus README.  Three figures per classifier:
+
+* **stage**: the answer's ``stage`` equals the label;
+* **class**: the answer's ``error_class`` equals the label;
+* **line**: the answer's ``first_error.lineno`` is one of the labelled lines (the exception line, or a line of
+  the same record such as pydantic's ``Value error, ...`` detail).
+
+The naive baseline is what a person grepping would do: the first line that matches
+``error|exception|traceback|fatal|failed`` (case-insensitive) is the error; its class and stage come from a few
+keywords of that line (``out of memory`` -> oom / engine_init, ``NCCL`` -> nccl_error / distributed_init, ...,
+otherwise other / unknown).
+
+usage: python benchmarks/log_stage_corpus.py [--corpus DIR] [--json out.json] [--verbose]
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+CORPUS = os.path.join(ROOT, "tests", "fixtures", "public-corpus")
+
+_COLL = []
+
+
+def _coll_parent():
+    """A directory holding ansible_collections/repro/vllm that points at this checkout (made once)."""
+    if _COLL:
+        return _COLL[0]
+    parent = os.path.abspath(os.path.join(ROOT, "..", "..", ".."))
+    if os.path.basename(os.path.dirname(os.path.dirname(ROOT))) == "ansible_collections":
+        _COLL.append(parent)
+        return parent
+    tmp = tempfile.mkdtemp(prefix="log-stage-corpus-coll.")
+    os.makedirs(os.path.join(tmp, "ansible_collections", "repro"))
+    os.symlink(ROOT, os.path.join(tmp, "ansible_collections", "repro", "vllm"))
+    _COLL.append(tmp)
+    atexit.register(shutil.rmtree, tmp, True)
+    return tmp
+
+
+# --- the naive baseline ---------------------------------------------------------------------------------------
+
+_NAIVE_LINE = re.compile(r"(?i)error|exception|traceback|fatal|failed")
+_NAIVE_KEYS = (
+    ("out of memory", "oom", "engine_init"),
+    ("nccl", "nccl_error", "distributed_init"),
+    ("cuda error", "cuda_error", "cuda_init"),
+    ("timed out", "timeout", "unknown"),
+    ("address already in use", "port_in_use", "environment"),
+    ("no module named", "import_error", "environment"),
+    ("validation error", "config_error", "config"),
+    ("model weights", "missing_file", "weight_loading"),
+)
+
+
+def naive(text):
+    """(stage, error_class, lineno) of the first line that looks like an error, or ("none", None, None)."""
+    for n, line in enumerate(text.splitlines(), 1):
+        if _NAIVE_LINE.search(line):
+            low = line.lower()
+            for key, cls, stage in _NAIVE_KEYS:
+                if key in low:
+                    return stage, cls, n
+            return "unknown", "other", n
+    return "none", None, None
+
+
+# --- scoring --------------------------------------------------------------------------------------------------
+
+def load(corpus=CORPUS):
+    """The corpus index (a dict with ``cases``), each case with its text read in as ``text``."""
+    with open(os.path.join(corpus, "index.json"), encoding="utf-8") as fh:
+        index = json.load(fh)
+    for case in index["cases"]:
+        with open(os.path.join(corpus, case["file"]), "rb") as fh:
+            case["text"] = fh.read().decode("utf-8", "replace")
+    return index
+
+
+def classify(text):
+    """(stage, error_class, lineno, stage_basis) of the log_stage classifier for one pasted log."""
+    sys.path.insert(0, _coll_parent())
+    from ansible_collections.repro.vllm.plugins.module_utils._logstage import classify_text  # noqa: E402
+    ans = classify_text(text)
+    fe = ans["first_error"] or {}
+    return ans["stage"], ans["error_class"], fe.get("lineno"), ans.get("stage_basis")
+
+
+def score(index):
+    """Per-case results and the totals for the classifier and the naive baseline."""
+    rows = []
+    totals = {"classifier": [0, 0, 0], "naive": [0, 0, 0]}
+    for case in index["cases"]:
+        got = classify(case["text"])
+        base = naive(case["text"])
+        row = {"id": case["id"], "label": [case["stage"], case["error_class"], case["lines"]],
+               "classifier": list(got), "naive": list(base)}
+        for name, ans in (("classifier", got), ("naive", base)):
+            ok = [ans[0] == case["stage"], ans[1] == case["error_class"], ans[2] in case["lines"]]
+            row[name + "_ok"] = ok
+            for i, hit in enumerate(ok):
+                totals[name][i] += 1 if hit else 0
+        rows.append(row)
+    n = len(rows)
+    summary = dict((name, {"stage": t[0] / n, "class": t[1] / n, "line": t[2] / n, "hits": t, "cases": n})
+                   for name, t in totals.items())
+    return rows, summary
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", default=CORPUS)
+    ap.add_argument("--json", help="write per-case results and totals here")
+    ap.add_argument("--verbose", action="store_true", help="print every case, not only the misses")
+    args = ap.parse_args(argv)
+    index = load(args.corpus)
+    rows, summary = score(index)
+    for row in rows:
+        miss = not all(row["classifier_ok"])
+        if miss or args.verbose:
+            lab, got = row["label"], row["classifier"]
+            print("%s %-48s label %s/%s/%s got %s/%s/%s (%s)" % (
+                "MISS" if miss else "ok  ", row["id"], lab[0], lab[1], ",".join(str(x) for x in lab[2]),
+                got[0], got[1], got[2], got[3]))
+    n = summary["classifier"]["cases"]
+    print("\n%d cases" % n)
+    print("%-12s %8s %8s %8s" % ("", "stage", "class", "line"))
+    for name in ("classifier", "naive"):
+        s = summary[name]
+        print("%-12s %7.1f%% %7.1f%% %7.1f%%" % (name, 100 * s["stage"], 100 * s["class"], 100 * s["line"]))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump({"summary": summary, "cases": rows}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
