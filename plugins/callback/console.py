@@ -197,6 +197,9 @@ class CallbackModule(DefaultCallback):
                 record = recorded[-1].get("path") if recorded else self._records.get(host, "-")
             elif mine:
                 status = "ok through %s" % mine[-1].get("step")
+                unmet = [a.get("step") for a in mine if a.get("expectation_met") is False]
+                if unmet:
+                    status += ", expectation NOT met at %s" % ", ".join(unmet)
                 stage, error_class = "none", "-"
                 record = recorded[-1].get("path") if recorded else "-"
             else:
