@@ -74,6 +74,8 @@ class CallbackModule(DefaultCallback):
     def _progress_lines(self, result):
         if result._task.action not in _DEBUG_ACTIONS:
             return []
+        if "results" in result._result:
+            return []  # a loop: its items were shown one by one
         msg = result._result.get("msg")
         lines = msg if isinstance(msg, list) else [msg]
         lines = [str(m) for m in lines if m is not None]
@@ -132,6 +134,8 @@ class CallbackModule(DefaultCallback):
         self._collect(result)
         if not self._quiet():
             return super().v2_runner_item_on_ok(result)
+        for line in self._progress_lines(result):
+            self._display.display(line)
         return None
 
     def v2_runner_item_on_skipped(self, result):

@@ -37,6 +37,11 @@ PLAY = """
       ansible.builtin.debug:
         msg: "reproduce | localhost | {{ created.run_id }} minimal | server ready in 3.1 s"
 
+    - name: Leftovers | progress
+      ansible.builtin.debug:
+        msg: "reproduce | localhost | cleaned: {{ item }}"
+      loop: [server of run-000, server of run-00x]
+
     - name: A secret the record must never show
       ansible.builtin.debug:
         msg: "token {{ token }}"
@@ -100,13 +105,16 @@ def test_console_default_verbosity_shows_progress_failures_and_table(tmp_path):
     assert "reproduce | localhost | run-001 minimal | server ready in 3.1 s" in lines
     assert "localhost | FAILED | Fails on purpose | the server on localhost did not start; see its log" in lines
     assert "TASK [" not in out and "plumbing-output" not in out and "ok: [localhost]" not in out
+    # a progress task with a loop: one line per item, not the loop's own "All items completed"
+    assert "reproduce | localhost | cleaned: server of run-000" in lines
+    assert "reproduce | localhost | cleaned: server of run-00x" in lines and "All items completed" not in out
     table = lines.index(next(line for line in lines if line.startswith("host ")))
     assert lines[table].split() == ["host", "status", "stage", "error", "class", "record"]
     row = lines[table + 1].split()
     assert row[:7] == ["localhost", "FAILED", "at", "long_context", "config", "config_error", "(server)"]
     assert row[7].endswith("/records/console/run-001")
     assert any(line.startswith("recap localhost: ok=") for line in lines)
-    assert len(lines) < 15, out
+    assert len(lines) < 17, out
 
 
 def test_console_verbose_is_the_full_stream(tmp_path):
