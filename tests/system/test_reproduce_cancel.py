@@ -23,10 +23,10 @@ LEASE = 20
 REQUEST_TIMEOUT = 10
 
 
-def _start(work, port, case):
+def _start(work, port, case, lease=LEASE):
     extra = {"repro_vllm_records_root": str(work / "records"), "repro_vllm_remote_root": str(work / "remote"),
              "repro_vllm_case_id": case, "repro_vllm_port": port, "repro_vllm_fingerprint": False,
-             "repro_vllm_ladder_until": "", "repro_vllm_server_lease": LEASE,
+             "repro_vllm_ladder_until": "", "repro_vllm_server_lease": lease,
              "repro_vllm_request_timeout": REQUEST_TIMEOUT}
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
                ANSIBLE_NOCOLOR="1", PYTHONUNBUFFERED="1")
@@ -70,8 +70,8 @@ def _drain(proc, lines, seen, timeout=300):
         seen.append(line)
 
 
-def _cancel_with_server_up(work, port, case, sig):
-    proc, lines = _start(work, port, case)
+def _cancel_with_server_up(work, port, case, sig, lease=LEASE):
+    proc, lines = _start(work, port, case, lease)
     seen = []
     try:
         _wait_for(lines, "minimal | server ready", 400, seen)
@@ -108,7 +108,8 @@ def test_sigint_then_the_lease_stops_the_server(real_vllm, tmp_path):
 
 def test_sigkill_then_the_next_play_cleans_and_reports(real_vllm, tmp_path):
     port = free_port()
-    seen = _cancel_with_server_up(tmp_path, port, "cancel-kill", signal.SIGKILL)
+    # a lease longer than this test: the next play, not the lease, is what stops the server here
+    seen = _cancel_with_server_up(tmp_path, port, "cancel-kill", signal.SIGKILL, lease=600)
     left_run = [line for line in seen if "minimal | server ready" in line][0].split(" | ")[2].split()[0]
     # the next play of the case, before the lease ran out: it stops what is left and says so
     proc, lines = _start(tmp_path, port, "cancel-kill")
