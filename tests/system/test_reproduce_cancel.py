@@ -126,5 +126,5 @@ def test_sigkill_then_the_next_play_cleans_and_reports(real_vllm, tmp_path):
     assert [item["run"] for item in left] == [left_run] and left[0]["outcome"] == "stopped"
     assert len(left[0]["stopped_now"]) >= 2 and left[0]["remaining_pids"] == []
     # the earlier run's state is gone from the node, its log stays
-    assert not (tmp_path / "remote" / "cancel-kill" / ".state" / left_run).exists()
+    assert not (tmp_path / "remote" / "cancel-kill" / ".state" / left_run / "localhost").exists()
     assert (tmp_path / "remote" / "cancel-kill" / left_run / "hosts" / "localhost" / "logs" / "server.log").exists()
