@@ -22,6 +22,7 @@ Standard library only; every input is the plain data the modules return (``vllm_
 
 from __future__ import annotations
 
+import math
 import os
 import re
 
@@ -59,7 +60,7 @@ def metric_total(text, name):
             value = float(m.group("value"))
         except ValueError:
             continue
-        if value != value:  # NaN
+        if math.isnan(value):
             continue
         total = (total or 0.0) + value
     return total

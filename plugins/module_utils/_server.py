@@ -37,7 +37,7 @@ from urllib.request import ProxyHandler, Request, build_opener
 
 from ansible_collections.repro.vllm.plugins.module_utils._cmd import find_binary, run_cmd
 from ansible_collections.repro.vllm.plugins.module_utils._lease import (  # noqa: F401 (vllm_server uses them here)
-    lease_expired_file_for, lease_file_for, renew_lease, write_json_atomic)
+    lease_expired_file_for, lease_file_for, write_json_atomic)
 from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_argv, redact_env, redact_text
 
 try:

@@ -384,6 +384,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.repro.vllm.plugins.module_utils import _lease
 from ansible_collections.repro.vllm.plugins.module_utils import _server as srv
 
 
@@ -527,7 +528,7 @@ def run_started(module, result, state_file):
     nvidia_smi = srv.find_nvidia_smi(p["nvidia_smi_path"])
     if p["lease"] > 0:
         # the lease covers the wait for readiness; the supervisor stops the group when nobody renews it
-        result["lease_until"] = srv.renew_lease(srv.lease_file_for(state_file), p["ready_timeout"] + p["lease"],
+        result["lease_until"] = _lease.renew_lease(srv.lease_file_for(state_file), p["ready_timeout"] + p["lease"],
                                                 by="vllm_server start")
     try:
         info = srv.spawn(argv, env, log_path, cwd, state_file, result["memory_path"],
@@ -558,7 +559,7 @@ def run_started(module, result, state_file):
     if waited["outcome"] == "ready":
         result.update(ready=True, alive=True, time_to_ready_s=waited["time_to_ready_s"])
         if p["lease"] > 0:
-            result["lease_until"] = srv.renew_lease(srv.lease_file_for(state_file), p["lease"], by="vllm_server ready")
+            result["lease_until"] = _lease.renew_lease(srv.lease_file_for(state_file), p["lease"], by="vllm_server ready")
         st.update(ready=True, time_to_ready_s=waited["time_to_ready_s"])
         srv.write_json_atomic(state_file, st)
     else:
@@ -627,7 +628,7 @@ def run_checked(module, result, state_file):
     _memory(result)
     result["lease_expired"] = srv.read_json(srv.lease_expired_file_for(state_file))
     if p["lease"] > 0 and alive and not result["lease_expired"]:
-        result["lease_until"] = srv.renew_lease(srv.lease_file_for(state_file), p["lease"], by="vllm_server check")
+        result["lease_until"] = _lease.renew_lease(srv.lease_file_for(state_file), p["lease"], by="vllm_server check")
     was_ready = bool(st.get("ready")) and not st.get("stopped")
     engine_dead = result.get("error_class") == "engine_dead"
     result["failed_after_ready"] = bool(was_ready and (not alive or health != 200 or engine_dead))
