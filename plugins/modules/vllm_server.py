@@ -529,7 +529,7 @@ def run_started(module, result, state_file):
     if p["lease"] > 0:
         # the lease covers the wait for readiness; the supervisor stops the group when nobody renews it
         result["lease_until"] = _lease.renew_lease(srv.lease_file_for(state_file), p["ready_timeout"] + p["lease"],
-                                                by="vllm_server start")
+                                                   by="vllm_server start")
     try:
         info = srv.spawn(argv, env, log_path, cwd, state_file, result["memory_path"],
                          interval=p["memory_interval"], nvidia_smi=nvidia_smi,
