@@ -36,7 +36,11 @@ import re
 import stat
 import tempfile
 
-SCHEMA_VERSION = 1
+# Version of the manifest layout.  2: host parts carry the real case and run ids, the collection version read from
+# galaxy.yml, and per-file ``cut``/``original`` notes for size-capped logs.  Readers accept every version in
+# SUPPORTED_SCHEMA_VERSIONS and refuse any other with a message naming it (check_schema).
+SCHEMA_VERSION = 2
+SUPPORTED_SCHEMA_VERSIONS = (1, 2)
 MANIFEST = "manifest.json"
 RUN_PREFIX = "run-"
 DIR_MODE = 0o700
@@ -378,8 +382,14 @@ def scan(run_dir):
     return sorted(files), sorted(others)
 
 
-def build_manifest(run_dir, collection_version, case_id=None, run_id=None, metadata=None, created=None):
-    """The manifest dict for ``run_dir`` as it is now (hashes every file)."""
+def build_manifest(run_dir, collection_version, case_id=None, run_id=None, metadata=None, created=None,
+                   file_notes=None):
+    """The manifest dict for ``run_dir`` as it is now (hashes every file).
+
+    ``file_notes`` maps a relative path to extra keys stored in that file's entry (for example ``cut`` and
+    ``original`` of a size-capped log); ``path``, ``size`` and ``sha256`` are always the ones computed here.
+    """
+    file_notes = file_notes or {}
     files, others = scan(run_dir)
     if others:
         raise RecordError("cannot freeze %s: it holds entries that are not regular files (%s); records hold plain "
@@ -387,7 +397,9 @@ def build_manifest(run_dir, collection_version, case_id=None, run_id=None, metad
     entries = []
     for rel in files:
         size, digest = hash_file(os.path.join(run_dir, rel))
-        entries.append({"path": rel, "size": size, "sha256": digest})
+        entry = dict(file_notes.get(rel) or {})
+        entry.update({"path": rel, "size": size, "sha256": digest})
+        entries.append(entry)
     return {
         "schema_version": SCHEMA_VERSION,
         "collection_version": collection_version,
@@ -412,7 +424,7 @@ def _make_read_only(run_dir):
     os.chmod(run_dir, FROZEN_DIR_MODE)
 
 
-def freeze(run_dir, collection_version, metadata=None, case_id=None, run_id=None, check_mode=False):
+def freeze(run_dir, collection_version, metadata=None, case_id=None, run_id=None, check_mode=False, file_notes=None):
     """Write ``manifest.json`` and make the run read-only (files 0444, dirs 0555).
 
     Returns dict(path, manifest_path, manifest, changed).  A run that is already frozen is verified:
@@ -427,7 +439,8 @@ def freeze(run_dir, collection_version, metadata=None, case_id=None, run_id=None
         if not check_mode:
             _make_read_only(run_dir)
         return {"path": run_dir, "manifest_path": manifest_path, "manifest": res["manifest"], "changed": False}
-    manifest = build_manifest(run_dir, collection_version, case_id=case_id, run_id=run_id, metadata=metadata)
+    manifest = build_manifest(run_dir, collection_version, case_id=case_id, run_id=run_id, metadata=metadata,
+                              file_notes=file_notes)
     if check_mode:
         return {"path": run_dir, "manifest_path": manifest_path, "manifest": manifest, "changed": True}
     fd, tmp = tempfile.mkstemp(prefix=".manifest-", suffix=".tmp", dir=run_dir)
@@ -458,7 +471,63 @@ def load_manifest(record_dir):
         raise RecordError("%s is not valid JSON (%s); the record is damaged" % (path, exc))
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), list):
         raise RecordError("%s has no 'files' list; it is not a repro.vllm manifest" % path)
+    check_schema(manifest, path)
     return manifest
+
+
+def check_schema(manifest, path="manifest.json"):
+    """Return the manifest's ``schema_version``; RecordError when this collection cannot read it.
+
+    Every version in SUPPORTED_SCHEMA_VERSIONS is read as it is (version 1 simply has no ``cut`` notes and may
+    name the host as run id); a newer one is refused rather than misread.
+    """
+    version = manifest.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise RecordError("%s has schema_version %r, not an integer; it is not a repro.vllm manifest or it is damaged"
+                          % (path, version))
+    if version not in SUPPORTED_SCHEMA_VERSIONS:
+        raise RecordError("%s has schema_version %d, but this repro.vllm %s reads versions %s only; read it with the "
+                          "repro.vllm release that wrote it (collection_version %r in the manifest) or a newer one"
+                          % (path, version, read_collection_version(),
+                             ", ".join(str(v) for v in SUPPORTED_SCHEMA_VERSIONS), manifest.get("collection_version")))
+    return version
+
+
+# ------------------------------------------------------------------------------------------------ controller helpers
+_VERSION_LINE = re.compile(r"^version:\s*['\"]?([^'\"\s#]+)", re.MULTILINE)
+
+
+def read_collection_version(collection_root=None):
+    """The version of this collection, read from its one source: ``galaxy.yml`` at the collection root (or the
+    ``MANIFEST.json`` that ``ansible-galaxy collection build`` writes from it).  ``unknown`` when neither can be
+    read, which is the case inside a module shipped to a managed node: call this on the controller."""
+    root = collection_root or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        with open(os.path.join(root, "galaxy.yml"), encoding="utf-8") as f:
+            m = _VERSION_LINE.search(f.read())
+        if m:
+            return m.group(1)
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(root, "MANIFEST.json"), encoding="utf-8") as f:
+            version = (json.load(f).get("collection_info") or {}).get("version")
+        if isinstance(version, str) and version:
+            return version
+    except (OSError, ValueError, AttributeError):
+        pass
+    return "unknown"
+
+
+def resolve_root(root, cwd=None):
+    """``root`` as an absolute path: a relative one is taken against ``cwd`` (default: this process's real working
+    directory, ``os.getcwd()``), never against a playbook's folder or ``$PWD``."""
+    if not isinstance(root, str) or not root:
+        raise RecordError("records root %r is empty; set repro_vllm_records_root to a directory" % (root,))
+    root = os.path.expanduser(root)
+    if not os.path.isabs(root):
+        root = os.path.join(cwd or os.getcwd(), root)
+    return os.path.normpath(root)
 
 
 def verify(record_dir):

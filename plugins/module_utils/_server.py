@@ -36,6 +36,8 @@ from urllib.error import HTTPError, URLError
 from urllib.request import ProxyHandler, Request, build_opener
 
 from ansible_collections.repro.vllm.plugins.module_utils._cmd import find_binary, run_cmd
+from ansible_collections.repro.vllm.plugins.module_utils._lease import (  # noqa: F401 (vllm_server uses them here)
+    lease_expired_file_for, lease_file_for, write_json_atomic)
 from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_argv, redact_env, redact_text
 
 try:
@@ -234,14 +236,6 @@ def exit_file_for(state_file):
     return state_file + ".exit"
 
 
-def write_json_atomic(path, data):
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.rename(tmp, path)
-
-
 def read_json(path):
     try:
         with open(path) as f:
@@ -343,12 +337,37 @@ def _set_title(title):
         pass
 
 
-def _supervise(proc, server_start_ticks, exit_file, memory_path, interval, nvidia_smi, gpu_timeout):
-    """Reap the server, record its exit, sample memory until the session is empty. Runs in the supervisor."""
+def _lease_check(lease_file, expired_file, sid, pgid, start_ticks, grace):
+    """Stop the whole group when the lease has passed; True once it did (or there was nothing left to stop)."""
+    lease = read_json(lease_file) if lease_file else None
+    if not lease or lease.get("until") is None or time.time() <= float(lease["until"]):
+        return False
+    members = session_members(sid, pgid, start_ticks)
+    record = {"expired_at": round(time.time(), 3), "lease_until": lease.get("until"), "renewed_at": lease.get("renewed_at"),
+              "renewed_by": lease.get("by"), "processes": describe(members), "stop": None}
+    if members:
+        record["stop"] = stop_group(sid, pgid, start_ticks, grace)
+    try:
+        write_json_atomic(expired_file, record)
+    except (OSError, IOError):
+        pass
+    return True
+
+
+def _supervise(proc, server_start_ticks, exit_file, memory_path, interval, nvidia_smi, gpu_timeout, lease_file=None,
+               lease_expired_file=None, stop_grace=10.0):
+    """Reap the server, record its exit, sample memory until the session is empty; stop the whole group when
+    its lease (``lease_file``) runs out without the play renewing it. Runs in the supervisor, which needs no
+    controller: a play killed with SIGKILL or cut off from the node still leaves no server behind."""
     sid = pgid = proc.pid
     exit_code = None
     next_sample = 0.0
+    next_lease = 0.0
+    lease_done = lease_file is None
     while True:
+        if not lease_done and time.monotonic() >= next_lease:
+            next_lease = time.monotonic() + 1.0
+            lease_done = _lease_check(lease_file, lease_expired_file, sid, pgid, server_start_ticks, stop_grace)
         if exit_code is None:
             rc = proc.poll()
             if rc is not None:
@@ -372,14 +391,15 @@ def _supervise(proc, server_start_ticks, exit_file, memory_path, interval, nvidi
         time.sleep(0.1 if exit_code is None else 0.5)
 
 
-def spawn(argv, env, log_path, cwd, state_file, memory_path, interval=1.0, nvidia_smi=None, gpu_timeout=5.0):
+def spawn(argv, env, log_path, cwd, state_file, memory_path, interval=1.0, nvidia_smi=None, gpu_timeout=5.0,
+          lease=False, stop_grace=10.0):
     """Start ``argv`` in its own session under a detached supervisor.
 
     Returns a dict: ``pid`` (= pgid = sid of the server), ``start_ticks``, ``supervisor_pid``, ``started_at``
     (unix), ``t0`` (monotonic, just before the fork) or ``error`` (text) when the command could not start.
     """
     exit_file = exit_file_for(state_file)
-    for stale in (exit_file,):
+    for stale in (exit_file, lease_expired_file_for(state_file)):
         try:
             os.unlink(stale)
         except OSError:
@@ -414,7 +434,9 @@ def spawn(argv, env, log_path, cwd, state_file, memory_path, interval=1.0, nvidi
             start_ticks = st["start_ticks"] if st else None
             os.write(wfd, json.dumps({"pid": proc.pid, "start_ticks": start_ticks}).encode())
             os.close(wfd)
-            _supervise(proc, start_ticks, exit_file, memory_path, interval, nvidia_smi, gpu_timeout)
+            _supervise(proc, start_ticks, exit_file, memory_path, interval, nvidia_smi, gpu_timeout,
+                       lease_file=lease_file_for(state_file) if lease else None,
+                       lease_expired_file=lease_expired_file_for(state_file), stop_grace=stop_grace)
         except BaseException:  # pylint: disable=broad-except
             code = 1
         finally:
@@ -519,19 +541,43 @@ def _signal_members(pgid, members, sig):
 
 
 def stop_group(sid, pgid, start_ticks, grace):
-    """TERM the whole session/group, wait ``grace`` s, KILL what is left, verify via /proc.
+    """TERM the API server (session leader) first, then the whole session/group; KILL what is left after ``grace``
+    seconds; verify via /proc.
 
     Returns: signalled (list of signal names sent), initial (processes found), remaining (processes still
     there at the end: must be empty), stop_s.
     """
     t0 = time.monotonic()
     members = session_members(sid, pgid, start_ticks)
-    result = {"signalled": [], "initial": describe(members), "remaining": [], "stop_s": 0.0}
+    result = {"signalled": [], "initial": describe(members), "remaining": [], "stop_s": 0.0,
+              "leader_exited_on_term": None}
     if not members:
         return result
-    _signal_members(pgid, members, signal.SIGTERM)
-    result["signalled"].append("SIGTERM")
     deadline = time.monotonic() + max(0.0, grace)
+    leader = [m for m in members if m["pid"] == sid]
+    if leader and len(members) > 1:
+        # The API server (the session leader) first: on SIGTERM vLLM's API server shuts its engine core and workers
+        # down itself, so the log ends with a clean shutdown instead of every process's reaction to a group signal.
+        try:
+            os.kill(sid, signal.SIGTERM)
+            result["signalled"].append("SIGTERM (API server)")
+        except OSError:
+            pass
+        # wait until the session is empty, or the leader has been gone for 2 s while others stay (orphans that do
+        # not end by themselves), or half the grace has passed; then the group gets SIGTERM as well
+        phase_deadline = time.monotonic() + max(0.0, grace) / 2.0
+        leader_gone_at = None
+        while members and time.monotonic() < phase_deadline:
+            time.sleep(0.1)
+            members = session_members(sid, pgid, start_ticks)
+            if leader_gone_at is None and not pid_alive(sid, start_ticks):
+                leader_gone_at = time.monotonic()
+            if leader_gone_at is not None and time.monotonic() - leader_gone_at > 2.0:
+                break
+        result["leader_exited_on_term"] = not pid_alive(sid, start_ticks)
+    if members:
+        _signal_members(pgid, members, signal.SIGTERM)
+        result["signalled"].append("SIGTERM")
     while members and time.monotonic() < deadline:
         time.sleep(0.1)
         members = session_members(sid, pgid, start_ticks)
@@ -571,6 +617,26 @@ def classify_log(log_path, node=None):
                 item.setdefault("node", entry.get("node"))
                 marks.append(item)
     return answer, marks, None
+
+
+def log_size(log_path):
+    """``(lines, bytes)`` of the log now: a last line still being written counts as a line (it began before now)."""
+    lines = size = 0
+    last = b"\n"
+    try:
+        with open(log_path, "rb") as f:
+            while True:
+                block = f.read(1024 * 1024)
+                if not block:
+                    break
+                lines += block.count(b"\n")
+                size += len(block)
+                last = block[-1:]
+    except (OSError, IOError, TypeError):
+        return None, None
+    if size and last != b"\n":
+        lines += 1
+    return lines, size
 
 
 def errno_name(num):

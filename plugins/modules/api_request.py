@@ -87,6 +87,16 @@ options:
     description: Fail the task when any copy did not get a 2xx answer (results are returned either way).
     type: bool
     default: false
+  lease_file:
+    description:
+      - The lease file of the server the requests go to (C(<state_file>.lease) of M(repro.vllm.vllm_server)); it is
+        renewed to O(lease) seconds plus O(timeout) from now before the requests are sent, so the server's
+        supervisor does not stop it while the play still uses it.
+    type: path
+  lease:
+    description: Seconds the renewed lease lasts beyond this request's O(timeout). Used with O(lease_file).
+    type: float
+    default: 0
   use_proxy:
     description: Use the proxy settings of the environment. Off by default, since the server is usually local.
     type: bool
@@ -179,6 +189,10 @@ responses:
     started_at:
       description: Unix time the copy was sent.
       type: float
+lease_until:
+  description: Unix time the server's lease was renewed to (only with O(lease_file) and O(lease)).
+  returned: when the lease was renewed
+  type: float
 request:
   description: What was sent (URL, method, body size and sha256, concurrency, timeout; header names only).
   returned: always
@@ -224,6 +238,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.repro.vllm.plugins.module_utils import _http
+from ansible_collections.repro.vllm.plugins.module_utils._lease import renew_lease
 from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_text
 
 
@@ -279,6 +294,8 @@ def main():
             fail_on_status=dict(type="bool", default=False),
             use_proxy=dict(type="bool", default=False),
             validate_certs=dict(type="bool", default=True),
+            lease_file=dict(type="path"),
+            lease=dict(type="float", default=0.0),
         ),
         mutually_exclusive=[("body_file", "body")],
         supports_check_mode=True,
@@ -310,6 +327,12 @@ def main():
         result["msg"] = "would send %d x %s %s" % (p["concurrency"], p["method"], request["url"])
         module.exit_json(**result)
 
+    if p["lease_file"] and p["lease"] > 0:
+        try:
+            result["lease_until"] = renew_lease(p["lease_file"], p["lease"] + p["timeout"], by="api_request")
+        except (OSError, IOError) as exc:
+            module.fail_json(msg="api_request: cannot renew the server's lease %s: %s; without it the server may be "
+                             "stopped by its supervisor during the request" % (p["lease_file"], exc), **result)
     start_off = _http.file_size(p["server_log"]) if p["server_log"] else None
     t0 = time.monotonic()
     records = _http.send_many(url, method=p["method"], data=data, headers=headers, timeout=p["timeout"],

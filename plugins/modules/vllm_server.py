@@ -19,7 +19,9 @@ description:
     O(state_file) and samples the memory of the server's session once a second into C(memory.jsonl) beside
     O(log_path) (sum of VmRSS of every process in the session, and per-GPU C(memory.used) from C(nvidia-smi) when it
     exists). It ends by itself when no process of the session is left.
-  - O(state=stopped) sends SIGTERM to the whole group, waits O(stop_grace) seconds, sends SIGKILL, and then scans
+  - O(state=stopped) sends SIGTERM to the API server (the session leader) first, so that vLLM shuts its engine
+    core and workers down itself, then SIGTERM to the whole group for what is left, sends SIGKILL to what is still
+    there after O(stop_grace) seconds, and then scans
     C(/proc) for any process of the session (vLLM's C(VLLM::EngineCore) and C(VLLM::Worker) survive a kill of the
     API server alone) and reports them in RV(remaining_pids), which must be empty.
   - O(state=checked) reports whether the server still runs, its C(/health) status and the log's classification.
@@ -128,6 +130,24 @@ options:
     description:
       - Name of this node in the classification (for multi-node timelines). Defaults to none.
     type: str
+  classify:
+    description:
+      - Classify the log with the collection's classifier and return the answer (RV(classification), RV(stage)...).
+      - Set V(false) when the caller classifies every node's log once itself (the reproduction does, with the cutoff
+        RV(log_lines) of the last liveness check); the module then only reports RV(log_lines) and RV(log_bytes).
+    type: bool
+    default: true
+  lease:
+    description:
+      - Seconds the server may run without the play coming back (V(0), the default, - no lease).
+      - With a lease the supervisor stops the whole group (SIGTERM to the API server, then the group, SIGKILL after
+        O(stop_grace)) once the lease has passed without a renewal, without any controller - a play cancelled with
+        Ctrl-C, an AWX job cancel or SIGKILL to C(ansible-playbook) leaves no server holding the GPUs.
+      - O(state=started) sets it to O(ready_timeout) plus O(lease), and to O(lease) once the server is ready;
+        O(state=checked) with a lease renews it; M(repro.vllm.api_request) renews it with its C(lease_file) option
+        before each request. What the supervisor stopped is reported in RV(lease_expired).
+    type: float
+    default: 0
   fail_on_error:
     description:
       - Fail the task when the server did not become ready (O(state=started)), failed after it was ready
@@ -317,6 +337,27 @@ stage_marks:
   returned: always
   type: list
   elements: dict
+log_lines:
+  description:
+    - Lines of the server log when this call looked at it (a last line still being written counts). At the last
+      O(state=checked) of an attempt this is the cutoff after which the log holds what the stop caused.
+    - Redaction keeps every line, so the count holds for the record's redacted copy too.
+  returned: always
+  type: int
+log_bytes:
+  description: Size of the server log in bytes when this call looked at it.
+  returned: always
+  type: int
+lease_until:
+  description: Unix time the server's lease now runs to, null without a lease or when not renewed by this call.
+  returned: always
+  type: float
+lease_expired:
+  description:
+    - What the supervisor did when the lease ran out (expired_at, lease_until, renewed_at, renewed_by, processes it
+      found, the stop), null when the lease never ran out.
+  returned: always
+  type: dict
 remaining_pids:
   description: Processes of the server's session still alive at the end of a stop (must be empty), or, for the
     other states, the live processes of the session.
@@ -343,6 +384,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.repro.vllm.plugins.module_utils import _lease
 from ansible_collections.repro.vllm.plugins.module_utils import _server as srv
 
 
@@ -362,7 +404,8 @@ def _base_result(state_file=None, log_path=None):
         "base_url": None, "argv": [], "env": {}, "inherited_env_names": [], "log_path": log_path,
         "state_file": state_file, "memory_path": None, "memory": None, "stage": None, "error_class": None,
         "first_error": None, "classification": None, "classification_error": None, "stage_marks": [],
-        "remaining_pids": [], "remaining": [], "stop": None, "actions": [],
+        "remaining_pids": [], "remaining": [], "stop": None, "actions": [], "log_lines": None, "log_bytes": None,
+        "lease_until": None, "lease_expired": None,
     }
 
 
@@ -373,7 +416,14 @@ def _fill_from_state(result, st):
             result[key] = st[key]
 
 
-def _classify(result, log_path, node):
+def _log_size(result, log_path):
+    result["log_lines"], result["log_bytes"] = srv.log_size(log_path)
+
+
+def _classify(result, log_path, node, enabled=True):
+    if not enabled:
+        result["classification_error"] = "not classified here (classify=false): the play classifies every node's log once"
+        return
     answer, marks, err = srv.classify_log(log_path, node=node)
     result["classification"] = answer
     result["classification_error"] = err
@@ -476,10 +526,14 @@ def run_started(module, result, state_file):
         module.fail_json(msg="vllm_server: cannot create %s: %s; choose a writable log_path/state_file" % (log_dir, exc),
                          **result)
     nvidia_smi = srv.find_nvidia_smi(p["nvidia_smi_path"])
+    if p["lease"] > 0:
+        # the lease covers the wait for readiness; the supervisor stops the group when nobody renews it
+        result["lease_until"] = _lease.renew_lease(srv.lease_file_for(state_file), p["ready_timeout"] + p["lease"],
+                                                   by="vllm_server start")
     try:
         info = srv.spawn(argv, env, log_path, cwd, state_file, result["memory_path"],
                          interval=p["memory_interval"], nvidia_smi=nvidia_smi,
-                         gpu_timeout=p["command_timeout"])
+                         gpu_timeout=p["command_timeout"], lease=p["lease"] > 0, stop_grace=p["stop_grace"])
     except OSError as exc:
         module.fail_json(msg="vllm_server: could not start %s (log %s): %s" % (exe, log_path, exc), **result)
     if "error" in info:
@@ -504,6 +558,8 @@ def run_started(module, result, state_file):
                   models_status=waited["models_status"], last_probe_error=waited["last_probe_error"])
     if waited["outcome"] == "ready":
         result.update(ready=True, alive=True, time_to_ready_s=waited["time_to_ready_s"])
+        if p["lease"] > 0:
+            result["lease_until"] = _lease.renew_lease(srv.lease_file_for(state_file), p["lease"], by="vllm_server ready")
         st.update(ready=True, time_to_ready_s=waited["time_to_ready_s"])
         srv.write_json_atomic(state_file, st)
     else:
@@ -518,7 +574,8 @@ def run_started(module, result, state_file):
         st.update(stopped=bool(stop["signalled"]))
         srv.write_json_atomic(state_file, st)
     srv.reap_quietly(info["supervisor_pid"])
-    _classify(result, log_path, p["node"])
+    _log_size(result, log_path)
+    _classify(result, log_path, p["node"], p["classify"])
     _memory(result)
     if result["ready"]:
         return
@@ -566,8 +623,12 @@ def run_checked(module, result, state_file):
         result["outcome"] = "exited"
     else:
         result["outcome"] = "running" if health == 200 else "unhealthy"
-    _classify(result, st["log_path"], p["node"] or st.get("node"))
+    _log_size(result, st["log_path"])
+    _classify(result, st["log_path"], p["node"] or st.get("node"), p["classify"])
     _memory(result)
+    result["lease_expired"] = srv.read_json(srv.lease_expired_file_for(state_file))
+    if p["lease"] > 0 and alive and not result["lease_expired"]:
+        result["lease_until"] = _lease.renew_lease(srv.lease_file_for(state_file), p["lease"], by="vllm_server check")
     was_ready = bool(st.get("ready")) and not st.get("stopped")
     engine_dead = result.get("error_class") == "engine_dead"
     result["failed_after_ready"] = bool(was_ready and (not alive or health != 200 or engine_dead))
@@ -589,6 +650,7 @@ def run_stopped(module, result, state_file):
         result["actions"].append("no state in %s; nothing to stop" % state_file)
         return
     _fill_from_state(result, st)
+    result["lease_expired"] = srv.read_json(srv.lease_expired_file_for(state_file))
     members = _members(st)
     exit_file = srv.exit_file_for(state_file)
     if not members:
@@ -598,8 +660,8 @@ def run_stopped(module, result, state_file):
         _memory(result)
         return
     result["changed"] = True
-    result["actions"].append("SIGTERM to process group %s, SIGKILL after %ss, then scan /proc for session %s"
-                             % (st["pgid"], p["stop_grace"], st["sid"]))
+    result["actions"].append("SIGTERM to the API server %s, then to process group %s, SIGKILL after %ss, then "
+                             "scan /proc for session %s" % (st["pid"], st["pgid"], p["stop_grace"], st["sid"]))
     if module.check_mode:
         result["outcome"] = "planned"
         result["remaining"] = srv.describe(members)
@@ -613,7 +675,8 @@ def run_stopped(module, result, state_file):
     st.update(stopped=True, stopped_at=round(srv.time.time(), 3))
     srv.write_json_atomic(state_file, st)
     result["outcome"] = "stopped"
-    _classify(result, st["log_path"], p["node"] or st.get("node"))
+    _log_size(result, st["log_path"])
+    _classify(result, st["log_path"], p["node"] or st.get("node"), p["classify"])
     _memory(result)
     if result["remaining_pids"]:
         fill = (result["remaining_pids"], st["sid"], result["remaining"])
@@ -641,6 +704,8 @@ def main():
             node=dict(type="str"),
             fail_on_error=dict(type="bool", default=True),
             command_timeout=dict(type="float", default=10.0),
+            classify=dict(type="bool", default=True),
+            lease=dict(type="float", default=0.0),
         ),
         required_if=[("state", "started", ("argv", "log_path"))],
         required_one_of=[("log_path", "state_file")],

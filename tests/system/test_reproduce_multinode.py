@@ -133,5 +133,5 @@ def test_worker_failing_first_stops_the_head_and_is_the_root_cause(tmp_path, ssh
     assert any(isinstance(m, str) and m.startswith("reproduce | node01") and "node02 ended first" in m
                for m in lines), lines
     final = [res.get("msg") for _h, _e, res in task_results(r, "where the record is")][0]
-    assert "classification: stage config (config_error) at minimal in run-001" in final
+    assert "classification: stage config (config_error, server) at minimal in run-001" in final
     assert _session_leftovers(port) == []

@@ -394,7 +394,7 @@ def test_verify_errors(run, tmp_path):
     with pytest.raises(r.RecordError, match="not valid JSON"):
         r.verify(run)
     with open(os.path.join(run, "manifest.json"), "w") as f:
-        json.dump({"files": [{"path": "../../etc/passwd", "size": 1, "sha256": "0"}]}, f)
+        json.dump({"schema_version": r.SCHEMA_VERSION, "files": [{"path": "../../etc/passwd", "size": 1, "sha256": "0"}]}, f)
     with pytest.raises(r.RecordError, match="unsafe path"):
         r.verify(run)
 
@@ -404,3 +404,66 @@ def test_hash_file_in_chunks(tmp_path):
     blob = os.urandom(1000)
     p.write_bytes(blob)
     assert r.hash_file(str(p), chunk=7) == (1000, hashlib.sha256(blob).hexdigest())
+
+
+def _write_manifest(run, **fields):
+    os.chmod(run, 0o700)
+    with open(os.path.join(run, "manifest.json"), "w") as f:
+        json.dump(dict({"files": []}, **fields), f)
+
+
+def test_schema_version_is_bumped_and_older_manifests_still_verify(run):
+    assert r.SCHEMA_VERSION == 2 and 1 in r.SUPPORTED_SCHEMA_VERSIONS
+    _write_manifest(run, schema_version=1, collection_version="0.1.0")
+    assert r.verify(run)["ok"]  # a record written before this change still reads
+
+
+@pytest.mark.parametrize("version", [3, 99])
+def test_newer_schema_version_is_refused_naming_versions(run, version):
+    _write_manifest(run, schema_version=version, collection_version="9.0.0")
+    with pytest.raises(r.RecordError, match=r"schema_version %d, but this repro.vllm .* reads versions 1, 2 only.*9\.0\.0"
+                       % version):
+        r.verify(run)
+
+
+@pytest.mark.parametrize("value", [None, "2", True])
+def test_missing_or_odd_schema_version_is_refused(run, value):
+    fields = {} if value is None else {"schema_version": value}
+    _write_manifest(run, **fields)
+    with pytest.raises(r.RecordError, match="not an integer"):
+        r.verify(run)
+
+
+def test_file_notes_land_in_the_manifest_entry_but_not_over_the_hashes(run):
+    r.write_part(run, "logs/server.log", content="head\n...\ntail\n")
+    cut = {"offset": 5, "length": 100, "sha256": "ab" * 32}
+    man = r.freeze(run, "0.1.0", file_notes={"logs/server.log": {"cut": cut, "size": -1}})["manifest"]
+    entry = [e for e in man["files"] if e["path"] == "logs/server.log"][0]
+    assert entry["cut"] == cut and entry["size"] == len("head\n...\ntail\n")
+    assert r.verify(run)["ok"]
+
+
+def test_collection_version_comes_from_galaxy_yml(tmp_path):
+    (tmp_path / "galaxy.yml").write_text("namespace: repro\nname: vllm\nversion: '1.4.2'  # released\n")
+    assert r.read_collection_version(str(tmp_path)) == "1.4.2"
+    os.remove(str(tmp_path / "galaxy.yml"))
+    (tmp_path / "MANIFEST.json").write_text(json.dumps({"collection_info": {"version": "1.5.0"}}))
+    assert r.read_collection_version(str(tmp_path)) == "1.5.0"
+    os.remove(str(tmp_path / "MANIFEST.json"))
+    assert r.read_collection_version(str(tmp_path)) == "unknown"
+
+
+def test_this_collection_version_is_the_galaxy_one():
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+    import yaml
+    with open(os.path.join(root, "galaxy.yml")) as f:
+        assert r.read_collection_version() == yaml.safe_load(f)["version"]
+
+
+def test_relative_root_resolves_against_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert r.resolve_root("records") == os.path.join(str(tmp_path), "records")
+    assert r.resolve_root("a/../b", cwd="/srv") == "/srv/b"
+    assert r.resolve_root("/abs/records") == "/abs/records"
+    with pytest.raises(r.RecordError, match="empty"):
+        r.resolve_root("")

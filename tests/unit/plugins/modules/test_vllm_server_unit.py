@@ -159,10 +159,19 @@ def test_ready_checked_stopped_cycle(tmp_path, prog, cleanup):
     samples = [json.loads(line) for line in open(res["memory_path"])]
     assert len(samples) >= 3 and samples[-1]["pids"] == 3 and samples[-1]["rss_bytes"] > 3 * 1024 * 1024
     assert chk["memory"]["samples"] >= 3 and chk["memory"]["peak_rss_bytes"] >= samples[-1]["rss_bytes"]
+    # the log's size at the liveness check: the cutoff the play gives the classifier
+    with open(res["log_path"], "rb") as f:
+        data = f.read()
+    assert chk["log_bytes"] == len(data) > 0 and chk["log_lines"] == len(data.splitlines())
+    quiet = run_module("vllm_server", {"state": "checked", "log_path": res["log_path"], "classify": False})
+    assert quiet["classification"] is None and quiet["stage"] is None and "classify=false" in quiet["classification_error"]
+    assert quiet["log_lines"] >= chk["log_lines"] and quiet["ready"] is True
 
     stop = run_module("vllm_server", {"state": "stopped", "log_path": res["log_path"]})
     assert stop["_rc"] == 0 and stop["changed"] is True and stop["outcome"] == "stopped"
-    assert stop["stop"]["signalled"] == ["SIGTERM"] and len(stop["stop"]["initial"]) == 3
+    # the API server (session leader) first, then the group for the children that outlived it; no SIGKILL
+    assert stop["stop"]["signalled"] == ["SIGTERM (API server)", "SIGTERM"] and len(stop["stop"]["initial"]) == 3
+    assert stop["stop"]["leader_exited_on_term"] is True
     assert stop["remaining_pids"] == [] and session_pids(res["sid"]) == []
     assert stop["exit_code"] == -15 and stop["exit_signal"] == "SIGTERM"
     # the supervisor stops sampling by itself once the session is empty
@@ -210,7 +219,8 @@ def test_timeout_stops_the_whole_group_even_when_it_ignores_sigterm(tmp_path, pr
     res = run_module("vllm_server", args)
     cleanup.append(res["sid"])
     assert res["_rc"] == 0 and res["outcome"] == "timeout" and res["ready"] is False
-    assert res["stop"]["signalled"] == ["SIGTERM", "SIGKILL"]
+    assert res["stop"]["signalled"] == ["SIGTERM (API server)", "SIGTERM", "SIGKILL"]
+    assert res["stop"]["leader_exited_on_term"] is False
     assert len(res["stop"]["initial"]) == 3
     assert res["remaining_pids"] == [] and session_pids(res["sid"]) == []
     assert res["exit_code"] == -9 and res["exit_signal"] == "SIGKILL"
@@ -411,3 +421,42 @@ def test_read_slice_keeps_the_end_and_survives_rotation(tmp_path):
     assert sl["text"] == "6789" and sl["truncated"] is True
     shrunk = _http.read_slice(str(log), 50, 10, 100)
     assert shrunk["text"] == "0123456789" and "shrank" in shrunk["error"]
+
+
+def test_lease_stops_the_whole_group_without_the_play(tmp_path, prog, cleanup):
+    """The play that started the server is gone (nobody renews the lease): the supervisor stops every process."""
+    port = free_port()
+    res = run_module("vllm_server", start_args(tmp_path, prog, port, delay=0.2, children=2, lease=3, stop_grace=2))
+    cleanup.append(res["sid"])
+    assert res["ready"] is True and res["lease_until"] > time.time()
+    assert len(session_pids(res["sid"])) == 3
+    # a renewal by a check keeps it
+    time.sleep(2)
+    chk = run_module("vllm_server", {"state": "checked", "log_path": res["log_path"], "lease": 3, "classify": False})
+    assert chk["ready"] is True and chk["lease_expired"] is None and chk["lease_until"] > res["lease_until"]
+    time.sleep(2)
+    assert len(session_pids(res["sid"])) == 3, "the renewed lease must not have run out yet"
+    # then nobody comes back
+    deadline = time.monotonic() + 20
+    while session_pids(res["sid"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert session_pids(res["sid"]) == []
+    stop = run_module("vllm_server", {"state": "stopped", "log_path": res["log_path"]})
+    assert stop["outcome"] == "not_running"
+    expired = stop["lease_expired"]
+    assert expired["renewed_by"] == "vllm_server check" and len(expired["processes"]) == 3
+    assert expired["stop"]["signalled"][0] == "SIGTERM (API server)" and expired["stop"]["remaining"] == []
+    assert expired["expired_at"] >= expired["lease_until"]
+
+
+def test_api_request_renews_the_lease(tmp_path, prog, cleanup):
+    port = free_port()
+    res = run_module("vllm_server", start_args(tmp_path, prog, port, delay=0.2, lease=30))
+    cleanup.append(res["sid"])
+    lease_file = str(tmp_path / "run" / "vllm_server.state.json") + ".lease"
+    before = json.loads(open(lease_file).read())["until"]
+    r = run_module("api_request", {"base_url": "http://127.0.0.1:%d" % port, "route": "/health", "method": "GET",
+                                   "timeout": 5, "lease_file": lease_file, "lease": 100})
+    after = json.loads(open(lease_file).read())
+    assert r["lease_until"] == after["until"] > before + 60 and after["by"] == "api_request"
+    run_module("vllm_server", {"state": "stopped", "log_path": res["log_path"]})

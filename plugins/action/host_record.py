@@ -1,0 +1,298 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller side of repro.vllm.host_record (documentation: plugins/modules/host_record.py, docs/records.md)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import tempfile
+import traceback
+
+from ansible.errors import AnsibleConnectionFailure
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.repro.vllm.plugins.filter.host_summary import host_summary, host_summary_line
+from ansible_collections.repro.vllm.plugins.module_utils import _hostrecord, _record, _redact
+
+MODULE = "repro.vllm.host_record"
+# options that only the module needs; everything else stays on the controller
+_MODULE_KEYS = ("gather", "image", "nvidia_smi_path", "command_timeout", "files", "log_max_bytes",
+                "inline_max_bytes", "staging_root")
+_TRACE_CHARS = 4000
+
+ARGUMENT_SPEC = dict(
+    run_path=dict(type="path", required=True),
+    part_dir=dict(type="str"),
+    stage=dict(type="str", default="fingerprint"),
+    gather=dict(type="list", elements="str", default=[], choices=["basics", "gpu", "container"]),
+    image=dict(type="str", default=""),
+    nvidia_smi_path=dict(type="str", default=""),
+    command_timeout=dict(type="float", default=10.0),
+    data=dict(type="dict", default={}),
+    files=dict(type="list", elements="dict", default=[], options=dict(
+        src=dict(type="str", required=True),
+        part=dict(type="str", required=True),
+        required=dict(type="bool", default=False),
+        redact=dict(type="bool", default=True),
+    )),
+    remove_src=dict(type="list", elements="str", default=[]),
+    log_max_bytes=dict(type="int", default=_hostrecord.DEFAULT_LOG_MAX_BYTES),
+    inline_max_bytes=dict(type="int", default=_hostrecord.DEFAULT_INLINE_MAX_BYTES),
+    staging_root=dict(type="str", default=""),
+    metadata=dict(type="dict", default={}),
+)
+
+
+def controller_secret_scan():
+    """The redactor's scanner (``scan_secrets(text) -> [(lineno, kind)]``) when this collection has it, else None.
+
+    The scan is a second look on the controller; the redaction itself already happened on the host."""
+    return getattr(_redact, "scan_secrets", None)
+
+
+class _PartRefused(Exception):
+    """The part cannot be recorded as asked; ``str()`` says why and what to do."""
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = True
+    _VALID_ARGS = frozenset(ARGUMENT_SPEC)
+
+    # ------------------------------------------------------------------------------------------ entry
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        _valid, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        host = task_vars.get("inventory_hostname") or self._task.get_name()
+        ctx = self._context(args, host)
+        if ctx.get("error"):
+            result.update(failed=True, msg=ctx["error"], host_status="failed", reasons=[ctx["error"]])
+            return result
+        recorded = {"done": False}
+        try:
+            out = self._record(ctx, args, task_vars)
+            recorded["done"] = True
+            result.update(out)
+            return result
+        except AnsibleConnectionFailure as exc:
+            msg = "%s: unreachable while recording stage %s: %s" % (host, ctx["stage"], _redact.redact_text(str(exc)))
+            self._record_problem(ctx, "unreachable", msg)
+            recorded["done"] = True
+            result.update(unreachable=True, msg=msg, host_status="unreachable", reasons=[msg],
+                          part_path=ctx["part_abs"], summary={"host": host, "status": "unreachable", "detail": msg})
+            return result
+        except (_PartRefused, _record.RecordError) as exc:
+            msg = "%s: %s" % (host, exc)
+            self._record_problem(ctx, "failed", msg)
+            recorded["done"] = True
+            result.update(failed=True, msg=msg, host_status="failed", reasons=[msg], part_path=ctx["part_abs"],
+                          summary={"host": host, "status": "failed", "detail": msg})
+            return result
+        except Exception as exc:  # pylint: disable=broad-except
+            msg = "%s: recording stage %s failed on the controller: %s: %s" % (host, ctx["stage"], type(exc).__name__, exc)
+            self._record_problem(ctx, "failed", msg, trace=traceback.format_exc())
+            recorded["done"] = True
+            result.update(failed=True, msg=msg, host_status="failed", reasons=[msg], part_path=ctx["part_abs"],
+                          summary={"host": host, "status": "failed", "detail": msg})
+            return result
+        finally:
+            if not recorded["done"]:
+                # the task timeout (or an interrupt) stopped us in the middle: leave the reason in the record
+                self._record_problem(ctx, "failed", "%s: stage %s was stopped before its part was recorded (task "
+                                     "timeout %ss, or interrupted); raise the task timeout or lower the command "
+                                     "timeout" % (host, ctx["stage"], self._task.timeout))
+
+    # ------------------------------------------------------------------------------------------ checks
+    def _context(self, args, host):
+        run_path = os.path.abspath(args["run_path"])
+        part_dir = args["part_dir"] or "hosts/%s" % host
+        ctx = {"host": host, "run_path": run_path, "part_dir": part_dir, "stage": args["stage"],
+               "part_abs": os.path.join(run_path, *part_dir.split("/")),
+               "case_id": os.path.basename(os.path.dirname(run_path)), "run_id": os.path.basename(run_path),
+               "version": _record.read_collection_version(), "check": bool(self._play_context.check_mode)}
+        timeout = self._task.timeout
+        if timeout and args["command_timeout"] >= timeout:
+            ctx["error"] = ("%s: command_timeout %ss must be smaller than the task timeout %ss, or the task is "
+                            "stopped while a command still runs and the host's real state is lost; lower "
+                            "repro_vllm_command_timeout or raise repro_vllm_task_timeout"
+                            % (host, args["command_timeout"], timeout))
+        elif args["log_max_bytes"] < 1024:
+            ctx["error"] = "%s: log_max_bytes %s is too small; keep at least 1024 bytes of each file" % (
+                host, args["log_max_bytes"])
+        elif not ctx["check"]:
+            try:
+                _record.resolve_part(run_path, part_dir + "/x")
+            except _record.RecordError as exc:
+                ctx["error"] = "%s: part_dir %r: %s" % (host, part_dir, exc)
+            else:
+                if not os.path.isdir(run_path):
+                    ctx["error"] = ("%s: run %s does not exist on the controller; open the run first (repro.vllm.record "
+                                    "open, or run_record state=create)" % (host, run_path))
+                elif _record.is_frozen(run_path):
+                    ctx["error"] = "%s: %s" % (host, _record.frozen_message(run_path))
+                elif _record.is_frozen(ctx["part_abs"]):
+                    ctx["error"] = ("%s: %s is already recorded and frozen in this run; a part is recorded once, "
+                                    "use another part_dir or a new run" % (host, part_dir))
+        return ctx
+
+    # ------------------------------------------------------------------------------------------ the record
+    def _record(self, ctx, args, task_vars):
+        become = bool(getattr(self._play_context, "become", False))
+        mod_args = {k: args[k] for k in _MODULE_KEYS}
+        mod_args.update(run_path=ctx["run_path"], staging_label="%s-%s-%s" % (ctx["case_id"], ctx["run_id"], ctx["host"]))
+        if become:  # the connection user may not read the become user's staging folder: everything inline
+            mod_args["inline_max_bytes"] = max(args["inline_max_bytes"], args["log_max_bytes"] * 2)
+        remote = {}
+        if args["gather"] or args["files"]:
+            remote = self._execute_module(module_name=MODULE, module_args=mod_args, task_vars=task_vars)
+            if remote.get("unreachable"):
+                raise AnsibleConnectionFailure(remote.get("msg") or "unreachable")
+            if remote.get("failed"):
+                return self._module_failed(ctx, remote)
+        status, reasons = _hostrecord.host_status(remote.get("gpu"), remote.get("container"))
+        parts, notes, missing = self._parts(ctx, args, remote)
+        bad_files = [f for f in remote.get("files") or [] if f.get("status") == "error"]
+        if bad_files:
+            raise _PartRefused("; ".join(f.get("msg", f.get("src")) for f in bad_files) + " (a required file of stage "
+                               "%s; check that the stage produced it)" % ctx["stage"])
+        summary = self._summary(ctx, remote, status, reasons)
+        if ctx["check"]:
+            return {"changed": True, "host_status": status, "reasons": reasons, "part_path": ctx["part_abs"],
+                    "missing_files": missing, "summary": summary, "collection_version": ctx["version"],
+                    "staging": None, "msg": "check mode: would record %s" % ", ".join(sorted(parts))}
+        self._scan(ctx, parts)
+        for name in sorted(parts):
+            _record.write_part(ctx["run_path"], "%s/%s" % (ctx["part_dir"], name), content=parts[name])
+        frozen = _record.freeze(ctx["part_abs"], ctx["version"], case_id=ctx["case_id"], run_id=ctx["run_id"],
+                                metadata=dict(args["metadata"], host=ctx["host"], stage=ctx["stage"], status=status,
+                                              reasons=reasons), file_notes=notes)
+        checked = _record.verify(ctx["part_abs"])
+        if not checked["ok"]:
+            raise _PartRefused("the part %s does not verify right after it was frozen: %s"
+                               % (ctx["part_abs"], _record.describe_problems(checked)))
+        staging = self._cleanup(remote.get("staging_dir"), args["remove_src"], mod_args, task_vars)
+        return {"changed": True, "host_status": status, "reasons": reasons, "part_path": ctx["part_abs"],
+                "files": frozen["manifest"]["files"], "missing_files": missing, "summary": summary,
+                "collection_version": ctx["version"], "staging": staging, "msg": host_summary_line(summary)}
+
+    def _parts(self, ctx, args, remote):
+        """{relative name: bytes} of the part, {name: manifest notes}, [missing optional files]."""
+        parts, notes, missing = {}, {}, []
+        basics = remote.get("basics")
+        if basics or remote.get("gpu") is not None:
+            b = basics or {}
+            parts["fingerprint.json"] = _record.render_json({
+                "host": ctx["host"], "collected_at": b.get("collected_at"), "os": b.get("os"),
+                "os_release": b.get("os_release"), "kernel": b.get("kernel"), "machine": b.get("machine"),
+                "python": b.get("python"), "gpu": remote.get("gpu") or {}})
+        if basics:
+            parts["env.json"] = _record.render_json(basics.get("env") or {})
+        if remote.get("container") is not None:
+            parts["container.json"] = _record.render_json(remote["container"])
+        for name, value in (args["data"] or {}).items():
+            parts[name] = _record.render_json(_redact.redact_data(value))
+        for f in remote.get("files") or []:
+            if f.get("status") == "missing":
+                missing.append(f["src"])
+                continue
+            if f.get("status") != "ok" or f.get("transfer") == "planned":
+                continue
+            data = self._bring_back(ctx, f)
+            parts[f["part"]] = data
+            notes[f["part"]] = {"original": f.get("original"), "cut": f.get("cut"), "source": f["src"],
+                                "redacted_on_host": bool(f.get("redacted"))}
+        for name in parts:
+            _record.resolve_part(ctx["run_path"], "%s/%s" % (ctx["part_dir"], name))  # refuses '..', absolute paths
+        return parts, notes, missing
+
+    def _bring_back(self, ctx, f):
+        """The bytes of one prepared host file, checked against the sha256 the host computed."""
+        if f.get("transfer") == "inline":
+            data = base64.b64decode(f.get("content_b64") or "")
+        else:
+            fd, tmp = tempfile.mkstemp(prefix=".fetch-", dir=os.path.dirname(ctx["run_path"]))
+            os.close(fd)
+            try:
+                self._connection.fetch_file(f["staged_path"], tmp)
+                with open(tmp, "rb") as fh:
+                    data = fh.read()
+            finally:
+                os.unlink(tmp)
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != f.get("sha256") or len(data) != f.get("size"):
+            raise _PartRefused("%s from the host arrived with sha256 %s (%d bytes) but the host sent %s (%s bytes); the "
+                               "transfer was damaged, run the stage's record again" % (f["src"], digest, len(data),
+                                                                                         f.get("sha256"), f.get("size")))
+        return data
+
+    def _scan(self, ctx, parts):
+        scan = controller_secret_scan()
+        if scan is None:
+            return
+        found = []
+        for name in sorted(parts):
+            hits = scan(parts[name].decode("utf-8", errors="replace"))
+            if hits:
+                found.append("%s (lines %s)" % (name, ", ".join("%s: %s" % (n, kind) for n, kind in hits[:10])))
+        if found:
+            raise _PartRefused("the part still holds secret shapes after redaction on the host: %s; it was not "
+                               "written. Fix the redaction rule (plugins/module_utils/_redact.py) or keep the file out "
+                               "of the stage's files" % "; ".join(found))
+
+    def _cleanup(self, staging_dir, remove_src, mod_args, task_vars):
+        paths = ([staging_dir] if staging_dir else []) + list(remove_src or [])
+        if not paths:
+            return None
+        res = self._execute_module(module_name=MODULE, module_args={"cleanup": paths, "run_path": mod_args["run_path"]},
+                                   task_vars=task_vars)
+        return {"dir": staging_dir, "removed": res.get("removed") or [],
+                "errors": res.get("errors") or ([res.get("msg")] if res.get("failed") else [])}
+
+    # ------------------------------------------------------------------------------------------ failures
+    def _module_failed(self, ctx, remote):
+        msg = _redact.redact_text(str(remote.get("msg") or "the module failed without a message"))
+        detail = {}
+        for key in ("module_stderr", "module_stdout", "exception"):
+            if remote.get(key):
+                detail[key] = _redact.redact_text(str(remote[key])[-_TRACE_CHARS:])
+        full = "%s: stage %s failed on the host: %s" % (ctx["host"], ctx["stage"], msg)
+        self._record_problem(ctx, "failed", full, extra=detail)
+        return {"failed": True, "msg": full, "host_status": "failed", "reasons": [full], "part_path": ctx["part_abs"],
+                "summary": {"host": ctx["host"], "status": "failed", "detail": full},
+                "collection_version": ctx["version"]}
+
+    def _record_problem(self, ctx, status, msg, trace=None, extra=None):
+        """failed.json / unreachable.json in the host's part, frozen; never raises (the task's own error wins)."""
+        if ctx.get("check") or ctx.get("error") or not ctx.get("part_abs"):
+            return
+        try:
+            if _record.is_frozen(ctx["part_abs"]):
+                return
+            body = {"host": ctx["host"], "status": status, "stage": ctx["stage"], "msg": _redact.redact_text(msg),
+                    "case_id": ctx["case_id"], "run_id": ctx["run_id"]}
+            body.update(extra or {})
+            if trace:
+                body["controller_traceback"] = _redact.redact_text(trace[-_TRACE_CHARS:])
+            _record.write_part(ctx["run_path"], "%s/%s.json" % (ctx["part_dir"], status), data=body, overwrite=True)
+            _record.freeze(ctx["part_abs"], ctx["version"], case_id=ctx["case_id"], run_id=ctx["run_id"],
+                           metadata={"host": ctx["host"], "stage": ctx["stage"], "status": status})
+        except (OSError, _record.RecordError) as exc:
+            self._display.warning("repro.vllm.host_record: could not record the %s state of %s in %s: %s"
+                                  % (status, ctx["host"], ctx["part_abs"], exc))
+
+    # ------------------------------------------------------------------------------------------ summary
+    @staticmethod
+    def _summary(ctx, remote, status, reasons):
+        if remote.get("gpu") is not None:
+            b = remote.get("basics") or {}
+            fp = {"host": ctx["host"], "gpu": remote["gpu"], "os": b.get("os"), "kernel": b.get("kernel")}
+            container = remote.get("container")
+            summary = host_summary(fp, container if container and not container.get("skipped") else {})
+        else:
+            summary = {"host": ctx["host"], "status": "ok", "detail": None}
+        if status != "ok":
+            summary.update(status=status, detail="; ".join(reasons))
+        return summary

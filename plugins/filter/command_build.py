@@ -1,0 +1,52 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter fronts of the command reader's builders (module_utils/_command.py): the minimal command from its parts and
+whether a model's config asks for custom code. The roles use these instead of building argv in Jinja."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.repro.vllm.plugins.module_utils import _command
+
+
+def minimal_build(program, model, host=None, port=None, served_model_name=None, tensor_parallel_size=1,
+                  pipeline_parallel_size=1, data_parallel_size=1, trust_remote_code=False, platform_args=None):
+    """``_command.build_minimal`` - the minimal command (argv) from its parts."""
+    if isinstance(program, str):
+        program = [program]
+    if not isinstance(program, (list, tuple)) or not program:
+        raise AnsibleFilterError("minimal_build: the input must be the program as a list, e.g. ['vllm', 'serve']")
+    if not model:
+        raise AnsibleFilterError("minimal_build: model is empty; set repro_vllm_model (a model folder or hub id)")
+    try:
+        return _command.build_minimal(list(program), model, host=host or None, port=port or None,
+                                      served_model_name=served_model_name or None,
+                                      tensor_parallel_size=tensor_parallel_size,
+                                      pipeline_parallel_size=pipeline_parallel_size,
+                                      data_parallel_size=data_parallel_size,
+                                      trust_remote_code=bool(trust_remote_code),
+                                      platform_args=[str(a) for a in platform_args or []])
+    except _command.CommandError as exc:
+        raise AnsibleFilterError("minimal_build: %s" % exc)
+
+
+def needs_remote_code(model_config, setting="auto"):
+    """Whether the start needs ``--trust-remote-code``: ``setting`` true/false forces it; ``auto`` asks
+    ``_command.needs_remote_code`` (the model's config.json has ``auto_map``); an unknown config is false."""
+    value = str(setting).strip().lower()
+    if value in ("true", "yes", "1", "on"):
+        return True
+    if value in ("false", "no", "0", "off"):
+        return False
+    if value != "auto":
+        raise AnsibleFilterError("needs_remote_code: the setting is %r; use auto, true or false" % (setting,))
+    return bool(_command.needs_remote_code(model_config if isinstance(model_config, dict) else None))
+
+
+class FilterModule:
+    """repro.vllm command builders."""
+
+    def filters(self):
+        return {"minimal_build": minimal_build, "needs_remote_code": needs_remote_code}

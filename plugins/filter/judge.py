@@ -1,0 +1,116 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter fronts of the method's judgement (module_utils/_judge.py): the attempt verdict, a layer's expected
+observation, the prefix-cache evidence, the memory comparison, a ladder layer's status and the closing finding."""
+
+from __future__ import annotations
+
+import os
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.repro.vllm.plugins.module_utils import _judge
+from ansible_collections.repro.vllm.plugins.module_utils._command import LADDER_ORDER
+from ansible_collections.repro.vllm.plugins.module_utils._record import run_id_for, run_numbers
+
+
+def _mapping(value, what, filter_name):
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise AnsibleFilterError("%s: %s must be a dict, got %s" % (filter_name, what, type(value).__name__))
+    return value
+
+
+def _listing(value, what, filter_name):
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise AnsibleFilterError("%s: %s must be a list, got %s" % (filter_name, what, type(value).__name__))
+    return list(value)
+
+
+def attempt_verdict(step, stages=None, nodes=None, exchanges=None, checkpoint=None, check_mode=False,
+                    via_gateway=False):
+    return _judge.attempt_verdict(_mapping(step, "the step", "attempt_verdict"),
+                                  _mapping(stages, "stages", "attempt_verdict"),
+                                  _mapping(nodes, "nodes", "attempt_verdict"),
+                                  _listing(exchanges, "exchanges", "attempt_verdict"),
+                                  checkpoint=checkpoint or None, check_mode=bool(check_mode),
+                                  via_gateway=bool(via_gateway))
+
+
+def layer_observation(exchanges, checks=None, max_tokens=None, prompt_over=0, label="request"):
+    return _judge.layer_observation(_listing(exchanges, "the input (exchanges)", "layer_observation"),
+                                    _listing(checks, "checks", "layer_observation"), max_tokens=max_tokens,
+                                    prompt_over=prompt_over, label=label)
+
+
+def prefix_cache_evidence(exchanges, block_size=16, memory_before=None, memory_after=None):
+    try:
+        block = int(block_size)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError("prefix_cache_evidence: block_size must be a number of tokens, got %r" % (block_size,))
+    if block < 1:
+        raise AnsibleFilterError("prefix_cache_evidence: block_size must be at least 1, got %d" % block)
+    return _judge.prefix_cache_evidence(_listing(exchanges, "the input (exchanges)", "prefix_cache_evidence"), block,
+                                        memory_before=memory_before, memory_after=memory_after)
+
+
+def memory_compare(before, after=None, rss_growth_limit_mib=512, gpu_growth_limit_mib=512):
+    return _judge.memory_compare(before, after, rss_growth_limit_mib=int(rss_growth_limit_mib),
+                                 gpu_growth_limit_mib=int(gpu_growth_limit_mib))
+
+
+def metric_total(text, name):
+    if not isinstance(name, str) or not name:
+        raise AnsibleFilterError("metric_total: name must be a metric name such as vllm:prefix_cache_hits_total")
+    return _judge.metric_total(text, name)
+
+
+def layer_status(attempt, last_good=None):
+    return _judge.layer_status(_mapping(attempt, "the attempt", "layer_status"),
+                               _mapping(last_good, "last_good", "layer_status"))
+
+
+def reproduction_finding(runs):
+    return _judge.reproduction_finding(_listing(runs, "the input (runs)", "reproduction_finding"))
+
+
+def latest_run(case_dir, part=None):
+    """The highest-numbered run of a case folder on the controller (numeric order: run-1000 after run-999) that
+    holds ``part``; None when there is none."""
+    if not isinstance(case_dir, str) or not case_dir:
+        raise AnsibleFilterError("latest_run: the input must be the case folder (records_root/case_id)")
+    for number in reversed(run_numbers(case_dir)):
+        run = run_id_for(number)
+        path = os.path.join(case_dir, run)
+        if part is None or os.path.exists(os.path.join(path, part)):
+            return {"run": run, "path": path, "number": number}
+    return None
+
+
+def leftover_report(stopped):
+    return _judge.leftover_report(_mapping(stopped, "the input (a vllm_server stop result)", "leftover_report"))
+
+
+def ladder_layers(data):
+    """The ladder's layers (a mapping name -> fields) as a list in the one fixed order, _command.LADDER_ORDER."""
+    data = _mapping(data, "the input (layer name -> fields)", "ladder_layers")
+    unknown = sorted(set(data) - set(LADDER_ORDER))
+    if unknown:
+        raise AnsibleFilterError("ladder_layers: %s is no ladder layer; the ladder is %s"
+                                 % (", ".join(unknown), ", ".join(LADDER_ORDER)))
+    return [dict(data[name] or {}, name=name) for name in LADDER_ORDER if name in data]
+
+
+class FilterModule:
+    """repro.vllm judgement of an attempt."""
+
+    def filters(self):
+        return {"attempt_verdict": attempt_verdict, "layer_observation": layer_observation,
+                "prefix_cache_evidence": prefix_cache_evidence, "memory_compare": memory_compare,
+                "metric_total": metric_total, "layer_status": layer_status,
+                "reproduction_finding": reproduction_finding, "latest_run": latest_run,
+                "ladder_layers": ladder_layers, "leftover_report": leftover_report}

@@ -1,0 +1,225 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+# Do not use this from other collections or standalone plugins/modules!
+"""The host side of one host's record part (module ``repro.vllm.host_record``, action of the same name).
+
+* :func:`basics` - OS, kernel, Python and the (redacted) environment, read from files and the interpreter:
+  no ``setup`` module, no external command.
+* :func:`prepare_file` - one host file a stage names (server log, memory trace), size-capped (head and tail
+  kept, what was cut and its sha256 noted) and redacted here, before anything leaves the host.  Small results
+  travel inline in the module result; larger ones are written into a staging folder that is unique to this
+  call (``tempfile.mkdtemp``) and removed by the action once the controller verified its copy.
+* :func:`host_status` - ``ok`` or ``degraded`` with the reasons: a hung, skipped or failing ``nvidia-smi`` (or
+  container runtime) is never ``ok``.
+
+Python 3.9+ standard library only.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import hashlib
+import os
+import platform
+import sys
+import tempfile
+
+from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_env, redact_text
+
+CHUNK = 1024 * 1024
+DEFAULT_LOG_MAX_BYTES = 64 * 1024 * 1024
+DEFAULT_INLINE_MAX_BYTES = 4 * 1024 * 1024
+STAGING_PREFIX = "repro-vllm-stage-"
+
+
+# ------------------------------------------------------------------------------------------------ basics
+def _os_release(path="/etc/os-release"):
+    info = {}
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, sep, value = line.strip().partition("=")
+                if sep and key:
+                    info[key] = value.strip().strip('"').strip("'")
+    except OSError:
+        return None
+    return info
+
+
+def basics(environ=None, os_release_path="/etc/os-release"):
+    """Host basics for ``fingerprint.json``: collected_at, os, kernel, python; and the redacted environment."""
+    rel = _os_release(os_release_path)
+    if rel:
+        os_name = "%s %s" % (rel.get("NAME") or rel.get("ID") or "?", rel.get("VERSION_ID") or "")
+    else:
+        os_name = "%s (no %s)" % (platform.system(), os_release_path)
+    vi = sys.version_info
+    return {
+        "collected_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "os": os_name.strip(),
+        "os_release": {k: rel[k] for k in ("ID", "ID_LIKE", "VERSION_ID", "PRETTY_NAME") if k in rel} if rel else None,
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "python": {"major": vi.major, "minor": vi.minor, "micro": vi.micro, "releaselevel": vi.releaselevel,
+                   "serial": vi.serial, "executable": sys.executable},
+        "env": redact_env(dict(os.environ if environ is None else environ)),
+    }
+
+
+# ------------------------------------------------------------------------------------------------ files
+def _sha_range(f, start, end):
+    h = hashlib.sha256()
+    f.seek(start)
+    left = end - start
+    while left > 0:
+        block = f.read(min(CHUNK, left))
+        if not block:
+            break
+        h.update(block)
+        left -= len(block)
+    return h.hexdigest()
+
+
+def cap_bytes(path, max_bytes):
+    """Read ``path`` whole when it is at most ``max_bytes``, else its head and tail (together at most
+    ``max_bytes``, cut on line ends where a line end is near) with a marker line between them.
+
+    Returns (data, original, cut): ``original`` is dict(size, sha256) of the whole file; ``cut`` is None or
+    dict(offset, length, sha256, kept_head, kept_tail, max_bytes) of the bytes left out.
+    """
+    if max_bytes < 2:
+        raise ValueError("max_bytes must be at least 2, got %r" % (max_bytes,))
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        whole = hashlib.sha256()
+        while True:
+            block = f.read(CHUNK)
+            if not block:
+                break
+            whole.update(block)
+        original = {"size": size, "sha256": whole.hexdigest()}
+        if size <= max_bytes:
+            f.seek(0)
+            return f.read(), original, None
+        head_len = max_bytes // 2
+        f.seek(0)
+        head = f.read(head_len)
+        nl = head.rfind(b"\n")
+        if nl >= head_len // 2:  # cut at a line end when one is in the second half of the head
+            head = head[:nl + 1]
+        tail_len = max_bytes - head_len
+        f.seek(size - tail_len)
+        tail = f.read(tail_len)
+        nl = tail.find(b"\n")
+        if 0 <= nl < tail_len // 2 and nl + 1 < len(tail):
+            tail = tail[nl + 1:]
+        start, end = len(head), size - len(tail)
+        cut = {"offset": start, "length": end - start, "sha256": _sha_range(f, start, end),
+               "kept_head": len(head), "kept_tail": len(tail), "max_bytes": max_bytes}
+    marker = ("\n[repro.vllm: %d bytes cut here (offset %d, sha256 %s) of %d; head and tail kept, "
+              "log_max_bytes %d]\n" % (cut["length"], start, cut["sha256"], size, max_bytes)).encode("ascii")
+    return head + marker + tail, original, cut
+
+
+def redact_bytes(data):
+    """(bytes, changed): ``data`` with secret shapes masked; undecodable bytes pass through unchanged."""
+    text = data.decode("utf-8", errors="surrogateescape")
+    out = redact_text(text)
+    if out == text:
+        return data, False
+    return out.encode("utf-8", errors="surrogateescape"), True
+
+
+def new_staging_dir(staging_root, label):
+    """A fresh folder for this call only (mode 0700); an existing folder is never reused or touched."""
+    root = staging_root or tempfile.gettempdir()
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in (label or ""))[:80]
+    return tempfile.mkdtemp(prefix="%s%s-" % (STAGING_PREFIX, safe), dir=root)
+
+
+def prepare_file(spec, max_bytes, inline_max, stage_dir_factory, check_mode=False):
+    """One file a stage names, ready to leave the host.
+
+    ``spec``: dict(src, part, required, redact).  Returns dict(part, src, status) and, when the file was read:
+    size and sha256 of what is sent, ``original`` (whole file), ``cut`` (None or what was left out),
+    ``redacted`` (bool), ``transfer`` (``inline`` with ``content_b64``, or ``staged`` with ``staged_path``).
+    A missing optional file is ``status: missing``; a missing required or unreadable file is ``status: error``
+    with ``msg``.
+    """
+    src, part = spec["src"], spec["part"]
+    out = {"part": part, "src": src}
+    if not os.path.exists(src):
+        out.update(status="error" if spec.get("required") else "missing",
+                   msg="%s does not exist on this host" % src)
+        return out
+    if not os.path.isfile(src):
+        out.update(status="error", msg="%s is not a regular file" % src)
+        return out
+    try:
+        data, original, cut = cap_bytes(src, max_bytes)
+    except OSError as exc:
+        out.update(status="error", msg="cannot read %s: %s" % (src, exc.strerror or exc))
+        return out
+    redacted = False
+    if spec.get("redact", True):
+        data, redacted = redact_bytes(data)
+    out.update(status="ok", size=len(data), sha256=hashlib.sha256(data).hexdigest(), original=original, cut=cut,
+               redacted=redacted)
+    if check_mode:
+        out["transfer"] = "planned"
+    elif len(data) <= inline_max:
+        out.update(transfer="inline", content_b64=base64.b64encode(data).decode("ascii"))
+    else:
+        stage = stage_dir_factory()
+        staged = os.path.join(stage, "%03d-%s" % (len(os.listdir(stage)), os.path.basename(part)))
+        fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        out.update(transfer="staged", staged_path=staged)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ verdict
+def _smi_failures(gpu):
+    """Sentences for nvidia-smi calls that hung, were skipped after a hang, or failed without a diagnosis.
+
+    The first ``--query-gpu`` call may be refused by an older driver and retried with the safe field set; only
+    the final answer counts (``gpu_query.status``)."""
+    reasons = []
+    timed_out = list(gpu.get("timed_out") or [])
+    if timed_out:
+        limit = next((c.get("timeout") for c in gpu.get("commands") or [] if c.get("status") == "timed_out"), "?")
+        reasons.append("timed out after %ss: %s" % (limit, "; ".join(t[:200] for t in timed_out)))
+    if gpu.get("skipped"):
+        reasons.append("%d nvidia-smi call(s) not run after the hang" % len(gpu["skipped"]))
+    nvml = (gpu.get("driver") or {}).get("nvml_error")
+    if nvml:
+        reasons.append("nvidia-smi: %s" % nvml)
+    elif not timed_out:
+        for cmd in gpu.get("commands") or []:
+            argv = [str(a) for a in cmd.get("cmd") or []]
+            if len(argv) > 1 and argv[1] == "--version" and cmd.get("status") in ("failed", "error"):
+                reasons.append("nvidia-smi --version ended %s (rc %s)" % (cmd.get("status"), cmd.get("rc")))
+        query = gpu.get("gpu_query") or {}
+        if query.get("status") in ("failed", "error"):
+            reasons.append("nvidia-smi --query-gpu ended %s%s" % (
+                query["status"], " after the fallback (%s)" % query.get("fallback_reason") if query.get("fallback_used") else ""))
+    for err in gpu.get("errors") or []:
+        reasons.append("GPU facts section %s: %s" % (err.get("section"), err.get("error")))
+    return reasons
+
+
+def host_status(gpu=None, container=None):
+    """(status, reasons): ``degraded`` when a GPU or container command hung, was skipped after a hang, or the
+    core nvidia-smi queries failed; ``ok`` otherwise.  A host without nvidia-smi at all is ``ok`` (a CPU host:
+    the facts say so)."""
+    reasons = _smi_failures(gpu or {})
+    ct = container or {}
+    if ct.get("timed_out"):
+        reasons.append("container runtime timed out: %s" % "; ".join(
+            " ".join(t) if isinstance(t, list) else str(t) for t in ct["timed_out"]))
+    return ("degraded" if reasons else "ok"), reasons

@@ -1,0 +1,461 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+# Do not use this from other collections or standalone plugins/modules!
+"""The method's judgement of one attempt, in one place (the ``repro.vllm.attempt_*`` filters front it).
+
+- ``metric_total``: one counter of vLLM's Prometheus ``/metrics`` text, summed over its label sets.
+- ``prefix_cache_evidence``: the prefix-caching checkpoint from three ``/metrics`` snapshots, the answers and the
+  server log lines written during the requests (vLLM's ``Prefix cache hit rate`` stats line).
+- ``memory_compare``: memory of the server's process group (and GPUs) before and after a checkpoint.
+- ``layer_observation``: what came back against a layer's expected observation (``same_text``,
+  ``completion_tokens``, ``prompt_over``).
+- ``attempt_verdict``: ok or failed, the stage, the error class (the classifier's vocabulary plus ``http_error``)
+  and the ``component`` (``server``, ``gateway``, ``client``) that answered or failed.
+- ``layer_status`` and ``reproduction_finding``: a ladder layer's status and the play's closing classification.
+
+Standard library only; every input is the plain data the modules return (``vllm_server``, ``api_request``,
+``log_stage``), so the same code judges a live attempt and a replayed record.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+
+# The classifier's error classes (docs/architecture.md) plus the one the verdict adds: a non-2xx answer while no
+# server log shows a failure.
+ERROR_CLASSES = ("oom", "cuda_error", "nccl_error", "driver_mismatch", "config_error", "timeout", "missing_file",
+                 "import_error", "port_in_use", "illegal_memory_access", "engine_dead", "other", "http_error")
+COMPONENTS = ("server", "gateway", "client")
+NO_FAILURE = ("none", None, "")
+
+# Prometheus text exposition: ``name{label="v",...} value [timestamp]`` or ``name value [timestamp]``.
+_SAMPLE_RX = re.compile(r'^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?P<labels>\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?'
+                        r'\s+(?P<value>\S+)(?:\s+-?\d+)?\s*$')
+_HIT_RATE_RX = re.compile(r"Prefix cache hit rate: ([0-9.]+)%")
+_TIMEOUT_RX = re.compile(r"timed? ?out", re.I)
+
+PREFIX_QUERIES = "vllm:prefix_cache_queries_total"
+PREFIX_HITS = "vllm:prefix_cache_hits_total"
+# vLLM before the V1 counters exported the hit rate as a gauge only; it is read when the counters are missing.
+PREFIX_HIT_RATE_GAUGES = ("vllm:gpu_prefix_cache_hit_rate", "vllm:cpu_prefix_cache_hit_rate")
+
+
+def metric_total(text, name):
+    """Sum of every sample of metric ``name`` in Prometheus text; None when the metric is not there at all."""
+    if not text:
+        return None
+    total = None
+    for line in str(text).splitlines():
+        if not line.startswith(name):
+            continue
+        m = _SAMPLE_RX.match(line.strip())
+        if not m or m.group("name") != name:
+            continue
+        try:
+            value = float(m.group("value"))
+        except ValueError:
+            continue
+        if math.isnan(value):
+            continue
+        total = (total or 0.0) + value
+    return total
+
+
+def _first_text(exchanges, label):
+    for ex in exchanges or []:
+        if ex.get("label") == label:
+            for r in ex.get("responses") or []:
+                if r.get("text"):
+                    return r["text"]
+    return None
+
+
+def _bodies(exchanges, label=None, prefix=None):
+    out = []
+    for ex in exchanges or []:
+        lab = ex.get("label") or ""
+        if (label is not None and lab != label) or (prefix is not None and not lab.startswith(prefix)):
+            continue
+        for r in ex.get("responses") or []:
+            out.append(r.get("body") if isinstance(r.get("body"), dict) else {})
+    return out
+
+
+def _choice(body):
+    choices = body.get("choices") or [{}]
+    return choices[0] if isinstance(choices[0], dict) else {}
+
+
+def _text_of(body):
+    ch = _choice(body)
+    if "text" in ch:
+        return ch.get("text")
+    msg = ch.get("message") or {}
+    return msg.get("content") if isinstance(msg, dict) else None
+
+
+def _usage(body, key):
+    usage = body.get("usage") or {}
+    value = usage.get(key) if isinstance(usage, dict) else None
+    return int(value) if isinstance(value, (int, float)) else None
+
+
+def _delta(after, before):
+    if after is None or before is None:
+        return None
+    return int(round(after - before))
+
+
+def _mib(value):
+    return None if value is None else int(round(value / 1048576.0))
+
+
+def _memory_last(checked):
+    mem = (checked or {}).get("memory") or {}
+    return mem.get("last") or {}
+
+
+def memory_compare(before, after, rss_growth_limit_mib=512, gpu_growth_limit_mib=512):
+    """Memory of the server before and after (``vllm_server`` ``state=checked`` answers or their ``memory.last``).
+
+    ``flat`` is true when neither the process group's RSS nor any GPU's used memory grew by more than its limit
+    (vLLM sizes the KV cache at start; serving should not grow either). None when a sample is missing.
+    """
+    b = before if isinstance(before, dict) and "rss_bytes" in before else _memory_last(before)
+    a = after if isinstance(after, dict) and "rss_bytes" in after else _memory_last(after)
+    rss_b, rss_a = b.get("rss_bytes"), a.get("rss_bytes")
+    out = {"before_rss_bytes": rss_b, "after_rss_bytes": rss_a, "rss_delta_bytes": None, "gpus": [],
+           "before_gpus": b.get("gpus"), "after_gpus": a.get("gpus"), "flat": None,
+           "limits_mib": {"rss": rss_growth_limit_mib, "gpu": gpu_growth_limit_mib}, "summary": "memory not sampled"}
+    if rss_b is None or rss_a is None:
+        return out
+    out["rss_delta_bytes"] = int(rss_a) - int(rss_b)
+    grew = []
+    if out["rss_delta_bytes"] > rss_growth_limit_mib * 1048576:
+        grew.append("RSS +%d MiB" % _mib(out["rss_delta_bytes"]))
+    gb = dict((str(g.get("index")), g.get("memory_used_mib")) for g in (b.get("gpus") or []))
+    for g in a.get("gpus") or []:
+        idx = str(g.get("index"))
+        used_a, used_b = g.get("memory_used_mib"), gb.get(idx)
+        delta = None if used_a is None or used_b is None else int(used_a) - int(used_b)
+        out["gpus"].append({"index": idx, "before_mib": used_b, "after_mib": used_a, "delta_mib": delta})
+        if delta is not None and delta > gpu_growth_limit_mib:
+            grew.append("GPU %s +%d MiB" % (idx, delta))
+    out["flat"] = not grew
+    out["summary"] = "RSS %d -> %d MiB%s; %s" % (
+        _mib(rss_b), _mib(rss_a),
+        "".join("; GPU %s %s -> %s MiB" % (g["index"], g["before_mib"], g["after_mib"]) for g in out["gpus"]),
+        "flat" if not grew else "GREW: " + ", ".join(grew))
+    return out
+
+
+def prefix_cache_evidence(exchanges, block_size, memory_before=None, memory_after=None, log_text=None):
+    """The prefix-caching checkpoint from what the attempt exchanged with the server.
+
+    ``exchanges`` are the attempt's exchanges (``label``: ``metrics-before``, ``request`` (the fixed request sent
+    twice), ``metrics-repeat``, ``shared-prefix-a``/``-b``, ``metrics-after``; each with ``responses`` and
+    ``log_text``). vLLM counts prefix-cache queries and hits in tokens and caches whole blocks only, so a repeated
+    prompt shorter than one block never hits; two prompts sharing at least one block must hit at least one block.
+    """
+    block = int(block_size)
+    snaps = {}
+    for key, label in (("before", "metrics-before"), ("after_repeat", "metrics-repeat"),
+                       ("after_shared_prefix", "metrics-after")):
+        text = _first_text(exchanges, label)
+        snaps[key] = {"queries": metric_total(text, PREFIX_QUERIES), "hits": metric_total(text, PREFIX_HITS),
+                      "exported": text is not None}
+    fixed = _bodies(exchanges, label="request")
+    shared = _bodies(exchanges, prefix="shared-prefix-")
+    fixed_tokens = _usage(fixed[0], "prompt_tokens") if fixed else None
+    shared_tokens = _usage(shared[0], "prompt_tokens") if shared else None
+    texts = [_text_of(b) for b in fixed]
+    same_text = len(texts) >= 2 and len(set(texts)) == 1
+    repeat_hits = _delta(snaps["after_repeat"]["hits"], snaps["before"]["hits"])
+    shared_hits = _delta(snaps["after_shared_prefix"]["hits"], snaps["after_repeat"]["hits"])
+    if log_text is None:
+        log_text = "\n".join(ex.get("log_text") or "" for ex in exchanges or [])
+    rate_lines = [ln for ln in log_text.splitlines() if _HIT_RATE_RX.search(ln)]
+    rates = [float(_HIT_RATE_RX.search(ln).group(1)) for ln in rate_lines]
+    short = fixed_tokens is not None and fixed_tokens < block
+    counters = snaps["before"]["hits"] is not None
+    reasons = []
+    if not same_text:
+        reasons.append("the repeated request did not give the same text twice" if len(texts) >= 2
+                       else "the repeated request did not answer twice")
+    if not counters:
+        reasons.append("/metrics has no %s counter" % PREFIX_HITS)
+    else:
+        if shared_hits is None or shared_hits < block:
+            reasons.append("the shared prefix hit %s tokens, less than one block of %d" % (shared_hits, block))
+        if not short and (repeat_hits is None or repeat_hits < block):
+            reasons.append("the repeated request (%s tokens) hit %s tokens, less than one block of %d"
+                           % (fixed_tokens, repeat_hits, block))
+    memory = memory_compare(memory_before, memory_after)
+    if memory["flat"] is False:
+        reasons.append("memory grew: %s" % memory["summary"])
+    met = not reasons
+    summary = ("repeated request: %s of %s prompt tokens from the cache%s, same text %s; shared prefix: %s of %s "
+               "tokens from the cache (block %d); log hit rate %s; %s" % (
+                   repeat_hits, fixed_tokens, " (shorter than one block)" if short else "", same_text, shared_hits,
+                   shared_tokens, block, ("%s%%" % rates[-1]) if rates else "not logged", memory["summary"]))
+    return {
+        "kind": "prefix_cache",
+        "block_size": block,
+        "counters": dict((k, {"queries": v["queries"], "hits": v["hits"]}) for k, v in snaps.items()),
+        "repeat": {"prompt_tokens": fixed_tokens, "hit_tokens": repeat_hits, "same_text": same_text,
+                   "note": ("the fixed prompt has %s tokens, less than one block of %d: it cannot hit the cache"
+                            % (fixed_tokens, block)) if short else "the fixed prompt spans at least one block"},
+        "shared_prefix": {"prompt_tokens": shared_tokens, "hit_tokens": shared_hits},
+        "log_hit_rate_percent": rates[-1] if rates else None,
+        "log_hit_rate_line": rate_lines[-1] if rate_lines else None,
+        "memory": memory,
+        "expectation_met": met,
+        "reasons": reasons,
+        "summary": summary,
+    }
+
+
+def layer_observation(exchanges, checks, max_tokens=None, prompt_over=0, label="request"):
+    """A layer's expected observation against the answers to the fixed request (``label``)."""
+    bodies = _bodies(exchanges, label=label)
+    texts = [_text_of(b) for b in bodies]
+    completion = [_usage(b, "completion_tokens") for b in bodies]
+    prompt = [_usage(b, "prompt_tokens") for b in bodies]
+    finish = [_choice(b).get("finish_reason") for b in bodies]
+    results = {}
+    checks = list(checks or [])
+    if "same_text" in checks:
+        results["same_text"] = len(texts) > 0 and len(set(texts)) == 1
+    if "completion_tokens" in checks:
+        want = int(max_tokens or 0)
+        results["completion_tokens"] = len(completion) > 0 and set(completion) == {want}
+    if "prompt_over" in checks:
+        known = [p for p in prompt if p is not None]
+        results["prompt_over"] = len(known) == len(prompt) > 0 and min(known) > int(prompt_over or 0)
+    unknown = [c for c in checks if c not in ("same_text", "completion_tokens", "prompt_over", "prefix_cache")]
+    for c in unknown:
+        results[c] = False
+    return {
+        "kind": "observation",
+        "checks": checks,
+        "answers": len(bodies),
+        "texts_distinct": len(set(texts)),
+        "completion_tokens": completion,
+        "prompt_tokens": prompt,
+        "finish_reasons": finish,
+        "results": results,
+        "unknown_checks": unknown,
+        "expectation_met": all(results.values()) if results else None,
+        "summary": ", ".join("%s: %s" % (k, v) for k, v in sorted(results.items())) or "no check",
+    }
+
+
+def _node_cutoff(alive):
+    """Lines the node's log had at its last liveness check (``log_lines``; older answers: the timeline's count)."""
+    alive = alive or {}
+    if alive.get("log_lines") is not None:
+        return int(alive["log_lines"])
+    timeline = ((alive.get("classification") or {}).get("timeline") or [{}])
+    lines = (timeline[0] or {}).get("lines") if timeline else None
+    return int(lines) if lines is not None else None
+
+
+def _request_failure(sent, via_gateway):
+    """error_class and component of a failed request while no log shows a failure."""
+    errors = [e for ex in sent for e in (ex.get("errors") or []) if e]
+    statuses = [s for ex in sent for s in (ex.get("statuses") or [])]
+    bad = [s for s in statuses if s is None or not 200 <= int(s) < 300]
+    if any(_TIMEOUT_RX.search(str(e)) for e in errors):
+        return "timeout", "gateway" if via_gateway else "server"
+    answered = [s for s in bad if s is not None]
+    if not answered:
+        # no HTTP answer at all (refused, reset) from a server that is up: the path is what failed
+        return "other", "gateway" if via_gateway else "client"
+    if via_gateway and any(int(s) in (502, 503, 504) for s in answered):
+        return "http_error", "gateway"
+    if all(400 <= int(s) < 500 for s in answered):
+        return "http_error", "client"
+    return "http_error", "gateway" if via_gateway else "server"
+
+
+def attempt_verdict(step, stages, nodes, exchanges=None, checkpoint=None, check_mode=False, via_gateway=False):
+    """Judge one attempt.
+
+    ``step``: the step (``name``, ``nodes``, ``rollback_of`` ...). ``stages``: the ``log_stage`` answer over every
+    node's log (with ``after_stop`` when the classifier was given the cutoff). ``nodes``: per node
+    ``{started, alive, stopped, task_error}`` (``vllm_server`` answers at start, at the last liveness check and at
+    the stop). ``exchanges``: the requests sent. ``checkpoint``: the layer's evidence (``expectation_met``).
+    """
+    step = step or {}
+    stages = stages or {}
+    nodes = nodes or {}
+    names = list(step.get("nodes") or nodes.keys())
+    exchanges = [ex for ex in (exchanges or []) if not ex.get("skipped")]
+    started = dict((n, (nodes.get(n) or {}).get("started") or {}) for n in names)
+    alive = dict((n, (nodes.get(n) or {}).get("alive") or {}) for n in names)
+    ready = bool(names) and all(bool(started[n].get("ready")) for n in names)
+    request_ok = bool(exchanges) and all(bool(ex.get("ok")) for ex in exchanges)
+    statuses = [s for ex in exchanges for s in (ex.get("statuses") or [])]
+    failed_after_ready = any(bool(alive[n].get("failed_after_ready")) for n in names)
+    task_errors = ["%s: %s" % (n, (nodes.get(n) or {}).get("task_error")) for n in names
+                   if (nodes.get(n) or {}).get("task_error")]
+    cutoffs = dict((n, _node_cutoff(alive[n])) for n in names)
+
+    # the stop cutoff: an error logged after the last liveness check was logged while the play stopped the server
+    fe = stages.get("first_error") or None
+    cls_stage = stages.get("stage")
+    after_stop = list(stages.get("after_stop") or [])
+    if "after_stop" not in stages and fe:
+        cut = cutoffs.get(fe.get("node") or "") if fe.get("node") else (
+            cutoffs.get(names[0]) if len(names) == 1 else None)
+        if cut is not None and fe.get("lineno") is not None and int(fe["lineno"]) > cut:
+            after_stop = [dict(fe, lines_when_last_alive=cut)]
+            fe, cls_stage = None, "none"
+
+    outcomes = dict((n, started[n].get("outcome") or "not started") for n in names)
+    stage, error_class, component = "none", None, "gateway" if via_gateway else "server"
+    if check_mode:
+        stage = "none"
+    elif cls_stage not in NO_FAILURE:
+        stage, error_class, component = cls_stage, stages.get("error_class") or "other", "server"
+    elif not ready:
+        stage = stages.get("last_stage") or "unknown"
+        error_class = "timeout" if "timeout" in outcomes.values() or not any(
+            o in ("exited", "died") for o in outcomes.values()) else "other"
+        component = "server"
+    elif not request_ok and exchanges:
+        stage = "request"
+        error_class, component = _request_failure(exchanges, via_gateway)
+    elif not exchanges:
+        stage, error_class, component = "request", "other", "client"
+    elif failed_after_ready:
+        stage, error_class, component = "request", "engine_dead", "server"
+    ok = stage == "none" and (request_ok or check_mode) and not failed_after_ready and not task_errors
+    expectation = (checkpoint or {}).get("expectation_met") if checkpoint else None
+    rollback_of = step.get("rollback_of")
+    earlier = (ok and stage == rollback_of.get("good_stage")) if rollback_of else None
+
+    classifier_summary = stages.get("summary") or ""
+    if after_stop and cls_stage in NO_FAILURE:
+        classifier_summary = ("no failure while the server was serving; %d error line(s) logged after the last "
+                              "liveness check, while this play stopped the server (shutdown noise, not counted): %s"
+                              % (len(after_stop), (after_stop[0].get("line") or "")[:200]))
+    parts = ["%s %s: %s" % (step.get("run") or "-", step.get("name") or "-", "ok" if ok else "FAILED"),
+             "stage %s%s" % (stage, (" (%s, %s)" % (error_class, component)) if error_class else ""),
+             "ready %s" % ready, "request %s" % (",".join(str(s) for s in statuses) or "-")]
+    if expectation is not None:
+        parts.append("expectation %s" % ("met" if expectation else "NOT met"))
+    if fe and stage not in NO_FAILURE:
+        parts.append("first error: %s" % (fe.get("line") or "")[:200])
+    if after_stop:
+        parts.append("an error logged during the stop is not counted")
+    if rollback_of:
+        parts.append("earlier state came back: %s" % ("yes" if earlier else "NO"))
+    return {
+        "ok": bool(ok),
+        "ready": ready,
+        "stage": stage,
+        "error_class": error_class,
+        "component": component,
+        "classifier_stage": stages.get("stage"),
+        "classifier_summary": classifier_summary,
+        "first_error": fe if stage not in NO_FAILURE else None,
+        "after_stop": after_stop,
+        "lines_when_last_alive": cutoffs,
+        "start_outcomes": outcomes,
+        "time_to_ready_s": dict((n, started[n].get("time_to_ready_s")) for n in names),
+        "request_ok": request_ok,
+        "statuses": statuses,
+        "failed_after_ready": failed_after_ready,
+        "task_errors": task_errors,
+        "expectation_met": expectation,
+        "earlier_state_returned": earlier,
+        "summary": " | ".join(parts),
+    }
+
+
+def layer_status(attempt, last_good):
+    """A ladder layer's status from its attempt and the last good run: refused, failed, unexpected or ok.
+
+    ``stop`` is true for refused and failed (the ladder stops; a failed layer is rolled back).
+    """
+    attempt = attempt or {}
+    last_good = last_good or {}
+    if attempt.get("refused"):
+        status = "refused"
+        reason = "refused: %s" % attempt.get("summary", "")
+    elif not attempt.get("ok") or attempt.get("stage") != last_good.get("stage"):
+        status = "failed"
+        reason = "the failure stage changed from %s to %s at %s" % (
+            last_good.get("stage"), attempt.get("stage"), attempt.get("layer") or attempt.get("step"))
+    elif attempt.get("expectation_met") is False:
+        status, reason = "unexpected", ""
+    else:
+        status, reason = "ok", ""
+    return {"status": status, "stop": status in ("refused", "failed"), "stop_reason": reason}
+
+
+def reproduction_finding(runs):
+    """The play's closing classification: the first failed run (rollbacks and refusals aside), the refusals and
+    the last rollback."""
+    runs = list(runs or [])
+    failed = [r for r in runs if not r.get("refused") and not r.get("ok") and r.get("purpose") != "rollback"]
+    refusals = [r for r in runs if r.get("refused")]
+    rollbacks = [r for r in runs if r.get("purpose") == "rollback"]
+    finding = failed[0] if failed else None
+    recorded = [r for r in runs if r.get("path")]
+    if finding:
+        fe = finding.get("first_error") or {}
+        line = "stage %s (%s, %s) at %s in %s%s" % (
+            finding.get("stage"), finding.get("error_class") or "-", finding.get("component") or "-",
+            finding.get("step"), finding.get("run") or "-", (": " + (fe.get("line") or "")[:200]) if fe else "")
+        if rollbacks:
+            line += " | rollback: the earlier state %s (%s)" % (
+                "came back" if rollbacks[-1].get("earlier_state_returned") else "did NOT come back",
+                rollbacks[-1].get("run"))
+    elif refusals:
+        line = refusals[-1].get("summary", "refused")
+    else:
+        line = "none: every step passed (%s)" % " -> ".join(str(r.get("step")) for r in runs)
+    cases = [r.get("case_id") for r in runs if r.get("case_id")]
+    return {
+        "case_id": cases[0] if cases else None,
+        "record": os.path.dirname(recorded[-1]["path"]) if recorded else None,
+        "finding": finding,
+        "stage": finding.get("stage") if finding else "none",
+        "error_class": finding.get("error_class") if finding else None,
+        "component": finding.get("component") if finding else None,
+        "refused": bool(refusals),
+        "last_run": recorded[-1].get("path") if recorded else None,
+        "last_run_id": recorded[-1].get("run") if recorded else None,
+        "classification": line,
+    }
+
+
+def leftover_report(stopped):
+    """What the play found of a server an earlier play left, from ``vllm_server state=stopped`` on its state file
+    (a loop result: ``item.path`` is the state file)."""
+    stopped = stopped or {}
+    state_file = (stopped.get("item") or {}).get("path") or stopped.get("state_file") or ""
+    # <remote_root>/<case>/.state/<run>/<host>/vllm_server.state.json
+    run = os.path.basename(os.path.dirname(os.path.dirname(state_file))) if state_file else None
+    expired = stopped.get("lease_expired") or None
+    now = ((stopped.get("stop") or {}).get("initial")) or []
+    if stopped.get("outcome") == "stopped":
+        how = "stopped now: %d process(es) (%s)" % (len(now), ", ".join(
+            "%s %s" % (p.get("pid"), p.get("comm")) for p in now[:6]))
+    elif expired:
+        how = "its lease had run out; the supervisor stopped %d process(es) at %s" % (
+            len(expired.get("processes") or []), expired.get("expired_at"))
+    else:
+        how = "no process was left (%s)" % (stopped.get("outcome") or "unknown")
+    line = "server of %s (pid %s, log %s) left by an earlier play: %s" % (
+        run, stopped.get("pid"), stopped.get("log_path"), how)
+    return {"run": run, "state_file": state_file, "pid": stopped.get("pid"), "log_path": stopped.get("log_path"),
+            "outcome": stopped.get("outcome"), "stopped_now": now, "lease_expired": expired,
+            "remaining_pids": stopped.get("remaining_pids") or [], "line": line}

@@ -1,0 +1,343 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: host_record
+short_description: Record one host's part of the open run on the controller, in one task
+version_added: 0.1.0
+description:
+  - The one record path of the collection. In one task per host it runs one module execution on the host that
+    gathers what the part needs (O(gather)) and prepares the host files a stage names (O(files)), brings them
+    back through the connection with their sha256 checked, writes the part into C(<run_path>/<part_dir>/) on
+    the controller, scans it once more for secret shapes, freezes it (its own C(manifest.json)) and verifies it.
+  - This is an action plugin with a module of the same name; the module side runs on the host, the rest on
+    the controller. Use it as a normal task on the host (no C(delegate_to)).
+  - What leaves the host is redacted there, with the collection's one redactor. The controller does not
+    rewrite anything; a part that still holds a secret shape is not written and the host is recorded as
+    failed, naming the file, the line numbers and the kind of secret (never the secret).
+  - Host files larger than O(log_max_bytes) keep their head and tail; the manifest entry of the file records
+    C(cut) (offset, length and sha256 of the bytes left out) and C(original) (size and sha256 of the whole file).
+  - Results up to O(inline_max_bytes) travel inside the module result, so no folder is created on the host.
+    Larger ones are written into a staging folder created for this call only (C(tempfile.mkdtemp) under
+    O(staging_root), an id in its name, never an existing folder), fetched, verified on the controller and
+    then removed from the host. With C(become), files always travel inline (the connection user may not read
+    the become user's folder).
+  - A failed host keeps its real error in C(failed.json) (the module's message, its stderr and exception tail,
+    redacted); an unreachable or lost host gets C(unreachable.json). Both are frozen like any part, and the
+    task reports the failure; use C(ignore_errors) and C(ignore_unreachable) so the host stays in the play and
+    the run can be closed.
+  - Argument check on the controller - O(command_timeout) must be smaller than the task's C(timeout).
+author:
+  - repro.vllm maintainers (@repro)
+extends_documentation_fragment:
+  - repro.vllm._attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Gathers on the host and reports what would be written; nothing is written on the host or controller.
+  diff_mode:
+    support: none
+  idempotent:
+    description: When run again with the same arguments, the module reports no change.
+    support: none
+    details:
+      - Each call records a new part; a part that is already frozen is refused.
+options:
+  run_path:
+    description:
+      - The open (not frozen) run on the controller, as returned by C(repro.vllm.run_record) O(state=create).
+    type: path
+    required: true
+  part_dir:
+    description:
+      - Folder of this host's part inside the run. Default C(hosts/<inventory_hostname>).
+    type: str
+  stage:
+    description:
+      - Name of the stage recording this part (C(fingerprint), C(minimal), ...); goes into the part's manifest.
+    type: str
+    default: fingerprint
+  gather:
+    description:
+      - What the module gathers on the host. C(basics) - OS, kernel, Python and the redacted environment
+        (C(env.json)); C(gpu) - the facts of C(repro.vllm.gpu_facts); C(container) - the facts of
+        C(repro.vllm.container_facts) for O(image) (C(container.json)). C(fingerprint.json) is written when
+        C(basics) or C(gpu) is gathered.
+    type: list
+    elements: str
+    choices: [basics, gpu, container]
+    default: []
+  image:
+    description:
+      - Image reference whose digests C(container) records. Empty - C(container.json) says it was skipped.
+    type: str
+    default: ""
+  nvidia_smi_path:
+    description:
+      - nvidia-smi to use; empty means found on PATH.
+    type: str
+    default: ""
+  command_timeout:
+    description:
+      - Seconds each external command on the host may run before its process group is killed.
+    type: float
+    default: 10
+  data:
+    description:
+      - Parts computed on the controller, written as JSON. Keys are paths relative to O(part_dir) (for example
+        C(command.json)); values are redacted with the collection's redactor before they are written.
+    type: dict
+    default: {}
+  files:
+    description:
+      - Host files to bring back into the part (server logs, the memory trace).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      src:
+        description: Absolute path of the file on the host.
+        type: str
+        required: true
+      part:
+        description: Path relative to O(part_dir) (for example C(logs/server.log)).
+        type: str
+        required: true
+      required:
+        description: A missing file fails the host; otherwise it is listed in C(missing_files) of the result.
+        type: bool
+        default: false
+      redact:
+        description: Mask secret shapes on the host before the file leaves it. Turn off only for binary data.
+        type: bool
+        default: true
+  remove_src:
+    description:
+      - Paths on the host to remove after the part is frozen and verified on the controller (for example the
+        stage's own state folder). Name only what the stage itself created.
+    type: list
+    elements: str
+    default: []
+  cleanup:
+    description:
+      - Used by the action's own second call, after the controller verified its copy - the staging folder
+        and O(remove_src) to remove. Do not set it in a task.
+    type: list
+    elements: str
+    default: []
+  staging_label:
+    description:
+      - Readable part of the staging folder's name (the action passes C(<case_id>-<run_id>-<host>)); the
+        folder name always ends in a random id.
+    type: str
+    default: ""
+  log_max_bytes:
+    description:
+      - Largest size in bytes kept of one host file; above it the head and tail are kept (together this many
+        bytes) and the cut is recorded in the manifest. Role variable C(repro_vllm_log_max_bytes).
+    type: int
+    default: 67108864
+  inline_max_bytes:
+    description:
+      - Files up to this size (after capping and redaction) travel inside the module result; larger ones go
+        through a staging folder.
+    type: int
+    default: 4194304
+  staging_root:
+    description:
+      - Folder on the host under which the per-call staging folder is created when one is needed. Empty - the
+        host's temporary directory.
+    type: str
+    default: ""
+  metadata:
+    description:
+      - Extra data stored under C(metadata) in the part's manifest.
+    type: dict
+    default: {}
+notes:
+  - The part's C(manifest.json) holds C(schema_version), C(case_id) and C(run_id) (the run's own, from
+    O(run_path)), C(collection_version) (read from the collection's C(galaxy.yml) on the controller),
+    C(metadata.host), C(metadata.stage) and C(metadata.status).
+seealso:
+  - module: repro.vllm.run_record
+  - module: repro.vllm.gpu_facts
+  - name: Records layout
+    description: docs/records.md of this collection.
+    link: https://example.invalid/repro/vllm/blob/main/docs/records.md
+"""
+
+EXAMPLES = r"""
+- name: Fingerprint this host into the open run (one task per host)
+  repro.vllm.host_record:
+    run_path: "{{ repro_vllm_run.path }}"
+    stage: fingerprint
+    gather: [basics, gpu, container]
+    image: "{{ repro_vllm_image }}"
+    command_timeout: 10
+  timeout: 180
+  ignore_errors: true
+  ignore_unreachable: true
+  register: _repro_vllm_host_record
+
+- name: Bring back a stage's server log and memory trace, capped at 64 MiB each
+  repro.vllm.host_record:
+    run_path: "{{ run.path }}"
+    part_dir: "hosts/{{ inventory_hostname }}"
+    stage: minimal
+    data:
+      command.json: "{{ command_record }}"
+    files:
+      - src: "{{ state_dir }}/server.log"
+        part: logs/server.log
+        required: true
+      - src: "{{ state_dir }}/memory.jsonl"
+        part: memory.jsonl
+    remove_src:
+      - "{{ state_dir }}"
+    log_max_bytes: "{{ repro_vllm_log_max_bytes }}"
+"""
+
+RETURN = r"""
+host_status:
+  description: C(ok), C(degraded) (facts recorded, but a command hung or failed - see RV(reasons)), C(failed) or C(unreachable).
+  returned: always
+  type: str
+  sample: degraded
+reasons:
+  description: Why the host is not C(ok).
+  returned: always
+  type: list
+  elements: str
+  sample: ["timed out: /usr/bin/nvidia-smi --version (command timeout 3.0s)"]
+part_path:
+  description: Absolute path of the host's part on the controller.
+  returned: always
+  type: str
+  sample: /srv/records/case1/run-004/hosts/node01
+files:
+  description: Every file of the part with C(path), C(size), C(sha256) and, for a capped host file, C(cut) and C(original).
+  returned: when the part was written
+  type: list
+  elements: dict
+missing_files:
+  description: Optional host files that did not exist.
+  returned: always
+  type: list
+  elements: str
+summary:
+  description: The per-host line of the fleet table (host, status, driver, GPUs, image digest, foreign processes, timed out).
+  returned: always
+  type: dict
+collection_version:
+  description: Version of this collection, read from its galaxy.yml.
+  returned: always
+  type: str
+  sample: 0.1.0
+staging:
+  description: The staging folder used on the host and whether it was removed, or null when none was needed.
+  returned: always
+  type: dict
+"""
+
+import os
+import shutil
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.repro.vllm.plugins.module_utils import _hostrecord
+
+
+def _gather_container(image, timeout):
+    from ansible_collections.repro.vllm.plugins.module_utils import _container
+
+    facts, actions = _container.gather(image, timeout=timeout)
+    facts["timed_out"] = [a.get("cmd") for a in actions if a.get("status") == "timed_out"]
+    facts["commands"] = actions
+    return facts
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            gather=dict(type="list", elements="str", default=[], choices=["basics", "gpu", "container"]),
+            image=dict(type="str", default=""),
+            nvidia_smi_path=dict(type="str", default=""),
+            command_timeout=dict(type="float", default=10.0),
+            files=dict(type="list", elements="dict", default=[], options=dict(
+                src=dict(type="str", required=True),
+                part=dict(type="str", required=True),
+                required=dict(type="bool", default=False),
+                redact=dict(type="bool", default=True),
+            )),
+            log_max_bytes=dict(type="int", default=_hostrecord.DEFAULT_LOG_MAX_BYTES),
+            inline_max_bytes=dict(type="int", default=_hostrecord.DEFAULT_INLINE_MAX_BYTES),
+            staging_root=dict(type="str", default=""),
+            staging_label=dict(type="str", default=""),
+            cleanup=dict(type="list", elements="str", default=[]),
+            # read by the action on the controller; accepted here so one argument spec documents them all
+            run_path=dict(type="path", required=True),
+            part_dir=dict(type="str"),
+            stage=dict(type="str", default="fingerprint"),
+            data=dict(type="dict", default={}),
+            remove_src=dict(type="list", elements="str", default=[]),
+            metadata=dict(type="dict", default={}),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    if p["cleanup"]:
+        # second call of the action: the controller verified its copy; remove what it names
+        removed, errors = [], []
+        for path in p["cleanup"]:
+            if module.check_mode:
+                continue
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                elif os.path.lexists(path):
+                    os.unlink(path)
+                removed.append(path)
+            except OSError as exc:
+                errors.append("%s: %s" % (path, exc.strerror or exc))
+        module.exit_json(changed=bool(removed), removed=removed, errors=errors)
+    if p["command_timeout"] <= 0:
+        module.fail_json(msg="command_timeout=%s is not a positive number of seconds" % p["command_timeout"])
+    if p["log_max_bytes"] < 1024:
+        module.fail_json(msg="log_max_bytes=%s is too small; keep at least 1024 bytes of each file" % p["log_max_bytes"])
+    out = {"changed": False}
+    try:
+        if "basics" in p["gather"]:
+            out["basics"] = _hostrecord.basics()
+        if "gpu" in p["gather"]:
+            from ansible_collections.repro.vllm.plugins.module_utils._gpu import gather as gpu_gather
+
+            out["gpu"] = gpu_gather({"nvidia_smi_path": p["nvidia_smi_path"] or None,
+                                     "command_timeout": p["command_timeout"]})
+        if "container" in p["gather"]:
+            out["container"] = (_gather_container(p["image"].strip(), p["command_timeout"]) if p["image"].strip()
+                                else {"skipped": True, "reason": "no image given (repro_vllm_image)"})
+        stage = {"path": None}
+
+        def stage_dir():
+            if stage["path"] is None:
+                stage["path"] = _hostrecord.new_staging_dir(p["staging_root"] or None, p["staging_label"])
+            return stage["path"]
+
+        out["files"] = [_hostrecord.prepare_file(spec, p["log_max_bytes"], p["inline_max_bytes"], stage_dir,
+                                                 check_mode=module.check_mode) for spec in p["files"]]
+        out["staging_dir"] = stage["path"]
+    except Exception as exc:  # pylint: disable=broad-except
+        module.fail_json(msg="host_record on the host failed: %s: %s" % (type(exc).__name__, exc),
+                         exception=traceback.format_exc())
+    module.exit_json(**out)
+
+
+if __name__ == "__main__":
+    main()

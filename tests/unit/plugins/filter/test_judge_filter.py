@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter fronts of the judgement: argument errors are clear, the latest run is found by number."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.repro.vllm.plugins.filter import judge
+
+
+def test_latest_run_is_numeric_not_text_order(tmp_path):
+    for name in ("run-999", "run-1000", "run-002", "notes", "run-abc"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "run-999" / "changes.json").write_text("{}")
+    (tmp_path / "run-002" / "changes.json").write_text("{}")
+    assert judge.latest_run(str(tmp_path))["run"] == "run-1000"
+    found = judge.latest_run(str(tmp_path), "changes.json")
+    assert found == {"run": "run-999", "path": str(tmp_path / "run-999"), "number": 999}
+    assert judge.latest_run(str(tmp_path / "missing"), "changes.json") is None
+
+
+def test_filters_refuse_wrong_types():
+    with pytest.raises(AnsibleFilterError, match="attempt_verdict: nodes must be a dict"):
+        judge.attempt_verdict({"name": "x"}, {}, nodes=["a"])
+    with pytest.raises(AnsibleFilterError, match="block_size must be at least 1"):
+        judge.prefix_cache_evidence([], 0)
+    with pytest.raises(AnsibleFilterError, match="metric name"):
+        judge.metric_total("x 1", "")
+    assert set(judge.FilterModule().filters()) == {
+        "attempt_verdict", "layer_observation", "prefix_cache_evidence", "memory_compare", "metric_total",
+        "layer_status", "reproduction_finding", "latest_run", "ladder_layers", "leftover_report"}
+
+
+def test_ladder_layers_take_the_one_order():
+    data = {"gateway": {"checks": []}, "prefix_caching": {"args": ["--enable-prefix-caching"]},
+            "concurrency_2": {"concurrency": 2}}
+    assert [layer["name"] for layer in judge.ladder_layers(data)] == ["prefix_caching", "concurrency_2", "gateway"]
+    assert judge.ladder_layers(data)[0]["args"] == ["--enable-prefix-caching"]
+    with pytest.raises(AnsibleFilterError, match="speculative is no ladder layer"):
+        judge.ladder_layers({"speculative": {}})
