@@ -602,6 +602,9 @@ class _HostCheck:
         if status not in (None, "ok"):
             self.ans.unknown(self.host, "foreign_processes", "the compute process list was not read (%s)" % status)
         foreign = []
+        # With no workload process named (the check before vLLM starts), nothing on the GPUs can be the workload's:
+        # a process that could not be mapped to a local pid is still someone else's work holding the GPU.
+        workload_named = bool((self.gpu.get("processes_summary") or {}).get("own_pids"))
         for proc in self.gpu.get("processes") or []:
             if proc.get("gpu_uuid") not in uuids:
                 continue
@@ -610,6 +613,9 @@ class _HostCheck:
                 proc.get("pid"), proc.get("process_name"), proc.get("gpu_index"), proc.get("used_memory_mib"))
             if who == "foreign":
                 foreign.append(text + (": %s" % reason if reason else ""))
+            elif who == "unattributed" and not workload_named:
+                foreign.append(text + ": no workload process is running, so it is not the workload's (%s)" % (
+                    reason or "pid not mapped here"))
             elif who == "unattributed":
                 self.ans.note(self.host, "foreign_processes", "could not tell whose process this is: %s%s" % (
                     text, ": %s" % reason if reason else ""))

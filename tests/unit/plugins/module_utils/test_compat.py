@@ -424,9 +424,20 @@ def test_attribution_from_gpu_facts_is_used_and_unattributed_is_a_note():
     for attribution, verdict in (("workload", "pass"), ("foreign", "fail"), ("unattributed", "pass")):
         gpu = copy.deepcopy(busy)
         gpu["processes"][0].update(attribution=attribution, reason="NSpid 1098 -> 510")  # the gpu_facts contract
+        gpu["processes_summary"]["own_pids"] = [510]  # EDITED: a workload is named (a running server's pid)
         doc = judge(profile(gpu_count_min=2), host(gpu))
         assert doc["verdict"] == verdict, attribution
     assert any("could not tell" in n["note"] for n in doc["notes"])
+
+
+def test_unattributed_with_no_workload_running_is_foreign():
+    """Before vLLM starts no process can be the workload's: one that could not be mapped still holds the GPU."""
+    gpu = copy.deepcopy(real(X2, "gpu_facts_busy.json"))
+    gpu["processes"][0].update(attribution="unattributed", reason="pid not visible here")  # the gpu_facts contract
+    gpu["processes_summary"]["own_pids"] = []
+    doc = judge(profile(gpu_count_min=2), host(gpu))
+    assert facts_of(doc) == [("node01", "foreign_processes")]
+    assert "no workload process is running" in doc["violations"][0]["found"]
 
 
 def test_memory_no_process_accounts_for_is_foreign():
