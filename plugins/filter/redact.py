@@ -4,16 +4,27 @@
 
 from __future__ import annotations
 
-from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_data
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_data, scan_secrets
 
 
-def redact(data):
+def redact(data, key=None):
     """Mask secrets in a string, list or dict (same rules as the modules use on the managed nodes)."""
-    return redact_data(data)
+    if key is not None and not isinstance(key, (str, bytes)):
+        raise AnsibleFilterError("repro.vllm.redact: key must be a string (the case key), got %s" % type(key).__name__)
+    return redact_data(data, key or None)
+
+
+def secret_findings(text):
+    """``[{'line': n, 'kind': k}, ...]`` for secret shapes still in ``text`` (a scan, nothing is rewritten)."""
+    if not isinstance(text, str):
+        raise AnsibleFilterError("repro.vllm.secret_findings expects a string, got %s" % type(text).__name__)
+    return [{"line": line, "kind": kind} for line, kind in scan_secrets(text)]
 
 
 class FilterModule:
-    """repro.vllm redaction filter."""
+    """repro.vllm redaction filters."""
 
     def filters(self):
-        return {"redact": redact}
+        return {"redact": redact, "secret_findings": secret_findings}

