@@ -131,14 +131,14 @@ def test_relative_records_root_resolves_against_the_working_directory(tmp_path):
     env.pop("PWD", None)  # the old default was built from $PWD
     proc = subprocess.run(
         ["ansible-playbook", "-i", LOCAL_INVENTORY, os.path.join(ROOT, "playbooks", "fingerprint.yml"),
-         "-e", "repro_vllm_records_root=rel/records", "-e", "repro_vllm_case_id=rel",
+         "-e", "repro_vllm_records_root=records", "-e", "repro_vllm_case_id=rel",
          "-e", "repro_vllm_nvidia_smi_path=%s" % replay_wrapper(tmp_path, "rel", "h200-1gpu")],
         cwd=str(work), env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    check_frozen(str(work / "rel" / "records" / "rel" / "run-001"))
-    assert "records root %s" % (work / "rel" / "records") in proc.stdout
+    check_frozen(str(work / "records" / "rel" / "run-001"))
+    assert "records root %s" % (work / "records") in proc.stdout
     assert "resolved against the working directory %s" % work in proc.stdout
-    assert not os.path.exists(os.path.join(ROOT, "playbooks", "rel"))
+    assert not os.path.exists(os.path.join(ROOT, "playbooks", "records"))
 
 
 def test_command_timeout_must_fit_inside_the_task_timeout(tmp_path):

@@ -127,4 +127,13 @@ def test_failing_query_and_hung_runtime_are_degraded():
     gpu = {"commands": [{"cmd": ["nvidia-smi", "--version"], "status": "failed", "rc": 9}],
            "gpu_query": {"status": "failed", "fallback_used": True, "fallback_reason": "rc 2"}}
     status, reasons = h.host_status(gpu, {"timed_out": [["docker", "image", "inspect", "x"]]})
-    assert status == "degraded" and len(reasons) == 3 and "docker image inspect x" in reasons[2]
+    assert status == "degraded" and len(reasons) == 2 and "after the fallback (rc 2)" in reasons[0]
+    assert "docker image inspect x" in reasons[1]
+
+
+def test_refused_version_flag_alone_is_not_degraded(monkeypatch):
+    # the busy capture has no --version answer (the replay refuses it, as an older nvidia-smi does); the GPU
+    # query still answers, so the facts are complete
+    monkeypatch.setenv("REPRO_VLLM_REPLAY_DIR", os.path.join(ROOT, "tests", "fixtures", "h200-1gpu-busy"))
+    facts = _gpu.gather({"nvidia_smi_path": REPLAY, "command_timeout": 10})
+    assert facts["gpu_query"]["status"] == "ok" and h.host_status(facts, {}) == ("ok", [])
