@@ -228,9 +228,9 @@ class ActionModule(ActionBase):
                 os.unlink(tmp)
         digest = hashlib.sha256(data).hexdigest()
         if digest != f.get("sha256") or len(data) != f.get("size"):
-            raise _PartRefused("%s from the host arrived with sha256 %s (%d bytes) but the host sent %s (%s bytes); the "
-                               "transfer was damaged, run the stage's record again" % (f["src"], digest, len(data),
-                                                                                         f.get("sha256"), f.get("size")))
+            raise _PartRefused(
+                "%s from the host arrived with sha256 %s (%d bytes) but the host sent %s (%s bytes); the transfer was "
+                "damaged, run the stage's record again" % (f["src"], digest, len(data), f.get("sha256"), f.get("size")))
         return data
 
     def _scan(self, ctx, parts):

@@ -29,5 +29,6 @@ def test_part_with_a_secret_shape_is_refused_without_the_value():
 
 
 def test_clean_part_passes_the_scan():
-    _bare()._scan({"host": "node01"}, {"fingerprint.json": b'{"driver": "580.159.04"}\n',
-                                      "env.json": _redact.redact_text("HF_TOKEN=%s\n" % FAKE).encode()})
+    parts = {"fingerprint.json": b'{"driver": "580.159.04"}\n',
+             "env.json": _redact.redact_text("HF_TOKEN=%s\n" % FAKE).encode()}
+    _bare()._scan({"host": "node01"}, parts)

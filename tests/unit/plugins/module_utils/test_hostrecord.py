@@ -84,7 +84,9 @@ def test_large_result_goes_through_a_new_private_staging_folder(tmp_path):
 
 
 def test_missing_files(tmp_path):
-    never = lambda: pytest.fail("staged")  # noqa: E731
+    def never():
+        pytest.fail("staged")
+
     assert h.prepare_file({"src": str(tmp_path / "x"), "part": "x"}, 4096, 4096, never)["status"] == "missing"
     req = h.prepare_file({"src": str(tmp_path / "x"), "part": "x", "required": True}, 4096, 4096, never)
     assert req["status"] == "error" and "does not exist" in req["msg"]
