@@ -88,6 +88,6 @@ def test_unreachable_and_lost_hosts_do_not_lose_the_others(tmp_path, ssh_hosts):
     assert fleet["node01"]["status"] == fleet["node03"]["status"] == "ok"
     assert fleet["node02"]["status"] in ("lost", "unreachable")
     assert fleet["node09"]["status"] == "unreachable"
-    unreachable = json.loads((run / "hosts" / "node09" / "unreachable.json").read_text())
-    assert unreachable["status"] == "unreachable" and unreachable["msg"]
+    # Ansible reports a refused connection before the record task's own code runs: fleet.json keeps its message
+    assert "Connection refused" in fleet["node09"]["detail"], fleet["node09"]
     assert os.path.isdir(run / "hosts" / "node01")
