@@ -69,7 +69,10 @@ class ActionModule(ActionBase):
         host = task_vars.get("inventory_hostname") or self._task.get_name()
         ctx = self._context(args, host)
         if ctx.get("error"):
-            result.update(failed=True, msg=ctx["error"], host_status="failed", reasons=[ctx["error"]])
+            if ctx.get("record_error"):  # the run is open: the refusal goes into the host's part
+                self._record_problem(dict(ctx, error=None), "failed", ctx["error"])
+            result.update(failed=True, msg=ctx["error"], host_status="failed", reasons=[ctx["error"]],
+                          summary={"host": host, "status": "failed", "detail": ctx["error"]})
             return result
         recorded = {"done": False}
         try:
@@ -119,9 +122,11 @@ class ActionModule(ActionBase):
                             "stopped while a command still runs and the host's real state is lost; lower "
                             "repro_vllm_command_timeout or raise repro_vllm_task_timeout"
                             % (host, args["command_timeout"], timeout))
+            ctx["record_error"] = True
         elif args["log_max_bytes"] < 1024:
             ctx["error"] = "%s: log_max_bytes %s is too small; keep at least 1024 bytes of each file" % (
                 host, args["log_max_bytes"])
+            ctx["record_error"] = True
         elif not ctx["check"]:
             try:
                 _record.resolve_part(run_path, part_dir + "/x")
@@ -176,7 +181,7 @@ class ActionModule(ActionBase):
         staging = self._cleanup(remote.get("staging_dir"), args["remove_src"], mod_args, task_vars)
         return {"changed": True, "host_status": status, "reasons": reasons, "part_path": ctx["part_abs"],
                 "files": frozen["manifest"]["files"], "missing_files": missing, "summary": summary,
-                "collection_version": ctx["version"], "staging": staging, "msg": host_summary_line(summary)}
+                "collection_version": ctx["version"], "staging": staging, "msg": self._line(ctx, summary, frozen)}
 
     def _parts(self, ctx, args, remote):
         """{relative name: bytes} of the part, {name: manifest notes}, [missing optional files]."""
@@ -223,9 +228,9 @@ class ActionModule(ActionBase):
                 os.unlink(tmp)
         digest = hashlib.sha256(data).hexdigest()
         if digest != f.get("sha256") or len(data) != f.get("size"):
-            raise _PartRefused("%s from the host arrived with sha256 %s (%d bytes) but the host sent %s (%s bytes); the "
-                               "transfer was damaged, run the stage's record again" % (f["src"], digest, len(data),
-                                                                                         f.get("sha256"), f.get("size")))
+            raise _PartRefused(
+                "%s from the host arrived with sha256 %s (%d bytes) but the host sent %s (%s bytes); the transfer was "
+                "damaged, run the stage's record again" % (f["src"], digest, len(data), f.get("sha256"), f.get("size")))
         return data
 
     def _scan(self, ctx, parts):
@@ -284,6 +289,14 @@ class ActionModule(ActionBase):
                                   % (status, ctx["host"], ctx["part_abs"], exc))
 
     # ------------------------------------------------------------------------------------------ summary
+    @staticmethod
+    def _line(ctx, summary, frozen):
+        if "gpu_present" in summary:
+            return "%s | %s" % (ctx["stage"], host_summary_line(summary))
+        return "%s: %s | stage %s | %d file(s) frozen in %s%s" % (
+            ctx["host"], summary["status"], ctx["stage"], len(frozen["manifest"]["files"]), ctx["part_dir"],
+            " (%s)" % summary["detail"] if summary.get("detail") else "")
+
     @staticmethod
     def _summary(ctx, remote, status, reasons):
         if remote.get("gpu") is not None:

@@ -51,7 +51,7 @@ attributes:
 options:
   run_path:
     description:
-      - The open (not frozen) run on the controller, as returned by C(repro.vllm.run_record) O(state=create).
+      - The open (not frozen) run on the controller, the C(path) that C(repro.vllm.run_record) returns with C(state=create).
     type: path
     required: true
   part_dir:

@@ -39,18 +39,23 @@ def test_five_hosts_each_frozen_fetched_and_verified(tmp_path, ssh_hosts):
     r = run_playbook(tmp_path, "playbooks/fingerprint.yml", inv,
                      {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_case_id": "fleet",
                       "repro_vllm_remote_root": str(tmp_path / "remote")}, ident="fleet")
-    assert r.status == "successful", r.stdout.read()
+    # node04's nvidia-smi hangs: recorded as degraded, so the play fails after the run is frozen
+    assert r.status == "failed", r.stdout.read()
     assert time.monotonic() - t0 < 240
     run = tmp_path / "records" / "fleet" / "run-001"
     check_frozen(str(run))
     for name in hosts.names:
         check_frozen(str(run / "hosts" / name))
     fleet = {h["host"]: h for h in json.loads((run / "fleet.json").read_text())["hosts"]}
-    assert all(h["status"] == "ok" for h in fleet.values())
+    assert {n: h["status"] for n, h in fleet.items()} == {"node01": "ok", "node02": "ok", "node03": "ok",
+                                                         "node04": "degraded", "node05": "ok"}
     assert fleet["node01"]["gpu_names"] == ["NVIDIA H200"]
     assert [p["pid"] for p in fleet["node02"]["foreign_processes"]] == [420]
     assert fleet["node03"]["gpu_present"] is False
-    assert fleet["node04"]["timed_out"], fleet["node04"]
+    assert fleet["node04"]["timed_out"] and "timed out after 2.0s" in fleet["node04"]["detail"], fleet["node04"]
+    manifest = check_frozen(str(run / "hosts" / "node04"))
+    assert manifest["metadata"]["status"] == "degraded" and manifest["metadata"]["reasons"]
+    assert (manifest["case_id"], manifest["run_id"]) == ("fleet", "run-001")
 
 
 def test_unreachable_and_lost_hosts_do_not_lose_the_others(tmp_path, ssh_hosts):
@@ -83,6 +88,6 @@ def test_unreachable_and_lost_hosts_do_not_lose_the_others(tmp_path, ssh_hosts):
     assert fleet["node01"]["status"] == fleet["node03"]["status"] == "ok"
     assert fleet["node02"]["status"] in ("lost", "unreachable")
     assert fleet["node09"]["status"] == "unreachable"
-    unreachable = json.loads((run / "hosts" / "node09" / "unreachable.json").read_text())
-    assert unreachable["status"] == "unreachable" and unreachable["msg"]
+    # Ansible reports a refused connection before the record task's own code runs: fleet.json keeps its message
+    assert "Connection refused" in fleet["node09"]["detail"], fleet["node09"]
     assert os.path.isdir(run / "hosts" / "node01")

@@ -20,17 +20,27 @@ def _vars(tmp_path, **extra):
     return v
 
 
+def _galaxy_version():
+    import yaml
+    with open(os.path.join(ROOT, "galaxy.yml")) as f:
+        return str(yaml.safe_load(f)["version"])
+
+
 def test_localhost_run_is_frozen_verified_and_redacted(tmp_path):
     r = run_playbook(tmp_path, "playbooks/fingerprint.yml", INVENTORY, _vars(tmp_path), ident="a",
                      envvars={"HF_TOKEN": FAKE_TOKEN})
     assert r.status == "successful", r.stdout.read()
     run = tmp_path / "records" / "lh" / "run-001"
     manifest = check_frozen(str(run))
+    assert manifest["schema_version"] == 2 and manifest["collection_version"] == _galaxy_version()
     paths = {e["path"] for e in manifest["files"]}
     assert {"fleet.json", "notes.md", "hosts/localhost/fingerprint.json", "hosts/localhost/env.json",
             "hosts/localhost/container.json", "hosts/localhost/manifest.json"} <= paths
     # the host's own sub-record verifies too (it was checked on the controller after the fetch)
-    check_frozen(str(run / "hosts" / "localhost"))
+    host_manifest = check_frozen(str(run / "hosts" / "localhost"))
+    assert (host_manifest["case_id"], host_manifest["run_id"]) == ("lh", "run-001")
+    assert host_manifest["collection_version"] == _galaxy_version() and host_manifest["schema_version"] == 2
+    assert not (tmp_path / "remote").exists()  # nothing is staged on the host for a fingerprint
     fp = json.loads((run / "hosts" / "localhost" / "fingerprint.json").read_text())
     gpu = fp["gpu"]
     assert gpu["present"] is True
@@ -42,7 +52,7 @@ def test_localhost_run_is_frozen_verified_and_redacted(tmp_path):
     assert fleet["hosts"][0]["driver"] == "580.159.04"
     # the play's own log is in the run, redacted, and runs past the host part's freeze up to the run's own
     log = (run / "terminal.log").read_text()
-    assert "Fetch the host's part to the controller" in log and "Freeze the run" in log
+    assert "Fingerprint localhost into run-001" in log and "Freeze the run" in log
     assert log.rstrip().endswith("the run is being frozen; terminal.log ends here") and FAKE_TOKEN not in log
     # the summary line printed for the operator names driver and GPU
     lines = [res.get("msg") for _h, _e, res in task_results(r, "Per-host summary")]

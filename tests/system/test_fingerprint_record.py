@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+"""The one record path (repro.vllm.host_record) under playbooks/fingerprint.yml, over real sshd hosts on loopback:
+fresh records roots and two controllers at once, --limit, no matching host, a hung nvidia-smi, a failed host's
+real error, a frozen folder of the old staging layout, and a relative records root from another directory."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import COLLECTIONS, ROOT, SshHosts, check_frozen, replay_wrapper, run_playbook, task_results
+
+LOCAL_INVENTORY = os.path.join(ROOT, "inventories", "localhost")
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    """Three real sshd hosts, shared by the tests of this file (each test uses its own records root)."""
+    base = tmp_path_factory.mktemp("fp-record")
+    hosts = SshHosts(base / "hosts", 3)
+    smi = replay_wrapper(base, "ok", "h200-1gpu")
+    with open(hosts.inventory) as f:
+        inv = yaml.safe_load(f)
+    for name in hosts.names:
+        inv["sshhosts"]["hosts"][name]["repro_vllm_nvidia_smi_path"] = smi
+    path = base / "inventory.yml"
+    path.write_text(yaml.safe_dump(inv))
+    hosts.inventory_ok = str(path)
+    hosts.raw = inv
+    hosts.base_dir = base
+    yield hosts
+    hosts.stop()
+
+
+def _inventory(fleet, tmp_path, per_host):
+    inv = json.loads(json.dumps(fleet.raw))
+    for name, hv in per_host.items():
+        inv["sshhosts"]["hosts"][name].update(hv)
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump(inv))
+    return str(path)
+
+
+def _fleet(run):
+    return {h["host"]: h for h in json.loads((run / "fleet.json").read_text())["hosts"]}
+
+
+def _failures(runner):
+    return [str(res.get("msg", "")) for _h, ev, res in task_results(runner, "") if ev == "runner_on_failed"]
+
+
+def test_same_case_from_two_controllers_at_once_into_fresh_roots(fleet, tmp_path):
+    # the old layout's staging folder of this case is there on the hosts, frozen: it must stay untouched
+    old = tmp_path / "remote" / "twice" / "run-001" / "hosts" / "node01"
+    old.mkdir(parents=True)
+    (old / "manifest.json").write_text('{"files": []}\n')
+    old.chmod(0o555)
+    before = (oct(old.stat().st_mode), old.stat().st_mtime_ns, sorted(os.listdir(old)))
+    runners = []
+    for ident in ("ctl-a", "ctl-b"):
+        thread, r = run_playbook(tmp_path, "playbooks/fingerprint.yml", fleet.inventory_ok,
+                                 {"repro_vllm_records_root": str(tmp_path / ("records-" + ident)),
+                                  "repro_vllm_case_id": "twice", "repro_vllm_remote_root": str(tmp_path / "remote")},
+                                 ident=ident, block=False)
+        runners.append((thread, r, ident))
+    for thread, r, ident in runners:
+        thread.join(timeout=300)
+        assert r.status == "successful", (ident, r.stdout.read())
+        run = tmp_path / ("records-" + ident) / "twice" / "run-001"
+        check_frozen(str(run))
+        assert {n: h["status"] for n, h in _fleet(run).items()} == dict.fromkeys(fleet.names, "ok")
+        for name in fleet.names:
+            man = check_frozen(str(run / "hosts" / name))
+            assert (man["case_id"], man["run_id"], man["schema_version"]) == ("twice", "run-001", 2)
+            assert man["collection_version"] not in ("unknown", "") and man["metadata"]["host"] == name
+    assert (oct(old.stat().st_mode), old.stat().st_mtime_ns, sorted(os.listdir(old))) == before
+    old.chmod(0o755)
+    # nothing new was created on the hosts: no staging folder is needed for a fingerprint
+    assert sorted(p.name for p in (tmp_path / "remote" / "twice").iterdir()) == ["run-001"]
+
+
+def test_limit_opens_the_run_and_expects_only_the_limited_host(fleet, tmp_path):
+    r = run_playbook(tmp_path, "playbooks/fingerprint.yml", fleet.inventory_ok,
+                     {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_case_id": "lim"},
+                     ident="limit", cmdline="--limit node02")
+    assert r.status == "successful", r.stdout.read()
+    run = tmp_path / "records" / "lim" / "run-001"
+    check_frozen(str(run))
+    assert list(_fleet(run)) == ["node02"]
+    assert sorted(os.listdir(run / "hosts")) == ["node02"]
+
+
+def test_no_matching_host_fails_naming_the_pattern_and_opens_nothing(fleet, tmp_path):
+    r = run_playbook(tmp_path, "playbooks/fingerprint.yml", fleet.inventory_ok,
+                     {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_case_id": "none",
+                      "repro_vllm_targets": "gpu_nodes_typo"}, ident="nomatch")
+    assert r.status == "failed"
+    assert any("no host matches the target pattern 'gpu_nodes_typo'" in m for m in _failures(r)), _failures(r)
+    assert not (tmp_path / "records").exists()
+
+
+def test_hung_smi_is_degraded_and_a_failed_host_keeps_its_real_error(fleet, tmp_path):
+    inv = _inventory(fleet, tmp_path, {
+        "node02": {"repro_vllm_nvidia_smi_path": replay_wrapper(tmp_path, "hang", "h200-1gpu", sleep=30),
+                   "repro_vllm_command_timeout": 2},
+        "node03": {"ansible_python_interpreter": "/nonexistent/python3"},
+    })
+    r = run_playbook(tmp_path, "playbooks/fingerprint.yml", inv,
+                     {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_case_id": "bad"}, ident="bad")
+    assert r.status == "failed"  # after freezing: two hosts are not complete
+    run = tmp_path / "records" / "bad" / "run-001"
+    check_frozen(str(run))
+    fl = _fleet(run)
+    assert [fl[n]["status"] for n in fleet.names] == ["ok", "degraded", "failed"]
+    assert "timed out after 2.0s" in fl["node02"]["detail"] and "--version" in fl["node02"]["detail"]
+    check_frozen(str(run / "hosts" / "node03"))
+    failed = json.loads((run / "hosts" / "node03" / "failed.json").read_text())
+    assert failed["status"] == "failed" and failed["stage"] == "fingerprint"
+    real = json.dumps(failed)
+    assert "/nonexistent/python3" in real and "One or more items failed" not in real, failed
+
+
+def test_relative_records_root_resolves_against_the_working_directory(tmp_path):
+    work = tmp_path / "operator-dir"
+    work.mkdir()
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+               ANSIBLE_NOCOLOR="1")
+    env.pop("PWD", None)  # the old default was built from $PWD
+    proc = subprocess.run(
+        ["ansible-playbook", "-i", LOCAL_INVENTORY, os.path.join(ROOT, "playbooks", "fingerprint.yml"),
+         "-e", "repro_vllm_records_root=records", "-e", "repro_vllm_case_id=rel",
+         "-e", "repro_vllm_nvidia_smi_path=%s" % replay_wrapper(tmp_path, "rel", "h200-1gpu")],
+        cwd=str(work), env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    check_frozen(str(work / "records" / "rel" / "run-001"))
+    assert "records root %s" % (work / "records") in proc.stdout
+    assert "resolved against the working directory %s" % work in proc.stdout
+    assert not os.path.exists(os.path.join(ROOT, "playbooks", "records"))
+
+
+def test_command_timeout_must_fit_inside_the_task_timeout(tmp_path):
+    r = run_playbook(tmp_path, "playbooks/fingerprint.yml", LOCAL_INVENTORY,
+                     {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_case_id": "tmo",
+                      "repro_vllm_command_timeout": 60, "repro_vllm_task_timeout": 30,
+                      "repro_vllm_nvidia_smi_path": replay_wrapper(tmp_path, "t", "h200-1gpu")}, ident="tmo")
+    assert r.status == "failed"
+    assert any("command_timeout 60.0s must be smaller than the task timeout 30s" in m for m in _failures(r)), _failures(r)
+    assert _fleet(tmp_path / "records" / "tmo" / "run-001")["localhost"]["status"] == "failed"

@@ -1,0 +1,141 @@
+# -*- coding: utf-8 -*-
+"""The host side of repro.vllm.host_record: capped and redacted files, host basics, the ok/degraded verdict.
+
+The verdict tests run the real gpu_facts gathering against the nvidia-smi replay of real H200 captures
+(tests/fixtures/h200-1gpu), once answering and once hanging past the command timeout."""
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import stat
+
+import pytest
+
+from ansible_collections.repro.vllm.plugins.module_utils import _gpu
+from ansible_collections.repro.vllm.plugins.module_utils import _hostrecord as h
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+REPLAY = os.path.join(ROOT, "tests", "fixtures", "bin", "nvidia-smi-replay")
+CAPTURE = os.path.join(ROOT, "tests", "fixtures", "h200-1gpu")
+FAKE = "hf_" + "FAKE" * 9  # obviously fake
+
+
+def _log(path, lines):
+    with open(path, "w") as f:
+        for i in range(lines):
+            f.write("INFO line %06d of the server log\n" % i)
+    return str(path)
+
+
+def test_small_file_is_read_whole_and_not_cut(tmp_path):
+    src = _log(tmp_path / "a.log", 10)
+    data, original, cut = h.cap_bytes(src, 10_000)
+    with open(src, "rb") as f:
+        whole = f.read()
+    assert data == whole and cut is None
+    assert original == {"size": len(whole), "sha256": hashlib.sha256(whole).hexdigest()}
+
+
+def test_large_file_keeps_head_and_tail_and_the_cut_hash_is_of_the_cut_bytes(tmp_path):
+    src = _log(tmp_path / "big.log", 20_000)
+    with open(src, "rb") as f:
+        whole = f.read()
+    data, original, cut = h.cap_bytes(src, 4096)
+    assert original["size"] == len(whole) and cut["length"] > 0
+    assert cut["kept_head"] + cut["length"] + cut["kept_tail"] == len(whole)
+    assert cut["kept_head"] + cut["kept_tail"] <= 4096
+    removed = whole[cut["offset"]:cut["offset"] + cut["length"]]
+    assert hashlib.sha256(removed).hexdigest() == cut["sha256"]
+    assert data.startswith(whole[:cut["kept_head"]]) and data.endswith(whole[-cut["kept_tail"]:])
+    assert whole[:cut["kept_head"]].endswith(b"\n") and b"line 000000" in data and b"line 019999" in data
+    assert b"%d bytes cut here" % cut["length"] in data and cut["sha256"].encode() in data
+
+
+def test_file_is_redacted_on_the_host_and_sent_inline_with_its_own_hash(tmp_path):
+    src = tmp_path / "server.log"
+    src.write_text("start\nexport HF_TOKEN=%s\nAuthorization: Bearer abcdefgh12345678\nend\n" % FAKE)
+    out = h.prepare_file({"src": str(src), "part": "logs/server.log"}, 1 << 20, 1 << 20, lambda: pytest.fail("staged"))
+    sent = base64.b64decode(out["content_b64"])
+    assert out["transfer"] == "inline" and out["redacted"] and FAKE.encode() not in sent
+    assert sent.count(b"\n") == 4 and out["sha256"] == hashlib.sha256(sent).hexdigest() and out["size"] == len(sent)
+    assert out["original"]["sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+
+
+def test_large_result_goes_through_a_new_private_staging_folder(tmp_path):
+    src = _log(tmp_path / "big.log", 5000)
+    stage_root = tmp_path / "stage"
+    stage_root.mkdir()
+    existing = stage_root / ("%scase-run-001-node01-old" % h.STAGING_PREFIX)
+    existing.mkdir()
+    made = []
+
+    def factory():
+        if not made:
+            made.append(h.new_staging_dir(str(stage_root), "case-run-001-node01"))
+        return made[0]
+
+    out = h.prepare_file({"src": src, "part": "logs/server.log"}, 1 << 20, 1000, factory)
+    assert out["transfer"] == "staged" and os.path.dirname(out["staged_path"]) == made[0]
+    assert made[0] != str(existing) and os.listdir(str(existing)) == []  # never an existing folder
+    assert stat.S_IMODE(os.stat(made[0]).st_mode) == 0o700
+    with open(out["staged_path"], "rb") as f:
+        assert hashlib.sha256(f.read()).hexdigest() == out["sha256"]
+
+
+def test_missing_files(tmp_path):
+    def never():
+        pytest.fail("staged")
+
+    assert h.prepare_file({"src": str(tmp_path / "x"), "part": "x"}, 4096, 4096, never)["status"] == "missing"
+    req = h.prepare_file({"src": str(tmp_path / "x"), "part": "x", "required": True}, 4096, 4096, never)
+    assert req["status"] == "error" and "does not exist" in req["msg"]
+    assert h.prepare_file({"src": str(tmp_path), "part": "x"}, 4096, 4096, never)["status"] == "error"
+
+
+def test_basics_redact_the_environment():
+    b = h.basics(environ={"HF_TOKEN": FAKE, "PATH": "/usr/bin", "VLLM_MAX_NUM_BATCHED_TOKENS": "8192"})
+    assert b["env"]["HF_TOKEN"] == "<redacted>" and b["env"]["PATH"] == "/usr/bin"
+    assert b["env"]["VLLM_MAX_NUM_BATCHED_TOKENS"] == "8192"
+    assert b["kernel"] and b["python"]["major"] == 3 and b["collected_at"].endswith("Z")
+
+
+def _gather(monkeypatch, sleep, timeout):
+    monkeypatch.setenv("REPRO_VLLM_REPLAY_DIR", CAPTURE)
+    monkeypatch.setenv("REPRO_VLLM_REPLAY_SLEEP", str(sleep))
+    return _gpu.gather({"nvidia_smi_path": REPLAY, "command_timeout": timeout})
+
+
+def test_answering_nvidia_smi_is_ok(monkeypatch):
+    facts = _gather(monkeypatch, 0, 10)
+    assert facts["present"] and h.host_status(facts, {}) == ("ok", [])
+
+
+def test_hung_nvidia_smi_is_degraded_with_the_reason(monkeypatch):
+    facts = _gather(monkeypatch, 5, 0.5)
+    status, reasons = h.host_status(facts, {})
+    assert status == "degraded"
+    assert "timed out after 0.5s" in reasons[0] and "--version" in reasons[0]
+    assert any("not run after the hang" in r for r in reasons)
+
+
+def test_no_nvidia_smi_at_all_is_a_cpu_host_not_degraded(tmp_path):
+    facts = _gpu.gather({"nvidia_smi_path": str(tmp_path / "absent"), "command_timeout": 2,
+                         "proc_root": str(tmp_path)})
+    assert facts["present"] is False and h.host_status(facts, {})[0] == "ok"
+
+
+def test_failing_query_and_hung_runtime_are_degraded():
+    gpu = {"commands": [{"cmd": ["nvidia-smi", "--version"], "status": "failed", "rc": 9}],
+           "gpu_query": {"status": "failed", "fallback_used": True, "fallback_reason": "rc 2"}}
+    status, reasons = h.host_status(gpu, {"timed_out": [["docker", "image", "inspect", "x"]]})
+    assert status == "degraded" and len(reasons) == 2 and "after the fallback (rc 2)" in reasons[0]
+    assert "docker image inspect x" in reasons[1]
+
+
+def test_refused_version_flag_alone_is_not_degraded(monkeypatch):
+    # the busy capture has no --version answer (the replay refuses it, as an older nvidia-smi does); the GPU
+    # query still answers, so the facts are complete
+    monkeypatch.setenv("REPRO_VLLM_REPLAY_DIR", os.path.join(ROOT, "tests", "fixtures", "h200-1gpu-busy"))
+    facts = _gpu.gather({"nvidia_smi_path": REPLAY, "command_timeout": 10})
+    assert facts["gpu_query"]["status"] == "ok" and h.host_status(facts, {}) == ("ok", [])
