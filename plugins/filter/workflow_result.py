@@ -10,10 +10,11 @@ from ansible_collections.repro.vllm.plugins.module_utils._workflow import (
     WorkflowResultError, build_result, merge_runs, parse_sink, sink_path)
 
 
-def workflow_result(purpose, case_id, runs, fields=None, package="", decisions=None, sink="", records_root=""):
+def workflow_result(purpose, case_id, runs, fields=None, package="", decisions=None, sink="", records_root="",
+                    sink_error=""):
     try:
         return build_result(purpose, case_id, runs, fields=fields, package=package, decisions=decisions, sink=sink,
-                            records_root=records_root)
+                            records_root=records_root, sink_error=sink_error)
     except WorkflowResultError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 

@@ -67,7 +67,8 @@ def parse_sink(sink):
                                   "path on that host), got %r" % (sink,))
     path = posixpath.normpath(path)
     if path == "/":
-        raise WorkflowResultError("repro_vllm_records_sink may not be the root folder of %s" % host)
+        raise WorkflowResultError("repro_vllm_records_sink may not be the root folder of %s: give "
+                                  "'<inventory host>:<absolute path>' with a folder of its own" % host)
     return host, path
 
 
@@ -109,7 +110,8 @@ def _from_decisions(decisions):
     return out
 
 
-def build_result(purpose, case_id, runs, fields=None, package="", decisions=None, sink="", records_root=""):
+def build_result(purpose, case_id, runs, fields=None, package="", decisions=None, sink="", records_root="",
+                 sink_error=""):
     """The ``set_stats`` data of a playbook: ``{repro_vllm_result, repro_vllm_case_id[, repro_vllm_package]}``."""
     if not purpose or not isinstance(purpose, str):
         raise WorkflowResultError("the result needs the playbook's purpose (fingerprint, reproduce, audit, diff, handoff)")
@@ -134,7 +136,10 @@ def build_result(purpose, case_id, runs, fields=None, package="", decisions=None
     result.update({k: v for k, v in fields.items() if v is not None and v != ""})
     if sink:
         host, _path = parse_sink(sink)
-        result["sink"] = {"host": host, "runs": [sink_path(sink, r) for r in runs]}
+        # verified: every run was copied and verified on the sink; otherwise error says why (the runs are still
+        # frozen on the controller)
+        result["sink"] = {"host": host, "runs": [sink_path(sink, r) for r in runs], "verified": not sink_error,
+                          "error": sink_error or None}
     if package:
         result["package"] = package
     stats = {"repro_vllm_result": redact_data(result), "repro_vllm_case_id": case_id}

@@ -64,18 +64,30 @@ def project_update(project, pdd):
     return target
 
 
-class AwxJob:
-    """One private data dir, laid out as AWX lays it out for a job."""
+class ProjectUpdate:
+    """A project revision after AWX's project update: the checkout and its requirements_collections."""
 
     def __init__(self, base, project_src=None):
-        self.pdd = str(base)
-        self.project = os.path.join(self.pdd, "project")
+        base = str(base)
+        self.project = os.path.join(base, "project")
         os.makedirs(self.project)
         if project_src is None:
             checkout(self.project)
         else:
             shutil.copytree(project_src, self.project, dirs_exist_ok=True)
-        self.collections = project_update(self.project, self.pdd)
+        self.collections = project_update(self.project, base)
+
+
+class AwxJob:
+    """One private data dir, laid out as AWX lays it out for a job: AWX copies the updated project and its
+    requirements_collections into each job's own folder."""
+
+    def __init__(self, base, update):
+        self.pdd = str(base)
+        self.project = os.path.join(self.pdd, "project")
+        shutil.copytree(update.project, self.project, symlinks=True)
+        self.collections = os.path.join(self.pdd, "requirements_collections")
+        shutil.copytree(update.collections, self.collections, symlinks=True)
 
     def run(self, playbook, inventory, extravars, ident, envvars=None):
         import ansible_runner
@@ -178,15 +190,21 @@ PLAYBOOKS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def this_project(tmp_path_factory):
+    """This repository as the AWX project, updated once for the module (AWX updates once per revision)."""
+    return ProjectUpdate(tmp_path_factory.mktemp("scm"))
+
+
 @pytest.mark.parametrize("playbook,needs_vllm,make_vars,checks", PLAYBOOKS)
-def test_job_in_awx_layout(playbook, needs_vllm, make_vars, checks, tmp_path, monkeypatch, request):
+def test_job_in_awx_layout(playbook, needs_vllm, make_vars, checks, tmp_path, monkeypatch, request, this_project):
     _clean_ansible_env(monkeypatch)
     inventory = localhost_inventory()
     if needs_vllm:
         request.getfixturevalue("real_vllm")
         # the project's own inventory source (AWX: an inventory sourced from the project), the CPU vLLM settings
         inventory = os.path.join(ROOT, "inventories", "localhost")
-    job = AwxJob(tmp_path / "pdd")
+    job = AwxJob(tmp_path / "pdd", this_project)
     assert os.path.isfile(os.path.join(job.collections, "ansible_collections", "repro", "vllm", "MANIFEST.json"))
     art = job.run(playbook, inventory, make_vars(tmp_path, "awx", free_port()), ident="job1")
     assert art.status == "successful" and art.rc == 0, art.stdout()[-6000:]
@@ -197,11 +215,11 @@ def test_job_in_awx_layout(playbook, needs_vllm, make_vars, checks, tmp_path, mo
         assert os.path.isfile(os.path.join(run, "terminal.log")), run
 
 
-def test_workflow_chain_passes_only_the_case_on(tmp_path, monkeypatch):
+def test_workflow_chain_passes_only_the_case_on(tmp_path, monkeypatch, this_project):
     """Job 2 gets job 1's artifact_data as extra variables (what a workflow does): it makes a new run of the same
     case and never writes into job 1's frozen run; its own result replaces what it was handed."""
     _clean_ansible_env(monkeypatch)
-    job = AwxJob(tmp_path / "pdd")
+    job = AwxJob(tmp_path / "pdd", this_project)
     first = job.run("playbooks/fingerprint.yml", localhost_inventory(), fingerprint_vars(tmp_path, "chain"), ident="j1")
     assert first.status == "successful", first.stdout()[-4000:]
     handed = first.artifact_data
@@ -217,11 +235,11 @@ def test_workflow_chain_passes_only_the_case_on(tmp_path, monkeypatch):
     assert check_frozen(handed["repro_vllm_result"]["last_run"]) == frozen
 
 
-def test_failed_job_still_hands_its_frozen_run_on(tmp_path, monkeypatch):
+def test_failed_job_still_hands_its_frozen_run_on(tmp_path, monkeypatch, this_project):
     """A host that never answers fails the job after the run is frozen; the workflow's failure branch still gets
     the run (set_stats runs in the playbook's always section)."""
     _clean_ansible_env(monkeypatch)
-    job = AwxJob(tmp_path / "pdd")
+    job = AwxJob(tmp_path / "pdd", this_project)
     inv = localhost_inventory()
     inv["all"]["hosts"]["gone"] = {"ansible_host": "127.0.0.1", "ansible_port": free_port(), "ansible_user": "nobody",
                                    "ansible_ssh_common_args": "-o ConnectTimeout=3 -o StrictHostKeyChecking=no"}
@@ -248,7 +266,7 @@ def test_installed_only_project_and_terminal_log(tmp_path, monkeypatch):
         "---\ncollections:\n  - name: %s\n    type: file\n" % tarball)
     (src / "fingerprint.yml").write_text(
         "---\n- name: Fleet fingerprint from the installed collection\n  ansible.builtin.import_playbook: repro.vllm.fingerprint\n")
-    job = AwxJob(tmp_path / "pdd", project_src=str(src))
+    job = AwxJob(tmp_path / "pdd", ProjectUpdate(tmp_path / "scm", project_src=str(src)))
     without = job.run("fingerprint.yml", localhost_inventory(), fingerprint_vars(tmp_path, "plain"), ident="p1")
     assert without.status == "successful", without.stdout()[-4000:]
     run = check_result(without.artifact_data, "fingerprint", "plain", tmp_path)["last_run"]
@@ -260,3 +278,58 @@ def test_installed_only_project_and_terminal_log(tmp_path, monkeypatch):
     run = check_result(with_ee.artifact_data, "fingerprint", "ee", tmp_path)["last_run"]
     log = open(os.path.join(run, "terminal.log")).read()
     assert "Freeze the run" in log
+
+
+def test_records_sink_outlives_the_job(tmp_path, monkeypatch, this_project, ssh_hosts):
+    """AWX's controller is an ephemeral container: each job here gets a fresh private data dir AND a fresh records
+    root. The sink (an inventory host reached over SSH) keeps a verified copy of every frozen run; a later job
+    reads runs back from it (what diff.yml and handoff.yml do), and a job that would replace a run on the sink is
+    refused without touching it."""
+    _clean_ansible_env(monkeypatch)
+    hosts = ssh_hosts(2)  # node01: the fleet; node02: the persistent records host
+    with open(hosts.inventory) as f:
+        inventory = yaml.safe_load(f)
+    inventory["sshhosts"]["hosts"]["localhost"] = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    sink_dir = tmp_path / "sink"
+    sink = "node02:%s" % sink_dir
+
+    def job_vars(name):
+        work = tmp_path / name
+        work.mkdir()
+        v = fingerprint_vars(work, "kept")
+        v.update(repro_vllm_targets="node01", repro_vllm_records_sink=sink)
+        return work, v
+
+    # job 1: fingerprint node01, copy the frozen run to node02 and verify it there
+    work1, v1 = job_vars("job1")
+    art = AwxJob(tmp_path / "pdd1", this_project).run("playbooks/fingerprint.yml", inventory, v1, ident="s1")
+    assert art.status == "successful", art.stdout()[-6000:]
+    result = check_result(art.artifact_data, "fingerprint", "kept", work1)
+    on_sink = str(sink_dir / "kept" / "run-001")
+    assert result["sink"] == {"host": "node02", "runs": [on_sink], "verified": True, "error": None}
+    assert check_frozen(on_sink) == check_frozen(result["last_run"])
+    assert os.listdir(str(sink_dir / "kept")) == ["run-001"]  # no incoming folder left behind
+    assert any("files verified there" in str(res.get("msg")) for _h, _e, res in art.results("where the copy is"))
+
+    # job 2: a new controller reads the run back (the task diff.yml/handoff.yml include), verified
+    work2, v2 = job_vars("job2")
+    job2 = AwxJob(tmp_path / "pdd2", this_project)
+    with open(os.path.join(job2.project, "readback.yml"), "w") as f:
+        f.write("---\n- name: Read the case back\n  hosts: localhost\n  gather_facts: false\n  tasks:\n"
+                "    - name: From the sink\n      ansible.builtin.include_role:\n        name: repro.vllm.sink\n"
+                "        tasks_from: fetch.yml\n")
+    art = job2.run("readback.yml", inventory, v2, ident="s2")
+    assert art.status == "successful", art.stdout()[-6000:]
+    assert check_frozen(str(work2 / "records" / "kept" / "run-001")) == check_frozen(on_sink)
+
+    # job 3: a fresh controller that did not read the sink back makes its own run-001; the sink refuses to replace
+    # its run-001, untouched; the job fails, but its frozen run is still handed on
+    work3, v3 = job_vars("job3")
+    before = check_frozen(on_sink)
+    art = AwxJob(tmp_path / "pdd3", this_project).run("playbooks/fingerprint.yml", inventory, v3, ident="s3")
+    assert art.status == "failed"
+    assert any("already holds a different run-001" in str(res.get("msg")) for _h, ev, res in art.results("refuse"))
+    handed = art.artifact_data["repro_vllm_result"]["sink"]
+    assert handed["verified"] is False and "already holds a different run-001" in handed["error"]
+    assert check_frozen(on_sink) == before and os.listdir(str(sink_dir / "kept")) == ["run-001"]
+    assert check_result(art.artifact_data, "fingerprint", "kept", work3)["last_run"].endswith("/run-001")
