@@ -58,7 +58,7 @@ def project_update(project, pdd):
     env.update(ANSIBLE_COLLECTIONS_PATH=target, ANSIBLE_FORCE_COLOR="false", ANSIBLE_NOCOLOR="1")
     done = subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "-r",
                            "collections/requirements.yml", "--collections-path", target],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "repro.vllm" in done.stdout and "was installed successfully" in done.stdout, done.stdout
     return target
