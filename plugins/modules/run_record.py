@@ -104,8 +104,8 @@ notes:
     before writing it (the C(repro.vllm.redact) filter).
 seealso:
   - name: Records layout
-    description: ARCHITECTURE.md of this collection, section "Records".
-    link: https://example.invalid/repro/vllm/blob/main/docs/ARCHITECTURE.md
+    description: docs/architecture.md of this collection, section "Records".
+    link: https://example.invalid/repro/vllm/blob/main/docs/architecture.md
 """
 
 EXAMPLES = r"""

@@ -1,0 +1,39 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.repro.vllm.plugins.module_utils._workflow import (
+    WorkflowResultError, build_result, merge_runs, parse_sink, sink_path)
+
+
+def workflow_result(purpose, case_id, runs, fields=None, package="", decisions=None, sink="", records_root="",
+                    sink_error=""):
+    try:
+        return build_result(purpose, case_id, runs, fields=fields, package=package, decisions=decisions, sink=sink,
+                            records_root=records_root, sink_error=sink_error)
+    except WorkflowResultError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def workflow_runs(earlier, new):
+    try:
+        return merge_runs(earlier, new)
+    except WorkflowResultError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def records_sink(sink, run=None):
+    try:
+        host, path = parse_sink(sink)
+        return {"host": host, "path": path, "run_path": sink_path(sink, run) if run else None}
+    except WorkflowResultError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+class FilterModule:
+    def filters(self):
+        return {"workflow_result": workflow_result, "workflow_runs": workflow_runs, "records_sink": records_sink}

@@ -1,0 +1,335 @@
+# -*- coding: utf-8 -*-
+"""The AWX path, laid out exactly as AWX lays out a job (docs/awx.md):
+
+- the project update: ``ansible-galaxy collection install -r collections/requirements.yml -p <pdd>/requirements_collections``
+  run INSIDE the project checkout (AWX's project_update.yml uses ``chdir: project_path``);
+- the job: ansible-runner on the private data dir ``<pdd>`` with ``project/`` (the checkout: what git tracks),
+  ``inventory/``, ``env/extravars``, ``env/envvars`` with only ``ANSIBLE_COLLECTIONS_PATH=<pdd>/requirements_collections``,
+  and the playbook named relative to the project. No ANSIBLE_CONFIG: the project's own ansible.cfg is read from the
+  working directory, as in AWX.
+
+The test reads what AWX reads: ``artifacts/<ident>/status``, ``rc``, ``job_events/*.json`` and the
+``playbook_on_stats`` event's ``artifact_data`` (the set_stats data a workflow hands to its next node).
+A playbook is one entry of PLAYBOOKS."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from conftest import ROOT, check_frozen, free_port, replay_wrapper
+
+BIN = os.path.dirname(sys.executable)
+# The keys a workflow node may receive: nothing else, and never a role variable.
+CHAIN_KEYS = {"repro_vllm_result", "repro_vllm_case_id", "repro_vllm_package"}
+
+
+def _clean_ansible_env(monkeypatch):
+    """AWX's job environment has none of the developer's settings (scripts/env.sh exports ANSIBLE_CONFIG and a
+    collections path pointing at this checkout): without this the test would not see a broken project update."""
+    for name in list(os.environ):
+        if name.startswith("ANSIBLE_"):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PATH", BIN + os.pathsep + os.environ.get("PATH", ""))
+
+
+def checkout(dest):
+    """What an SCM project update puts in project/: the files git tracks (and new, not ignored ones)."""
+    files = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=ROOT, check=True,
+                           capture_output=True, timeout=60).stdout.decode().split("\0")
+    for rel in filter(None, files):
+        src = os.path.join(ROOT, rel)
+        if not os.path.isfile(src):
+            continue
+        os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
+        shutil.copy2(src, os.path.join(dest, rel))
+
+
+def project_update(project, pdd):
+    """AWX's project update for collections, run inside the checkout."""
+    target = os.path.join(pdd, "requirements_collections")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(ANSIBLE_COLLECTIONS_PATH=target, ANSIBLE_FORCE_COLOR="false", ANSIBLE_NOCOLOR="1")
+    done = subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "-r",
+                           "collections/requirements.yml", "--collections-path", target],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "repro.vllm" in done.stdout and "was installed successfully" in done.stdout, done.stdout
+    return target
+
+
+class ProjectUpdate:
+    """A project revision after AWX's project update: the checkout and its requirements_collections."""
+
+    def __init__(self, base, project_src=None):
+        base = str(base)
+        self.project = os.path.join(base, "project")
+        os.makedirs(self.project)
+        if project_src is None:
+            checkout(self.project)
+        else:
+            shutil.copytree(project_src, self.project, dirs_exist_ok=True)
+        self.collections = project_update(self.project, base)
+
+
+class AwxJob:
+    """One private data dir, laid out as AWX lays it out for a job: AWX copies the updated project and its
+    requirements_collections into each job's own folder."""
+
+    def __init__(self, base, update):
+        self.pdd = str(base)
+        self.project = os.path.join(self.pdd, "project")
+        shutil.copytree(update.project, self.project, symlinks=True)
+        self.collections = os.path.join(self.pdd, "requirements_collections")
+        shutil.copytree(update.collections, self.collections, symlinks=True)
+
+    def run(self, playbook, inventory, extravars, ident, envvars=None):
+        import ansible_runner
+
+        os.makedirs(os.path.join(self.pdd, "inventory"), exist_ok=True)
+        os.makedirs(os.path.join(self.pdd, "env"), exist_ok=True)
+        if isinstance(inventory, str):  # a folder of the project used as the inventory source
+            shutil.copytree(inventory, os.path.join(self.pdd, "inventory"), dirs_exist_ok=True)
+        else:
+            with open(os.path.join(self.pdd, "inventory", "hosts"), "w") as f:
+                yaml.safe_dump(inventory, f)
+        with open(os.path.join(self.pdd, "env", "extravars"), "w") as f:
+            yaml.safe_dump(extravars, f)
+        env = {"ANSIBLE_COLLECTIONS_PATH": self.collections, "ANSIBLE_NOCOLOR": "1"}
+        env.update(envvars or {})
+        with open(os.path.join(self.pdd, "env", "envvars"), "w") as f:
+            yaml.safe_dump(env, f)
+        runner = ansible_runner.run(private_data_dir=self.pdd, playbook=playbook, ident=ident, quiet=True)
+        return JobArtifacts(os.path.join(self.pdd, "artifacts", ident), runner)
+
+
+class JobArtifacts:
+    """What AWX keeps of a job: status, rc and the job events on disk."""
+
+    def __init__(self, path, runner):
+        self.path = path
+        self.runner = runner
+        with open(os.path.join(path, "status")) as f:
+            self.status = f.read().strip()
+        with open(os.path.join(path, "rc")) as f:
+            self.rc = int(f.read().strip())
+        self.events = []
+        for name in glob.glob(os.path.join(path, "job_events", "*.json")):
+            with open(name) as f:
+                self.events.append(json.load(f))
+        self.events.sort(key=lambda e: e["counter"])
+
+    def stdout(self):
+        with open(os.path.join(self.path, "stdout")) as f:
+            return f.read()
+
+    @property
+    def artifact_data(self):
+        stats = [e for e in self.events if e["event"] == "playbook_on_stats"]
+        assert len(stats) == 1, "no playbook_on_stats event: the job did not finish (%s)" % self.status
+        return stats[0]["event_data"]["artifact_data"]
+
+    def results(self, task_substring):
+        return [(e["event_data"].get("host"), e["event"], e["event_data"].get("res", {})) for e in self.events
+                if e["event"] in ("runner_on_ok", "runner_on_failed") and task_substring in e["event_data"].get("task", "")]
+
+
+def localhost_inventory():
+    return {"all": {"hosts": {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}
+
+
+def fingerprint_vars(work, case):
+    return {"repro_vllm_records_root": str(work / "records"), "repro_vllm_case_id": case,
+            "repro_vllm_remote_root": str(work / "remote"),
+            "repro_vllm_nvidia_smi_path": replay_wrapper(work, "h200", "h200-1gpu")}
+
+
+def check_result(artifact_data, purpose, case, work):
+    """The workflow contract: exactly the chaining keys, and a result that names frozen runs of this job."""
+    assert set(artifact_data) <= CHAIN_KEYS and {"repro_vllm_result", "repro_vllm_case_id"} <= set(artifact_data), artifact_data
+    assert artifact_data["repro_vllm_case_id"] == case
+    result = artifact_data["repro_vllm_result"]
+    assert result["purpose"] == purpose and result["case_id"] == case and result["schema_version"] == 1
+    assert result["runs"] and result["last_run"] == result["runs"][-1]
+    for run in result["runs"]:
+        assert run.startswith(str(work / "records" / case) + "/"), run
+        check_frozen(run)
+    return result
+
+
+# ---- one entry per playbook: (playbook, needs the real vLLM, extravars(work, case, port), extra checks) --------
+def _fingerprint_checks(result, job, work):
+    assert [os.path.basename(r) for r in result["runs"]] == ["run-001"]
+    fleet = json.loads((work / "records" / "awx" / "run-001" / "fleet.json").read_text())
+    assert [h["status"] for h in fleet["hosts"]] == ["ok"]
+
+
+def _reproduce_vars(work, case, port):
+    v = fingerprint_vars(work, case)
+    v.update(repro_vllm_port=port, repro_vllm_ladder_until="")  # minimal start and the one request: one vLLM start
+    return v
+
+
+def _reproduce_checks(result, job, work):
+    # the fingerprint run first, then the minimal start: one result naming both, from one job
+    assert len(result["runs"]) >= 2, result
+    assert result["classification"] == {"stage": "none", "error_class": None}, result
+    assert result["refused"] is False
+
+
+PLAYBOOKS = [
+    pytest.param("playbooks/fingerprint.yml", False, lambda w, c, p: fingerprint_vars(w, c), _fingerprint_checks,
+                 id="fingerprint"),
+    pytest.param("playbooks/reproduce.yml", True, _reproduce_vars, _reproduce_checks, id="reproduce"),
+]
+
+
+@pytest.fixture(scope="module")
+def this_project(tmp_path_factory):
+    """This repository as the AWX project, updated once for the module (AWX updates once per revision)."""
+    return ProjectUpdate(tmp_path_factory.mktemp("scm"))
+
+
+@pytest.mark.parametrize("playbook,needs_vllm,make_vars,checks", PLAYBOOKS)
+def test_job_in_awx_layout(playbook, needs_vllm, make_vars, checks, tmp_path, monkeypatch, request, this_project):
+    _clean_ansible_env(monkeypatch)
+    inventory = localhost_inventory()
+    if needs_vllm:
+        request.getfixturevalue("real_vllm")
+        # the project's own inventory source (AWX: an inventory sourced from the project), the CPU vLLM settings
+        inventory = os.path.join(ROOT, "inventories", "localhost")
+    job = AwxJob(tmp_path / "pdd", this_project)
+    assert os.path.isfile(os.path.join(job.collections, "ansible_collections", "repro", "vllm", "MANIFEST.json"))
+    art = job.run(playbook, inventory, make_vars(tmp_path, "awx", free_port()), ident="job1")
+    assert art.status == "successful" and art.rc == 0, art.stdout()[-6000:]
+    result = check_result(art.artifact_data, os.path.basename(playbook)[:-4], "awx", tmp_path)
+    checks(result, art, tmp_path)
+    # the project's ansible.cfg was read (this repository is the project): terminal.log is in every run
+    for run in result["runs"]:
+        assert os.path.isfile(os.path.join(run, "terminal.log")), run
+
+
+def test_workflow_chain_passes_only_the_case_on(tmp_path, monkeypatch, this_project):
+    """Job 2 gets job 1's artifact_data as extra variables (what a workflow does): it makes a new run of the same
+    case and never writes into job 1's frozen run; its own result replaces what it was handed."""
+    _clean_ansible_env(monkeypatch)
+    job = AwxJob(tmp_path / "pdd", this_project)
+    first = job.run("playbooks/fingerprint.yml", localhost_inventory(), fingerprint_vars(tmp_path, "chain"), ident="j1")
+    assert first.status == "successful", first.stdout()[-4000:]
+    handed = first.artifact_data
+    frozen = check_frozen(handed["repro_vllm_result"]["last_run"])
+    # the next node: its own variables (no case) plus what the workflow hands on
+    nxt = fingerprint_vars(tmp_path, "ignored")
+    del nxt["repro_vllm_case_id"]
+    nxt.update(handed)
+    second = job.run("playbooks/fingerprint.yml", localhost_inventory(), nxt, ident="j2")
+    assert second.status == "successful", second.stdout()[-4000:]
+    result = check_result(second.artifact_data, "fingerprint", "chain", tmp_path)
+    assert [os.path.basename(r) for r in result["runs"]] == ["run-002"]
+    assert check_frozen(handed["repro_vllm_result"]["last_run"]) == frozen
+
+
+def test_failed_job_still_hands_its_frozen_run_on(tmp_path, monkeypatch, this_project):
+    """A host that never answers fails the job after the run is frozen; the workflow's failure branch still gets
+    the run (set_stats runs in the playbook's always section)."""
+    _clean_ansible_env(monkeypatch)
+    job = AwxJob(tmp_path / "pdd", this_project)
+    inv = localhost_inventory()
+    inv["all"]["hosts"]["gone"] = {"ansible_host": "127.0.0.1", "ansible_port": free_port(), "ansible_user": "nobody",
+                                   "ansible_ssh_common_args": "-o ConnectTimeout=3 -o StrictHostKeyChecking=no"}
+    art = job.run("playbooks/fingerprint.yml", inv, fingerprint_vars(tmp_path, "partial"), ident="f1")
+    assert art.status == "failed" and art.rc != 0
+    result = check_result(art.artifact_data, "fingerprint", "partial", tmp_path)
+    fleet = json.loads(open(os.path.join(result["last_run"], "fleet.json")).read())
+    assert {h["host"]: h["status"] for h in fleet["hosts"]}["gone"] == "unreachable"
+
+
+def test_installed_only_project_and_terminal_log(tmp_path, monkeypatch):
+    """A project that only installs the collection (collections/requirements.yml naming the built artifact) and
+    imports its playbook: no ansible.cfg of ours is read, so the record_log callback is off and terminal.log is
+    absent; with the execution environment's ansible.cfg (execution-environment/ansible.cfg, installed as
+    /etc/ansible/ansible.cfg in the image) it is there."""
+    _clean_ansible_env(monkeypatch)
+    dist = tmp_path / "dist"
+    subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", "--output-path", str(dist), ROOT],
+                   check=True, capture_output=True, timeout=300)
+    tarball = glob.glob(str(dist / "repro-vllm-*.tar.gz"))[0]
+    src = tmp_path / "site"
+    (src / "collections").mkdir(parents=True)
+    (src / "collections" / "requirements.yml").write_text(
+        "---\ncollections:\n  - name: %s\n    type: file\n" % tarball)
+    (src / "fingerprint.yml").write_text(
+        "---\n- name: Fleet fingerprint from the installed collection\n  ansible.builtin.import_playbook: repro.vllm.fingerprint\n")
+    job = AwxJob(tmp_path / "pdd", ProjectUpdate(tmp_path / "scm", project_src=str(src)))
+    without = job.run("fingerprint.yml", localhost_inventory(), fingerprint_vars(tmp_path, "plain"), ident="p1")
+    assert without.status == "successful", without.stdout()[-4000:]
+    run = check_result(without.artifact_data, "fingerprint", "plain", tmp_path)["last_run"]
+    assert not os.path.exists(os.path.join(run, "terminal.log"))
+    ee_cfg = os.path.join(ROOT, "execution-environment", "ansible.cfg")
+    with_ee = job.run("fingerprint.yml", localhost_inventory(), fingerprint_vars(tmp_path, "ee"), ident="p2",
+                      envvars={"ANSIBLE_CONFIG": ee_cfg})
+    assert with_ee.status == "successful", with_ee.stdout()[-4000:]
+    run = check_result(with_ee.artifact_data, "fingerprint", "ee", tmp_path)["last_run"]
+    log = open(os.path.join(run, "terminal.log")).read()
+    assert "Freeze the run" in log
+
+
+def test_records_sink_outlives_the_job(tmp_path, monkeypatch, this_project, ssh_hosts):
+    """AWX's controller is an ephemeral container: each job here gets a fresh private data dir AND a fresh records
+    root. The sink (an inventory host reached over SSH) keeps a verified copy of every frozen run; a later job
+    reads runs back from it (what diff.yml and handoff.yml do), and a job that would replace a run on the sink is
+    refused without touching it."""
+    _clean_ansible_env(monkeypatch)
+    hosts = ssh_hosts(2)  # node01: the fleet; node02: the persistent records host
+    with open(hosts.inventory) as f:
+        inventory = yaml.safe_load(f)
+    inventory["sshhosts"]["hosts"]["localhost"] = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    sink_dir = tmp_path / "sink"
+    sink = "node02:%s" % sink_dir
+
+    def job_vars(name):
+        work = tmp_path / name
+        work.mkdir()
+        v = fingerprint_vars(work, "kept")
+        v.update(repro_vllm_targets="node01", repro_vllm_records_sink=sink)
+        return work, v
+
+    # job 1: fingerprint node01, copy the frozen run to node02 and verify it there
+    work1, v1 = job_vars("job1")
+    art = AwxJob(tmp_path / "pdd1", this_project).run("playbooks/fingerprint.yml", inventory, v1, ident="s1")
+    assert art.status == "successful", art.stdout()[-6000:]
+    result = check_result(art.artifact_data, "fingerprint", "kept", work1)
+    on_sink = str(sink_dir / "kept" / "run-001")
+    assert result["sink"] == {"host": "node02", "runs": [on_sink], "verified": True, "error": None}
+    assert check_frozen(on_sink) == check_frozen(result["last_run"])
+    assert os.listdir(str(sink_dir / "kept")) == ["run-001"]  # no incoming folder left behind
+    assert any("files verified there" in str(res.get("msg")) for _h, _e, res in art.results("where the copy is"))
+
+    # job 2: a new controller reads the run back (the task diff.yml/handoff.yml include), verified
+    work2, v2 = job_vars("job2")
+    job2 = AwxJob(tmp_path / "pdd2", this_project)
+    with open(os.path.join(job2.project, "readback.yml"), "w") as f:
+        f.write("---\n- name: Read the case back\n  hosts: localhost\n  gather_facts: false\n  tasks:\n"
+                "    - name: From the sink\n      ansible.builtin.include_role:\n        name: repro.vllm.sink\n"
+                "        tasks_from: fetch.yml\n")
+    art = job2.run("readback.yml", inventory, v2, ident="s2")
+    assert art.status == "successful", art.stdout()[-6000:]
+    assert check_frozen(str(work2 / "records" / "kept" / "run-001")) == check_frozen(on_sink)
+
+    # job 3: a fresh controller that did not read the sink back makes its own run-001; the sink refuses to replace
+    # its run-001, untouched; the job fails, but its frozen run is still handed on
+    work3, v3 = job_vars("job3")
+    before = check_frozen(on_sink)
+    art = AwxJob(tmp_path / "pdd3", this_project).run("playbooks/fingerprint.yml", inventory, v3, ident="s3")
+    assert art.status == "failed"
+    assert any("already holds a different run-001" in str(res.get("msg")) for _h, ev, res in art.results("refuse"))
+    handed = art.artifact_data["repro_vllm_result"]["sink"]
+    assert handed["verified"] is False and "already holds a different run-001" in handed["error"]
+    assert check_frozen(on_sink) == before and os.listdir(str(sink_dir / "kept")) == ["run-001"]
+    assert check_result(art.artifact_data, "fingerprint", "kept", work3)["last_run"].endswith("/run-001")
