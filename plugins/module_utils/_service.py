@@ -347,6 +347,28 @@ def _merge_proc(rec, pid, proc_root, key):
     rec["errors"].extend(proc["errors"])
 
 
+def _supervisor_state(rec, path):
+    """A home-made supervisor's state file (JSON ``{"restart_count": int, "exit_codes": [int, ...]}``, the
+    contract documented for ``repro_vllm_service.state_file``): what a bare process has no kernel record of."""
+    raw, err = _read_bytes(path, limit=1024 * 1024)
+    if err:
+        rec["errors"].append(err)
+        return
+    try:
+        data = json.loads(raw.decode("utf-8", "replace"))
+    except ValueError as exc:
+        rec["errors"].append("%s is not JSON (%s)" % (path, exc))
+        return
+    if not isinstance(data, dict):
+        rec["errors"].append("%s: expected a JSON object with restart_count and exit_codes" % path)
+        return
+    if _int(data.get("restart_count")) is not None:
+        rec["restart_count"] = _int(data.get("restart_count"))
+    codes = [_int(c) for c in data.get("exit_codes") or [] if _int(c) is not None]
+    rec["exit_codes"] = codes[-10:]
+    rec["state"] = {"state_file": path}
+
+
 def gather(spec, run=run_cmd, proc_root="/proc", max_log_bytes=DEFAULT_LOG_BYTES, timeout=DEFAULT_TIMEOUT,
            binary=None, key=None, journal_lines=5000):
     """(record, logs) for ``spec``: ``record`` is service.json, ``logs`` maps current/previous to capped text.
@@ -383,6 +405,8 @@ def gather(spec, run=run_cmd, proc_root="/proc", max_log_bytes=DEFAULT_LOG_BYTES
             return rec, logs
         _merge_proc(rec, pid, proc_root, key)
         rec["restart_count"] = _int(spec.get("restart_count"))
+        if spec.get("state_file"):
+            _supervisor_state(rec, spec["state_file"])
         for which in ("current", "previous"):
             path = spec.get("log_%s" % which)
             if path:

@@ -68,6 +68,11 @@ options:
           - For O(service.kind=pid) and O(service.kind=match), a restart count the operator knows from the
             supervisor (no kernel interface keeps one).
         type: int
+      state_file:
+        description:
+          - For O(service.kind=pid) and O(service.kind=match), a JSON file a home-made supervisor keeps:
+            C({"restart_count": <int>, "exit_codes": [<int>, ...]}) (the last ten exit codes are kept).
+        type: path
       log_current:
         description: For O(service.kind=pid) and O(service.kind=match), the file the server logs to now.
         type: path
@@ -189,6 +194,7 @@ def main():
                 namespace=dict(type="str"),
                 container=dict(type="str"),
                 restart_count=dict(type="int"),
+                state_file=dict(type="path"),
                 log_current=dict(type="path"),
                 log_previous=dict(type="path"),
                 binary=dict(type="path"),
