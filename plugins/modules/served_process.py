@@ -70,8 +70,8 @@ options:
         type: int
       state_file:
         description:
-          - For O(service.kind=pid) and O(service.kind=match), a JSON file a home-made supervisor keeps:
-            C({"restart_count": <int>, "exit_codes": [<int>, ...]}) (the last ten exit codes are kept).
+          - "For O(service.kind=pid) and O(service.kind=match), a JSON file a home-made supervisor keeps:
+            C({\"restart_count\": <int>, \"exit_codes\": [<int>, ...]}) (the last ten exit codes are kept)."
         type: path
       log_current:
         description: For O(service.kind=pid) and O(service.kind=match), the file the server logs to now.
@@ -132,8 +132,15 @@ record:
     status: {description: "ok, not_found or error", type: str, returned: always}
     msg: {description: Why the server was not read (null when C(status=ok)), type: str, returned: always}
     pid: {description: The main process id read from /proc (null when not visible here), type: int, returned: always}
-    cmdline: {description: The command line, redacted, type: list, elements: str, returned: always}
-    env: {description: The environment, secret values redacted, type: dict, returned: always}
+    cmdline:
+      description: The command line, redacted.
+      type: list
+      elements: str
+      returned: always
+    env:
+      description: The environment, secret values redacted.
+      type: dict
+      returned: always
     exe: {description: The executable of the main process, type: str, returned: always}
     image:
       description: "C(reference), C(id) and C(digest) of the image a container or pod runs (null otherwise)"

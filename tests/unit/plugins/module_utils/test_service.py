@@ -66,7 +66,7 @@ def tools(tmp_path, monkeypatch):
 
 
 def test_cap_text_keeps_head_and_tail_and_counts_the_cut():
-    text = "".join("line %05d\n" for _ in range(1)) + "".join("line %05d\n" % i for i in range(20000))
+    text = "line %05d\n" + "".join("line %05d\n" % i for i in range(20000))
     kept, info = _service.cap_text(text, 4096)
     assert info["bytes"] == len(text.encode()) and info["kept_bytes"] == 4096
     assert info["cut_bytes"] == info["bytes"] - 4096
@@ -79,9 +79,10 @@ def test_cap_text_keeps_head_and_tail_and_counts_the_cut():
 def test_podman_real_capture_restarts_exit_code_image_and_redaction(tools):
     del tools
     inspect = _read("podman-4.3.1", "container_inspect.out")
+    logs_out = _read("podman-4.3.1", "container_logs.out")
+    logs_err = _read("podman-4.3.1", "container_logs.err")
     replay = Replay([(("container", "inspect", "repro-i11s-svc"), (inspect, "", 0)),
-                     (("logs", "repro-i11s-svc"), (_read("podman-4.3.1", "container_logs.out"),
-                                                    _read("podman-4.3.1", "container_logs.err"), 0))])
+                     (("logs", "repro-i11s-svc"), (logs_out, logs_err, 0))])
     rec, logs = _service.gather({"kind": "podman", "name": "repro-i11s-svc"}, run=replay)
     assert rec["status"] == "ok", rec
     assert rec["restart_count"] == 2 and rec["exit_codes"] == [3]
@@ -223,8 +224,8 @@ def test_libcuda_from_the_real_h200_process_maps(tmp_path):
 def test_isolation_restarts_fires_from_service_json(tmp_path):
     """A real frozen fingerprint run plus the service.json the podman capture gives: `restarts` holds."""
     path = case(tmp_path, "cpu-ok", ["run-001", "run-002"])
-    replay = Replay([(("container", "inspect", "repro-i11s-svc"), (_read("podman-4.3.1", "container_inspect.out"),
-                                                                 "", 0)),
+    inspect = _read("podman-4.3.1", "container_inspect.out")
+    replay = Replay([(("container", "inspect", "repro-i11s-svc"), (inspect, "", 0)),
                      (("logs", "repro-i11s-svc"), ("", "", 0))])
     old = os.environ["PATH"]
     try:
