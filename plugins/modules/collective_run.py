@@ -143,8 +143,9 @@ status:
   description: How torchrun ended (ok, failed, timed_out, not_found, error); C(planned) in check mode.
   type: str
   returned: always
-rc:
-  description: torchrun's exit code (null when it was killed at the timeout).
+exit_code:
+  description: torchrun's exit code (null when it was killed at the timeout). Not named C(rc), so that a failing
+    collective is a result of the task, not a failed task.
   type: int
   returned: always
 timed_out:
@@ -220,7 +221,7 @@ def main():
     log_dir = os.path.abspath(p["log_dir"])
     if module.check_mode:
         opts = dict(p, rank_dir=os.path.join(log_dir, ".torchrun"))
-        module.exit_json(changed=False, ok=None, reason="check mode: nothing ran", status="planned", rc=None,
+        module.exit_json(changed=False, ok=None, reason="check mode: nothing ran", status="planned", exit_code=None,
                          timed_out=False, ranks=[], results=[], logs=[], wall_s=0.0,
                          argv=redact_argv(_collective.torchrun_argv(p["python"], os.path.join(
                              log_dir, _collective.WORKER_NAME), opts)),
@@ -232,6 +233,8 @@ def main():
                              "(nothing is overwritten)" % (log_dir, ", ".join(sorted(earlier)[:4])))
     os.makedirs(log_dir, mode=0o700, exist_ok=True)
     res = _collective.run(p)
+    # Ansible marks a task failed when its result has a non-zero "rc"; a failing collective is a result here
+    res["exit_code"] = res.pop("rc")
     res["argv"] = redact_argv(res["argv"])
     res["env"] = redact_env(res["env"])
     module.exit_json(changed=True, **res)

@@ -178,7 +178,7 @@ def test_reap_ends_ranks_left_in_sessions_of_their_own():
     marker = "test%d" % os.getpid()
     env = dict(os.environ, **{C.MARKER_VAR: marker})
     procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env, start_new_session=True)
-             for _ in range(2)]
+             for _n in range(2)]
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     try:
         import time
