@@ -303,12 +303,14 @@ class _Answer:
         self.notes = []
 
     def violation(self, host, fact, required, found, fix):
-        assert fact in FACTS, fact
+        if fact not in FACTS:
+            raise ValueError("compatibility fact %r is not in the documented vocabulary" % fact)
         self.violations.append({"host": host, "fact": fact, "required": str(required), "found": str(found),
                                 "fix": str(fix)})
 
     def note(self, host, fact, note):
-        assert fact in FACTS, fact
+        if fact not in FACTS:
+            raise ValueError("compatibility fact %r is not in the documented vocabulary" % fact)
         entry = {"host": host, "fact": fact, "note": str(note)}
         if entry not in self.notes:
             self.notes.append(entry)

@@ -67,4 +67,4 @@ gather "$D/gather_outside_unshare.json" "{\"own_pids\": [$UNSHARE]}"
 gather "$D/gather_inside_none.json" '{}' nsenter -t "$INNER_HOST_PID" -p -m
 gather "$D/gather_inside_own1.json" '{"own_pids": [1]}' nsenter -t "$INNER_HOST_PID" -p -m
 kill "$UNSHARE" 2>/dev/null; wait "$UNSHARE" 2>/dev/null; UNSHARE=""
-log done
+log "done"

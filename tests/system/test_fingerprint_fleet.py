@@ -47,8 +47,8 @@ def test_five_hosts_each_frozen_fetched_and_verified(tmp_path, ssh_hosts):
     for name in hosts.names:
         check_frozen(str(run / "hosts" / name))
     fleet = {h["host"]: h for h in json.loads((run / "fleet.json").read_text())["hosts"]}
-    assert {n: h["status"] for n, h in fleet.items()} == {"node01": "ok", "node02": "ok", "node03": "ok",
-                                                         "node04": "degraded", "node05": "ok"}
+    assert {n: h["status"] for n, h in fleet.items()} == {
+        "node01": "ok", "node02": "ok", "node03": "ok", "node04": "degraded", "node05": "ok"}
     assert fleet["node01"]["gpu_names"] == ["NVIDIA H200"]
     assert [p["pid"] for p in fleet["node02"]["foreign_processes"]] == [420]
     assert fleet["node03"]["gpu_present"] is False
