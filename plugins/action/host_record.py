@@ -148,6 +148,11 @@ class ActionModule(ActionBase):
         become = bool(getattr(self._play_context, "become", False))
         mod_args = {k: args[k] for k in _MODULE_KEYS}
         mod_args.update(run_path=ctx["run_path"], staging_label="%s-%s-%s" % (ctx["case_id"], ctx["run_id"], ctx["host"]))
+        # the case's redaction key (<records_root>/<case_id>/.redact.key, never in a run): the host redacts with it,
+        # so equal secrets give equal markers across hosts and runs; it travels as a no_log argument only
+        ctx["key"] = None if ctx["check"] else _redact.load_case_key(os.path.dirname(ctx["run_path"]))
+        if ctx["key"]:
+            mod_args["redact_key"] = ctx["key"].decode("ascii")
         if become:  # the connection user may not read the become user's staging folder: everything inline
             mod_args["inline_max_bytes"] = max(args["inline_max_bytes"], args["log_max_bytes"] * 2)
         remote = {}
@@ -198,7 +203,7 @@ class ActionModule(ActionBase):
         if remote.get("container") is not None:
             parts["container.json"] = _record.render_json(remote["container"])
         for name, value in (args["data"] or {}).items():
-            parts[name] = _record.render_json(_redact.redact_data(value))
+            parts[name] = _record.render_json(_redact.redact_data(value, key=ctx.get("key")))
         for f in remote.get("files") or []:
             if f.get("status") == "missing":
                 missing.append(f["src"])

@@ -50,8 +50,10 @@ def _os_release(path="/etc/os-release"):
     return info
 
 
-def basics(environ=None, os_release_path="/etc/os-release"):
-    """Host basics for ``fingerprint.json``: collected_at, os, kernel, python; and the redacted environment."""
+def basics(environ=None, os_release_path="/etc/os-release", key=None):
+    """Host basics for ``fingerprint.json``: collected_at, os, kernel, python; and the redacted environment.
+
+    ``key`` is the case's redaction key (stable markers ``<redacted:kind:hex8>``); None gives plain markers."""
     rel = _os_release(os_release_path)
     if rel:
         os_name = "%s %s" % (rel.get("NAME") or rel.get("ID") or "?", rel.get("VERSION_ID") or "")
@@ -66,7 +68,7 @@ def basics(environ=None, os_release_path="/etc/os-release"):
         "machine": platform.machine(),
         "python": {"major": vi.major, "minor": vi.minor, "micro": vi.micro, "releaselevel": vi.releaselevel,
                    "serial": vi.serial, "executable": sys.executable},
-        "env": redact_env(dict(os.environ if environ is None else environ)),
+        "env": redact_env(dict(os.environ if environ is None else environ), key=key),
     }
 
 
@@ -125,10 +127,11 @@ def cap_bytes(path, max_bytes):
     return head + marker + tail, original, cut
 
 
-def redact_bytes(data):
-    """(bytes, changed): ``data`` with secret shapes masked; undecodable bytes pass through unchanged."""
+def redact_bytes(data, key=None):
+    """(bytes, changed): ``data`` with secret shapes masked (keyed markers with the case's ``key``); undecodable
+    bytes pass through unchanged; the line count never changes."""
     text = data.decode("utf-8", errors="surrogateescape")
-    out = redact_text(text)
+    out = redact_text(text, key=key)
     if out == text:
         return data, False
     return out.encode("utf-8", errors="surrogateescape"), True
@@ -141,7 +144,7 @@ def new_staging_dir(staging_root, label):
     return tempfile.mkdtemp(prefix="%s%s-" % (STAGING_PREFIX, safe), dir=root)
 
 
-def prepare_file(spec, max_bytes, inline_max, stage_dir_factory, check_mode=False):
+def prepare_file(spec, max_bytes, inline_max, stage_dir_factory, check_mode=False, key=None):
     """One file a stage names, ready to leave the host.
 
     ``spec``: dict(src, part, required, redact).  Returns dict(part, src, status) and, when the file was read:
@@ -166,7 +169,7 @@ def prepare_file(spec, max_bytes, inline_max, stage_dir_factory, check_mode=Fals
         return out
     redacted = False
     if spec.get("redact", True):
-        data, redacted = redact_bytes(data)
+        data, redacted = redact_bytes(data, key=key)
     out.update(status="ok", size=len(data), sha256=hashlib.sha256(data).hexdigest(), original=original, cut=cut,
                redacted=redacted)
     if check_mode:

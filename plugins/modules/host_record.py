@@ -131,6 +131,13 @@ options:
     type: list
     elements: str
     default: []
+  redact_key:
+    description:
+      - Set by the action from the case's redaction key (C(<records_root>/<case_id>/.redact.key) on the controller),
+        so what the host redacts carries stable markers C(<redacted:kind:hex8>) (equal secrets, equal markers).
+        Passed as a no_log argument and never written on the host. Do not set it in a task.
+    type: str
+    default: ""
   staging_label:
     description:
       - Readable part of the staging folder's name (the action passes C(<case_id>-<run_id>-<host>)); the
@@ -281,6 +288,7 @@ def main():
             staging_root=dict(type="str", default=""),
             staging_label=dict(type="str", default=""),
             cleanup=dict(type="list", elements="str", default=[]),
+            redact_key=dict(type="str", default="", no_log=True),
             # read by the action on the controller; accepted here so one argument spec documents them all
             run_path=dict(type="path", required=True),
             part_dir=dict(type="str"),
@@ -314,7 +322,7 @@ def main():
     out = {"changed": False}
     try:
         if "basics" in p["gather"]:
-            out["basics"] = _hostrecord.basics()
+            out["basics"] = _hostrecord.basics(key=p["redact_key"] or None)
         if "gpu" in p["gather"]:
             from ansible_collections.repro.vllm.plugins.module_utils._gpu import gather as gpu_gather
 
@@ -331,7 +339,8 @@ def main():
             return stage["path"]
 
         out["files"] = [_hostrecord.prepare_file(spec, p["log_max_bytes"], p["inline_max_bytes"], stage_dir,
-                                                 check_mode=module.check_mode) for spec in p["files"]]
+                                                 check_mode=module.check_mode, key=p["redact_key"] or None)
+                        for spec in p["files"]]
         out["staging_dir"] = stage["path"]
     except Exception as exc:  # pylint: disable=broad-except
         module.fail_json(msg="host_record on the host failed: %s: %s" % (type(exc).__name__, exc),

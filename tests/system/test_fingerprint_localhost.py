@@ -46,7 +46,7 @@ def test_localhost_run_is_frozen_verified_and_redacted(tmp_path):
     assert gpu["present"] is True
     assert gpu["gpus"][0]["name"] == "NVIDIA H200"
     env_text = (run / "hosts" / "localhost" / "env.json").read_text()
-    assert FAKE_TOKEN not in env_text and json.loads(env_text)["HF_TOKEN"] == "<redacted>"
+    assert FAKE_TOKEN not in env_text and json.loads(env_text)["HF_TOKEN"].startswith("<redacted:")
     fleet = json.loads((run / "fleet.json").read_text())
     assert [h["status"] for h in fleet["hosts"]] == ["ok"]
     assert fleet["hosts"][0]["driver"] == "580.159.04"
