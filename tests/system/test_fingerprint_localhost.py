@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 
 from conftest import COLLECTIONS, ROOT, check_frozen, replay_wrapper, run_playbook, task_results
@@ -46,7 +47,19 @@ def test_localhost_run_is_frozen_verified_and_redacted(tmp_path):
     assert gpu["present"] is True
     assert gpu["gpus"][0]["name"] == "NVIDIA H200"
     env_text = (run / "hosts" / "localhost" / "env.json").read_text()
-    assert FAKE_TOKEN not in env_text and json.loads(env_text)["HF_TOKEN"].startswith("<redacted:")
+    marker = json.loads(env_text)["HF_TOKEN"]
+    assert FAKE_TOKEN not in env_text and re.match(r"^<redacted:[a-z0-9_]+:[0-9a-f]{8,}>$", marker), marker
+    # the case's key stays on the controller beside the runs, never inside one
+    key = tmp_path / "records" / "lh" / ".redact.key"
+    assert key.is_file() and (key.stat().st_mode & 0o077) == 0
+    assert not any(p.name == ".redact.key" for p in run.rglob("*"))
+    assert key.read_text().strip() not in env_text
+    # the same secret in a second run of the case gives the same marker (a reader sees the two values were equal)
+    r2 = run_playbook(tmp_path, "playbooks/fingerprint.yml", INVENTORY, _vars(tmp_path), ident="a2",
+                      envvars={"HF_TOKEN": FAKE_TOKEN})
+    assert r2.status == "successful", r2.stdout.read()
+    env2 = json.loads((tmp_path / "records" / "lh" / "run-002" / "hosts" / "localhost" / "env.json").read_text())
+    assert env2["HF_TOKEN"] == marker
     fleet = json.loads((run / "fleet.json").read_text())
     assert [h["status"] for h in fleet["hosts"]] == ["ok"]
     assert fleet["hosts"][0]["driver"] == "580.159.04"
