@@ -156,21 +156,6 @@ def test_module_refuses_a_log_dir_with_an_earlier_run(tmp_path):
     assert res["failed"] and "earlier run" in res["msg"] and "nothing is overwritten" in res["msg"]
 
 
-def test_filters():
-    from ansible.errors import AnsibleFilterError
-    from ansible_collections.repro.vllm.plugins.filter import collective_verdict as F
-    part = _result("nccl_2ranks_one_gpu")
-    paths = F.collective_log_paths(["gpu-a01", part], "/rec/run-004")
-    names = F.collective_log_paths(["gpu-a01", part], None)
-    assert paths[0] == "/rec/run-004/hosts/gpu-a01/logs/torchrun.log" and len(paths) == len(part["logs"])
-    assert names == ["gpu-a01/torchrun", "gpu-a01/rank0", "gpu-a01/rank0", "gpu-a01/rank1", "gpu-a01/rank1"]
-    assert F.collective_verdict({"gpu-a01": _result("nccl_1rank")}, {"stage": "none"})["ok"] is True
-    with pytest.raises(AnsibleFilterError):
-        F.collective_verdict({}, None)
-    with pytest.raises(AnsibleFilterError):
-        F.collective_log_paths("gpu-a01", None)
-
-
 def test_reap_ends_ranks_left_in_sessions_of_their_own():
     # what torchrun does: each rank in a new session, so a kill of torchrun's process group misses it
     import subprocess
