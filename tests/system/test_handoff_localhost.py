@@ -105,7 +105,8 @@ def test_packed_twice_same_sha256(packed):
         assert os.path.dirname(res["package"]) == str(packed["case_dir"] / "handoff")
         with open(res["package"] + ".sha256") as f:
             assert f.read() == "%s  %s\n" % (res["sha256"], name)
-    assert a["runs"] == ["run-001", "run-002", "run-003"]
+    # fingerprint, minimal start, prefix caching, and the summary run (score.json, isolation.json) of reproduce.yml
+    assert a["runs"] == ["run-001", "run-002", "run-003", "run-004"]
 
 
 def _unpack(packed, tmp_path):
