@@ -120,7 +120,10 @@ def test_sigkill_then_the_next_play_cleans_and_reports(real_vllm, tmp_path):
     cleaned = [line for line in out if "| cleaned: server of %s" % left_run in line]
     assert cleaned and "stopped now:" in cleaned[0], text
     assert _live_servers(port) == []
-    runs = sorted(p for p in (tmp_path / "records" / "cancel-kill").iterdir() if p.name.startswith("run-"))
+    # the next play's attempt (its summary run, made last, holds no server)
+    runs = sorted((p for p in (tmp_path / "records" / "cancel-kill").iterdir()
+                   if p.name.startswith("run-") and (p / "hosts" / "localhost" / "server.json").is_file()),
+                  key=lambda p: int(p.name[4:]))
     server = json.loads((runs[-1] / "hosts" / "localhost" / "server.json").read_text())
     left = server["leftovers_cleaned"]
     assert [item["run"] for item in left] == [left_run] and left[0]["outcome"] == "stopped"

@@ -191,7 +191,10 @@ def test_refused_two_variable_step_starts_nothing(ladder):
                            repro_vllm_ladder_until="prefix_caching"), ident="refused")
     out = r.stdout.read()
     assert r.status == "failed", out[-4000:]
-    assert _runs(work) == before  # no run opened, nothing started
+    # no attempt run opened, nothing started: the only new run is the case's summary run (score, isolation)
+    new = [n for n in _runs(work) if n not in before]
+    assert len(new) == 1 and not (work / "records" / CASE / new[0] / "hosts").exists(), new
+    assert _json(work / "records" / CASE / new[0] / "manifest.json")["metadata"]["purpose"] == "summary"
     failed = [res.get("msg", "") for _h, ev, res in task_results(r, "") if ev == "runner_on_failed"]
     assert any("refused: prefix_caching would differ from the last good run run-002 in more than its one variable: "
                "env:OMP_NUM_THREADS" in m for m in failed), failed
@@ -210,9 +213,11 @@ def test_failing_layer_rolls_back_with_debug_on_that_run_only(ladder):
                            repro_vllm_debug_step="long_context"), ident="rollback")
     out = r.stdout.read()
     assert r.status == "failed", out[-4000:]  # a finding fails the play, after every run is frozen
-    # run-007 is the first ladder's summary run; a finding fails the play before this one's summary
-    assert _runs(work)[-2:] == ["run-008", "run-009"]
-    failed_run, rollback_run = work / "records" / CASE / "run-008", work / "records" / CASE / "run-009"
+    # run-007 is the first ladder's summary run, run-008 the refused step's; this play ends with its own summary run
+    # (run-011), made before the finding fails the job
+    assert _runs(work)[-3:] == ["run-009", "run-010", "run-011"]
+    assert _json(work / "records" / CASE / "run-011" / "manifest.json")["metadata"]["purpose"] == "summary"
+    failed_run, rollback_run = work / "records" / CASE / "run-009", work / "records" / CASE / "run-010"
     check_frozen(str(failed_run))
     check_frozen(str(rollback_run))
     bad = _json(failed_run / "outcome.json")
@@ -232,8 +237,8 @@ def test_failing_layer_rolls_back_with_debug_on_that_run_only(ladder):
     assert _json(rollback_run / "changes.json")["diff"]["changes"] == []
     assert "came back" in (rollback_run / "notes.md").read_text()
     final = _msgs(r, "where the record is")[0]
-    assert "classification: stage config (config_error, server) at long_context in run-008" in final
-    assert "rollback: the earlier state came back (run-009)" in final
+    assert "classification: stage config (config_error, server) at long_context in run-009" in final
+    assert "rollback: the earlier state came back (run-010)" in final
     assert _live_servers(port) == []
 
 

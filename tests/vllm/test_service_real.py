@@ -16,8 +16,12 @@ import urllib.request
 
 import pytest
 
-from ansible_collections.repro.vllm.plugins.filter.decisions import isolation_decision
-from ansible_collections.repro.vllm.plugins.module_utils import _record
+# the collection as setup-dev links it (.cache/collections), or the runner's own path; pytest runs from the checkout
+sys.path.insert(0, os.environ.get("REPRO_VLLM_COLLECTIONS_PATH") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), ".cache", "collections"))
+
+from ansible_collections.repro.vllm.plugins.filter.decisions import isolation_decision  # noqa: E402 pylint: disable=wrong-import-position
+from ansible_collections.repro.vllm.plugins.module_utils import _record  # noqa: E402 pylint: disable=wrong-import-position
 
 from conftest import SERVER_ENV, _ansible_bin, free_port, kill_session, serve_argv, session_pids, wait_until
 
