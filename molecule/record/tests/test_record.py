@@ -20,6 +20,7 @@ def test_one_run_frozen_with_matching_manifest(host):
 
 def test_lost_host_is_in_fleet_and_notes(host):
     fleet = json.loads(host.file(RUNS + "/run-001/fleet.json").content_string)
-    assert fleet["hosts"] == [{"host": "never-reported", "status": "lost",
-                               "detail": "no result came back: the host failed or became unreachable after step none"}]
+    assert len(fleet["hosts"]) == 1 and fleet["hosts"][0]["host"] == "never-reported"
+    assert fleet["hosts"][0]["status"] == "lost"
+    assert fleet["hosts"][0]["detail"].startswith("no result came back: the host stopped before its record task ran")
     assert "| never-reported | lost |" in host.file(RUNS + "/run-001/notes.md").content_string
