@@ -39,6 +39,8 @@ def _settings(tmp_path, vllm, port):
         "repro_vllm_vllm_bin": vllm, "repro_vllm_model": os.path.join(cache, "models", "tiny"),
         "repro_vllm_served_model_name": "tiny", "repro_vllm_host": "127.0.0.1", "repro_vllm_port": port,
         "repro_vllm_tensor_parallel_size": 2, "repro_vllm_nnodes": 2, "repro_vllm_master_addr": "127.0.0.1",
+        # a free port, not vLLM's default: another test module may run a multi-node start at the same time (xdist)
+        "repro_vllm_master_port": free_port(),
         "repro_vllm_platform_args": ["--max-model-len", "512", "--enforce-eager"],
         "repro_vllm_server_env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"},
         "repro_vllm_request_body": {"model": "tiny", "prompt": "Hello, my name is", "max_tokens": 8, "temperature": 0},
