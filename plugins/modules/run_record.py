@@ -267,66 +267,12 @@ from ansible_collections.repro.vllm.plugins.module_utils import _record
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            state=dict(type="str", required=True, choices=["create", "write", "freeze", "verify"]),
-            root=dict(type="path"),
-            case_id=dict(type="str", default="default"),
-            path=dict(type="path"),
-            part=dict(type="str"),
-            content=dict(type="str"),
-            json=dict(type="raw"),
-            src=dict(type="path"),
-            overwrite=dict(type="bool", default=False),
-            collection_version=dict(type="str", default="unknown"),
-            metadata=dict(type="dict"),
-            fail_on_mismatch=dict(type="bool", default=True),
-        ),
-        required_if=[
-            ("state", "create", ("root",)),
-            ("state", "write", ("path", "part")),
-            ("state", "write", ("content", "json", "src"), True),
-            ("state", "freeze", ("path",)),
-            ("state", "verify", ("path",)),
-        ],
-        mutually_exclusive=[("content", "json", "src")],
-        supports_check_mode=True,
-    )
-    p = module.params
-    state = p["state"]
-    try:
-        if state == "create":
-            if module.check_mode:
-                res = _record.plan_run(p["root"], p["case_id"])
-            else:
-                res = _record.create_run(p["root"], p["case_id"])
-            module.exit_json(changed=True, **res)
-        elif state == "write":
-            res = _record.write_part(p["path"], p["part"], content=p["content"], data=p["json"], src=p["src"],
-                                     overwrite=p["overwrite"], check_mode=module.check_mode,
-                                     has_data=p["json"] is not None)
-            # no "path" key here: AnsibleModule would add stat info of it, overwriting "size"
-            module.exit_json(changed=res["changed"], run_path=p["path"], part=res["part"], dest=res["path"],
-                             size=res["size"], sha256=res["sha256"], existed=res["existed"])
-        elif state == "freeze":
-            res = _record.freeze(p["path"], p["collection_version"], metadata=p["metadata"],
-                                 check_mode=module.check_mode)
-            module.exit_json(changed=res["changed"], path=res["path"], manifest=res["manifest"],
-                             manifest_path=res["manifest_path"])
-        else:
-            res = _record.verify(p["path"])
-            out = dict(changed=False, path=res["path"], ok=res["ok"], checked=res["checked"],
-                       mismatched=res["mismatched"], missing=res["missing"], unexpected=res["unexpected"],
-                       manifest=res["manifest"])
-            if not res["ok"] and p["fail_on_mismatch"]:
-                module.fail_json(msg="record %s does not verify against its manifest.json: %s; it was changed after "
-                                     "it was frozen: fetch or copy it again from the source, or treat it as tampered"
-                                 % (res["path"], _record.describe_problems(res)), **out)
-            module.exit_json(**out)
-    except _record.RecordError as exc:
-        module.fail_json(msg=str(exc))
-    except OSError as exc:
-        module.fail_json(msg="%s: %s (path %s)" % (state, exc.strerror or exc, exc.filename or p.get("path") or p.get("root")))
+    module = AnsibleModule(argument_spec=_record.ARGUMENT_SPEC, required_if=_record.REQUIRED_IF,
+                           mutually_exclusive=_record.MUTUALLY_EXCLUSIVE, supports_check_mode=True)
+    result, error = _record.run_task(module.params, check_mode=module.check_mode)
+    if error:
+        module.fail_json(msg=error, **result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":
