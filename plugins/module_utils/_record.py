@@ -597,6 +597,12 @@ ARGUMENT_SPEC = dict(
     collection_version=dict(type="str", default="unknown"),
     metadata=dict(type="dict"),
     fail_on_mismatch=dict(type="bool", default=True),
+    parts=dict(type="list", elements="dict", options=dict(
+        part=dict(type="str", required=True),
+        content=dict(type="str"),
+        json=dict(type="raw"),
+    ), mutually_exclusive=[("content", "json")], required_one_of=[("content", "json")]),
+    verify=dict(type="bool", default=False),
 )
 REQUIRED_IF = [
     ("state", "create", ("root",)),
@@ -626,9 +632,26 @@ def run_task(p, check_mode=False):
             return dict(changed=res["changed"], run_path=p["path"], part=res["part"], dest=res["path"],
                         size=res["size"], sha256=res["sha256"], existed=res["existed"]), None
         if state == "freeze":
+            # a run's close in one task: its last parts, the freeze, and (verify) the check of what was frozen
+            written = []
+            for item in p.get("parts") or []:
+                w = write_part(p["path"], item["part"], content=item.get("content"), data=item.get("json"),
+                               overwrite=p["overwrite"], check_mode=check_mode, has_data=item.get("json") is not None)
+                written.append(dict(part=w["part"], size=w["size"], sha256=w["sha256"], existed=w["existed"],
+                                    changed=w["changed"]))
             res = freeze(p["path"], p["collection_version"], metadata=p["metadata"], check_mode=check_mode)
-            return dict(changed=res["changed"], path=res["path"], manifest=res["manifest"],
-                        manifest_path=res["manifest_path"]), None
+            out = dict(changed=res["changed"] or any(w["changed"] for w in written), path=res["path"],
+                       manifest=res["manifest"], manifest_path=res["manifest_path"])
+            if p.get("parts"):
+                out["written"] = written
+            if p.get("verify") and not check_mode:
+                checked = verify(p["path"])
+                out.update(ok=checked["ok"], checked=checked["checked"], mismatched=checked["mismatched"],
+                           missing=checked["missing"], unexpected=checked["unexpected"])
+                if not checked["ok"]:
+                    return out, ("record %s does not verify right after its freeze: %s; something changed it while it was "
+                                 "frozen: look for another writer of this run" % (res["path"], describe_problems(checked)))
+            return out, None
         res = verify(p["path"])
         out = dict(changed=False, path=res["path"], ok=res["ok"], checked=res["checked"],
                    mismatched=res["mismatched"], missing=res["missing"], unexpected=res["unexpected"],

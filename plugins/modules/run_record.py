@@ -19,7 +19,9 @@ description:
     A run is frozen when its C(manifest.json) exists; writes into it are refused even for root.
   - C(state=verify) recomputes every size and sha256 of a record and reports what changed, what is missing
     and what was added.
-  - On the controller, use the same module with C(delegate_to=localhost).
+  - On the controller, use the same module with C(delegate_to=localhost). There (a local connection, no
+    become) its action runs the state in the controller's own process, with this module's code, instead of
+    starting a module process for each step.
 author:
   - repro.vllm maintainers (@repro)
 extends_documentation_fragment:
@@ -99,6 +101,30 @@ options:
         report.
     type: bool
     default: true
+  parts:
+    description:
+      - With O(state=freeze), parts written into the run just before it is frozen, in this order, each as
+        O(state=write) writes one (atomically; a part with other bytes is refused unless O(overwrite)). A run's
+        close is then one task.
+    type: list
+    elements: dict
+    suboptions:
+      part:
+        description: Relative path of the file inside the run, as O(part).
+        type: str
+        required: true
+      content:
+        description: Text to write. Exactly one of O(parts[].content) and O(parts[].json).
+        type: str
+      json:
+        description: Data to write as pretty, key-sorted JSON, as O(json).
+        type: raw
+  verify:
+    description:
+      - With O(state=freeze), verify the run right after freezing it (every size and sha256, nothing added) and
+        fail the task when it does not verify. The result then carries the keys of O(state=verify).
+    type: bool
+    default: false
 notes:
   - Secrets are never echoed back; only sizes and hashes of written parts are returned. Redact content
     before writing it (the C(repro.vllm.redact) filter).
@@ -138,6 +164,17 @@ EXAMPLES = r"""
     metadata:
       host: "{{ inventory_hostname }}"
 
+- name: Close a run in one task (the last parts, the freeze, the check of what was frozen)
+  repro.vllm.run_record:
+    state: freeze
+    path: "{{ run.path }}"
+    parts:
+      - part: fleet.json
+        json: {hosts: [{host: node1, status: ok}]}
+      - part: notes.md
+        content: "expected: ready\n"
+    verify: true
+  delegate_to: localhost
 - name: Verify a fetched host record on the controller
   repro.vllm.run_record:
     state: verify
@@ -231,31 +268,37 @@ manifest_path:
   returned: when O(state=freeze)
   type: str
   sample: /var/tmp/repro-records/kimi-k3-restarts/run-003/manifest.json
+written:
+  description: The O(parts) written before the freeze, each with C(part), C(size), C(sha256), C(existed), C(changed).
+  returned: when O(state=freeze) with O(parts)
+  type: list
+  elements: dict
+  sample: [{"part": "fleet.json", "size": 494, "sha256": "0f1e..", "existed": false, "changed": true}]
 ok:
   description: Whether every listed file is present with its size and sha256 and nothing was added.
-  returned: when O(state=verify)
+  returned: when O(state=verify), or O(state=freeze) with O(verify)
   type: bool
   sample: true
 checked:
   description: Number of files hashed.
-  returned: when O(state=verify)
+  returned: when O(state=verify), or O(state=freeze) with O(verify)
   type: int
   sample: 12
 mismatched:
   description: Files whose size or sha256 differ, with expected and actual values.
-  returned: when O(state=verify)
+  returned: when O(state=verify), or O(state=freeze) with O(verify)
   type: list
   elements: dict
   sample: [{"path": "stages.json", "expected_size": 10, "actual_size": 11, "expected_sha256": "ab..", "actual_sha256": "cd.."}]
 missing:
   description: Files in the manifest that are gone.
-  returned: when O(state=verify)
+  returned: when O(state=verify), or O(state=freeze) with O(verify)
   type: list
   elements: str
   sample: ["hosts/node1/env.json"]
 unexpected:
   description: Files present but not in the manifest (and anything that is not a regular file).
-  returned: when O(state=verify)
+  returned: when O(state=verify), or O(state=freeze) with O(verify)
   type: list
   elements: str
   sample: ["hosts/node1/extra.txt"]

@@ -74,9 +74,16 @@ def test_every_state_gives_what_the_module_gives(tmp_path):
     assert "inside the run" in both(state="write", path=run, part="../../x", content="x")["msg"]
     assert "Unsupported parameters" in both(state="verify", path=run, bogus=1)["msg"]
     assert "not a frozen record" in both(state="verify", path=run)["msg"]
-    fr = both(state="freeze", path=run, collection_version="0.1.0", metadata={"play": "fingerprint"})
+    # a close in one task: the last parts, the freeze and the check of what was frozen
+    assert "content" in both(state="freeze", path=run, parts=[{"part": "fleet.json"}])["msg"]
+    assert "mutually exclusive" in both(state="freeze", path=run, parts=[{"part": "a", "content": "x", "json": {}}])["msg"]
+    assert not os.path.exists(os.path.join(run, "manifest.json"))
+    fr = both(state="freeze", path=run, collection_version="0.1.0", metadata={"play": "fingerprint"}, verify=True,
+              parts=[{"part": "fleet.json", "json": {"hosts": [{"host": "node1", "status": "ok"}]}},
+                     {"part": "run.md", "content": "# run\n"}])
     assert fr["changed"] and [f["path"] for f in fr["manifest"]["files"]] == [
-        "hosts/node1/fingerprint.json", "logs/server.log", "notes.md"]
+        "fleet.json", "hosts/node1/fingerprint.json", "logs/server.log", "notes.md", "run.md"]
+    assert fr["ok"] is True and fr["checked"] == 5 and [w["part"] for w in fr["written"]] == ["fleet.json", "run.md"]
     assert both(state="verify", path=run)["ok"] is True
     assert "frozen" in both(state="write", path=run, part="late.txt", content="x")["msg"]
     for side in ("here", "there"):
