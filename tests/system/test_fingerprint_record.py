@@ -96,7 +96,7 @@ def test_limit_opens_the_run_and_expects_only_the_limited_host(fleet, tmp_path):
     assert sorted(os.listdir(run / "hosts")) == ["node02"]
     compat = json.loads((run / "compatibility.json").read_text())
     assert compat["profile"] == "kimi-k3-h200" and "compatibility.json" in [f["path"] for f in man["files"]]
-    assert [h for _h, ev, _res in task_results(r, "Validate the compatibility profile") if ev == "runner_on_ok"] == ["node02"]
+    assert [host for host, ev, _res in task_results(r, "Validate the compatibility profile") if ev == "runner_on_ok"] == ["node02"]
 
 
 def test_no_matching_host_fails_naming_the_pattern_and_opens_nothing(fleet, tmp_path):
