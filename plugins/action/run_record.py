@@ -10,12 +10,20 @@ Two things only the controller can know, filled in before the module runs:
 * ``root`` of ``state=create`` on a local connection: a relative records root is resolved against this
   process's real working directory (``os.getcwd()``).  Ansible runs local modules from the playbook's folder,
   which put records inside the installed collection.
+
+Where the task's connection is local and nothing is become (the controller-side steps of every run: create,
+write fleet.json and notes.md, freeze, verify, all ``delegate_to: localhost``), the action does the state in this
+process with the module's own argument spec and code (``_record.run_task``) instead of shipping the module and
+starting a Python for it: the same files, results and errors, without a module execution per step.  Any other
+connection (a managed node, or ``become``) runs the module there as before.
 """
 
 from __future__ import annotations
 
 import os
 
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.repro.vllm.plugins.module_utils import _record
@@ -33,10 +41,33 @@ class ActionModule(ActionBase):
             args["root"] = resolved
             if resolved != root:
                 result["root_given"] = root
-        result.update(self._execute_module(module_name="repro.vllm.run_record", module_args=args,
-                                           task_vars=task_vars))
+        if self._in_process():
+            result.update(self._run_here(args))
+        else:
+            result.update(self._execute_module(module_name="repro.vllm.run_record", module_args=args,
+                                               task_vars=task_vars))
         if args.get("state") == "create" and isinstance(root, str):
             result["root"] = args["root"]
             result["cwd"] = os.getcwd()
         result.setdefault("collection_version", args["collection_version"])
         return result
+
+    def _in_process(self):
+        """True where the module would run as this very user on this machine: a local connection, no become."""
+        return self._connection.transport == "local" and not self._play_context.become
+
+    def _run_here(self, args):
+        """The module's work in this process: its argument checks, its dispatch, its result and error."""
+        validator = ArgumentSpecValidator(_record.ARGUMENT_SPEC, required_if=_record.REQUIRED_IF,
+                                          mutually_exclusive=_record.MUTUALLY_EXCLUSIVE)
+        checked = validator.validate(args)
+        if checked.errors.errors:
+            # the first error, worded as AnsibleModule words it, naming this module
+            err = checked.errors.errors[0]
+            if isinstance(err, UnsupportedError):
+                return dict(failed=True, msg="Unsupported parameters for (repro.vllm.run_record) module: %s" % err.msg)
+            return dict(failed=True, msg=err.msg)
+        out, error = _record.run_task(checked.validated_parameters, check_mode=bool(self._task.check_mode))
+        if error:
+            out = dict(out, failed=True, msg=error)
+        return out

@@ -579,3 +579,88 @@ def describe_problems(res, limit=5):
     if res["unexpected"]:
         parts.append("not in the manifest: " + ", ".join(res["unexpected"][:limit]))
     return "; ".join(parts) or "ok"
+
+
+# The run_record task interface, shared by the module (plugins/modules/run_record.py, on any host) and its action
+# (plugins/action/run_record.py, which runs it in the controller's own process when the task's connection is local
+# and nothing is become): one argument spec and one dispatch, so both ways give the same result.
+ARGUMENT_SPEC = dict(
+    state=dict(type="str", required=True, choices=["create", "write", "freeze", "verify"]),
+    root=dict(type="path"),
+    case_id=dict(type="str", default="default"),
+    path=dict(type="path"),
+    part=dict(type="str"),
+    content=dict(type="str"),
+    json=dict(type="raw"),
+    src=dict(type="path"),
+    overwrite=dict(type="bool", default=False),
+    collection_version=dict(type="str", default="unknown"),
+    metadata=dict(type="dict"),
+    fail_on_mismatch=dict(type="bool", default=True),
+    parts=dict(type="list", elements="dict", options=dict(
+        part=dict(type="str", required=True),
+        content=dict(type="str"),
+        json=dict(type="raw"),
+    ), mutually_exclusive=[("content", "json")], required_one_of=[("content", "json")]),
+    verify=dict(type="bool", default=False),
+)
+REQUIRED_IF = [
+    ("state", "create", ("root",)),
+    ("state", "write", ("path", "part")),
+    ("state", "write", ("content", "json", "src"), True),
+    ("state", "freeze", ("path",)),
+    ("state", "verify", ("path",)),
+]
+MUTUALLY_EXCLUSIVE = [("content", "json", "src")]
+
+
+def run_task(p, check_mode=False):
+    """Do one run_record task with validated parameters ``p`` (ARGUMENT_SPEC).
+
+    Returns ``(result, error)``: the task's result keys, and ``None`` or the message to fail the task with (the
+    result still says what was found).  Never raises for a problem the user can fix.
+    """
+    state = p["state"]
+    try:
+        if state == "create":
+            res = plan_run(p["root"], p["case_id"]) if check_mode else create_run(p["root"], p["case_id"])
+            return dict(res, changed=True), None
+        if state == "write":
+            res = write_part(p["path"], p["part"], content=p["content"], data=p["json"], src=p["src"],
+                             overwrite=p["overwrite"], check_mode=check_mode, has_data=p["json"] is not None)
+            # no "path" key here: AnsibleModule would add stat info of it, overwriting "size"
+            return dict(changed=res["changed"], run_path=p["path"], part=res["part"], dest=res["path"],
+                        size=res["size"], sha256=res["sha256"], existed=res["existed"]), None
+        if state == "freeze":
+            # a run's close in one task: its last parts, the freeze, and (verify) the check of what was frozen
+            written = []
+            for item in p.get("parts") or []:
+                w = write_part(p["path"], item["part"], content=item.get("content"), data=item.get("json"),
+                               overwrite=p["overwrite"], check_mode=check_mode, has_data=item.get("json") is not None)
+                written.append(dict(part=w["part"], size=w["size"], sha256=w["sha256"], existed=w["existed"],
+                                    changed=w["changed"]))
+            res = freeze(p["path"], p["collection_version"], metadata=p["metadata"], check_mode=check_mode)
+            out = dict(changed=res["changed"] or any(w["changed"] for w in written), path=res["path"],
+                       manifest=res["manifest"], manifest_path=res["manifest_path"])
+            if p.get("parts"):
+                out["written"] = written
+            if p.get("verify") and not check_mode:
+                checked = verify(p["path"])
+                out.update(ok=checked["ok"], checked=checked["checked"], mismatched=checked["mismatched"],
+                           missing=checked["missing"], unexpected=checked["unexpected"])
+                if not checked["ok"]:
+                    return out, ("record %s does not verify right after its freeze: %s; something changed it while it was "
+                                 "frozen: look for another writer of this run" % (res["path"], describe_problems(checked)))
+            return out, None
+        res = verify(p["path"])
+        out = dict(changed=False, path=res["path"], ok=res["ok"], checked=res["checked"],
+                   mismatched=res["mismatched"], missing=res["missing"], unexpected=res["unexpected"],
+                   manifest=res["manifest"])
+        if not res["ok"] and p["fail_on_mismatch"]:
+            return out, ("record %s does not verify against its manifest.json: %s; it was changed after it was frozen: "
+                         "fetch or copy it again from the source, or treat it as tampered" % (res["path"], describe_problems(res)))
+        return out, None
+    except RecordError as exc:
+        return {}, str(exc)
+    except OSError as exc:
+        return {}, "%s: %s (path %s)" % (state, exc.strerror or exc, exc.filename or p.get("path") or p.get("root"))

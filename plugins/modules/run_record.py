@@ -19,7 +19,9 @@ description:
     A run is frozen when its C(manifest.json) exists; writes into it are refused even for root.
   - C(state=verify) recomputes every size and sha256 of a record and reports what changed, what is missing
     and what was added.
-  - On the controller, use the same module with C(delegate_to=localhost).
+  - On the controller, use the same module with C(delegate_to=localhost). There (a local connection, no
+    become) its action runs the state in the controller's own process, with this module's code, instead of
+    starting a module process for each step.
 author:
   - repro.vllm maintainers (@repro)
 extends_documentation_fragment:
@@ -99,6 +101,30 @@ options:
         report.
     type: bool
     default: true
+  parts:
+    description:
+      - With O(state=freeze), parts written into the run just before it is frozen, in this order, each as
+        O(state=write) writes one (atomically; a part with other bytes is refused unless O(overwrite)). A run's
+        close is then one task.
+    type: list
+    elements: dict
+    suboptions:
+      part:
+        description: Relative path of the file inside the run, as O(part).
+        type: str
+        required: true
+      content:
+        description: Text to write. Exactly one of O(parts[].content) and O(parts[].json).
+        type: str
+      json:
+        description: Data to write as pretty, key-sorted JSON, as O(json).
+        type: raw
+  verify:
+    description:
+      - With O(state=freeze), verify the run right after freezing it (every size and sha256, nothing added) and
+        fail the task when it does not verify. The result then carries the keys of O(state=verify).
+    type: bool
+    default: false
 notes:
   - Secrets are never echoed back; only sizes and hashes of written parts are returned. Redact content
     before writing it (the C(repro.vllm.redact) filter).
@@ -138,6 +164,17 @@ EXAMPLES = r"""
     metadata:
       host: "{{ inventory_hostname }}"
 
+- name: Close a run in one task (the last parts, the freeze, the check of what was frozen)
+  repro.vllm.run_record:
+    state: freeze
+    path: "{{ run.path }}"
+    parts:
+      - part: fleet.json
+        json: {hosts: [{host: node1, status: ok}]}
+      - part: notes.md
+        content: "expected: ready\n"
+    verify: true
+  delegate_to: localhost
 - name: Verify a fetched host record on the controller
   repro.vllm.run_record:
     state: verify
@@ -231,31 +268,37 @@ manifest_path:
   returned: when O(state=freeze)
   type: str
   sample: /var/tmp/repro-records/kimi-k3-restarts/run-003/manifest.json
+written:
+  description: The O(parts) written before the freeze, each with C(part), C(size), C(sha256), C(existed), C(changed).
+  returned: when O(state=freeze) with O(parts)
+  type: list
+  elements: dict
+  sample: [{"part": "fleet.json", "size": 494, "sha256": "0f1e..", "existed": false, "changed": true}]
 ok:
   description: Whether every listed file is present with its size and sha256 and nothing was added.
-  returned: when O(state=verify)
+  returned: when O(state=verify), or O(state=freeze) with O(verify)
   type: bool
   sample: true
 checked:
   description: Number of files hashed.
-  returned: when O(state=verify)
+  returned: when O(state=verify), or O(state=freeze) with O(verify)
   type: int
   sample: 12
 mismatched:
   description: Files whose size or sha256 differ, with expected and actual values.
-  returned: when O(state=verify)
+  returned: when O(state=verify), or O(state=freeze) with O(verify)
   type: list
   elements: dict
   sample: [{"path": "stages.json", "expected_size": 10, "actual_size": 11, "expected_sha256": "ab..", "actual_sha256": "cd.."}]
 missing:
   description: Files in the manifest that are gone.
-  returned: when O(state=verify)
+  returned: when O(state=verify), or O(state=freeze) with O(verify)
   type: list
   elements: str
   sample: ["hosts/node1/env.json"]
 unexpected:
   description: Files present but not in the manifest (and anything that is not a regular file).
-  returned: when O(state=verify)
+  returned: when O(state=verify), or O(state=freeze) with O(verify)
   type: list
   elements: str
   sample: ["hosts/node1/extra.txt"]
@@ -267,66 +310,12 @@ from ansible_collections.repro.vllm.plugins.module_utils import _record
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            state=dict(type="str", required=True, choices=["create", "write", "freeze", "verify"]),
-            root=dict(type="path"),
-            case_id=dict(type="str", default="default"),
-            path=dict(type="path"),
-            part=dict(type="str"),
-            content=dict(type="str"),
-            json=dict(type="raw"),
-            src=dict(type="path"),
-            overwrite=dict(type="bool", default=False),
-            collection_version=dict(type="str", default="unknown"),
-            metadata=dict(type="dict"),
-            fail_on_mismatch=dict(type="bool", default=True),
-        ),
-        required_if=[
-            ("state", "create", ("root",)),
-            ("state", "write", ("path", "part")),
-            ("state", "write", ("content", "json", "src"), True),
-            ("state", "freeze", ("path",)),
-            ("state", "verify", ("path",)),
-        ],
-        mutually_exclusive=[("content", "json", "src")],
-        supports_check_mode=True,
-    )
-    p = module.params
-    state = p["state"]
-    try:
-        if state == "create":
-            if module.check_mode:
-                res = _record.plan_run(p["root"], p["case_id"])
-            else:
-                res = _record.create_run(p["root"], p["case_id"])
-            module.exit_json(changed=True, **res)
-        elif state == "write":
-            res = _record.write_part(p["path"], p["part"], content=p["content"], data=p["json"], src=p["src"],
-                                     overwrite=p["overwrite"], check_mode=module.check_mode,
-                                     has_data=p["json"] is not None)
-            # no "path" key here: AnsibleModule would add stat info of it, overwriting "size"
-            module.exit_json(changed=res["changed"], run_path=p["path"], part=res["part"], dest=res["path"],
-                             size=res["size"], sha256=res["sha256"], existed=res["existed"])
-        elif state == "freeze":
-            res = _record.freeze(p["path"], p["collection_version"], metadata=p["metadata"],
-                                 check_mode=module.check_mode)
-            module.exit_json(changed=res["changed"], path=res["path"], manifest=res["manifest"],
-                             manifest_path=res["manifest_path"])
-        else:
-            res = _record.verify(p["path"])
-            out = dict(changed=False, path=res["path"], ok=res["ok"], checked=res["checked"],
-                       mismatched=res["mismatched"], missing=res["missing"], unexpected=res["unexpected"],
-                       manifest=res["manifest"])
-            if not res["ok"] and p["fail_on_mismatch"]:
-                module.fail_json(msg="record %s does not verify against its manifest.json: %s; it was changed after "
-                                     "it was frozen: fetch or copy it again from the source, or treat it as tampered"
-                                 % (res["path"], _record.describe_problems(res)), **out)
-            module.exit_json(**out)
-    except _record.RecordError as exc:
-        module.fail_json(msg=str(exc))
-    except OSError as exc:
-        module.fail_json(msg="%s: %s (path %s)" % (state, exc.strerror or exc, exc.filename or p.get("path") or p.get("root")))
+    module = AnsibleModule(argument_spec=_record.ARGUMENT_SPEC, required_if=_record.REQUIRED_IF,
+                           mutually_exclusive=_record.MUTUALLY_EXCLUSIVE, supports_check_mode=True)
+    result, error = _record.run_task(module.params, check_mode=module.check_mode)
+    if error:
+        module.fail_json(msg=error, **result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -83,14 +83,20 @@ def test_same_case_from_two_controllers_at_once_into_fresh_roots(fleet, tmp_path
 
 
 def test_limit_opens_the_run_and_expects_only_the_limited_host(fleet, tmp_path):
+    # a judged run: the profile check and the compatibility play run on the controller although the limit leaves
+    # localhost out
     r = run_playbook(tmp_path, "playbooks/fingerprint.yml", fleet.inventory_ok,
-                     {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_case_id": "lim"},
+                     {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_case_id": "lim",
+                      "repro_vllm_profile": "kimi-k3-h200"},
                      ident="limit", cmdline="--limit node02")
     assert r.status == "successful", r.stdout.read()
     run = tmp_path / "records" / "lim" / "run-001"
-    check_frozen(str(run))
+    man = check_frozen(str(run))
     assert list(_fleet(run)) == ["node02"]
     assert sorted(os.listdir(run / "hosts")) == ["node02"]
+    compat = json.loads((run / "compatibility.json").read_text())
+    assert compat["profile"] == "kimi-k3-h200" and "compatibility.json" in [f["path"] for f in man["files"]]
+    assert [host for host, ev, _res in task_results(r, "Validate the compatibility profile") if ev == "runner_on_ok"] == ["node02"]
 
 
 def test_no_matching_host_fails_naming_the_pattern_and_opens_nothing(fleet, tmp_path):

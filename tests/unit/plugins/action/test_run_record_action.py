@@ -1,0 +1,115 @@
+# -*- coding: utf-8 -*-
+"""run_record's action does a controller-side task in its own process (local connection, no become): the same
+argument checks, files, results and errors as the module run in its own Python, as Ansible runs it on a node."""
+from __future__ import annotations
+
+import json
+import os
+import types
+
+import pytest
+
+from ansible_collections.repro.vllm.plugins.action import run_record as action
+from ansible_collections.repro.vllm.plugins.modules import run_record as module
+from ansible_collections.repro.vllm.tests.unit.plugins.modules import module_process
+
+# keys only the module process adds: its invocation, and AnsibleModule's stat of a returned "path"
+_MODULE_ONLY = {"invocation", "uid", "gid", "owner", "group", "mode", "state", "secontext"}
+
+
+def _here(args, check_mode=False):
+    act = action.ActionModule.__new__(action.ActionModule)
+    act._task = types.SimpleNamespace(check_mode=check_mode)
+    return act._run_here(dict(args))
+
+
+def _there(tmp_path, args, check_mode=False):
+    res = module_process.run_module(module, tmp_path, check_mode, **dict(args))
+    return {k: v for k, v in res.items() if k not in _MODULE_ONLY and not (k == "size" and "path" in res)}
+
+
+def _same(a, b, root_a, root_b):
+    """Equal once the two records roots are named alike (and the freeze time, which differs by a second)."""
+    def norm(res):
+        text = json.dumps(res, sort_keys=True).replace(root_b, root_a).replace("(basic.py)", "(repro.vllm.run_record)")
+        data = json.loads(text)
+        if isinstance(data.get("manifest"), dict):
+            data["manifest"].pop("created", None)
+        return data
+    assert norm(a) == norm(b)
+
+
+def test_every_state_gives_what_the_module_gives(tmp_path):
+    roots = {}
+    for side in ("here", "there"):
+        roots[side] = str(tmp_path / side / "records")
+        os.makedirs(os.path.dirname(roots[side]))
+    work = tmp_path / "work"
+    work.mkdir()
+    log = tmp_path / "server.log"
+    log.write_text("INFO Started server process\n")
+
+    def both(check_mode=False, **args):
+        a = _here(dict(args, **({"root": roots["here"]} if "root" in args else {})), check_mode)
+        targs = dict(args)
+        if "root" in targs:
+            targs["root"] = roots["there"]
+        if "path" in targs:
+            targs["path"] = targs["path"].replace(roots["here"], roots["there"])
+        b = _there(work, targs, check_mode)
+        _same(a, b, roots["here"], roots["there"])
+        return a
+
+    assert both(check_mode=True, state="create", root="x", case_id="kimi")["run_id"] == "run-001"
+    run = both(state="create", root="x", case_id="kimi")["path"]
+    assert run == os.path.join(roots["here"], "kimi", "run-001")
+    w = both(state="write", path=run, part="hosts/node1/fingerprint.json", json={"driver": "580.159.04"})
+    assert w["changed"] and json.load(open(w["dest"])) == {"driver": "580.159.04"}
+    assert both(state="write", path=run, part="hosts/node1/fingerprint.json", json={"driver": "580.159.04"})["changed"] is False
+    both(state="write", path=run, part="logs/server.log", src=str(log))
+    both(state="write", path=run, part="notes.md", content="expected: ready\n")
+    # refusals: the same messages both ways
+    assert "mutually exclusive" in both(state="write", path=run, part="a", content="x", json={"a": 1})["msg"]
+    assert "content" in both(state="write", path=run, part="a")["msg"]
+    assert "inside the run" in both(state="write", path=run, part="../../x", content="x")["msg"]
+    assert "Unsupported parameters" in both(state="verify", path=run, bogus=1)["msg"]
+    assert "not a frozen record" in both(state="verify", path=run)["msg"]
+    # a close in one task: the last parts, the freeze and the check of what was frozen
+    assert "content" in both(state="freeze", path=run, parts=[{"part": "fleet.json"}])["msg"]
+    assert "mutually exclusive" in both(state="freeze", path=run, parts=[{"part": "a", "content": "x", "json": {}}])["msg"]
+    assert not os.path.exists(os.path.join(run, "manifest.json"))
+    fr = both(state="freeze", path=run, collection_version="0.1.0", metadata={"play": "fingerprint"}, verify=True,
+              parts=[{"part": "fleet.json", "json": {"hosts": [{"host": "node1", "status": "ok"}]}},
+                     {"part": "run.md", "content": "# run\n"}])
+    assert fr["changed"] and [f["path"] for f in fr["manifest"]["files"]] == [
+        "fleet.json", "hosts/node1/fingerprint.json", "logs/server.log", "notes.md", "run.md"]
+    assert fr["ok"] is True and fr["checked"] == 5 and [w["part"] for w in fr["written"]] == ["fleet.json", "run.md"]
+    assert both(state="verify", path=run)["ok"] is True
+    assert "frozen" in both(state="write", path=run, part="late.txt", content="x")["msg"]
+    for side in ("here", "there"):
+        target = run.replace(roots["here"], roots[side])
+        os.chmod(target, 0o755)
+        with open(os.path.join(target, "extra.txt"), "w") as f:
+            f.write("x")
+    bad = both(state="verify", path=run)
+    assert bad["failed"] and "not in the manifest: extra.txt" in bad["msg"]
+    assert both(state="verify", path=run, fail_on_mismatch=False)["unexpected"] == ["extra.txt"]
+
+
+def test_only_a_local_connection_without_become_runs_here():
+    act = action.ActionModule.__new__(action.ActionModule)
+    act._connection = types.SimpleNamespace(transport="local")
+    act._play_context = types.SimpleNamespace(become=False)
+    assert act._in_process()
+    act._play_context = types.SimpleNamespace(become=True)
+    assert not act._in_process()
+    act._connection = types.SimpleNamespace(transport="ssh")
+    act._play_context = types.SimpleNamespace(become=False)
+    assert not act._in_process()
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_check_mode_touches_nothing_here(tmp_path, check_mode):
+    root = str(tmp_path / "records")
+    res = _here({"state": "create", "root": root, "case_id": "c"}, check_mode)
+    assert res["run_id"] == "run-001" and os.path.isdir(res["path"]) is (not check_mode)
