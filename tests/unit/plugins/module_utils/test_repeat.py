@@ -74,8 +74,8 @@ def test_the_same_failure_twice_repeats():
     assert rep["repeats"] == "run-002" and rep["run"] == "run-005" and rep["step"] == "minimal"
     assert rep["same_stage"] is True and rep["same_error_class"] is True and rep["repeated"] is True
     assert rep["same_first_error"] is True
-    assert {k: rep["a"][k] for k in ("stage", "error_class", "ok")} == {"stage": "config",
-                                                                         "error_class": "config_error", "ok": False}
+    expected = {"stage": "config", "error_class": "config_error", "ok": False}
+    assert {k: rep["a"][k] for k in ("stage", "error_class", "ok")} == expected
     assert "max_model_len" in rep["b"]["first_error"]["line"] and rep["b"]["first_error"]["lineno"]
     assert rep["summary"] == "run-005 failed at stage config (config_error) like run-002: the failure repeated"
 
