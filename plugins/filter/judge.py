@@ -2,7 +2,8 @@
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filter fronts of the method's judgement (module_utils/_judge.py): the attempt verdict, a layer's expected
-observation, the prefix-cache evidence, the memory comparison, a ladder layer's status and the closing finding."""
+observation, the prefix-cache evidence, the memory comparison, a ladder layer's status, the closing finding and the
+second clean run (which attempt it repeats, whether it repeated)."""
 
 from __future__ import annotations
 
@@ -78,6 +79,15 @@ def reproduction_finding(runs):
     return _judge.reproduction_finding(_listing(runs, "the input (runs)", "reproduction_finding"))
 
 
+def repeat_target(runs):
+    return _judge.repeat_target(_listing(runs, "the input (runs)", "repeat_target"))
+
+
+def repeat_comparison(original, repeat=None):
+    return _judge.repeat_comparison(_mapping(original, "the input (the attempt repeated)", "repeat_comparison"),
+                                    _mapping(repeat, "repeat (the second clean run)", "repeat_comparison"))
+
+
 def latest_run(case_dir, part=None):
     """The highest-numbered run of a case folder on the controller (numeric order: run-1000 after run-999) that
     holds ``part``; None when there is none."""
@@ -113,4 +123,5 @@ class FilterModule:
                 "prefix_cache_evidence": prefix_cache_evidence, "memory_compare": memory_compare,
                 "metric_total": metric_total, "layer_status": layer_status,
                 "reproduction_finding": reproduction_finding, "latest_run": latest_run,
-                "ladder_layers": ladder_layers, "leftover_report": leftover_report}
+                "ladder_layers": ladder_layers, "leftover_report": leftover_report,
+                "repeat_target": repeat_target, "repeat_comparison": repeat_comparison}

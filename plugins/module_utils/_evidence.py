@@ -22,7 +22,7 @@ from ansible_collections.repro.vllm.plugins.module_utils._container import image
 from ansible_collections.repro.vllm.plugins.module_utils._record import MANIFEST, run_numbers, run_id_for
 
 RUN_PARTS = ("stages.json", "request.json", "outcome.json", "changes.json", "fleet.json", "compatibility.json",
-             "score.json", "isolation.json", "audit.json", "diff.json")
+             "score.json", "isolation.json", "audit.json", "diff.json", "repeat.json")
 HOST_PARTS = ("fingerprint.json", "container.json", "env.json", "command.json", "server.json", "service.json",
               "unreachable.json", "failed.json")
 # logs are read for restart evidence only, and only this much of each
@@ -280,6 +280,17 @@ def attempt_key(run):
         hosts[host] = (tuple(view["argv"] or ()), tuple(sorted((view["env_set_by_run"] or {}).items())))
     req = run["parts"].get("request.json") or {}
     return (tuple(sorted(hosts.items())), repr(req.get("body")), req.get("route"))
+
+
+def declared_repeat(run, of=None):
+    """The ``repeat.json`` of a second clean run (reproduce.yml with repro_vllm_repeat_clean), or None; with ``of``
+    (a run read with read_run) only when it repeats that run of the same case."""
+    rep = run["parts"].get("repeat.json")
+    if not isinstance(rep, dict) or not rep.get("repeats"):
+        return None
+    if of is not None and (rep["repeats"] != of["run"] or run["case"] != of["case"]):
+        return None
+    return rep
 
 
 def result_text(result):

@@ -440,14 +440,23 @@ def collect_facts(case_id, runs):
             continue
         results = [_evidence.attempt_result(r) for r in group]
         same = len({(s, e, bool(o)) for s, e, o in results}) == 1
+        # the second clean runs reproduce.yml made on purpose (repro_vllm_repeat_clean), with their repeat.json
+        declared = []
+        for run in group:
+            rep = _evidence.declared_repeat(run)
+            if rep is not None and rep.get("repeats") in [r["run"] for r in group]:
+                declared.append({"run": run["run"], "repeats": rep["repeats"], "same_stage": rep.get("same_stage"),
+                                 "same_error_class": rep.get("same_error_class"), "summary": rep.get("summary"),
+                                 "source": _cite(run, None, "repeat.json")})
         repeats.append({"runs": [r["run"] for r in group], "step": _step(group[0]),
                         "results": [{"stage": s, "error_class": e, "ok": o} for s, e, o in results],
-                        "reproduced": same})
+                        "reproduced": same, "second_clean_runs": declared})
     if repeats:
         items["repeat"] = {"value": "yes" if all(r["reproduced"] for r in repeats) else "no", "groups": repeats}
     else:
         items["repeat"] = _unknown("no two runs share the same command, environment and request: run "
-                                   "playbooks/reproduce.yml again with the same variables (a second clean run)")
+                                   "playbooks/reproduce.yml with repro_vllm_repeat_clean: true (or again with the same "
+                                   "variables) for a second clean run")
 
     score = isolation = None
     for run in reversed(runs):
@@ -817,6 +826,12 @@ def _item_md(key, item):
                                [[", ".join(g["runs"]), g["step"],
                                  "; ".join("%s/%s" % (x["stage"], x["error_class"] or "-") for x in g["results"]),
                                  g["reproduced"]] for g in item["groups"]]))
+        for g in item["groups"]:
+            for d in g.get("second_clean_runs") or []:
+                lines.append("%s is the second clean run of %s (repro_vllm_repeat_clean): same stage %s, same error "
+                             "class %s - %s (`%s`)" % (d["run"], d["repeats"], "yes" if d["same_stage"] else "no",
+                                                       "yes" if d["same_error_class"] else "no", d["summary"],
+                                                       d["source"]))
     return "\n\n".join(lines)
 
 

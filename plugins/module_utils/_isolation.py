@@ -14,7 +14,7 @@ import re
 
 from ansible_collections.repro.vllm.plugins.module_utils._diff import run_diff
 from ansible_collections.repro.vllm.plugins.module_utils._evidence import (
-    attempt_key, attempt_result, cite, host_view, is_attempt, read_log_tail, result_text)
+    attempt_key, attempt_result, cite, declared_repeat, host_view, is_attempt, read_log_tail, result_text)
 
 CONDITIONS = ("driver_changed", "image_rebuilt", "gpu_visibility_changed", "scheduler_env", "first_error_changed",
               "restarts", "must_keep_serving")
@@ -173,18 +173,27 @@ def _first_error(runs):
         earlier = [r for r in attempts[:i] if attempt_key(r) == key]
         if not earlier:
             continue
-        prev = earlier[-1]
+        # a second clean run (repeat.json) is compared with the run it repeats; any other with the latest like it
+        named = [r for r in earlier if declared_repeat(run, r) is not None]
+        prev = (named or earlier)[-1]
+        rep = declared_repeat(run, prev)
         a, b = attempt_result(prev), attempt_result(run)
-        if a[:2] == b[:2]:
+        if rep is not None and "same_stage" in rep and "same_error_class" in rep:
+            if rep["same_stage"] and rep["same_error_class"]:
+                continue
+        elif a[:2] == b[:2]:
             continue
         diff = run_diff(prev, run)
         if diff["variables"]:
             continue
         node = ((run["parts"].get("stages.json") or {}).get("first_error") or {}).get("node")
-        out.append(_reason("first_error_changed", node, "%s in %s, %s in %s, same command, environment and request "
-                           "and no recorded change between them (%s, %s)" % (
+        cites = [cite(prev, None, "outcome.json"), cite(run, None, "outcome.json")]
+        if rep is not None:
+            cites.append(cite(run, None, "repeat.json"))
+        out.append(_reason("first_error_changed", node, "%s in %s, %s in %s%s, same command, environment and "
+                           "request and no recorded change between them (%s)" % (
                                result_text(a), prev["run"], result_text(b), run["run"],
-                               cite(prev, None, "outcome.json"), cite(run, None, "outcome.json"))))
+                               " (its second clean run)" if rep is not None else "", ", ".join(cites))))
     return out
 
 

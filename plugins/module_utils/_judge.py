@@ -15,6 +15,8 @@
 - ``attempt_verdict``: ok or failed, the stage, the error class (the classifier's vocabulary plus ``http_error``)
   and the ``component`` (``server``, ``gateway``, ``client``) that answered or failed.
 - ``layer_status`` and ``reproduction_finding``: a ladder layer's status and the play's closing classification.
+- ``repeat_target`` and ``repeat_comparison``: which attempt a second clean run repeats, and whether the repeat
+  ended at the same stage with the same error class (``repeat.json``).
 
 Standard library only; every input is the plain data the modules return (``vllm_server``, ``api_request``,
 ``log_stage``), so the same code judges a live attempt and a replayed record.
@@ -422,6 +424,9 @@ def reproduction_finding(runs):
         line = refusals[-1].get("summary", "refused")
     else:
         line = "none: every step passed (%s)" % " -> ".join(str(r.get("step")) for r in runs)
+    repeats = [r for r in runs if r.get("purpose") == "repeat" and r.get("repeat")]
+    if repeats:
+        line += " | second clean run: %s" % repeats[-1]["repeat"]["summary"]
     cases = [r.get("case_id") for r in runs if r.get("case_id")]
     return {
         "case_id": cases[0] if cases else None,
@@ -434,7 +439,84 @@ def reproduction_finding(runs):
         "last_run": recorded[-1].get("path") if recorded else None,
         "last_run_id": recorded[-1].get("run") if recorded else None,
         "classification": line,
+        "repeat": repeats[-1]["repeat"] if repeats else None,
     }
+
+
+# what a second clean run repeats: never a rollback or another repeat (they rerun an earlier command themselves)
+_NOT_REPEATED = ("rollback", "repeat")
+# parts of a first-error line that differ from start to start without the error being another one
+_VOLATILE_RX = re.compile(r"\d{2,4}[-/]\d{2}(?:[-/]\d{2,4})?[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?|\bpid=\d+|\b0x[0-9a-fA-F]+"
+                          r"|\bpid \d+|\[rank\d+\]:?")
+
+
+def repeat_target(runs):
+    """The attempt of a play that a second clean run repeats.
+
+    ``runs``: the play's attempts in order (the attempt role's ``_repro_vllm_runs``). The play's finding - its
+    first failed attempt, rollbacks and refusals aside, as ``reproduction_finding`` picks it - else its minimal
+    attempt, else its first attempt that ran. Returns ``{"attempt", "run", "step", "reason"}`` or None when no
+    attempt ran (every step refused, or none made).
+    """
+    ran = [r for r in runs or [] if isinstance(r, dict) and not r.get("refused") and r.get("run")
+           and r.get("purpose") not in _NOT_REPEATED]
+    failed = [r for r in ran if not r.get("ok")]
+    minimal = [r for r in ran if r.get("step") == "minimal"]
+    if failed:
+        pick, reason = failed[0], "the attempt that failed (stage %s, %s)" % (
+            failed[0].get("stage"), failed[0].get("error_class") or "no error class")
+    elif minimal:
+        pick, reason = minimal[0], "the minimal attempt (nothing failed)"
+    elif ran:
+        pick, reason = ran[0], "the first attempt of the play (nothing failed, no minimal start in this play)"
+    else:
+        return None
+    return {"attempt": pick, "run": pick.get("run"), "step": pick.get("step"), "reason": reason}
+
+
+def _error_text(first_error):
+    if not first_error or not first_error.get("line"):
+        return None
+    return " ".join(_VOLATILE_RX.sub("", str(first_error["line"])).split())
+
+
+def _repeat_side(attempt):
+    fe = attempt.get("first_error") or None
+    return {"run": attempt.get("run"), "step": attempt.get("step"), "stage": attempt.get("stage"),
+            "error_class": attempt.get("error_class"), "ok": bool(attempt.get("ok")),
+            "first_error": {k: fe.get(k) for k in ("node", "line", "lineno", "timestamp", "stage", "error_class")}
+            if fe else None}
+
+
+def repeat_comparison(original, repeat):
+    """``repeat.json``: did a second clean run end like the attempt it repeats.
+
+    ``original`` and ``repeat``: two attempts (the attempt role's facts, or the ``outcome.json`` of two runs - the
+    same keys: ``run``, ``step``, ``stage``, ``error_class``, ``ok``, ``first_error``). ``same_stage`` and
+    ``same_error_class`` compare the verdicts; ``same_first_error`` the first error's text with timestamps, pids
+    and addresses taken out (None when neither failed); ``repeated`` is true when stage, error class and
+    ok/failed all match (the failure repeated, or both passed).
+    """
+    a, b = _repeat_side(original or {}), _repeat_side(repeat or {})
+    same_stage = a["stage"] == b["stage"]
+    same_class = a["error_class"] == b["error_class"]
+    ta, tb = _error_text(a["first_error"]), _error_text(b["first_error"])
+    same_text = None if ta is None and tb is None else ta == tb
+    repeated = same_stage and same_class and a["ok"] == b["ok"]
+
+    def said(side):
+        if side["ok"]:
+            return "passed (stage %s)" % (side["stage"] or "none")
+        return "failed at stage %s (%s)" % (side["stage"], side["error_class"] or "no error class")
+
+    if repeated:
+        summary = "%s %s like %s: %s" % (b["run"], said(b), a["run"], "the failure repeated" if not a["ok"]
+                                         else "both passed")
+    else:
+        summary = "%s %s, %s %s: the result did NOT repeat" % (a["run"], said(a), b["run"], said(b))
+    return {"repeats": a["run"], "run": b["run"], "step": a["step"], "same_stage": same_stage,
+            "same_error_class": same_class, "same_first_error": same_text, "repeated": repeated,
+            "a": a, "b": b, "summary": summary}
 
 
 def leftover_report(stopped):

@@ -19,8 +19,8 @@ import os
 import re
 
 from ansible_collections.repro.vllm.plugins.module_utils._evidence import (
-    attempt_key, attempt_result, cite, host_view, is_attempt, read_log_tail, result_text, run_hosts,
-    unexpanded)
+    attempt_key, attempt_result, cite, declared_repeat, host_view, is_attempt, read_log_tail, result_text,
+    run_hosts, unexpanded)
 
 ITEMS = ("host_driver", "image", "command", "gpu_visibility", "first_failure", "request", "repeatability")
 BANDS = ((12, "reproduce"), (8, "collect"), (0, "invalid"))
@@ -338,25 +338,45 @@ def _repeatability(baseline, attempts):
     if baseline is None:
         return _item("repeatability", 0, [], ["no attempt to repeat"], ["run playbooks/reproduce.yml twice"])
     key = attempt_key(baseline)
+    # a second clean run made for this attempt (repeat.json names it) counts when it kept the command,
+    # environment and request; any other attempt with the same ones counts as well
+    declared = [r for r in attempts if r is not baseline and declared_repeat(r, baseline) is not None]
+    unclean = [r for r in declared if attempt_key(r) != key]
     repeats = [r for r in attempts if r is not baseline and attempt_key(r) == key]
     stage, error_class, ok = attempt_result(baseline)
     if not repeats:
-        return _item("repeatability", 0, [],
-                     ["no second clean run with the command, environment and request of %s" % baseline["run"]],
+        missing = ["no second clean run with the command, environment and request of %s" % baseline["run"]]
+        if unclean:
+            missing.append("%s repeats %s but differs in its command, environment or request (%s)" % (
+                unclean[0]["run"], baseline["run"], cite(unclean[0], None, "changes.json")))
+        return _item("repeatability", 0, [], missing,
                      ["run the same attempt again from a clean start (reproduce.yml with repro_vllm_repeat_clean: true, "
                       "or reproduce.yml again unchanged)"])
     ev = ["second clean run(s): %s" % ", ".join(r["run"] for r in repeats)]
-    same = [r for r in repeats if attempt_result(r)[:2] == (stage, error_class) and
-            (attempt_result(r)[2] == ok)]
+
+    def same_as_baseline(run):
+        rep = declared_repeat(run, baseline)
+        if rep is not None and "same_stage" in rep and "same_error_class" in rep:
+            return bool(rep["same_stage"] and rep["same_error_class"] and
+                        bool((rep.get("b") or {}).get("ok", attempt_result(run)[2])) == ok)
+        return attempt_result(run)[:2] == (stage, error_class) and attempt_result(run)[2] == ok
+
+    same = [r for r in repeats if same_as_baseline(r)]
     if same:
-        ev.append("%s %s like %s" % (same[0]["run"], "passed (stage none)" if ok else "failed at stage %s (%s)" % (
-            stage, error_class), baseline["run"]))
+        rep = declared_repeat(same[0], baseline)
+        ev.append("%s %s like %s%s" % (same[0]["run"], "passed (stage none)" if ok else "failed at stage %s (%s)" % (
+            stage, error_class), baseline["run"], (" (same stage and error class: %s)" % cite(same[0], None, "repeat.json"))
+            if rep is not None else ""))
         return _item("repeatability", 2, ev, [], [])
     other = repeats[0]
+    rep = declared_repeat(other, baseline)
     return _item("repeatability", 1, ev,
-                 ["%s %s, %s %s: the failure does not repeat" % (
+                 ["%s %s, %s %s: the failure does not repeat%s" % (
                      baseline["run"], result_text((stage, error_class, ok)), other["run"],
-                     result_text(attempt_result(other)))],
+                     result_text(attempt_result(other)),
+                     (" (%s: same stage %s, same error class %s)" % (
+                         cite(other, None, "repeat.json"), "yes" if rep.get("same_stage") else "no",
+                         "yes" if rep.get("same_error_class") else "no")) if rep is not None else "")],
                  ["look for what changes between starts (playbooks/diff.yml on the two runs, the isolation decision) "
                   "before reproducing further"])
 

@@ -201,22 +201,29 @@ def test_refused_two_variable_step_starts_nothing(ladder):
     assert not [m for m in _msgs(r, "progress") if isinstance(m, str) and "server ready" in m]
 
 
-def test_failing_layer_rolls_back_with_debug_on_that_run_only(ladder):
+@pytest.fixture(scope="module")
+def rollback(ladder):
     """Continue from the prefix-caching run; long_context asks for more than the model's 2048 positions, which vLLM
     refuses in config; the ladder stops and reruns run-003's command, which comes back. DEBUG logging is on for the
-    failing run only."""
+    failing run only. With repro_vllm_repeat_clean the failing attempt is then repeated from a clean start (run-011,
+    a config failure: seconds, the one start this adds)."""
     work, port = ladder["work"], ladder["port"]
     r = run_playbook(work, "playbooks/reproduce.yml", INVENTORY,
                      _vars(work, port, repro_vllm_fingerprint=False, repro_vllm_long_context_len=4096,
                            repro_vllm_ladder_resume=str(work / "records" / CASE / "run-003"),
                            repro_vllm_ladder_until="concurrency_2", repro_vllm_debug=True,
-                           repro_vllm_debug_step="long_context"), ident="rollback")
+                           repro_vllm_debug_step="long_context", repro_vllm_repeat_clean=True), ident="rollback")
     out = r.stdout.read()
+    return {"runner": r, "out": out, "work": work, "port": port}
+
+
+def test_failing_layer_rolls_back_with_debug_on_that_run_only(rollback):
+    r, work, port, out = rollback["runner"], rollback["work"], rollback["port"], rollback["out"]
     assert r.status == "failed", out[-4000:]  # a finding fails the play, after every run is frozen
-    # run-007 is the first ladder's summary run, run-008 the refused step's; this play ends with its own summary run
-    # (run-011), made before the finding fails the job
-    assert _runs(work)[-3:] == ["run-009", "run-010", "run-011"]
-    assert _json(work / "records" / CASE / "run-011" / "manifest.json")["metadata"]["purpose"] == "summary"
+    # run-007 is the first ladder's summary run, run-008 the refused step's; run-011 the second clean run; this play
+    # ends with its own summary run (run-012), made before the finding fails the job
+    assert _runs(work)[-4:] == ["run-009", "run-010", "run-011", "run-012"]
+    assert _json(work / "records" / CASE / "run-012" / "manifest.json")["metadata"]["purpose"] == "summary"
     failed_run, rollback_run = work / "records" / CASE / "run-009", work / "records" / CASE / "run-010"
     check_frozen(str(failed_run))
     check_frozen(str(rollback_run))
@@ -239,6 +246,59 @@ def test_failing_layer_rolls_back_with_debug_on_that_run_only(ladder):
     final = _msgs(r, "where the record is")[0]
     assert "classification: stage config (config_error, server) at long_context in run-009" in final
     assert "rollback: the earlier state came back (run-010)" in final
+    assert _live_servers(port) == []
+
+
+def test_second_clean_run_repeats_the_failing_attempt(rollback):
+    """repro_vllm_repeat_clean: run-011 is run-009 again (the attempt that failed, not its rollback) - a new process
+    with the same command, environment (its DEBUG setting too) and request - frozen as a run of its own that points
+    to run-009 and says the stage and error class repeated; the score, the closing line and the workflow result
+    read it."""
+    r, work, port = rollback["runner"], rollback["work"], rollback["port"]
+    base = work / "records" / CASE
+    rep_run, failed_run = base / "run-011", base / "run-009"
+    manifest = check_frozen(str(rep_run))
+    assert manifest["metadata"]["purpose"] == "repeat" and manifest["metadata"]["repeats"] == "run-009"
+    assert "repeat.json" in {e["path"] for e in manifest["files"]}
+    rep = _json(rep_run / "repeat.json")
+    assert rep["repeats"] == "run-009" and rep["run"] == "run-011" and rep["step"] == "long_context"
+    assert rep["same_stage"] is True and rep["same_error_class"] is True and rep["repeated"] is True
+    assert (rep["a"]["stage"], rep["a"]["error_class"]) == (rep["b"]["stage"], rep["b"]["error_class"]) == (
+        "config", "config_error")
+    # the same max_model_len refusal, read from each run's own log
+    assert "max_model_len" in rep["b"]["first_error"]["line"] and rep["same_first_error"] is True
+    outcome = _json(rep_run / "outcome.json")
+    assert outcome["purpose"] == "repeat" and outcome["repeat_of"]["run"] == "run-009"
+    assert outcome["ok"] is False and (outcome["stage"], outcome["error_class"]) == ("config", "config_error")
+    # a new process: another pid, its own log, the same argv and environment (DEBUG kept, as in run-009)
+    a_cmd = _json(failed_run / "hosts" / "localhost" / "command.json")
+    b_cmd = _json(rep_run / "hosts" / "localhost" / "command.json")
+    assert b_cmd["argv"] == a_cmd["argv"] and b_cmd["env_set_by_run"] == a_cmd["env_set_by_run"]
+    assert b_cmd["env_set_by_run"]["VLLM_LOGGING_LEVEL"] == "DEBUG"
+    a_pid = _json(failed_run / "hosts" / "localhost" / "server.json")["start"]["pid"]
+    b_pid = _json(rep_run / "hosts" / "localhost" / "server.json")["start"]["pid"]
+    assert a_pid and b_pid and a_pid != b_pid
+    assert _json(rep_run / "request.json")["body"] == _json(failed_run / "request.json")["body"]
+    # compared with the run it repeats: nothing changed
+    changes = _json(rep_run / "changes.json")
+    assert changes["previous_run"] == "run-009" and changes["diff"]["changes"] == []
+    assert "second clean run of run-009" in (rep_run / "notes.md").read_text()
+    # the summary run scores it: 2 points for repeatability, citing repeat.json; no first_error_changed
+    summary = base / "run-012"
+    score = _json(summary / "score.json")
+    assert score["baseline_run"] == "run-009"
+    item = [i for i in score["items"] if i["item"] == "repeatability"][0]
+    assert item["points"] == 2 and "run-011/repeat.json" in item["evidence"], item
+    iso = _json(summary / "isolation.json")
+    assert "first_error_changed" not in [x["condition"] for x in iso["reasons"]]
+    # the console and the workflow result name it
+    final = _msgs(r, "where the record is")[0]
+    assert "second clean run: run-011 failed at stage config (config_error) like run-009: the failure repeated" in final
+    stats = [ev["event_data"].get("artifact_data") for ev in r.events if ev.get("event") == "playbook_on_stats"]
+    result = stats[-1]["repro_vllm_result"]
+    assert result["repeat"] == {"run": "run-011", "repeats": "run-009", "same_stage": True,
+                                "same_error_class": True, "repeated": True}
+    assert str(rep_run) in result["runs"]
     assert _live_servers(port) == []
 
 

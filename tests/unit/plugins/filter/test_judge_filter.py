@@ -32,7 +32,12 @@ def test_filters_refuse_wrong_types():
         judge.metric_total("x 1", "")
     assert set(judge.FilterModule().filters()) == {
         "attempt_verdict", "layer_observation", "prefix_cache_evidence", "memory_compare", "metric_total",
-        "layer_status", "reproduction_finding", "latest_run", "ladder_layers", "leftover_report"}
+        "layer_status", "reproduction_finding", "latest_run", "ladder_layers", "leftover_report", "repeat_target",
+        "repeat_comparison"}
+    with pytest.raises(AnsibleFilterError, match="repeat_target: the input"):
+        judge.repeat_target({"run": "run-002"})
+    with pytest.raises(AnsibleFilterError, match="repeat_comparison: repeat"):
+        judge.repeat_comparison({"run": "run-002"}, ["run-003"])
 
 
 def test_ladder_layers_take_the_one_order():
