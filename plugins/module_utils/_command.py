@@ -661,6 +661,20 @@ def refused_env(env, allowed=()):
 # ladder layers
 # --------------------------------------------------------------------------------------------------------------
 
+def _extra_requests(layer):
+    """A layer's further requests (``extra_requests``: ``{label, body[, route]}`` each; one without a body is left
+    out, so that an unset request variable sends nothing)."""
+    out = []
+    for i, req in enumerate(layer.get("extra_requests") or []):
+        if not isinstance(req, dict) or not req.get("body"):
+            continue
+        if not req.get("label") or req.get("label") == "request":
+            raise CommandError("layer %s: further request #%d needs a label other than 'request'"
+                               % (layer.get("name"), i + 1))
+        out.append(dict(req))
+    return out
+
+
 def _layer_allowed(layer, base_body):
     allowed, changed = [], []
     for opt in split_options(layer.get("args") or []):
@@ -689,6 +703,10 @@ def _layer_allowed(layer, base_body):
         if layer.get(key) not in (None, ""):
             allowed.append("request:%s" % key)
             changed.append("%s=%s" % (key, layer[key]))
+    extra = _extra_requests(layer)
+    if extra:
+        allowed.append("request:extra")
+        changed.append("further request(s) in the same run: %s" % ", ".join(e["label"] for e in extra))
     allowed += [str(a) for a in layer.get("allow") or []]
     return allowed, changed
 
@@ -789,5 +807,9 @@ def apply_layers(base, layers, names, overrides=None, production=None):
         for key in ("concurrency", "route", "base_url"):
             if layer.get(key) not in (None, ""):
                 request[key] = int(layer[key]) if key == "concurrency" else layer[key]
+        extra = _extra_requests(layer)
+        if extra:
+            model = request["body"].get("model") if isinstance(request.get("body"), dict) else None
+            request["extra"] = [dict(e, body=dict({"model": model} if model else {}, **e["body"])) for e in extra]
     return {"argv": argv, "env": env, "request": request, "layers_applied": list(names or []), "allowed": allowed,
             "changed": changed, "from_production": from_production}
