@@ -343,3 +343,16 @@ def test_production_parser_replaces_an_unset_default_and_without_production_noth
     plain = c.apply_layers(base, K3_LADDER, ["tool_calling"])
     assert plain["argv"][-3:] == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
     assert plain["from_production"] == []
+
+
+def test_a_layers_further_requests_join_the_run_and_are_part_of_its_one_variable():
+    tools = dict(K3_LADDER[5], extra_requests=[
+        {"label": "structured_output", "body": {"messages": [{"role": "user", "content": "json"}],
+                                                "response_format": {"type": "json_schema"}}},
+        {"label": "unset", "body": {}}])  # an unset request variable sends nothing
+    r = c.apply_layers(BASE, [tools], ["tool_calling"])
+    assert r["request"]["extra"] == [{"label": "structured_output", "body": {
+        "model": "tiny", "messages": [{"role": "user", "content": "json"}], "response_format": {"type": "json_schema"}}}]
+    assert "request:extra" in r["allowed"] and r["changed"][-1] == "further request(s) in the same run: structured_output"
+    with pytest.raises(c.CommandError, match="label other than 'request'"):
+        c.apply_layers(BASE, [dict(tools, extra_requests=[{"label": "request", "body": {"a": 1}}])], ["tool_calling"])
