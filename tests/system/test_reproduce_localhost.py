@@ -259,7 +259,8 @@ def test_check_mode_plans_and_writes_nothing(real_vllm, tmp_path):
 
 def test_production_command_reduced_to_the_minimal_one(real_vllm, tmp_path):
     """Given the production command instead: the plan (check mode, nothing starts) keeps model, address and layout,
-    adds the platform options, and lists what it removed by category; secrets never show."""
+    adds the platform options, and lists what it removed by category; secrets never show. The plan goes on to the
+    tool_calling layer (the layers before it left out), which sets the production command's own parser again."""
     port = free_port()
     fake_key = "sk-" + "FAKE" * 6
     model = os.path.join(vllm_cache(), "models", "tiny")
@@ -267,7 +268,9 @@ def test_production_command_reduced_to_the_minimal_one(real_vllm, tmp_path):
                   "--trust-remote-code", "--enable-prefix-caching", "--enable-auto-tool-choice", "--tool-call-parser",
                   "pythonic", "--api-key", fake_key, "--max-num-seqs", "64", "--max-model-len", "2048"]
     r = run_playbook(tmp_path, "playbooks/reproduce.yml", INVENTORY,
-                     _vars(tmp_path, port, repro_vllm_fingerprint=False, repro_vllm_ladder_until="",
+                     _vars(tmp_path, port, repro_vllm_fingerprint=False, repro_vllm_ladder_until="tool_calling",
+                           repro_vllm_ladder_skip=["prefix_caching", "long_context", "output_limit", "concurrency_2",
+                                                   "concurrency_n"],
                            repro_vllm_production_argv=production,
                            repro_vllm_production_env={"APP_TENANT": "acme", "NCCL_IB_HCA": "mlx5"}),
                      ident="prod", cmdline="--check")
@@ -288,6 +291,12 @@ def test_production_command_reduced_to_the_minimal_one(real_vllm, tmp_path):
         assert text in removed, removed
     planned = [res for _h, _e, res in task_results(r, "Start | the server")]
     assert planned[0]["outcome"] == "planned" and "--trust-remote-code" not in planned[0]["argv"]
+    # the production command's own tool-calling flags come back at tool_calling: its pythonic parser, not the
+    # inventory's hermes; nothing of another layer (its prefix caching, key, max-num-seqs) comes with them
+    tools = planned[-1]["argv"]
+    assert tools[tools.index("--tool-call-parser") + 1] == "pythonic" and "hermes" not in tools
+    assert "--enable-auto-tool-choice" in tools
+    assert not {"--enable-prefix-caching", "--api-key", "--max-num-seqs"} & set(tools)
 
 
 # --- tool_calling / structured output on the real server (issue 15 item 1) ------------------------------------------

@@ -331,3 +331,34 @@ def test_engine_dead_error_logged_during_the_stop_is_not_the_failure():
     v = j.attempt_verdict(STEP, dict((k, val) for k, val in plain.items() if k != "after_stop"),
                           {"node1": _node(lines=None)}, ex)
     assert v["ok"] is False and v["error_class"] == "engine_dead"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# tool calling and structured output: fields and shape, never meaning
+# ---------------------------------------------------------------------------------------------------------------
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 16}, "celsius": {"type": "integer"}},
+           "required": ["city", "celsius"], "additionalProperties": False}
+
+
+@pytest.mark.parametrize("value, errors", [
+    ({"city": "x", "celsius": 3}, []),
+    ({"city": "", "celsius": -40}, []),  # any value of the right type: meaning is not judged
+    ({"city": "x"}, ["$ has no required field 'celsius'"]),
+    ({"city": "x", "celsius": 3, "wind": 1}, ["$ has a field the schema does not allow: 'wind'"]),
+    ({"city": 7, "celsius": 3}, ["$.city is int, not string"]),
+    ({"city": "x", "celsius": True}, ["$.celsius is bool, not integer"]),
+    ({"city": "x", "celsius": 2.5}, ["$.celsius is float, not integer"]),
+    (["x"], ["$ is list, not object"]),
+])
+def test_schema_shape_errors(value, errors):
+    assert j.schema_shape_errors(value, WEATHER) == errors
+
+
+def test_schema_shape_nested_arrays_enums_and_unions():
+    schema = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
+                                               "n": {"type": ["integer", "null"]}}}
+    assert j.schema_shape_errors({"tags": ["a", "b"], "n": None}, schema) == []
+    assert j.schema_shape_errors({"tags": ["a", "c", 1], "n": 1.5}, schema) == [
+        "$.tags[1] is not one of the enum values", "$.tags[2] is int, not string", "$.n is float, not integer/null"]
+    assert j.schema_shape_errors({"anything": 1}, None) == []
