@@ -347,7 +347,7 @@ def test_tool_calling_layer_healthy_on_the_real_server(tool_layer):
     assert all("city" in json.loads(c["arguments"]) for c in calls)
     docs = obs["json_schema"]["documents"]
     assert len(docs) == 1 and docs[0]["shape_errors"] == []
-    assert set(json.loads(docs[0]["content"])) == {"city", "celsius"}
+    assert set(json.loads(docs[0]["content"])) == {"city", "sunny"}
     answers = {p.name for p in (run / "responses").iterdir()}
     assert {"request-01.json", "structured_output-01.json"} <= answers, answers
     assert _live_servers(tool_layer["port"]) == []
