@@ -92,7 +92,7 @@ def attempt_runs(work):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     ap.add_argument("--ready-timeout", type=int, default=1800, help="seconds the traced start may take")
     ap.add_argument("--keep", help="keep the records in this folder (default: a temporary one, removed)")
     args = ap.parse_args()

@@ -265,8 +265,8 @@ K3_LADDER = [
 
 def _k3_base():
     d = c.derive_minimal(K3_DOCKER, K3_ENV, model_config=KIMI_CONFIG)
-    return d, {"argv": d["argv"], "env": d["env"], "request": {"route": "/v1/completions", "concurrency": 1,
-                                                                  "timeout": 60, "body": {"model": "kimi-k3"}}}
+    request = {"route": "/v1/completions", "concurrency": 1, "timeout": 60, "body": {"model": "kimi-k3"}}
+    return d, {"argv": d["argv"], "env": d["env"], "request": request}
 
 
 def test_production_layer_gives_each_layer_its_own_removed_items_as_written():
