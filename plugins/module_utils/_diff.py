@@ -120,10 +120,11 @@ def _host_changes(host, before, after):
 
 
 def request_changes(before, after):
-    """``[(key, before, after)]`` of two fixed requests: route, concurrency, timeout, base URL, each body field."""
+    """``[(key, before, after)]`` of two fixed requests: route, concurrency, timeout, base URL, the further requests
+    of the run (``extra``), each body field."""
     before, after = before or {}, after or {}
     out = []
-    for key in ("route", "concurrency", "timeout", "base_url"):
+    for key in ("route", "concurrency", "timeout", "base_url", "extra"):
         if before.get(key) != after.get(key):
             out.append((key, before.get(key), after.get(key)))
     bb, ab = before.get("body"), after.get("body")

@@ -11,7 +11,8 @@
   server log lines written during the requests (vLLM's ``Prefix cache hit rate`` stats line).
 - ``memory_compare``: memory of the server's process group (and GPUs) before and after a checkpoint.
 - ``layer_observation``: what came back against a layer's expected observation (``same_text``,
-  ``completion_tokens``, ``prompt_over``).
+  ``completion_tokens``, ``prompt_over``; ``tool_call`` and ``json_schema``: the fields of a tool call or of a
+  structured-output answer are there and have the shape the request asked for - never what they mean).
 - ``attempt_verdict``: ok or failed, the stage, the error class (the classifier's vocabulary plus ``http_error``)
   and the ``component`` (``server``, ``gateway``, ``client``) that answered or failed.
 - ``layer_status`` and ``reproduction_finding``: a ladder layer's status and the play's closing classification.
@@ -24,6 +25,7 @@ Standard library only; every input is the plain data the modules return (``vllm_
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -222,6 +224,130 @@ def prefix_cache_evidence(exchanges, block_size, memory_before=None, memory_afte
     }
 
 
+_JSON_TYPES = {"object": (dict,), "array": (list,), "string": (str,), "boolean": (bool,), "null": (type(None),),
+               "integer": (int,), "number": (int, float)}
+
+
+def schema_shape_errors(value, schema, path="$"):
+    """Where ``value`` does not have the shape ``schema`` (a JSON schema) asks for: ``type``, ``required``,
+    ``properties``, ``additionalProperties: false``, ``items``, ``enum``. Nothing about what the values mean; keywords
+    outside these are not checked. Returns a list of readable errors (empty: the shape fits)."""
+    if not isinstance(schema, dict):
+        return []
+    errors = []
+    want = schema.get("type")
+    types = want if isinstance(want, list) else [want] if want else []
+    if types:
+        fits = any(isinstance(value, _JSON_TYPES.get(t, ())) and not (t in ("integer", "number") and isinstance(
+            value, bool)) for t in types)
+        if not fits:
+            return ["%s is %s, not %s" % (path, type(value).__name__, "/".join(str(t) for t in types))]
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append("%s is not one of the enum values" % path)
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        for key in schema.get("required") or []:
+            if key not in value:
+                errors.append("%s has no required field %r" % (path, key))
+        if schema.get("additionalProperties") is False:
+            errors.extend("%s has a field the schema does not allow: %r" % (path, k) for k in value if k not in props)
+        for key, sub in props.items():
+            if key in value:
+                errors.extend(schema_shape_errors(value[key], sub, "%s.%s" % (path, key)))
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            errors.extend(schema_shape_errors(item, schema["items"], "%s[%d]" % (path, i)))
+    return errors
+
+
+def _loads(text):
+    try:
+        return json.loads(text), None
+    except (TypeError, ValueError) as exc:
+        return None, "not JSON (%s)" % exc
+
+
+def tool_call_evidence(exchanges, label="request"):
+    """The tool calls of the answers to a chat request with ``tools``: every 2xx answer must carry
+    ``choices[0].message.tool_calls``, each with an ``id``, ``type`` function, a ``function.name`` among the request's
+    tools (the named one when ``tool_choice`` names a function) and ``function.arguments`` a JSON object of the
+    shape of that tool's ``parameters``. Returns ``{answers, calls, problems, ok}``."""
+    calls, problems, answers = [], [], 0
+    for ex in exchanges or []:
+        if ex.get("label") != label:
+            continue
+        body = ex.get("body") if isinstance(ex.get("body"), dict) else {}
+        tools = dict(((t.get("function") or {}).get("name"), (t.get("function") or {}).get("parameters"))
+                     for t in body.get("tools") or [] if isinstance(t, dict))
+        choice = body.get("tool_choice")
+        forced = (choice.get("function") or {}).get("name") if isinstance(choice, dict) else None
+        if not tools:
+            problems.append("%s: the request has no tools" % label)
+        for r in ex.get("responses") or []:
+            status = r.get("status")
+            if status is None or not 200 <= int(status) < 300:
+                continue
+            answers += 1
+            msg = _choice(r.get("body") if isinstance(r.get("body"), dict) else {}).get("message") or {}
+            got = msg.get("tool_calls") if isinstance(msg, dict) else None
+            if not got:
+                problems.append("%s: a %s answer has no message.tool_calls (content: %r)"
+                                % (label, status, (msg.get("content") if isinstance(msg, dict) else None)))
+                continue
+            for call in got:
+                fn = (call or {}).get("function") or {}
+                name, args = fn.get("name"), fn.get("arguments")
+                parsed, err = _loads(args) if isinstance(args, str) else (args, None)
+                shape = err and [err] or schema_shape_errors(parsed, tools.get(name) or {"type": "object"})
+                entry = {"id": call.get("id"), "type": call.get("type"), "name": name, "arguments": args,
+                         "shape_errors": shape}
+                calls.append(entry)
+                if not call.get("id") or call.get("type") != "function":
+                    problems.append("%s: a tool call without id or type function" % label)
+                if name not in tools:
+                    problems.append("%s: tool call to %r, which the request does not define" % (label, name))
+                elif forced and name != forced:
+                    problems.append("%s: tool call to %r, but tool_choice named %r" % (label, name, forced))
+                problems.extend("%s: %s arguments: %s" % (label, name, e) for e in shape)
+    if answers == 0:
+        problems.append("%s: no 2xx answer" % label)
+    return {"answers": answers, "calls": calls, "problems": problems, "ok": not problems}
+
+
+def json_schema_evidence(exchanges, label="structured_output"):
+    """The answers to a structured-output request (``response_format`` ``json_schema``): every 2xx answer's
+    ``message.content`` (or ``text``) must be JSON of the schema's shape. Returns ``{answers, documents, problems,
+    ok}``."""
+    documents, problems, answers = [], [], 0
+    for ex in exchanges or []:
+        if ex.get("label") != label:
+            continue
+        body = ex.get("body") if isinstance(ex.get("body"), dict) else {}
+        rf = body.get("response_format") or {}
+        schema = (rf.get("json_schema") or {}).get("schema") if isinstance(rf, dict) else None
+        if schema is None:
+            schema = ((body.get("structured_outputs") or {}).get("json") if isinstance(
+                body.get("structured_outputs"), dict) else None)
+        if not isinstance(schema, dict):
+            problems.append("%s: the request has no JSON schema (response_format.json_schema.schema)" % label)
+            schema = {}
+        for r in ex.get("responses") or []:
+            status = r.get("status")
+            if status is None or not 200 <= int(status) < 300:
+                continue
+            answers += 1
+            rbody = r.get("body") if isinstance(r.get("body"), dict) else {}
+            text = _text_of(rbody)
+            parsed, err = _loads(text)
+            shape = [err] if err else schema_shape_errors(parsed, schema)
+            documents.append({"content": text, "finish_reason": _choice(rbody).get("finish_reason"),
+                              "shape_errors": shape})
+            problems.extend("%s: content %s" % (label, e) for e in shape)
+    if answers == 0:
+        problems.append("%s: no 2xx answer" % label)
+    return {"answers": answers, "documents": documents, "problems": problems, "ok": not problems}
+
+
 def layer_observation(exchanges, checks, max_tokens=None, prompt_over=0, label="request"):
     """A layer's expected observation against the answers to the fixed request (``label``)."""
     bodies = _bodies(exchanges, label=label)
@@ -239,10 +365,18 @@ def layer_observation(exchanges, checks, max_tokens=None, prompt_over=0, label="
     if "prompt_over" in checks:
         known = [p for p in prompt if p is not None]
         results["prompt_over"] = len(known) == len(prompt) > 0 and min(known) > int(prompt_over or 0)
-    unknown = [c for c in checks if c not in ("same_text", "completion_tokens", "prompt_over", "prefix_cache")]
+    evidence = {}
+    if "tool_call" in checks:
+        evidence["tool_call"] = tool_call_evidence(exchanges, label=label)
+        results["tool_call"] = evidence["tool_call"]["ok"]
+    if "json_schema" in checks:
+        evidence["json_schema"] = json_schema_evidence(exchanges)
+        results["json_schema"] = evidence["json_schema"]["ok"]
+    unknown = [c for c in checks if c not in ("same_text", "completion_tokens", "prompt_over", "prefix_cache",
+                                              "tool_call", "json_schema")]
     for c in unknown:
         results[c] = False
-    return {
+    out = {
         "kind": "observation",
         "checks": checks,
         "answers": len(bodies),
@@ -255,6 +389,8 @@ def layer_observation(exchanges, checks, max_tokens=None, prompt_over=0, label="
         "expectation_met": all(results.values()) if results else None,
         "summary": ", ".join("%s: %s" % (k, v) for k, v in sorted(results.items())) or "no check",
     }
+    out.update(evidence)
+    return out
 
 
 def _node_cutoff(alive):

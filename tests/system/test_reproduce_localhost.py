@@ -319,7 +319,8 @@ def test_check_mode_plans_and_writes_nothing(real_vllm, tmp_path):
 
 def test_production_command_reduced_to_the_minimal_one(real_vllm, tmp_path):
     """Given the production command instead: the plan (check mode, nothing starts) keeps model, address and layout,
-    adds the platform options, and lists what it removed by category; secrets never show."""
+    adds the platform options, and lists what it removed by category; secrets never show. The plan goes on to the
+    tool_calling layer (the layers before it left out), which sets the production command's own parser again."""
     port = free_port()
     fake_key = "sk-" + "FAKE" * 6
     model = os.path.join(vllm_cache(), "models", "tiny")
@@ -327,7 +328,9 @@ def test_production_command_reduced_to_the_minimal_one(real_vllm, tmp_path):
                   "--trust-remote-code", "--enable-prefix-caching", "--enable-auto-tool-choice", "--tool-call-parser",
                   "pythonic", "--api-key", fake_key, "--max-num-seqs", "64", "--max-model-len", "2048"]
     r = run_playbook(tmp_path, "playbooks/reproduce.yml", INVENTORY,
-                     _vars(tmp_path, port, repro_vllm_fingerprint=False, repro_vllm_ladder_until="",
+                     _vars(tmp_path, port, repro_vllm_fingerprint=False, repro_vllm_ladder_until="tool_calling",
+                           repro_vllm_ladder_skip=["prefix_caching", "long_context", "output_limit", "concurrency_2",
+                                                   "concurrency_n"],
                            repro_vllm_production_argv=production,
                            repro_vllm_production_env={"APP_TENANT": "acme", "NCCL_IB_HCA": "mlx5"}),
                      ident="prod", cmdline="--check")
@@ -348,3 +351,86 @@ def test_production_command_reduced_to_the_minimal_one(real_vllm, tmp_path):
         assert text in removed, removed
     planned = [res for _h, _e, res in task_results(r, "Start | the server")]
     assert planned[0]["outcome"] == "planned" and "--trust-remote-code" not in planned[0]["argv"]
+    # the production command's own tool-calling flags come back at tool_calling: its pythonic parser, not the
+    # inventory's hermes; nothing of another layer (its prefix caching, key, max-num-seqs) comes with them
+    tools = planned[-1]["argv"]
+    assert tools[tools.index("--tool-call-parser") + 1] == "pythonic" and "hermes" not in tools
+    assert "--enable-auto-tool-choice" in tools
+    assert not {"--enable-prefix-caching", "--api-key", "--max-num-seqs"} & set(tools)
+
+
+# --- tool_calling / structured output on the real server (issue 15 item 1) ------------------------------------------
+
+def _continue_to_tool_calling(ladder, ident, **extra):
+    """Continue the shared ladder from its concurrency_2 run (run-006) straight to tool_calling (concurrency_n left
+    out: one vLLM start less); returns the runner, its output and the runs this play made."""
+    work, port = ladder["work"], ladder["port"]
+    before = _runs(work)
+    r = run_playbook(work, "playbooks/reproduce.yml", INVENTORY,
+                     _vars(work, port, repro_vllm_fingerprint=False, repro_vllm_ladder_skip=["concurrency_n"],
+                           repro_vllm_ladder_resume=str(work / "records" / CASE / "run-006"),
+                           repro_vllm_ladder_until="tool_calling", **extra), ident=ident)
+    return r, r.stdout.read(), [n for n in _runs(work) if n not in before]
+
+
+@pytest.fixture(scope="module")
+def tool_layer(ladder):
+    """The healthy tool_calling layer: hermes parser, the Hermes-layout template, a forced named tool_choice and a
+    structured-output request, in ONE vLLM start."""
+    r, out, new = _continue_to_tool_calling(ladder, "tools")
+    yield {"runner": r, "out": out, "new": new, "base": ladder["work"] / "records" / CASE, "port": ladder["port"]}
+
+
+def test_tool_calling_layer_healthy_on_the_real_server(tool_layer):
+    r, base, new = tool_layer["runner"], tool_layer["base"], tool_layer["new"]
+    assert r.status == "successful", tool_layer["out"][-6000:]
+    assert len(new) == 2  # the tool_calling run and the play's summary run
+    run = base / new[0]
+    check_frozen(str(run))
+    outcome = _json(run / "outcome.json")
+    assert outcome["step"] == "tool_calling" and outcome["ok"] is True and outcome["stage"] == "none", outcome["summary"]
+    assert outcome["expectation_met"] is True, outcome["summary"]
+    argv = _json(run / "hosts" / "localhost" / "command.json")["argv"]
+    i = argv.index("--tool-call-parser")
+    assert argv[i + 1] == "hermes" and "--enable-auto-tool-choice" in argv
+    assert argv[argv.index("--chat-template") + 1].endswith("tiny-tool-chat-template.jinja")
+    # one variable: the tool-calling options and the request, nothing else
+    diff = _json(run / "changes.json")["diff"]
+    assert diff["one_variable"] is True, diff["summary"]
+    keys = {"%s:%s" % (c["variable"], c["key"]) for c in diff["changes"]}
+    assert {"command:--enable-auto-tool-choice", "command:--tool-call-parser", "command:--chat-template",
+            "request:route", "request:extra"} <= keys, keys
+    obs = _json(run / "observation.json")
+    assert obs["results"] == {"tool_call": True, "json_schema": True}, obs
+    calls = obs["tool_call"]["calls"]
+    assert calls and all(c["name"] == "get_weather" and c["type"] == "function" and not c["shape_errors"] for c in calls)
+    assert all("city" in json.loads(c["arguments"]) for c in calls)
+    docs = obs["json_schema"]["documents"]
+    assert len(docs) == 1 and docs[0]["shape_errors"] == []
+    assert set(json.loads(docs[0]["content"])) == {"city", "sunny"}
+    answers = {p.name for p in (run / "responses").iterdir()}
+    assert {"request-01.json", "structured_output-01.json"} <= answers, answers
+    assert _live_servers(tool_layer["port"]) == []
+
+
+def test_tool_calling_wrong_parser_fails_and_rolls_back(ladder, tool_layer):
+    """A parser name vLLM 0.32 does not have: the server refuses it at startup, the ladder stops and reruns the
+    concurrency_2 command, which comes back."""
+    r, out, new = _continue_to_tool_calling(ladder, "badparser", repro_vllm_tool_call_parser="hermes_v9_missing")
+    assert r.status == "failed", out[-4000:]
+    assert len(new) == 3, new  # the failed layer, its rollback, the summary
+    base = ladder["work"] / "records" / CASE
+    failed_run, rollback_run = base / new[0], base / new[1]
+    check_frozen(str(failed_run))
+    check_frozen(str(rollback_run))
+    bad = _json(failed_run / "outcome.json")
+    assert bad["step"] == "tool_calling" and bad["ok"] is False and bad["ready"] is False, bad["summary"]
+    assert "hermes_v9_missing" in (failed_run / "hosts" / "localhost" / "logs" / "server.log").read_text()
+    back = _json(rollback_run / "outcome.json")
+    assert back["purpose"] == "rollback" and back["ok"] is True and back["earlier_state_returned"] is True
+    assert back["rollback_of"]["good_run"] == "run-006"
+    rb_argv = _json(rollback_run / "hosts" / "localhost" / "command.json")["argv"]
+    assert "--tool-call-parser" not in rb_argv
+    assert rb_argv == _json(base / "run-006" / "hosts" / "localhost" / "command.json")["argv"]
+    assert "came back" in (rollback_run / "notes.md").read_text()
+    assert _live_servers(ladder["port"]) == []

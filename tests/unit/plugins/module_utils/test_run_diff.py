@@ -108,3 +108,12 @@ def test_tables(tmp_path):
 def test_bad_input():
     with pytest.raises(_diff.DiffError):
         _diff.run_diff({}, {})
+
+
+def test_further_requests_of_a_run_are_compared():
+    body = {"model": "tiny", "messages": [{"role": "user", "content": "json"}]}
+    before = {"route": "/v1/chat/completions", "body": body, "extra": [{"label": "structured_output", "body": body}]}
+    assert _diff.request_changes(before, dict(before)) == []
+    after = dict(before, extra=[{"label": "structured_output", "body": dict(body, max_tokens=9)}])
+    assert [k for k, _b, _a in _diff.request_changes(before, after)] == ["extra"]
+    assert [k for k, _b, _a in _diff.request_changes({"route": "/v1/completions"}, {"route": "/v1/completions"})] == []
