@@ -417,7 +417,13 @@ def _put(mapping, key, value):
 
 
 def _item_text(opt):
-    return " ".join(opt["tokens"])
+    """An option as text; the value of a secret option (--api-key) is masked: this text goes into records."""
+    tokens = [str(t) for t in opt["tokens"]]
+    if len(tokens) > 1 and opt["flag"] in SECRET_FLAGS:
+        return " ".join([tokens[0], MASK])
+    if "=" in tokens[0] and tokens[0].split("=", 1)[0] in SECRET_FLAGS:
+        return "%s=%s" % (tokens[0].split("=", 1)[0], MASK)
+    return " ".join(tokens)
 
 
 # --------------------------------------------------------------------------------------------------------------
