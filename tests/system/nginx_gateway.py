@@ -73,14 +73,14 @@ class NginxGateway:
         binary = nginx_binary()
         if not binary:
             raise RuntimeError("nginx is not installed: run scripts/setup-test-deps.sh (Debian package nginx)")
+        self._out = open(os.path.join(self.prefix, "stdout.log"), "wb")
         self.proc = subprocess.Popen([binary, "-p", self.prefix, "-c", self.conf], stdin=subprocess.DEVNULL,
-                                     stdout=open(os.path.join(self.prefix, "stdout.log"), "wb"),
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+                                     stdout=self._out, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError("nginx -p %s ended at start (rc %s): see %s" % (self.prefix, self.proc.returncode,
-                                                                                 self.error_log))
+                raise RuntimeError("nginx -p %s ended at start (rc %s): see %s"
+                                   % (self.prefix, self.proc.returncode, self.error_log))
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", self.port)) == 0:
                     return
@@ -96,3 +96,4 @@ class NginxGateway:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
+        self._out.close()
