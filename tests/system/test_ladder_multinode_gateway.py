@@ -20,8 +20,9 @@ import os
 import pytest
 import yaml
 
-from conftest import check_frozen, free_port, run_playbook, vllm_cache
+from conftest import check_frozen, free_port, run_playbook, task_results, vllm_cache
 from nginx_gateway import NginxGateway, nginx_binary
+from test_reproduce_multinode import _first_sample_t, _session_leftovers
 
 CASE = "ladder-two-nodes"
 # an obviously fake key: it must never reach a record
@@ -123,6 +124,8 @@ def test_multi_node_and_gateway_layers_healthy_and_with_a_fault_each(tmp_path, s
     assert head["env_set_by_run"]["GLOO_SOCKET_IFNAME"] == "lo" and worker["env_set_by_run"]["GLOO_SOCKET_IFNAME"] == "lo"
     assert worker["argv"][-7:] == ["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--headless"]
     assert "world_size=2 rank=1" in (mn / "hosts/node02/logs/server.log").read_text()
+    assert _first_sample_t(mn, "node01") < _first_sample_t(mn, "node02")  # the head started first
+    assert [t["node"] for t in _json(mn / "stages.json")["timeline"]] == ["node01", "node02"]
     # gateway: --api-key on the server, the request through nginx with the key, nginx's logs beside the server's
     o = _json(gwr / "outcome.json")
     assert o["ok"] is True and o["statuses"] == [200] and o["component"] == "gateway", o["summary"]
@@ -178,6 +181,11 @@ def test_multi_node_and_gateway_layers_healthy_and_with_a_fault_each(tmp_path, s
     assert o["first_error"]["node"] == "node02"  # the worker failed first; the head's errors are consequences
     stages = _json(failed / "stages.json")
     assert "must evenly divide the total world size (3)" in stages["first_error"]["line"]
+    # the play stopped the waiting head when the worker ended, long before its ready timeout
+    assert _json(failed / "hosts/node01/server.json")["start"]["time_to_ready_s"] is None
+    lines = [res.get("msg") for _h, _e, res in task_results(r, "progress")]
+    assert any(isinstance(m, str) and m.startswith("reproduce | node01") and "node02 ended first" in m
+               for m in lines), lines
     o = _json(back / "outcome.json")
     assert o["purpose"] == "rollback" and o["nodes"] == ["node01"]
     assert o["earlier_state_returned"] is True, o["summary"]
@@ -186,3 +194,4 @@ def test_multi_node_and_gateway_layers_healthy_and_with_a_fault_each(tmp_path, s
     leaked = [p for p, text in _all_text(tmp_path / "records") if KEY in text]
     assert leaked == []
     assert not [p for p, _t in _all_text(tmp_path / "remote") if "/hosts/" in p]
+    assert _session_leftovers(port) == []
