@@ -4,13 +4,15 @@ real `vllm serve` of the CPU build, and a real nginx (the OS package, started by
 to 127.0.0.1) in front of the head.
 
 Three plays of one case share the hosts and the gateway, so every server start counts:
-A. minimal (tensor parallel 2 on node01) -> multi_node (the same command on node01 + node02, the transport
-   GLOO_SOCKET_IFNAME/VLLM_HOST_IP as the layer's environment) -> gateway (--api-key, the fixed request through
+A. minimal (node01) -> multi_node (the command on node01 + node02, the layer's transport GLOO_SOCKET_IFNAME and
+   VLLM_HOST_IP and its layout --tensor-parallel-size 2: the CPU build binds one local worker per NUMA node, so
+   this machine cannot hold tensor parallel 2 on one node) -> gateway (--api-key, the fixed request through
    nginx with the key, nginx's logs recorded beside the server's): all ok.
 B. from A's multi_node run: gateway with two probes in the same run - the request without the key (vLLM's 401
    passed through nginx: the server's) and through a second nginx whose proxy_read_timeout is 1 ms (nginx's own
    504: the gateway's) - fails at the request stage and rolls back to the two nodes; the earlier state comes back.
-C. from A's minimal run: multi_node with the worker started with another command (--tensor-parallel-size 3): the
+C. from A's minimal run: multi_node with the worker started with another command (its host variable gives it
+   --tensor-parallel-size 3 where the head has 2): the
    worker fails first in config, the head's errors are consequences; rolled back to one node, which comes back."""
 from __future__ import annotations
 
@@ -52,13 +54,14 @@ def _settings(tmp_path, vllm, port, gateway):
         "repro_vllm_remote_root": str(tmp_path / "remote"), "repro_vllm_fingerprint": False,
         "repro_vllm_vllm_bin": vllm, "repro_vllm_model": os.path.join(cache, "models", "tiny"),
         "repro_vllm_served_model_name": "tiny", "repro_vllm_host": "127.0.0.1", "repro_vllm_port": port,
-        "repro_vllm_tensor_parallel_size": 2, "repro_vllm_master_addr": "127.0.0.1",
+        "repro_vllm_master_addr": "127.0.0.1",
         "repro_vllm_platform_args": ["--max-model-len", "512", "--enforce-eager"],
         "repro_vllm_server_env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"},
         "repro_vllm_request_body": {"model": "tiny", "prompt": "Hello, my name is", "max_tokens": 8, "temperature": 0},
         "repro_vllm_ready_timeout": 300, "repro_vllm_wait_round_s": 6, "repro_vllm_request_timeout": 120,
         "repro_vllm_ladder_until": "gateway", "repro_vllm_ladder_skip": OTHER_LAYERS,
         "repro_vllm_multi_node_env": {"GLOO_SOCKET_IFNAME": "lo", "VLLM_HOST_IP": "127.0.0.1"},
+        "repro_vllm_multi_node_args": ["--tensor-parallel-size", "2"],
         "repro_vllm_gateway_url": gateway.url, "repro_vllm_gateway_api_key": KEY,
         "repro_vllm_gateway_logs": [gateway.access_log, gateway.error_log],
     }
@@ -120,6 +123,7 @@ def test_multi_node_and_gateway_layers_healthy_and_with_a_fault_each(tmp_path, s
     ch = _json(mn / "changes.json")
     assert ch["diff"]["one_variable"] is True, ch["diff"]["summary"]
     assert "GLOO_SOCKET_IFNAME=lo" in ch["changed_variable"] and "VLLM_HOST_IP=127.0.0.1" in ch["changed_variable"]
+    assert "--tensor-parallel-size 2" in ch["changed_variable"]
     head, worker = _json(mn / "hosts/node01/command.json"), _json(mn / "hosts/node02/command.json")
     assert head["env_set_by_run"]["GLOO_SOCKET_IFNAME"] == "lo" and worker["env_set_by_run"]["GLOO_SOCKET_IFNAME"] == "lo"
     assert worker["argv"][-7:] == ["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--headless"]
@@ -169,7 +173,8 @@ def test_multi_node_and_gateway_layers_healthy_and_with_a_fault_each(tmp_path, s
     # --- C: from the minimal run, multi_node with the worker started with another command ----------------------
     c = dict(base, repro_vllm_ladder_resume=str(minimal))
     r = run_playbook(tmp_path, "playbooks/reproduce.yml",
-                     _inventory(hosts, tmp_path / "inv-c.yml", c, {"node02": {"repro_vllm_tensor_parallel_size": 3}}),
+                     _inventory(hosts, tmp_path / "inv-c.yml", c,
+                                {"node02": {"repro_vllm_multi_node_args": ["--tensor-parallel-size", "3"]}}),
                      {}, ident="c", envvars=env)
     out = r.stdout.read()
     assert r.status == "failed", out[-6000:]
