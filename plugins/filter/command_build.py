@@ -45,8 +45,20 @@ def needs_remote_code(model_config, setting="auto"):
     return bool(_command.needs_remote_code(model_config if isinstance(model_config, dict) else None))
 
 
+def node_placement(nodes, node, master_addr="", master_port=None):
+    """``_command.node_placement`` for ``node`` among ``nodes`` (the step's nodes, the head first)."""
+    nodes = list(nodes or [])
+    if node not in nodes:
+        raise AnsibleFilterError("node_placement: %s is not one of the step's nodes %s" % (node, nodes))
+    try:
+        return _command.node_placement(len(nodes), nodes.index(node), master_addr or None,
+                                       master_port=master_port if master_port not in (None, "") else None)
+    except (_command.CommandError, ValueError) as exc:
+        raise AnsibleFilterError("node_placement: %s" % exc)
+
+
 class FilterModule:
     """repro.vllm command builders."""
 
     def filters(self):
-        return {"minimal_build": minimal_build, "needs_remote_code": needs_remote_code}
+        return {"minimal_build": minimal_build, "needs_remote_code": needs_remote_code, "node_placement": node_placement}

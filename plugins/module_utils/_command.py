@@ -417,7 +417,13 @@ def _put(mapping, key, value):
 
 
 def _item_text(opt):
-    return " ".join(opt["tokens"])
+    """An option as text; the value of a secret option (--api-key) is masked: this text goes into records."""
+    tokens = [str(t) for t in opt["tokens"]]
+    if len(tokens) > 1 and opt["flag"] in SECRET_FLAGS:
+        return " ".join([tokens[0], MASK])
+    if "=" in tokens[0] and tokens[0].split("=", 1)[0] in SECRET_FLAGS:
+        return "%s=%s" % (tokens[0].split("=", 1)[0], MASK)
+    return " ".join(tokens)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -619,14 +625,29 @@ def build_minimal(program, model, host=None, port=None, served_model_name=None, 
         argv.append("--trust-remote-code")
     argv += [str(a) for a in platform_args or ()]
     if multi_node:
-        argv += ["--nnodes", str(multi_node["nnodes"]), "--node-rank", str(multi_node["node_rank"]),
-                 "--master-addr", str(multi_node["master_addr"])]
-        if multi_node.get("master_port"):
-            argv += ["--master-port", str(multi_node["master_port"])]
-        if multi_node.get("headless"):
-            argv.append("--headless")
+        argv += node_placement(multi_node["nnodes"], multi_node["node_rank"], multi_node["master_addr"],
+                               master_port=multi_node.get("master_port"), headless=multi_node.get("headless"))
     parse_command(argv)  # must read back
     return argv
+
+
+def node_placement(nnodes, node_rank, master_addr, master_port=None, headless=None):
+    """vLLM's own multi-node launcher options of one node: ``--nnodes``, ``--node-rank``, ``--master-addr``,
+    ``--master-port`` when given, ``--headless`` on a worker (rank above 0, unless ``headless`` says otherwise).
+    One node (``nnodes`` 1) needs none: ``[]``."""
+    nnodes, node_rank = int(nnodes), int(node_rank)
+    if nnodes <= 1:
+        return []
+    if not 0 <= node_rank < nnodes:
+        raise CommandError("node rank %d is outside 0..%d for %d nodes" % (node_rank, nnodes - 1, nnodes))
+    if not master_addr:
+        raise CommandError("a start over %d nodes needs the head's address (--master-addr)" % nnodes)
+    out = ["--nnodes", str(nnodes), "--node-rank", str(node_rank), "--master-addr", str(master_addr)]
+    if master_port not in (None, ""):
+        out += ["--master-port", str(int(master_port))]
+    if headless if headless is not None else node_rank > 0:
+        out.append("--headless")
+    return out
 
 
 def refused_options(argv, platform_flags=()):

@@ -61,10 +61,25 @@ def decode_body(raw, truncated):
     return None, text
 
 
+# The answer's headers that say who wrote it (a proxy's Server header and its own text/html error page against the
+# server's JSON); nothing else is kept (cookies and the like never enter a record).
+ANSWER_HEADERS = ("server", "content-type", "via")
+
+
+def answer_headers(headers):
+    """The ANSWER_HEADERS of an answer, lower-case names; {} when there are none."""
+    out = {}
+    for name in ANSWER_HEADERS:
+        value = headers.get(name) if headers is not None else None
+        if value:
+            out[name] = str(value)
+    return out
+
+
 def one_request(opener, url, method, data, headers, timeout, max_body, index=0):
     """Send one request; never raises. Returns a record dict."""
     rec = {"index": index, "status": None, "ok": False, "latency_s": None, "body": None, "text": None,
-           "bytes": 0, "truncated": False, "error": None, "started_at": None}
+           "bytes": 0, "truncated": False, "error": None, "started_at": None, "headers": {}}
     req = Request(url, data=data, headers=dict(headers or {}), method=method)
     rec["started_at"] = round(time.time(), 6)
     t0 = time.monotonic()
@@ -73,11 +88,13 @@ def one_request(opener, url, method, data, headers, timeout, max_body, index=0):
         resp = opener.open(req, timeout=timeout)
         try:
             rec["status"] = resp.status if hasattr(resp, "status") else resp.getcode()
+            rec["headers"] = answer_headers(resp.headers)
             raw, rec["truncated"] = _read_bounded(resp, max_body)
         finally:
             resp.close()
     except HTTPError as exc:
         rec["status"] = exc.code
+        rec["headers"] = answer_headers(exc.headers)
         try:
             raw, rec["truncated"] = _read_bounded(exc, max_body)
         except (OSError, HTTPException):

@@ -13,6 +13,8 @@
 - ``layer_observation``: what came back against a layer's expected observation (``same_text``,
   ``completion_tokens``, ``prompt_over``; ``tool_call`` and ``json_schema``: the fields of a tool call or of a
   structured-output answer are there and have the shape the request asked for - never what they mean).
+- ``answered_by``: which part wrote one HTTP answer that came through a gateway: the proxy's own error page
+  (``gateway``) or the server's JSON answer passed through (``server``).
 - ``attempt_verdict``: ok or failed, the stage, the error class (the classifier's vocabulary plus ``http_error``)
   and the ``component`` (``server``, ``gateway``, ``client``) that answered or failed.
 - ``layer_status`` and ``reproduction_finding``: a ladder layer's status and the play's closing classification.
@@ -42,6 +44,12 @@ _SAMPLE_RX = re.compile(r'^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?P<labels>\{(?:[^"
                         r'\s+(?P<value>\S+)(?:\s+-?\d+)?\s*$')
 _HIT_RATE_RX = re.compile(r"Prefix cache hit rate: ([0-9.]+)%")
 _TIMEOUT_RX = re.compile(r"timed? ?out", re.I)
+
+# A reverse proxy's own error page: nginx (and its forks) sign the page's footer with their name, and every common
+# proxy titles the page with the status ("<title>504 Gateway Time-out</title>"). vLLM answers every route with JSON.
+_PROXY_SIGNATURE_RX = re.compile(r"<center>\s*((?:nginx|openresty|tengine)[^<]*)</center>", re.I)
+_PAGE_TITLE_RX = re.compile(r"<title>\s*(\d{3}\b[^<]*)</title>", re.I)
+_PROXY_STATUSES = (502, 503, 504)
 
 PREFIX_QUERIES = "vllm:prefix_cache_queries_total"
 PREFIX_HITS = "vllm:prefix_cache_hits_total"
@@ -403,8 +411,71 @@ def _node_cutoff(alive):
     return int(lines) if lines is not None else None
 
 
+def answered_by(response, via_gateway=False):
+    """Which part wrote one answer (an ``api_request`` response record: ``status``, ``headers``, ``body``, ``text``).
+
+    Returns ``{component, evidence}``; ``component`` is None when no HTTP answer came. On the direct path the server
+    answered. Through a gateway, a JSON body is the server's answer passed through (vLLM answers every route, its
+    errors included, with JSON - ``{"error": "Unauthorized"}`` for a missing key); an HTML page, the proxy's
+    signature on it, or a proxy status (502/503/504) without a JSON body is the gateway's own answer.
+    """
+    response = response or {}
+    status = response.get("status")
+    headers = dict((str(k).lower(), str(v)) for k, v in (response.get("headers") or {}).items())
+    if status is None:
+        return {"component": None, "evidence": "no HTTP answer: %s" % (response.get("error") or "none")}
+    if not via_gateway:
+        return {"component": "server", "evidence": "%s answered directly" % status}
+    ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+    seen = ", ".join("%s: %s" % (k, headers[k]) for k in ("server", "content-type", "via") if k in headers)
+    seen = " (%s)" % seen if seen else ""
+    text = response.get("text") or ""
+    if isinstance(response.get("body"), (dict, list)):
+        return {"component": "server",
+                "evidence": "%s with a JSON body: the server's answer passed through the gateway%s" % (status, seen)}
+    signature = _PROXY_SIGNATURE_RX.search(text)
+    title = _PAGE_TITLE_RX.search(text)
+    if signature or title or ctype == "text/html":
+        what = "signed %s" % signature.group(1).strip() if signature else (
+            "titled '%s'" % title.group(1).strip() if title else "text/html")
+        return {"component": "gateway", "evidence": "%s: the gateway's own error page, %s%s" % (status, what, seen)}
+    if int(status) in _PROXY_STATUSES:
+        return {"component": "gateway",
+                "evidence": "%s without the server's JSON body: written by the gateway%s" % (status, seen)}
+    return {"component": "server", "evidence": "%s passed through the gateway%s" % (status, seen)}
+
+
+def answers(exchanges, via_gateway=False):
+    """``answered_by`` for every copy of every request sent, in the order sent."""
+    out = []
+    for ex in exchanges or []:
+        for i, resp in enumerate(ex.get("responses") or []):
+            found = answered_by(resp, via_gateway)
+            out.append({"label": ex.get("label"), "index": ex.get("index"), "copy": i, "status": resp.get("status"),
+                        "component": found["component"], "evidence": found["evidence"]})
+    return out
+
+
+def _gateway_failure(sent):
+    """error_class and component of the first failed answer through a gateway, judged by who wrote it; None when
+    no failed copy has an HTTP answer."""
+    for ans in answers(sent, via_gateway=True):
+        status = ans["status"]
+        if status is None or 200 <= int(status) < 300:
+            continue
+        if ans["component"] == "gateway":
+            # the proxy's own 504: its read timeout ran out before the server answered
+            return ("timeout" if int(status) == 504 else "http_error"), "gateway"
+        return "http_error", "server"
+    return None
+
+
 def _request_failure(sent, via_gateway):
     """error_class and component of a failed request while no log shows a failure."""
+    if via_gateway:
+        judged = _gateway_failure(sent)
+        if judged:
+            return judged
     errors = [e for ex in sent for e in (ex.get("errors") or []) if e]
     statuses = [s for ex in sent for s in (ex.get("statuses") or [])]
     bad = [s for s in statuses if s is None or not 200 <= int(s) < 300]
@@ -488,6 +559,10 @@ def attempt_verdict(step, stages, nodes, exchanges=None, checkpoint=None, check_
              "ready %s" % ready, "request %s" % (",".join(str(s) for s in statuses) or "-")]
     if expectation is not None:
         parts.append("expectation %s" % ("met" if expectation else "NOT met"))
+    if via_gateway and stage == "request":
+        failed = [a for a in answers(exchanges, True) if a["status"] is not None and not 200 <= int(a["status"]) < 300]
+        if failed:
+            parts.append("%s answered %s: %s" % (failed[0]["component"], failed[0]["label"], failed[0]["evidence"]))
     if fe and stage not in NO_FAILURE:
         parts.append("first error: %s" % (fe.get("line") or "")[:200])
     if after_stop:
@@ -513,6 +588,7 @@ def attempt_verdict(step, stages, nodes, exchanges=None, checkpoint=None, check_
         "task_errors": task_errors,
         "expectation_met": expectation,
         "earlier_state_returned": earlier,
+        "answered_by": answers(exchanges, via_gateway) if via_gateway else [],
         "summary": " | ".join(parts),
     }
 

@@ -189,6 +189,11 @@ responses:
     started_at:
       description: Unix time the copy was sent.
       type: float
+    headers:
+      description: >-
+        The answer's C(server), C(content-type) and C(via) headers (lower-case names), which say who wrote the
+        answer (a proxy's own error page or the server's answer passed through); no other header is kept.
+      type: dict
 lease_until:
   description: Unix time the server's lease was renewed to (only with O(lease_file) and O(lease)).
   returned: when the lease was renewed

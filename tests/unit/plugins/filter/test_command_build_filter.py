@@ -32,3 +32,15 @@ def test_needs_remote_code():
     assert cb.needs_remote_code({}, "true") is True and cb.needs_remote_code({"auto_map": {}}, False) is False
     with pytest.raises(AnsibleFilterError, match="use auto, true or false"):
         cb.needs_remote_code({}, "maybe")
+
+
+def test_node_placement_filter_gives_each_node_its_rank_and_the_workers_headless():
+    from ansible_collections.repro.vllm.plugins.filter.command_build import node_placement
+
+    nodes = ["node01", "node02"]
+    assert node_placement(nodes, "node01", "127.0.0.1") == ["--nnodes", "2", "--node-rank", "0", "--master-addr", "127.0.0.1"]
+    assert node_placement(nodes, "node02", "127.0.0.1", "") == [
+        "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--headless"]
+    assert node_placement(["node01"], "node01", "") == []
+    with pytest.raises(AnsibleFilterError, match="not one of the step's nodes"):
+        node_placement(nodes, "node03", "127.0.0.1")

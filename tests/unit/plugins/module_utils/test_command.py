@@ -356,3 +356,21 @@ def test_a_layers_further_requests_join_the_run_and_are_part_of_its_one_variable
     assert "request:extra" in r["allowed"] and r["changed"][-1] == "further request(s) in the same run: structured_output"
     with pytest.raises(c.CommandError, match="label other than 'request'"):
         c.apply_layers(BASE, [dict(tools, extra_requests=[{"label": "request", "body": {"a": 1}}])], ["tool_calling"])
+
+def test_node_placement_head_worker_and_one_node():
+    assert c.node_placement(1, 0, "") == []
+    assert c.node_placement(2, 0, "192.0.2.11") == ["--nnodes", "2", "--node-rank", "0", "--master-addr", "192.0.2.11"]
+    assert c.node_placement(3, 2, "192.0.2.11", master_port="29600") == [
+        "--nnodes", "3", "--node-rank", "2", "--master-addr", "192.0.2.11", "--master-port", "29600", "--headless"]
+    with pytest.raises(c.CommandError, match="outside 0..1"):
+        c.node_placement(2, 2, "192.0.2.11")
+    with pytest.raises(c.CommandError, match="needs the head's address"):
+        c.node_placement(2, 1, "")
+
+
+def test_a_secret_option_is_masked_in_the_layers_change_text():
+    r = c.apply_layers({"argv": ["vllm", "serve", "/m"], "env": {}, "request": {"body": {}}},
+                       [{"name": "gateway", "args": ["--api-key", "fake-key-0000"], "base_url": "http://gw"}], ["gateway"])
+    assert r["argv"][-2:] == ["--api-key", "fake-key-0000"]  # the server gets it
+    assert "fake-key-0000" not in " ".join(r["changed"]) and "--api-key" in " ".join(r["changed"])
+    assert "command:--api-key" in r["allowed"] and "request:base_url" in r["allowed"]

@@ -408,3 +408,81 @@ def test_real_bad_parser_start_is_a_failure_before_ready():
     stages = classify_files([os.path.join(TOOLS_FIX, "bad_parser_startup.log")], nodes=["node1"])
     assert stages["stage"] not in ("none", None), stages["summary"]
     assert "invalid tool call parser" in stages["first_error"]["line"]
+
+# --- who answered through a gateway: real answers of nginx 1.22 in front of the CPU vLLM 0.32 with --api-key
+# (tests/fixtures/2026-12-01-nginx-1.22-gateway; its README says how each was captured)
+GW = os.path.join(FIX, "2026-12-01-nginx-1.22-gateway")
+
+
+def _gateway_answer(name):
+    """A captured answer as api_request records it (the same decoding and header selection)."""
+    from email.message import Message
+
+    from ansible_collections.repro.vllm.plugins.module_utils import _http
+
+    with open(os.path.join(GW, name + ".json")) as f:
+        cap = json.load(f)
+    msg = Message()
+    for k, v in cap["headers"].items():
+        msg[k] = v
+    body, text = _http.decode_body(cap["body"].encode("utf-8"), False)
+    return {"status": cap["status"], "ok": 200 <= cap["status"] < 300, "body": body, "text": text, "error": None,
+            "headers": _http.answer_headers(msg)}
+
+
+def test_answer_headers_keep_only_who_wrote_it():
+    a = _gateway_answer("nginx-504-upstream-silent-read-timeout-1s")
+    assert a["headers"] == {"server": "nginx/1.22.1", "content-type": "text/html"}
+
+
+@pytest.mark.parametrize("name, status, component, words", [
+    ("nginx-504-upstream-silent-read-timeout-1s", 504, "gateway", "signed nginx/1.22.1"),
+    ("nginx-502-upstream-refused", 502, "gateway", "signed nginx/1.22.1"),
+    ("through-nginx-read-timeout-1ms", 504, "gateway", "the gateway's own error page"),
+    ("through-nginx-without-key", 401, "server", "JSON body"),
+    ("through-nginx-with-key", 200, "server", "passed through"),
+])
+def test_answered_by_tells_the_proxys_own_page_from_the_servers_json(name, status, component, words):
+    a = _gateway_answer(name)
+    assert a["status"] == status
+    found = j.answered_by(a, via_gateway=True)
+    assert found["component"] == component and words in found["evidence"], found
+    # on the direct path every answer is the server's
+    assert j.answered_by(a)["component"] == "server"
+
+
+def test_answered_by_without_an_answer_names_nobody():
+    found = j.answered_by({"status": None, "error": "connection error: [Errno 111] Connection refused"}, True)
+    assert found["component"] is None and "Connection refused" in found["evidence"]
+
+
+def test_the_proxys_own_504_is_a_gateway_timeout_at_the_request_stage():
+    stages = _stages("healthy_startup.log")
+    resp = [_gateway_answer("through-nginx-read-timeout-1ms")]
+    v = j.attempt_verdict(STEP, stages, {"node1": _node(lines=138)}, [_exchange("request", resp)], via_gateway=True)
+    assert (v["stage"], v["error_class"], v["component"]) == ("request", "timeout", "gateway")
+    assert v["answered_by"][0]["component"] == "gateway"
+    assert "gateway answered request: 504: the gateway's own error page" in v["summary"]
+
+
+def test_a_missing_key_is_the_servers_401_passed_through_the_gateway():
+    stages = _stages("healthy_startup.log")
+    resp = [_gateway_answer("through-nginx-without-key")]
+    v = j.attempt_verdict(STEP, stages, {"node1": _node(lines=138)}, [_exchange("request", resp)], via_gateway=True)
+    assert (v["stage"], v["error_class"], v["component"]) == ("request", "http_error", "server")
+    assert v["statuses"] == [401] and v["ok"] is False
+
+
+def test_the_first_failed_answer_through_the_gateway_names_the_component():
+    """The fixed request with the key (200), then a keyless probe (the server's 401), then a probe through a gateway
+    with a 1 ms read timeout (the gateway's 504): the first failure in the order sent decides; every answer is listed."""
+    stages = _stages("healthy_startup.log")
+    ex = [_exchange("request", [_gateway_answer("through-nginx-with-key")]),
+          _exchange("no_key", [_gateway_answer("through-nginx-without-key")]),
+          _exchange("short_timeout", [_gateway_answer("through-nginx-read-timeout-1ms")])]
+    v = j.attempt_verdict(STEP, stages, {"node1": _node(lines=138)}, ex, via_gateway=True)
+    assert (v["stage"], v["component"]) == ("request", "server")
+    assert [(a["label"], a["status"], a["component"]) for a in v["answered_by"]] == [
+        ("request", 200, "server"), ("no_key", 401, "server"), ("short_timeout", 504, "gateway")]
+    healthy = j.attempt_verdict(STEP, stages, {"node1": _node(lines=138)}, ex[:1], via_gateway=True)
+    assert healthy["ok"] is True and healthy["component"] == "gateway"
