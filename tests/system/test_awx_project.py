@@ -322,14 +322,35 @@ def test_records_sink_outlives_the_job(tmp_path, monkeypatch, this_project, ssh_
     assert art.status == "successful", art.stdout()[-6000:]
     assert check_frozen(str(work2 / "records" / "kept" / "run-001")) == check_frozen(on_sink)
 
-    # job 3: a fresh controller that did not read the sink back makes its own run-001; the sink refuses to replace
-    # its run-001, untouched; the job fails, but its frozen run is still handed on
+    # job 3: a fresh controller that did not read the sink back (an empty records root, as every AWX job has without
+    # a volume): its run is numbered above the sink's runs, run-002, here and on the sink; job 1's run-001 is kept
     work3, v3 = job_vars("job3")
     before = check_frozen(on_sink)
     art = AwxJob(tmp_path / "pdd3", this_project).run("playbooks/fingerprint.yml", inventory, v3, ident="s3")
+    assert art.status == "successful", art.stdout()[-6000:]
+    result = check_result(art.artifact_data, "fingerprint", "kept", work3)
+    assert os.listdir(str(work3 / "records" / "kept")) == ["run-002"]
+    second = str(sink_dir / "kept" / "run-002")
+    assert result["sink"] == {"host": "node02", "runs": [second], "verified": True, "error": None}
+    assert check_frozen(second) == check_frozen(result["last_run"]) != before
+    assert check_frozen(on_sink) == before
+    assert sorted(os.listdir(str(sink_dir / "kept"))) == ["run-001", "run-002"]
+    with open(os.path.join(second, "manifest.json")) as f:
+        assert json.load(f)["run_id"] == "run-002"  # the name inside the run is the name on the sink
+
+    # job 4: two jobs that raced for one number (both listed the sink before either copied): the second copy is a
+    # different run under a name the sink holds; it is refused and nothing on the sink is touched. Made here by
+    # handing the sink role job 3's frozen run under the name run-001.
+    work4 = tmp_path / "job4"
+    raced = work4 / "records" / "kept" / "run-001"
+    shutil.copytree(result["last_run"], str(raced))
+    job4 = AwxJob(tmp_path / "pdd4", this_project)
+    with open(os.path.join(job4.project, "push.yml"), "w") as f:
+        f.write("---\n- name: Copy a run to the sink\n  hosts: localhost\n  gather_facts: false\n  tasks:\n"
+                "    - name: To the sink\n      ansible.builtin.include_role:\n        name: repro.vllm.sink\n")
+    art = job4.run("push.yml", inventory, {"repro_vllm_records_sink": sink, "repro_vllm_sink_runs": [str(raced)]},
+                   ident="s4")
     assert art.status == "failed"
     assert any("already holds a different run-001" in str(res.get("msg")) for _h, ev, res in art.results("refuse"))
-    handed = art.artifact_data["repro_vllm_result"]["sink"]
-    assert handed["verified"] is False and "already holds a different run-001" in handed["error"]
-    assert check_frozen(on_sink) == before and os.listdir(str(sink_dir / "kept")) == ["run-001"]
-    assert check_result(art.artifact_data, "fingerprint", "kept", work3)["last_run"].endswith("/run-001")
+    assert check_frozen(on_sink) == before and check_frozen(second) == check_frozen(result["last_run"])
+    assert sorted(os.listdir(str(sink_dir / "kept"))) == ["run-001", "run-002"]
