@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 
 import pytest
 import yaml
@@ -354,3 +355,57 @@ def test_records_sink_outlives_the_job(tmp_path, monkeypatch, this_project, ssh_
     assert any("already holds a different run-001" in str(res.get("msg")) for _h, ev, res in art.results("refuse"))
     assert check_frozen(on_sink) == before and check_frozen(second) == check_frozen(result["last_run"])
     assert sorted(os.listdir(str(sink_dir / "kept"))) == ["run-001", "run-002"]
+
+
+def test_workflow_audit_then_handoff(tmp_path, monkeypatch, this_project):
+    """The workflow of docs/awx.md without the vLLM start: audit.yml (replayed captures) -> handoff.yml of that
+    case, each an AWX job of its own; the hand-off job's extra variables are its own plus the audit's
+    artifact_data, as a workflow passes them. It packs the audit's run and names the package for the next node."""
+    _clean_ansible_env(monkeypatch)
+    job = AwxJob(tmp_path / "pdd", this_project)
+    audit = job.run("playbooks/audit.yml", localhost_inventory(), fingerprint_vars(tmp_path, "wf"), ident="audit")
+    assert audit.status == "successful", audit.stdout()[-6000:]
+    handed = audit.artifact_data
+    result = check_result(handed, "audit", "wf", tmp_path)
+    assert [os.path.basename(r) for r in result["runs"]] == ["run-001"]
+    assert result["drift"] == {"localhost": 0} and result["verdict"] == "pass", result
+    assert os.path.isfile(os.path.join(result["last_run"], "audit.json"))
+    assert "repro_vllm_package" not in handed
+
+    # the hand-off node: its job template's variables name no case; the workflow hands the audit's keys on
+    nxt = {"repro_vllm_records_root": str(tmp_path / "records")}
+    nxt.update(handed)
+    hand = job.run("playbooks/handoff.yml", localhost_inventory(), nxt, ident="handoff")
+    assert hand.status == "successful", hand.stdout()[-6000:]
+    data = hand.artifact_data
+    assert set(data) == CHAIN_KEYS and data["repro_vllm_case_id"] == "wf"
+    out = data["repro_vllm_result"]
+    assert out["purpose"] == "handoff" and out["case_id"] == "wf" and out["package"] == data["repro_vllm_package"]
+    assert "drift" not in out  # the audit's result was replaced, not merged
+    package = data["repro_vllm_package"]
+    assert os.path.isfile(package) and package.endswith(".tar.gz"), package
+    with tarfile.open(package) as tar:
+        names = tar.getnames()
+    assert any("/runs/run-001/" in "/%s/" % n for n in names), names[:20]
+    assert check_frozen(result["last_run"]) == check_frozen(handed["repro_vllm_result"]["last_run"])
+
+
+def test_wrong_survey_value_fails_first(tmp_path, monkeypatch, this_project):
+    """A survey answer of the wrong type fails each playbook's first task, naming the variable, before any run is
+    opened or host contacted: no records root, no remote folder, no later task."""
+    _clean_ansible_env(monkeypatch)
+    job = AwxJob(tmp_path / "pdd", this_project)
+    bad = {"fingerprint": {"repro_vllm_command_timeout": "ten"}, "audit": {"repro_vllm_audit_strict": "maybe"},
+           "reproduce": {"repro_vllm_port": "80a"}, "diff": {"repro_vllm_diff_hosts": ["gpu-a07"]},
+           "handoff": {"repro_vllm_handoff_runs": {"run": 1}}, "collective": {"repro_vllm_collective_nodes": {"node01": 1}}}
+    for name, wrong in sorted(bad.items()):
+        extravars = fingerprint_vars(tmp_path, "typo")
+        extravars.update(wrong)
+        art = job.run("playbooks/%s.yml" % name, localhost_inventory(), extravars, ident="bad-" + name)
+        variable = next(iter(wrong))
+        assert art.status == "failed", (name, art.stdout()[-3000:])
+        tasks = [e["event_data"]["task"] for e in art.events if e["event"] in ("runner_on_ok", "runner_on_failed")]
+        assert tasks == ["Every variable against the roles' argument specs"], (name, tasks)
+        failed = art.results("Every variable against")
+        assert failed[0][1] == "runner_on_failed" and variable in failed[0][2]["msg"], (name, failed)
+        assert not os.path.exists(str(tmp_path / "records")) and not os.path.exists(str(tmp_path / "remote")), name
