@@ -58,7 +58,7 @@ def _validated_roles(playbook):
 def test_the_real_roles_merge_without_conflict():
     specs = load_role_specs()
     merged = argument_spec(sorted(specs))
-    assert merged["repro_vllm_command_timeout"] == {"type": "int"}
+    assert merged["repro_vllm_command_timeout"] == {"type": "float"}  # the modules take seconds as a float
     assert merged["repro_vllm_records_sink"] == {"type": "str"}
     assert all("default" not in o and "required" not in o for o in merged.values())
 
