@@ -51,6 +51,9 @@ CHUNK = 1024 * 1024
 
 _CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _RUN_DIR = re.compile(r"^run-([0-9]{3,})$")
+# A run elsewhere that holds a number: a run folder, or a copy in transit into one (the records sink unpacks into
+# ".incoming-run-NNN-<random>" beside the run's place before renaming it).
+_TAKEN_NAME = re.compile(r"^(?:\.incoming-)?run-([0-9]{3,})(?:-.*)?$")
 
 
 class RecordError(Exception):
@@ -93,6 +96,27 @@ def run_numbers(case_dir):
         if m:
             nums.append(int(m.group(1)))
     return sorted(nums)
+
+
+def taken_numbers(names):
+    """Numbers held by ``names`` from another place that keeps runs of the case (the records sink's listing):
+    ``run-NNN`` and ``.incoming-run-NNN-*``; other names are ignored.  Raise RecordError unless ``names`` is a
+    list of strings (a listing that cannot be read must not be mistaken for an empty one)."""
+    if names is None:
+        return []
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise RecordError("taken must be a list of run names (run-NNN), got %r" % (names,))
+    nums = []
+    for name in names:
+        m = _TAKEN_NAME.match(name.rstrip("/").rsplit("/", 1)[-1])
+        if m:
+            nums.append(int(m.group(1)))
+    return sorted(nums)
+
+
+def _first_number(local, taken):
+    """The first number to try: above every run of the case here and every number taken elsewhere."""
+    return max(local + taken + [0]) + 1
 
 
 def hash_file(path, chunk=CHUNK):
@@ -147,26 +171,30 @@ def _check_root(root, create_root=True, check_mode=False):
     return root
 
 
-def plan_run(root, case_id):
+def plan_run(root, case_id, taken=None):
     """Where :func:`create_run` would create the next run now: dict(path, run_id, number).  Touches nothing."""
     validate_case_id(case_id)
     root = _check_root(root, check_mode=True)
     case_dir = os.path.join(root, case_id)
-    nums = run_numbers(case_dir)
-    number = (nums[-1] + 1) if nums else 1
+    number = _first_number(run_numbers(case_dir), taken_numbers(taken))
     run_id = run_id_for(number)
     return {"path": os.path.join(case_dir, run_id), "run_id": run_id, "number": number, "case_id": case_id}
 
 
-def create_run(root, case_id, create_root=True, max_attempts=10000):
+def create_run(root, case_id, create_root=True, max_attempts=10000, taken=None):
     """Create ``<root>/<case_id>/run-NNN`` (mode 0700) with the next free number and return
     dict(path, run_id, number, case_id).
 
     The number is taken by ``os.mkdir`` itself: two processes racing for the same number see one succeed
     and the other get FileExistsError, re-read the directory and try the next number.  So concurrent
     creates (several hosts writing to one shared root, or parallel plays) never share a run.
+
+    ``taken``: run names that exist in another place keeping runs of this case (the records sink's listing, see
+    :func:`taken_numbers`); the new number is above all of them too, so a controller that started with an empty
+    records root does not make a second ``run-001`` of a case the sink already holds.
     """
     validate_case_id(case_id)
+    elsewhere = taken_numbers(taken)
     root = _check_root(root, create_root=create_root)
     case_dir = os.path.join(root, case_id)
     try:
@@ -176,8 +204,7 @@ def create_run(root, case_id, create_root=True, max_attempts=10000):
             raise RecordError("case path %s exists but is not a directory; remove it or use another case_id" % case_dir)
     except OSError as exc:
         raise RecordError("cannot create case directory %s: %s; %s" % (case_dir, exc.strerror, _fix_for(exc)))
-    nums = run_numbers(case_dir)
-    number = (nums[-1] + 1) if nums else 1
+    number = _first_number(run_numbers(case_dir), elsewhere)
     for _attempt in range(max_attempts):
         run_id = run_id_for(number)
         path = os.path.join(case_dir, run_id)
@@ -588,6 +615,7 @@ ARGUMENT_SPEC = dict(
     state=dict(type="str", required=True, choices=["create", "write", "freeze", "verify"]),
     root=dict(type="path"),
     case_id=dict(type="str", default="default"),
+    taken=dict(type="list", elements="str", default=[]),
     path=dict(type="path"),
     part=dict(type="str"),
     content=dict(type="str"),
@@ -623,7 +651,9 @@ def run_task(p, check_mode=False):
     state = p["state"]
     try:
         if state == "create":
-            res = plan_run(p["root"], p["case_id"]) if check_mode else create_run(p["root"], p["case_id"])
+            taken = p.get("taken") or []
+            res = (plan_run(p["root"], p["case_id"], taken=taken) if check_mode
+                   else create_run(p["root"], p["case_id"], taken=taken))
             return dict(res, changed=True), None
         if state == "write":
             res = write_part(p["path"], p["part"], content=p["content"], data=p["json"], src=p["src"],

@@ -56,6 +56,14 @@ options:
       - The case the run belongs to; one directory name (letters, digits, C(.), C(_), C(-)).
     type: str
     default: default
+  taken:
+    description:
+      - With O(state=create), names of runs of the case kept in another place, such as the listing of the case
+        folder on the records sink (C(run-NNN), and C(.incoming-run-NNN-*) copies in transit). The new run's
+        number is above every one of them, so its name never collides there. Other names are ignored.
+    type: list
+    elements: str
+    default: []
   path:
     description:
       - The run directory (as returned by O(state=create)) for O(state=write) and O(state=freeze).
@@ -141,6 +149,13 @@ EXAMPLES = r"""
     root: /var/tmp/repro-records
     case_id: kimi-k3-restarts
   register: run
+
+- name: Start the next run, numbered above the runs the records sink already holds of the case
+  repro.vllm.run_record:
+    state: create
+    root: /var/tmp/repro-records
+    case_id: kimi-k3-restarts
+    taken: [run-001, run-002]   # the sink's listing: this run becomes run-003 even in an empty records root
 
 - name: Save the fingerprint of this host into the run
   repro.vllm.run_record:

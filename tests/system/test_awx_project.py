@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 
 import pytest
 import yaml
@@ -322,14 +323,91 @@ def test_records_sink_outlives_the_job(tmp_path, monkeypatch, this_project, ssh_
     assert art.status == "successful", art.stdout()[-6000:]
     assert check_frozen(str(work2 / "records" / "kept" / "run-001")) == check_frozen(on_sink)
 
-    # job 3: a fresh controller that did not read the sink back makes its own run-001; the sink refuses to replace
-    # its run-001, untouched; the job fails, but its frozen run is still handed on
+    # job 3: a fresh controller that did not read the sink back (an empty records root, as every AWX job has without
+    # a volume): its run is numbered above the sink's runs, run-002, here and on the sink; job 1's run-001 is kept
     work3, v3 = job_vars("job3")
     before = check_frozen(on_sink)
     art = AwxJob(tmp_path / "pdd3", this_project).run("playbooks/fingerprint.yml", inventory, v3, ident="s3")
+    assert art.status == "successful", art.stdout()[-6000:]
+    result = check_result(art.artifact_data, "fingerprint", "kept", work3)
+    assert [n for n in os.listdir(str(work3 / "records" / "kept")) if n.startswith("run-")] == ["run-002"]
+    second = str(sink_dir / "kept" / "run-002")
+    assert result["sink"] == {"host": "node02", "runs": [second], "verified": True, "error": None}
+    assert check_frozen(second) == check_frozen(result["last_run"]) != before
+    assert check_frozen(on_sink) == before
+    assert sorted(os.listdir(str(sink_dir / "kept"))) == ["run-001", "run-002"]
+    with open(os.path.join(second, "manifest.json")) as f:
+        assert json.load(f)["run_id"] == "run-002"  # the name inside the run is the name on the sink
+
+    # job 4: two jobs that raced for one number (both listed the sink before either copied): the second copy is a
+    # different run under a name the sink holds; it is refused and nothing on the sink is touched. Made here by
+    # handing the sink role job 3's frozen run under the name run-001.
+    work4 = tmp_path / "job4"
+    raced = work4 / "records" / "kept" / "run-001"
+    shutil.copytree(result["last_run"], str(raced))
+    job4 = AwxJob(tmp_path / "pdd4", this_project)
+    with open(os.path.join(job4.project, "push.yml"), "w") as f:
+        f.write("---\n- name: Copy a run to the sink\n  hosts: localhost\n  gather_facts: false\n  tasks:\n"
+                "    - name: To the sink\n      ansible.builtin.include_role:\n        name: repro.vllm.sink\n")
+    art = job4.run("push.yml", inventory, {"repro_vllm_records_sink": sink, "repro_vllm_sink_runs": [str(raced)]},
+                   ident="s4")
     assert art.status == "failed"
     assert any("already holds a different run-001" in str(res.get("msg")) for _h, ev, res in art.results("refuse"))
-    handed = art.artifact_data["repro_vllm_result"]["sink"]
-    assert handed["verified"] is False and "already holds a different run-001" in handed["error"]
-    assert check_frozen(on_sink) == before and os.listdir(str(sink_dir / "kept")) == ["run-001"]
-    assert check_result(art.artifact_data, "fingerprint", "kept", work3)["last_run"].endswith("/run-001")
+    assert check_frozen(on_sink) == before and check_frozen(second) == check_frozen(result["last_run"])
+    assert sorted(os.listdir(str(sink_dir / "kept"))) == ["run-001", "run-002"]
+
+
+def test_workflow_audit_then_handoff(tmp_path, monkeypatch, this_project):
+    """The workflow of docs/awx.md without the vLLM start: audit.yml (replayed captures) -> handoff.yml of that
+    case, each an AWX job of its own; the hand-off job's extra variables are its own plus the audit's
+    artifact_data, as a workflow passes them. It packs the audit's run and names the package for the next node."""
+    _clean_ansible_env(monkeypatch)
+    job = AwxJob(tmp_path / "pdd", this_project)
+    audit = job.run("playbooks/audit.yml", localhost_inventory(), fingerprint_vars(tmp_path, "wf"), ident="audit")
+    assert audit.status == "successful", audit.stdout()[-6000:]
+    handed = audit.artifact_data
+    result = check_result(handed, "audit", "wf", tmp_path)
+    assert [os.path.basename(r) for r in result["runs"]] == ["run-001"]
+    # one host and no baseline: nothing drifted (drift names only hosts that drifted); the verdict is the profile's
+    assert result["drift"] == {} and result["verdict"] in ("pass", "fail"), result
+    assert result["files"]["audit.json"] == os.path.join(result["last_run"], "audit.json"), result
+    assert os.path.isfile(os.path.join(result["last_run"], "audit.json"))
+    assert "repro_vllm_package" not in handed
+
+    # the hand-off node: its job template's variables name no case; the workflow hands the audit's keys on
+    nxt = {"repro_vllm_records_root": str(tmp_path / "records")}
+    nxt.update(handed)
+    hand = job.run("playbooks/handoff.yml", localhost_inventory(), nxt, ident="handoff")
+    assert hand.status == "successful", hand.stdout()[-6000:]
+    data = hand.artifact_data
+    assert set(data) == CHAIN_KEYS and data["repro_vllm_case_id"] == "wf"
+    out = data["repro_vllm_result"]
+    assert out["purpose"] == "handoff" and out["case_id"] == "wf" and out["package"] == data["repro_vllm_package"]
+    assert "drift" not in out  # the audit's result was replaced, not merged
+    package = data["repro_vllm_package"]
+    assert os.path.isfile(package) and package.endswith(".tar.gz"), package
+    with tarfile.open(package) as tar:
+        names = tar.getnames()
+    assert any("/runs/run-001/" in "/%s/" % n for n in names), names[:20]
+    assert check_frozen(result["last_run"]) == check_frozen(handed["repro_vllm_result"]["last_run"])
+
+
+def test_wrong_survey_value_fails_first(tmp_path, monkeypatch, this_project):
+    """A survey answer of the wrong type fails each playbook's first task, naming the variable, before any run is
+    opened or host contacted: no records root, no remote folder, no later task."""
+    _clean_ansible_env(monkeypatch)
+    job = AwxJob(tmp_path / "pdd", this_project)
+    bad = {"fingerprint": {"repro_vllm_command_timeout": "ten"}, "audit": {"repro_vllm_audit_strict": "maybe"},
+           "reproduce": {"repro_vllm_port": "80a"}, "diff": {"repro_vllm_diff_hosts": ["gpu-a07"]},
+           "handoff": {"repro_vllm_handoff_runs": {"run": 1}}, "collective": {"repro_vllm_collective_nodes": {"node01": 1}}}
+    for name, wrong in sorted(bad.items()):
+        extravars = fingerprint_vars(tmp_path, "typo")
+        extravars.update(wrong)
+        art = job.run("playbooks/%s.yml" % name, localhost_inventory(), extravars, ident="bad-" + name)
+        variable = next(iter(wrong))
+        assert art.status == "failed", (name, art.stdout()[-3000:])
+        tasks = [e["event_data"]["task"] for e in art.events if e["event"] in ("runner_on_ok", "runner_on_failed")]
+        assert tasks == ["Every variable against the roles' argument specs"], (name, tasks)
+        failed = art.results("Every variable against")
+        assert failed[0][1] == "runner_on_failed" and variable in failed[0][2]["msg"], (name, failed)
+        assert not os.path.exists(str(tmp_path / "records")) and not os.path.exists(str(tmp_path / "remote")), name

@@ -71,6 +71,28 @@ def test_plan_run_creates_nothing(root):
     assert os.listdir(os.path.join(root, "case1")) == ["run-001"]
 
 
+def test_create_above_runs_taken_elsewhere(root):
+    """An empty records root (an AWX job's fresh container) with a sink that holds run-001..run-003 and a copy of
+    run-004 in transit: the new run is run-005, here and in plan_run alike; a later run of the job follows it."""
+    sink_listing = ["run-001", "run-003", ".incoming-run-004-k2j1x9", "notes", "run-12x", "run-002"]
+    assert r.taken_numbers(sink_listing) == [1, 2, 3, 4]
+    assert r.plan_run(root, "case1", taken=sink_listing)["run_id"] == "run-005"
+    assert not os.path.exists(root)
+    assert r.create_run(root, "case1", taken=sink_listing)["run_id"] == "run-005"
+    assert r.create_run(root, "case1", taken=sink_listing)["run_id"] == "run-006"
+    # a local run above the sink's numbers wins; an empty listing changes nothing
+    assert r.create_run(root, "case1", taken=["run-002"])["run_id"] == "run-007"
+    assert r.create_run(root, "case2", taken=[])["run_id"] == "run-001"
+    assert sorted(os.listdir(os.path.join(root, "case1"))) == ["run-005", "run-006", "run-007"]
+
+
+@pytest.mark.parametrize("bad", ["run-001", [1, 2], {"run-001": 1}, [None]])
+def test_taken_must_be_a_listing(root, bad):
+    with pytest.raises(r.RecordError, match="taken must be a list of run names"):
+        r.create_run(root, "case1", taken=bad)
+    assert not os.path.exists(os.path.join(root, "case1"))
+
+
 def _creator(root, n, barrier, queue):
     barrier.wait()
     out = []

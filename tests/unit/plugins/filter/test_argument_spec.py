@@ -1,0 +1,116 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The playbook-level argument spec: the union of the real roles' specs, one type per variable, and every playbook
+validating against (at least) every role it runs."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+import yaml
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.repro.vllm.plugins.filter.argument_spec import ROLES, argument_spec, load_role_specs
+from ansible_collections.repro.vllm.plugins.module_utils._argspec import ArgSpecError, merge_role_specs
+
+PLAYBOOKS = os.path.join(os.path.dirname(ROLES), "playbooks")
+_ROLE_REF = re.compile(r"\brepro\.vllm\.([a-z_]+)\b")
+
+
+def _role_refs(path):
+    with open(path) as f:
+        return set(_ROLE_REF.findall(f.read()))
+
+
+def _roles_run_by(playbook, specs):
+    """Every role of the collection a playbook runs, also through the task files of the roles it runs."""
+    todo = {r for r in _role_refs(playbook) if r in specs}
+    for line in open(playbook):
+        m = re.match(r"\s*ansible\.builtin\.import_playbook:\s*([a-z_]+\.yml)", line)
+        if m:
+            todo |= _roles_run_by(os.path.join(PLAYBOOKS, m.group(1)), specs)
+    seen = set()
+    while todo:
+        role = todo.pop()
+        seen.add(role)
+        for base, _dirs, files in os.walk(os.path.join(ROLES, role, "tasks")):
+            for name in files:
+                todo |= {r for r in _role_refs(os.path.join(base, name)) if r in specs} - seen
+    return seen
+
+
+def _validated_roles(playbook):
+    with open(playbook) as f:
+        plays = yaml.safe_load(f)
+    first = plays[0]
+    task = first["tasks"][0]
+    assert first["hosts"] == "localhost" and first["gather_facts"] is False and first["any_errors_fatal"] is True
+    template = task["ansible.builtin.validate_argument_spec"]["argument_spec"]
+    m = re.match(r"^\{\{ (\[.*\]) \| repro\.vllm\.argument_spec \}\}$", " ".join(template.split()))
+    assert m, template
+    return set(yaml.safe_load(m.group(1)))
+
+
+def test_the_real_roles_merge_without_conflict():
+    specs = load_role_specs()
+    merged = argument_spec(sorted(specs))
+    assert merged["repro_vllm_command_timeout"] == {"type": "float"}  # the modules take seconds as a float
+    assert merged["repro_vllm_records_sink"] == {"type": "str"}
+    assert all("default" not in o and "required" not in o for o in merged.values())
+
+
+@pytest.mark.parametrize("name", sorted(n for n in os.listdir(PLAYBOOKS) if n.endswith(".yml")))
+def test_every_playbook_validates_first_against_the_roles_it_runs(name):
+    path = os.path.join(PLAYBOOKS, name)
+    specs = load_role_specs()
+    missing = _roles_run_by(path, specs) - _validated_roles(path)
+    assert not missing, "%s runs %s but its first task does not validate their variables" % (name, sorted(missing))
+
+
+def test_a_wrong_type_is_named():
+    spec = argument_spec(["record", "minimal_startup", "feature_layer"])
+    errors = ArgumentSpecValidator(spec).validate({"repro_vllm_port": "80a", "repro_vllm_case_id": "ok"}).error_messages
+    assert len(errors) == 1 and "repro_vllm_port" in errors[0], errors
+    # nothing given: nothing required at the playbook level, no default to mistype
+    assert ArgumentSpecValidator(argument_spec(sorted(load_role_specs()))).validate({}).error_messages == []
+
+
+def _doc(**entry_points):
+    return {"argument_specs": {ep: {"options": opts} for ep, opts in entry_points.items()}}
+
+
+def test_merge_keeps_shape_and_drops_what_a_playbook_sets():
+    specs = {"a": _doc(main={"x": {"type": "int", "required": True, "default": 3, "description": "x"},
+                             "d": {"type": "dict", "options": {"k": {"type": "str", "required": True, "default": "w"}}}}),
+             "b": _doc(other={"x": {"type": "int", "description": "again"}, "s": {"type": "str", "no_log": True,
+                                                                                  "choices": ["p", "q"]}})}
+    assert merge_role_specs(specs, ["a", "b"]) == {
+        "x": {"type": "int"}, "d": {"type": "dict", "options": {"k": {"type": "str", "required": True}}},
+        "s": {"type": "str", "no_log": True, "choices": ["p", "q"]}}
+
+
+@pytest.mark.parametrize("other,words", [
+    ({"x": {"type": "float"}}, "type: float"),
+    ({"x": {"type": "int", "choices": [1, 2]}}, "choices: [1, 2]"),
+    ({"x": {"type": "list", "elements": "str"}}, "elements: str"),
+])
+def test_two_shapes_of_one_variable_fail(other, words):
+    specs = {"a": _doc(main={"x": {"type": "int"}}), "b": _doc(main=other)}
+    with pytest.raises(ArgSpecError, match="variable x is defined differently in roles/b/meta/argument_specs.yml") as exc:
+        merge_role_specs(specs, ["a", "b"])
+    assert words in str(exc.value) and "a (main) (type: int)" in str(exc.value)
+
+
+@pytest.mark.parametrize("roles,words", [
+    (["nope"], "role 'nope' has no meta/argument_specs.yml"),
+    ([], "non-empty list"),
+    ("record", "non-empty list"),
+    (["broken"], "no argument_specs mapping"),
+])
+def test_bad_input_is_named(roles, words):
+    with pytest.raises(ArgSpecError, match=re.escape(words)):
+        merge_role_specs({"broken": {"something": 1}}, roles)
