@@ -48,7 +48,11 @@ def _validated_roles(playbook):
         plays = yaml.safe_load(f)
     first = plays[0]
     task = first["tasks"][0]
-    assert first["hosts"] == "localhost" and first["gather_facts"] is False and first["any_errors_fatal"] is True
+    # controller-only playbooks check on localhost; those with targets over "<targets>:localhost", once, so that a
+    # --limit without localhost still checks
+    assert first["hosts"] in ("localhost", "{{ repro_vllm_targets | default('all') }}:localhost"), first["hosts"]
+    assert first["hosts"] == "localhost" or task.get("run_once") is True
+    assert first["gather_facts"] is False and first["any_errors_fatal"] is True
     template = task["ansible.builtin.validate_argument_spec"]["argument_spec"]
     m = re.match(r"^\{\{ (\[.*\]) \| repro\.vllm\.argument_spec \}\}$", " ".join(template.split()))
     assert m, template
