@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import tarfile
+import tempfile
 import time
 
 from ansible_collections.repro.vllm.plugins.module_utils import _evidence
@@ -138,6 +139,15 @@ def unpack(package, records_root, stamp=None, check_mode=False):
     if profile:
         result["profile_file"] = os.path.join(case_dir, PACKAGE_DIR, profile[0])
     if check_mode:
+        # the manifests are still checked, in a scratch folder outside the records root that is removed again
+        scratch = tempfile.mkdtemp(prefix="repro-vllm-replay-check-")
+        try:
+            _extract(package, top, scratch)
+            result["files_checked"] = sum(_verify_run(os.path.join(scratch, "runs", rid), rid, package)
+                                          for rid in run_ids)
+        finally:
+            _remove_tree(scratch)
+        result["changed"] = False
         return result
     os.makedirs(records_root, mode=0o755, exist_ok=True)
     while True:
@@ -153,16 +163,7 @@ def unpack(package, records_root, stamp=None, check_mode=False):
     staging = os.path.join(case_dir, ".unpacking")
     try:
         os.mkdir(staging, 0o700)
-        with tarfile.open(package, "r:gz") as tar:
-            for info in tar:
-                if not info.isfile():
-                    continue
-                rel = info.name[len(top) + 1:]
-                dest = os.path.join(staging, *rel.split("/"))
-                os.makedirs(os.path.dirname(dest), mode=0o700, exist_ok=True)
-                src = tar.extractfile(info)
-                with open(dest, "xb") as out:
-                    shutil.copyfileobj(src, out)
+        _extract(package, top, staging)
         checked = 0
         for rid in run_ids:
             checked += _verify_run(os.path.join(staging, "runs", rid), rid, package)
@@ -188,6 +189,19 @@ def unpack(package, records_root, stamp=None, check_mode=False):
         _remove_tree(case_dir)
         raise
     return result
+
+
+def _extract(package, top, dest_dir):
+    """Write every file member (paths already checked by _members) under dest_dir, without the top folder."""
+    with tarfile.open(package, "r:gz") as tar:
+        for info in tar:
+            if not info.isfile():
+                continue
+            rel = info.name[len(top) + 1:]
+            dest = os.path.join(dest_dir, *rel.split("/"))
+            os.makedirs(os.path.dirname(dest), mode=0o700, exist_ok=True)
+            with open(dest, "xb") as out:
+                shutil.copyfileobj(tar.extractfile(info), out)
 
 
 def _verify_run(run_dir, rid, package):

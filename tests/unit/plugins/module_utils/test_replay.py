@@ -96,6 +96,20 @@ def test_a_changed_host_part_is_refused(tmp_path):
     assert "run-002/hosts/localhost/command.json" in str(err.value)
 
 
+def test_check_mode_checks_the_manifests_and_writes_nothing(tmp_path):
+    pkg = _package(tmp_path, "cpu-fail")
+    res = _replay.unpack(pkg["path"], str(tmp_path / "receiver"), check_mode=True)
+    assert res["files_checked"] > 0 and res["case_id"].startswith("cpu-fail-replay-")
+    assert not (tmp_path / "receiver").exists()
+
+    def change(name, data):  # the tamper: one byte of a frozen run's request body
+        return data.replace(b'"tiny"', b'"tinY"', 1) if name.endswith("runs/run-002/request.json") else data
+
+    bad = _rewrite(pkg["path"], str(tmp_path / "cpu-fail-handoff-20261201T010101Z.tar.gz"), change)
+    with pytest.raises(_replay.ReplayError, match="run-002/request.json"):
+        _replay.unpack(bad, str(tmp_path / "receiver"), check_mode=True)
+
+
 def test_sha256_mismatch_names_the_sha256_file(tmp_path):
     pkg = _package(tmp_path, "cpu-fail")
     with open(pkg["path"], "ab") as f:  # the tamper: bytes appended after the package was made
