@@ -68,8 +68,8 @@ def check_sha256(package):
                           % os.path.basename(side))
     if words[0] != digest:
         raise ReplayError("%s: sha256 %s differs from %s (%s); the package was changed or cut short on its way - "
-                          "copy it again from its source" % (os.path.basename(package), digest,
-                                                              os.path.basename(side), words[0]))
+                          "copy it again from its source"
+                          % (os.path.basename(package), digest, os.path.basename(side), words[0]))
     return digest, True
 
 

@@ -17,7 +17,7 @@ description:
     against its C(manifest.json). A tampered package is refused with the member or the sha256 file named, and
     leaves nothing behind.
   - Unpacks into a NEW case C(<case>-replay-<YYYYMMDDTHHMMSSZ>) under O(records_root) (C(-2), C(-3)... when that
-    name is taken): the runs as they were frozen (read-only), the package's own files (C(summary.json),
+    name is taken) - the runs as they were frozen (read-only), the package's own files (C(summary.json),
     C(summary.md), C(profile/), pictures) under C(package/), and C(origin.json) with the package name, its
     sha256, the original case and its runs. The original case and its runs are never touched.
   - Returns the attempt to replay (the last failing attempt of the package, else its last good one) and the run
