@@ -45,11 +45,12 @@ def baseline_score(runs, profile=None, memory_in_use_mib=_score.DEFAULT_MEMORY_I
                                                               memory_in_use_mib=int(memory_in_use_mib)))
 
 
-def run_diff(run_a, run_b, host_map=None, records_root=None, case_id=None):
-    """diff.json of two runs; each a run folder, ``<case>/run-NNN`` or ``run-NNN`` (under records_root/case_id)."""
+def run_diff(run_a, run_b, host_map=None, records_root=None, case_id=None, facts=None):
+    """diff.json of two runs; each a run folder, ``<case>/run-NNN`` or ``run-NNN`` (under records_root/case_id);
+    ``facts`` restricts the comparison to those facts (module_utils/_diff.py host_diff)."""
     return _front("run_diff", lambda: _diff.run_diff(
         read_run(resolve_run(run_a, records_root, case_id)), read_run(resolve_run(run_b, records_root, case_id)),
-        host_map=host_map))
+        host_map=host_map, facts=list(facts) if facts else None))
 
 
 def isolation_decision(runs, must_keep_serving=False, memory_in_use_mib=_isolation.DEFAULT_MEMORY_IN_USE_MIB):

