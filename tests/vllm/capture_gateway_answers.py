@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # -*- coding: utf-8 -*-
 """Capture the answers of a real nginx (tests/system/nginx_gateway.py) in front of the real CPU vLLM 0.32 with
 --api-key, for tests/fixtures/2026-12-01-nginx-1.22-gateway: the fixed request through nginx with the key, without
@@ -60,7 +60,7 @@ def nginx_alone(out, tmp):
     silent.bind(("127.0.0.1", 0))
     silent.listen(5)
     held = []
-    threading.Thread(target=lambda: [held.append(silent.accept()) for _ in range(2)], daemon=True).start()
+    threading.Thread(target=lambda: [held.append(silent.accept()) for _n in range(2)], daemon=True).start()
     g1 = NginxGateway(os.path.join(tmp, "silent"), "127.0.0.1:%d" % silent.getsockname()[1], read_timeout="1s")
     g2 = NginxGateway(os.path.join(tmp, "refused"), "127.0.0.1:%d" % free_port())
     try:

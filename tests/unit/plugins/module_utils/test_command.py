@@ -357,6 +357,7 @@ def test_a_layers_further_requests_join_the_run_and_are_part_of_its_one_variable
     with pytest.raises(c.CommandError, match="label other than 'request'"):
         c.apply_layers(BASE, [dict(tools, extra_requests=[{"label": "request", "body": {"a": 1}}])], ["tool_calling"])
 
+
 def test_node_placement_head_worker_and_one_node():
     assert c.node_placement(1, 0, "") == []
     assert c.node_placement(2, 0, "192.0.2.11") == ["--nnodes", "2", "--node-rank", "0", "--master-addr", "192.0.2.11"]

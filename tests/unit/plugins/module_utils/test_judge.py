@@ -409,6 +409,7 @@ def test_real_bad_parser_start_is_a_failure_before_ready():
     assert stages["stage"] not in ("none", None), stages["summary"]
     assert "invalid tool call parser" in stages["first_error"]["line"]
 
+
 # --- who answered through a gateway: real answers of nginx 1.22 in front of the CPU vLLM 0.32 with --api-key
 # (tests/fixtures/2026-12-01-nginx-1.22-gateway; its README says how each was captured)
 GW = os.path.join(FIX, "2026-12-01-nginx-1.22-gateway")

@@ -18,7 +18,7 @@ import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils import _diff, _evidence, _handoff, _replay
 
-from decision_records import case as copy_case, load
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import case as copy_case, load
 
 
 def _package(tmp_path, name, runs=None, as_name=None):
