@@ -54,8 +54,12 @@ def test_another_driver_branch_stops_reproduce_after_the_frozen_run(tmp_path, ss
     # no host is contacted: the profile play runs once on the controller for the targets' play (so --limit without
     # localhost still judges); events may name a node only for that play's controller-side tasks
     on_nodes = [e["event_data"] for e in r.events if e.get("event_data", {}).get("host") in ("node01", "node02")]
-    assert {d.get("play") for d in on_nodes} <= {"Fingerprint | the compatibility profile, refused before any host is touched (when the run is judged)"}
-    assert {d.get("task_action") for d in on_nodes} <= {"ansible.builtin.include_role", "ansible.builtin.set_fact", "repro.vllm.compatibility"}
+    # (and the variable check that comes first: validate_argument_spec, run once, connects to nothing)
+    assert {d.get("play") for d in on_nodes} <= {
+        "Fingerprint | check every variable first",
+        "Fingerprint | the compatibility profile, refused before any host is touched (when the run is judged)"}
+    assert {d.get("task_action") for d in on_nodes} <= {"ansible.builtin.include_role", "ansible.builtin.set_fact", "repro.vllm.compatibility",
+                                                         "ansible.builtin.validate_argument_spec"}
     assert [d["res"]["_ansible_delegated_vars"]["ansible_delegated_host"] for d in on_nodes
             if d.get("task_action") == "ansible.builtin.set_fact" and "res" in d] == ["localhost"]
 

@@ -87,8 +87,10 @@ def test_two_nodes_serve_together_and_are_classified_together(tmp_path, ssh_host
     head = _json(run / "hosts" / "node01" / "command.json")
     worker = _json(run / "hosts" / "node02" / "command.json")
     assert head["role"] == "head" and worker["role"] == "worker"
-    assert head["argv"][-6:] == ["--nnodes", "2", "--node-rank", "0", "--master-addr", "127.0.0.1"]
-    assert worker["argv"][-7:] == ["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--headless"]
+    mp = head["argv"][head["argv"].index("--master-port") + 1]  # a free port, passed to both nodes
+    assert head["argv"][-8:] == ["--nnodes", "2", "--node-rank", "0", "--master-addr", "127.0.0.1", "--master-port", mp]
+    assert worker["argv"][-9:] == ["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--master-port", mp,
+                                   "--headless"]
     # ordered start: the head's server session existed before the worker's
     assert _first_sample_t(run, "node01") < _first_sample_t(run, "node02")
     outcome = _json(run / "outcome.json")
