@@ -58,8 +58,9 @@ def test_another_driver_branch_stops_reproduce_after_the_frozen_run(tmp_path, ss
     assert {d.get("play") for d in on_nodes} <= {
         "Fingerprint | check every variable first",
         "Fingerprint | the compatibility profile, refused before any host is touched (when the run is judged)"}
-    assert {d.get("task_action") for d in on_nodes} <= {"ansible.builtin.include_role", "ansible.builtin.set_fact", "repro.vllm.compatibility",
-                                                         "ansible.builtin.validate_argument_spec"}
+    assert {d.get("task_action") for d in on_nodes} <= {
+        "ansible.builtin.include_role", "ansible.builtin.set_fact", "repro.vllm.compatibility",
+        "ansible.builtin.validate_argument_spec"}
     assert [d["res"]["_ansible_delegated_vars"]["ansible_delegated_host"] for d in on_nodes
             if d.get("task_action") == "ansible.builtin.set_fact" and "res" in d] == ["localhost"]
 

@@ -21,7 +21,7 @@ import os
 import pytest
 import yaml
 
-from conftest import check_frozen, free_port, run_playbook, task_results, vllm_cache
+from conftest import check_frozen, free_port, run_playbook, vllm_cache
 from nginx_gateway import NginxGateway, nginx_binary
 from test_reproduce_multinode import _first_sample_t, _session_leftovers
 
