@@ -48,7 +48,7 @@ gate integration tests/ansible-test.sh integration
 gate system python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=30 tests/system
 
 gate vllm python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=10 tests/vllm
-gate molecule molecule test --all
+gate molecule bash tests/molecule-lanes.sh
 gate lint ansible-lint
 gate build tests/build-and-install.sh "$WORK/build"
 

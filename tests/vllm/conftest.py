@@ -260,3 +260,36 @@ def healthy_server(vllm_env, tmp_path_factory, collections_path):
             assert session_pids(srv.sid) == [] if srv.sid else True
         finally:
             srv.cleanup()
+
+
+# --------------------------------------------------------------------------------------------------------------
+# checks shared by the test modules (one server start per failing case)
+# --------------------------------------------------------------------------------------------------------------
+
+def assert_classified(res, stage, error_class=None):
+    """Assert the classifier's answer (stage, error class, a first error for every failure)."""
+    assert res["classification_error"] is None, res["classification_error"]
+    assert res["stage"] == stage, json.dumps(res["classification"], indent=1)[:3000]
+    if error_class is not None:
+        assert res["error_class"] == error_class, json.dumps(res["classification"], indent=1)[:3000]
+    assert res["first_error"] if stage != "none" else True
+
+
+def assert_no_leftovers(res):
+    assert res["remaining_pids"] == [], res["remaining"]
+    if res.get("sid"):
+        assert wait_until(lambda: session_pids(res["sid"]) == [], 5), session_pids(res["sid"])
+
+
+def start_failing(ansible, vllm_env, tmp_path, **kw):
+    args = server_args(vllm_env, tmp_path, kw.pop("port", None) or free_port(), **kw)
+    res = ansible.run("vllm_server", args)
+    try:
+        assert res["ready"] is False
+        assert res["outcome"] == "exited", res.get("msg")
+        assert res["failed"] is False  # fail_on_error: false -> data, not a task failure
+        assert_no_leftovers(res)
+    finally:
+        if res.get("sid"):
+            kill_session(res["sid"])
+    return res

