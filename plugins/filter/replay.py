@@ -1,23 +1,71 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter fronts of the replay (module_utils/_replay.py): the step that replays a package's attempt, the verdict,
-and the "what is not the same here" lines."""
+"""Filter fronts of the replay (module_utils/_replay.py): the records root, the profile, the step that replays a
+package's attempt, the node pairing, the verdict document and the console lines. Every choice replay.yml makes is
+taken here, in Python; the playbook only orders the steps."""
 
 from __future__ import annotations
 
+import os
+
+import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils import _replay
+from ansible_collections.repro.vllm.plugins.module_utils import _record, _replay
+
+
+def records_root(root=None):
+    """The records root as the record role resolves it (``_record.resolve_root``: a relative root against the
+    controller's working directory, never ``$PWD``); ``records`` when none is given."""
+    try:
+        return _record.resolve_root(root if root not in (None, "") else _record.DEFAULT_ROOT)
+    except _record.RecordError as exc:
+        raise AnsibleFilterError("records_root: %s" % exc)
+
+
+def replay_profile(replay):
+    """See module_utils/_replay.py choose_profile; reads the package's unpacked profile file when it is there
+    (not in check mode, where nothing is unpacked)."""
+    if not isinstance(replay, dict):
+        raise AnsibleFilterError("replay_profile: give the result of repro.vllm.replay")
+    path = replay.get("profile_file")
+    data = None
+    if path and os.path.isfile(path):
+        try:
+            with open(path, "r", encoding="utf-8") as f:
+                data = yaml.safe_load(f)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise AnsibleFilterError("replay_profile: the package's profile file %s cannot be read as YAML (%s); "
+                                     "give -e repro_vllm_profile=<name> to judge the hosts against a profile of "
+                                     "this collection" % (path, exc))
+    return _replay.choose_profile(path, data, replay.get("profile"))
 
 
 def replay_step(attempt, secret_env=None, secret_args=None, port=None):
     """See module_utils/_replay.py replay_step."""
     try:
-        return _replay.replay_step(attempt, secret_env=secret_env, secret_args=secret_args,
-                                   port=int(port) if port not in (None, "", 0, "0") else None)
+        return _replay.replay_step(attempt, secret_env=secret_env, secret_args=secret_args, port=_port(port))
     except (_replay.ReplayError, KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("replay_step: %s" % exc)
+
+
+def replay_plan(replay, play_hosts, secret_env=None, secret_args=None, port=None):
+    """See module_utils/_replay.py attempt_plan."""
+    try:
+        return _replay.attempt_plan(replay, list(play_hosts or []), secret_env=secret_env, secret_args=secret_args,
+                                    port=_port(port))
+    except (_replay.ReplayError, KeyError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError("replay_plan: %s" % exc)
+
+
+def _port(port):
+    return int(port) if port not in (None, "", 0, "0") else None
+
+
+def replay_pairs(nodes, play_hosts):
+    """See module_utils/_replay.py node_pairs."""
+    return _replay.node_pairs(nodes, list(play_hosts or []))
 
 
 def replay_verdict(package, here, diff=None):
@@ -25,6 +73,20 @@ def replay_verdict(package, here, diff=None):
     if not isinstance(package, dict) or not isinstance(here, dict):
         raise AnsibleFilterError("replay_verdict: give the package's attempt and the replayed attempt (dicts)")
     return _replay.replay_verdict(package, here, diff)
+
+
+def replay_document(replay, head, diff=None, case_id=None):
+    """See module_utils/_replay.py replay_document."""
+    if not isinstance(head, dict) or head.get("run") is None:
+        return None  # the attempt did not run (check mode, or a stop before it)
+    if not isinstance(replay, dict) or "attempt" not in replay:
+        raise AnsibleFilterError("replay_document: give the result of repro.vllm.replay")
+    return _replay.replay_document(replay, head, diff, case_id=case_id)
+
+
+def replay_unpacked_lines(replay, profile):
+    """See module_utils/_replay.py unpacked_lines."""
+    return _replay.unpacked_lines(replay, profile)
 
 
 def replay_lines(diff):
@@ -36,4 +98,7 @@ class FilterModule:
     """repro.vllm replay."""
 
     def filters(self):
-        return {"replay_step": replay_step, "replay_verdict": replay_verdict, "replay_lines": replay_lines}
+        return {"records_root": records_root, "replay_profile": replay_profile, "replay_step": replay_step,
+                "replay_plan": replay_plan, "replay_pairs": replay_pairs, "replay_verdict": replay_verdict,
+                "replay_document": replay_document, "replay_unpacked_lines": replay_unpacked_lines,
+                "replay_lines": replay_lines}

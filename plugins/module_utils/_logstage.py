@@ -269,6 +269,7 @@ class _Scan(object):
         self.ready_ts = None
         self.streams = {}
         self.cands = []
+        self.untimed = []                # candidates with no timestamp of their own nor one before them
         self.recovered = []
         self.dropped = 0
         self.hints = []
@@ -298,10 +299,22 @@ class _Scan(object):
     def _see_ts(self, ts, key):
         if ts is None or key is None:
             return
+        if self.untimed:
+            self._bound_untimed(key)
         if self.first_ts is None:
             self.first_ts = ts
         self.last_ts = ts
         self.last_tkey = key
+
+    def _bound_untimed(self, key):
+        """Candidates printed before the first timestamp of their file (a rank's plain stderr, gloo's own error
+        line) happened no later than the next timestamped line: that time orders them against other files, as an
+        upper bound (``tkey_after``), instead of sorting them after every timestamped error of the job."""
+        for c in self.untimed:
+            if c["tkey"] is None:
+                c["tkey"] = key
+                c["tkey_after"] = True
+        self.untimed = []
 
     def _approx_tkey(self):
         """The time of a line without its own timestamp: the last one seen before it (maybe in skipped bytes)."""
@@ -312,11 +325,7 @@ class _Scan(object):
             for m in TS_BYTES_RX.finditer(buf, lo, self._buf_pos):
                 last = m
             if last is not None:
-                g = last.groups()
-                if g[0] is not None:
-                    k = tkey(g[0], g[1], g[2], g[3], g[4])
-                else:
-                    k = tkey(g[5], g[6], g[7], g[8], g[9])
+                k = _match_tkey(last)
                 if k is not None:
                     return k + self.year_off
         return self.last_tkey
@@ -486,6 +495,11 @@ class _Scan(object):
             self.dropped += 1
             return
         self.cands.append(cand)
+        if key is None:
+            self.untimed.append(cand)
+            if self.last_tkey is not None:
+                # a traceback opened before the file's first timestamp and closed after it: that one bounds it
+                self._bound_untimed(self.last_tkey)
 
     def _hint(self, sig, line, lineno):
         if self.until is not None and lineno > self.until:
@@ -952,6 +966,22 @@ def _scan_stream(scan, read):
         last = m
     if last is not None:
         scan.last_ts = _ts_text(last)
+    if scan.untimed:
+        # no timestamped line was parsed after them (the prefilter skipped it): the file's last one bounds them
+        last = None
+        for m in TS_BYTES_RX.finditer(tail):
+            last = m
+        key = _match_tkey(last) if last is not None else None
+        if key is not None:
+            scan._bound_untimed(key + scan.year_off)
+
+
+def _match_tkey(m):
+    """The year-less time key of a TS_BYTES_RX match (None when it is not a date)."""
+    g = m.groups()
+    if g[0] is not None:
+        return tkey(g[0], g[1], g[2], g[3], g[4])
+    return tkey(g[5], g[6], g[7], g[8], g[9])
 
 
 def _scan_block(scan, buf, end, pos=0):
@@ -1089,10 +1119,39 @@ _KIND_NAME = {FAILURE: "failure", ERROR_LINE: "error_line", VICTIM: "victim", CO
 
 def _sort_key(c):
     t = c["tkey"]
-    return (0 if t is not None else 1, t if t is not None else 0.0, c["index"], c["lineno"])
+    return (0 if t is not None else 1, t if t is not None else 0.0, 1 if c.get("copy") else 0, c["index"], c["lineno"])
+
+
+_TEE_PROC_RX = re.compile(r"^default\d+$")
+
+
+def _share_times(scans):
+    """An error line without any time in its file (a rank's plain stderr) takes the time of the same line in a
+    file that has one - torchrun's ``--tee`` copy of the rank's output (``[default<N>]:``), bounded by torchrun's
+    own timestamped lines - so that the rank's own file, given first, names the error. Where the node names carry
+    a host (``<host>/rank<N>``), only a copy on the same host lends its time: the same line on another host is
+    another event."""
+    def host(sc):
+        node = str(sc.node)
+        return node.split("/", 1)[0] if "/" in node else None
+
+    timed = {}
+    for sc in scans:
+        for c in sc.cands:
+            if c["tkey"] is not None and (host(sc) is not None or _TEE_PROC_RX.match(str(c["process"] or ""))):
+                timed.setdefault((host(sc), c["line"]), c)
+    for sc in scans:
+        for c in sc.cands:
+            if c["tkey"] is None:
+                other = timed.get((host(sc), c["line"]))
+                if other is not None:
+                    c["tkey"] = other["tkey"]
+                    c["tkey_after"] = other.get("tkey_after") or not other["tkey_own"]
+                    other["copy"] = True  # at the same time, the rank's own file names the error
 
 
 def _build_answer(scans):
+    _share_times(scans)
     tiers = ((FAILURE,), (ERROR_LINE,), (VICTIM,), (CONSEQUENCE,))
     root = None
     firsts = []
@@ -1113,9 +1172,13 @@ def _build_answer(scans):
     # uncertainty of the cross-file order
     why = []
     if root is not None and len([sc for sc in scans if sc.cands]) > 1:
-        rivals = [c for c in firsts if c is not root and c["index"] != root["index"]]
+        # a copy of the root's own line (torchrun's tee of the rank's output) is no rival
+        rivals = [c for c in firsts if c is not root and c["index"] != root["index"] and c["line"] != root["line"]]
         if root["tkey"] is None:
             why.append("the first error has no timestamp; files were taken in the order given")
+        elif root.get("tkey_after"):
+            why.append("the first error line has no timestamp of its own nor one before it in its file; the first "
+                       "timestamp after it (a time it happened before) was used")
         elif not root["tkey_own"]:
             why.append("the first error line has no timestamp of its own; the last timestamp before it was used")
         for c in rivals:

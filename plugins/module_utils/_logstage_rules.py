@@ -140,6 +140,11 @@ SIGNATURES = (
     (VICTIM, "detected by watchdog", None, "timeout", AT_LEAST, "distributed_init", (AT_WARNING,), None),
     (VICTIM, "Timeout at NCCL work", None, "timeout", AT_LEAST, "distributed_init", (AT_WARNING,), None),
     (WEAK_CONSEQUENCE, "we are taking the entire process down", None, "timeout", WHERE, None, (AT_WARNING,), None),
+    # a rank that waited in the rendezvous store for keys the other ranks never set (torch.distributed.DistStoreError
+    # "wait timeout after 50000ms, keys: /default_pg/..."): the ones that failed or never came are the cause
+    (VICTIM, "wait timeout after", r"DistStoreError: wait timeout after \d+ ?ms", "timeout", AT_LEAST,
+     "distributed_init", (), "this rank waited for the other ranks in the store; look for the rank or node that "
+     "failed first or never started"),
     (VICTIM, "peer", r"Connection (?:reset|closed) by (?:remote )?peer",
      "nccl_error", AT_LEAST, "distributed_init", (AT_WARNING,), None),
     # --- headers: the real error is in the traceback that follows ------------------------------------------
@@ -308,6 +313,10 @@ SIGNATURES = (
      "the rendezvous (TCPStore) is unreachable: master address, firewall, or the other node not started"),
     (FAILURE, "Gloo connectFullMesh failed", None, "nccl_error", FIXED, "distributed_init", (),
      "Gloo picked the wrong interface: set GLOO_SOCKET_IFNAME"),
+    # gloo's own check of the interface it was told to use (GLOO_SOCKET_IFNAME), printed at once and without a
+    # timestamp: the root cause, whatever timeout the other ranks report later
+    (FAILURE, "Unable to find address for:", None, "nccl_error", FIXED, "distributed_init", (),
+     "the network interface named in GLOO_SOCKET_IFNAME does not exist on this host: name one that does (ip -br link)"),
     (FAILURE, "DistNetworkError", None, "other", FIXED, "distributed_init", (GENERIC,), None),
     (FAILURE, "'out of memory'", r"Cuda failure (?:\d+ )?'out of memory'",
      "oom", AT_LEAST, "distributed_init", (AT_WARNING,), None),

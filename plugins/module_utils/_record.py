@@ -42,6 +42,7 @@ import tempfile
 SCHEMA_VERSION = 2
 SUPPORTED_SCHEMA_VERSIONS = (1, 2)
 MANIFEST = "manifest.json"
+DEFAULT_ROOT = "records"               # the records root when none is given (roles/record/defaults), resolved by resolve_root
 RUN_PREFIX = "run-"
 DIR_MODE = 0o700
 FILE_MODE = 0o600

@@ -438,3 +438,100 @@ def not_the_same_lines(diff):
 # the environment facts the replay compares (the run diff's fact names)
 ENVIRONMENT_FACTS = ("driver", "kernel_module", "cuda_driver", "gpu_model", "gpu_count", "image", "image_digest",
                      "image_vllm", "image_torch", "image_cuda", "visible_devices", "foreign_processes")
+
+
+# ------------------------------------------------------------------------------ the choices replay.yml makes
+DEFAULT_PROFILE = "cpu-smoke"
+
+
+def choose_profile(profile_file, data, manifest_profile=None):
+    """Which profile the receiving hosts are judged against: ``{"profile", "profile_file"}``.
+
+    ``profile_file`` is the package's unpacked ``profile/<file>`` (or None) and ``data`` its parsed content (None
+    when there is no file, or it is not read yet, as in check mode). A compatibility profile (a mapping with
+    ``name`` and no ``repro_vllm_*`` key) is used as the profile file; the runs' variables file (``repro_vllm_*``
+    keys) gives its ``repro_vllm_profile``; otherwise the profile named in the replayed run's manifest, else
+    ``cpu-smoke``."""
+    fallback = manifest_profile or DEFAULT_PROFILE
+    if not profile_file or not isinstance(data, dict):
+        return {"profile": fallback, "profile_file": ""}
+    run_vars = [k for k in data if isinstance(k, str) and k.startswith("repro_vllm_")]
+    if "name" in data and not run_vars:
+        return {"profile": fallback, "profile_file": profile_file}
+    return {"profile": str(data.get("repro_vllm_profile") or fallback), "profile_file": ""}
+
+
+def receivers(play_hosts):
+    """The receiving hosts among a play's hosts, in order: every host but the controller (``localhost``), or the
+    controller alone when it is the only one (a replay on this machine)."""
+    hosts = [str(h) for h in play_hosts or []]
+    return [h for h in hosts if h != "localhost"] or (["localhost"] if "localhost" in hosts else [])
+
+
+def node_pairs(nodes, play_hosts):
+    """The package's nodes paired, in order, with the receiving hosts (``{package node: receiving host}``); a
+    node without a receiver is left out (the attempt play stops on too few hosts)."""
+    here = receivers(play_hosts)
+    return dict(zip([str(n) for n in nodes or []], here))
+
+
+def attempt_text(attempt):
+    """``healthy`` or ``failed at <stage> (<class>)`` for the package's attempt."""
+    if attempt.get("ok"):
+        return "healthy"
+    return "failed at %s (%s)" % (attempt.get("stage") or "-", attempt.get("error_class") or "-")
+
+
+def attempt_plan(replay, play_hosts, secret_env=None, secret_args=None, port=None):
+    """replay_step's answer plus ``step``: the whole step the attempt role runs for the package's attempt, on
+    the first N hosts of the play (N = the attempt's nodes). ``replay`` is what the replay module returned.
+    Raises ReplayError when the play has fewer hosts than the attempt had nodes."""
+    attempt = replay["attempt"]
+    hosts = [str(h) for h in play_hosts or []]
+    nodes = list(attempt.get("nodes") or [])
+    if len(hosts) < len(nodes):
+        raise ReplayError(
+            "the package's %s ran on %d node(s) (%s) but this play has %d (%s); add hosts to the inventory or "
+            "repro_vllm_targets" % (attempt["run"], len(nodes), ", ".join(nodes), len(hosts), ", ".join(hosts)))
+    plan = replay_step(attempt, secret_env=secret_env, secret_args=secret_args, port=port)
+    package = replay.get("package") or {}
+    plan["step"] = {
+        "name": "replay", "purpose": "replay", "layer": None, "nodes": hosts[:len(nodes)],
+        "host": plan["host"], "port": plan["port"], "argv": plan["argv"], "env": plan["env"],
+        "request": plan["request"], "checks": [], "allowed": [], "changed": [],
+        "expected": "the package's result: %s" % attempt_text(attempt),
+        "rollback": "none (a replay changes nothing on purpose)",
+        "input": "replay of %s/%s from package %s (sha256 %s)" % (
+            replay.get("original_case"), attempt["run"], package.get("name"), package.get("sha256")),
+        "previous": {"run": attempt["run"], "path": attempt.get("path"), "identity": attempt.get("identity")},
+        "enforce_one_variable": False, "via_gateway": False, "layers_applied": [],
+    }
+    return plan
+
+
+def unpacked_lines(replay, profile):
+    """The console lines that say where the package came from and what is replayed."""
+    package = replay["package"]
+    attempt = replay.get("attempt") or {}
+    checked = ("checked against its .sha256" if package.get("sha256_file_checked")
+               else "NO .sha256 beside it: not checked")
+    return [
+        "replay | package %s (sha256 %s, %s), %d files verified against the manifests of %s"
+        % (package["name"], package["sha256"], checked, replay.get("files_checked") or 0, ", ".join(replay["runs"])),
+        "replay | case %s unpacked into %s (origin.json)" % (replay["original_case"], replay["case_dir"]),
+        "replay | replaying %s (%s): %s in the package; profile %s"
+        % (attempt.get("run", "-"), attempt.get("step") or "-", attempt_text(attempt) if attempt else "-", profile),
+    ]
+
+
+def replay_document(replay, head, diff=None, case_id=None):
+    """replay.json: the verdict of the package's attempt against the replayed one (``head``, the attempt fact of
+    the first host that ran it), with where it came from; None when the attempt did not run."""
+    if not isinstance(head, dict) or head.get("run") is None:
+        return None
+    attempt = replay["attempt"]
+    doc = replay_verdict(attempt, head, diff)
+    doc.update(origin=replay.get("origin"), package_run="%s/%s" % (replay["original_case"], attempt["run"]),
+               run="%s/%s" % (case_id or replay["case_id"], head["run"]),
+               diff=(diff or {}).get("summary") if diff else None)
+    return doc

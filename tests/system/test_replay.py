@@ -11,17 +11,19 @@ vLLM starts: the failing package (--max-model-len beyond the tiny model's limit)
 both sides; the healthy package costs one full start on node01 and one on node02 (its replay)."""
 from __future__ import annotations
 
-import gzip
 import hashlib
-import io
 import json
 import os
-import tarfile
+import sys
 
 import pytest
 import yaml
 
-from conftest import SshHosts, check_frozen, free_port, replay_wrapper, run_playbook, task_results, vllm_cache
+from conftest import COLLECTIONS, SshHosts, check_frozen, free_port, replay_wrapper, run_playbook, task_results, vllm_cache
+
+if COLLECTIONS not in sys.path:  # the one package-copy helper, shared with the unit tests of _replay
+    sys.path.insert(0, COLLECTIONS)
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.package_copies import rewrite  # noqa: E402
 
 
 def _json(path):
@@ -54,11 +56,15 @@ def _pack(work, inv, case, settings):
     return pkg
 
 
-def _replay(work, inv, package, ident, **extra):
+def _replay(work, inv, package, ident, limit=None, **extra):
+    """replay.yml onto node02: through repro_vllm_targets, or with ``limit`` through --limit alone (the controller's
+    plays still run: they go over "<targets>:localhost" with every task once on the controller)."""
     v = {"repro_vllm_records_root": str(work / "receiver"), "repro_vllm_remote_root": str(work / "remote"),
-         "repro_vllm_targets": "node02", "repro_vllm_package": package}
+         "repro_vllm_package": package}
+    if not limit:
+        v["repro_vllm_targets"] = "node02"
     v.update(extra)
-    return run_playbook(work, "playbooks/replay.yml", inv, v, ident=ident)
+    return run_playbook(work, "playbooks/replay.yml", inv, v, ident=ident, cmdline="--limit %s" % limit if limit else None)
 
 
 def _stats(runner):
@@ -100,7 +106,8 @@ def failing(work):
     w, inv = work["dir"], work["inv"]
     port = free_port()
     pkg = _pack(w, inv, "ctx-too-long", _settings(w, work["vllm"], port, "ctx-too-long", 99999))
-    r = _replay(w, inv, pkg, "replay-failing")
+    # --limit node02, no repro_vllm_targets: the receiver is picked by the limit alone
+    r = _replay(w, inv, pkg, "replay-failing", limit="node02")
     return {"package": pkg, "runner": r, "out": r.stdout.read()}
 
 
@@ -126,8 +133,11 @@ def test_failing_package_reproduces_on_the_other_host_with_the_driver_difference
     assert origin["package"] == os.path.basename(failing["package"]) and origin["original_case"] == "ctx-too-long"
     with open(failing["package"], "rb") as f:
         assert origin["sha256"] == hashlib.sha256(f.read()).hexdigest()
-    # the receiver's fingerprint, the diff run, the attempt on node02 with the package's command
-    assert _json(case / "run-004" / "fleet.json")["hosts"][0]["host"] == "node02"
+    # the receiver's fingerprint, the diff run, the attempt on node02 with the package's command; with --limit node02
+    # (the replay of this package is run that way) node01 is never contacted and every controller run opens
+    assert [h["host"] for h in _json(case / "run-004" / "fleet.json")["hosts"]] == ["node02"]
+    assert not [e for e in r.events if e.get("event_data", {}).get("host") == "node01"]
+    assert "replay | records root %s " % (work["dir"] / "receiver") in out
     diff = _json(case / "run-005" / "diff.json")
     assert diff["a"] == "ctx-too-long/run-001" and diff["b"].endswith("/run-004")
     attempt = _json(case / "run-006" / "outcome.json")
@@ -172,23 +182,7 @@ def test_healthy_package_replays_healthy(work, healthy):
 def _tamper(src, dest, member_suffix):
     """A copy of the package with one byte of one member changed and a .sha256 that matches the copy (so only the
     runs' manifests can tell): the tamper this test makes."""
-    buf = io.BytesIO()
-    with tarfile.open(src, "r:gz") as tin, tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tout:
-        for info in tin:
-            data = tin.extractfile(info).read() if info.isfile() else None
-            if data is not None and info.name.endswith(member_suffix):
-                data = data.replace(b"tiny", b"tinY", 1)
-            if data is not None:
-                info.size = len(data)
-                tout.addfile(info, io.BytesIO(data))
-            else:
-                tout.addfile(info)
-    raw = gzip.compress(buf.getvalue(), mtime=0)
-    with open(dest, "wb") as f:
-        f.write(raw)
-    with open(dest + ".sha256", "w") as f:
-        f.write("%s  %s\n" % (hashlib.sha256(raw).hexdigest(), os.path.basename(dest)))
-    return dest
+    return rewrite(src, dest, lambda name, data: data.replace(b"tiny", b"tinY", 1) if name.endswith(member_suffix) else data)
 
 
 def test_tampered_package_is_refused_naming_the_file(work, failing, tmp_path):

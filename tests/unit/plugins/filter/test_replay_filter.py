@@ -6,17 +6,55 @@ fronts answer what module_utils/_replay.py answers."""
 
 from __future__ import annotations
 
+import os
+import shutil
+
 import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.filter import replay as F
+
+PROFILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "profiles")
 
 ATTEMPT = {"run": "run-002", "argv": ["vllm", "serve", "/m", "--port", "8391", "--api-key", "<redacted:api_key:0123abcd>"],
            "env": {}, "request": {"route": "/v1/completions", "body": {}}, "image_digest": None}
 
 
 def test_filters_are_registered():
-    assert set(F.FilterModule().filters()) == {"replay_step", "replay_verdict", "replay_lines"}
+    assert set(F.FilterModule().filters()) == {"records_root", "replay_profile", "replay_step", "replay_plan", "replay_pairs",
+                                               "replay_verdict", "replay_document", "replay_unpacked_lines", "replay_lines"}
+
+
+def test_records_root_is_resolved_against_the_working_directory_never_pwd(tmp_path, monkeypatch):
+    monkeypatch.chdir(str(tmp_path))
+    monkeypatch.setenv("PWD", "/somewhere/else")
+    assert F.records_root(None) == os.path.join(str(tmp_path), "records")
+    assert F.records_root("") == os.path.join(str(tmp_path), "records")
+    assert F.records_root("out/rec") == os.path.join(str(tmp_path), "out", "rec")
+    assert F.records_root("/srv/records/") == "/srv/records"
+
+
+def test_replay_profile_reads_the_package_file_when_it_is_there(tmp_path):
+    # the collection's own cpu-smoke compatibility profile, as a package would carry it under profile/
+    prof = tmp_path / "package" / "profile" / "cpu-smoke.yml"
+    prof.parent.mkdir(parents=True)
+    shutil.copy(os.path.join(PROFILES, "cpu-smoke.yml"), str(prof))
+    assert F.replay_profile({"profile_file": str(prof), "profile": "kimi-k3-h200"}) == \
+        {"profile": "kimi-k3-h200", "profile_file": str(prof)}
+    # check mode: nothing unpacked, the file is not there
+    assert F.replay_profile({"profile_file": str(tmp_path / "gone.yml")}) == {"profile": "cpu-smoke", "profile_file": ""}
+    prof.write_text("name: [unclosed\n")  # the change this test makes: a profile file that is not YAML
+    with pytest.raises(AnsibleFilterError, match="cannot be read as YAML"):
+        F.replay_profile({"profile_file": str(prof)})
+
+
+def test_replay_plan_stops_on_too_few_hosts_naming_them():
+    with pytest.raises(AnsibleFilterError, match="replay_plan: .* ran on 2 node.*but this play has 1 \\(node02\\)"):
+        F.replay_plan({"attempt": dict(ATTEMPT, nodes=["n1", "n2"])}, ["node02"])
+    plan = F.replay_plan({"attempt": dict(ATTEMPT, nodes=["n1"], ok=True)}, ["node02"], secret_args={"--api-key": "FAKE"})
+    assert plan["step"]["nodes"] == ["node02"] and plan["step"]["expected"] == "the package's result: healthy"
+    assert F.replay_pairs(["n1"], ["node02", "localhost"]) == {"n1": "node02"}
+    assert F.replay_document({}, None) is None
 
 
 def test_a_secret_in_the_command_not_supplied_is_a_filter_error():

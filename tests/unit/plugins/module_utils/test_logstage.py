@@ -292,6 +292,8 @@ RX_SAMPLES = [
     ("failed (exitcode: -9) local_rank: 3 (pid: 4242) of binary: /usr/bin/python3", CONSEQUENCE, "other"),
     ("RuntimeError: Executor failed.", WEAK_CONSEQUENCE, "engine_dead"),
     ("NET/Socket : socketProgressOpt: Connection closed by remote peer 10.0.0.2<4711>", VICTIM, "nccl_error"),
+    # tests/fixtures/2026-12-01-gloo-wrong-ifname-2nodes/node01/rank0.stderr.log
+    ("torch.distributed.DistStoreError: wait timeout after 50000ms, keys: /default_pg/0//cpu//0/1", VICTIM, "timeout"),
     ("Error executing method 'init_device'. This might cause deadlock in distributed execution.", HEADER, "other"),
     ("nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown", FAILURE, "driver_mismatch"),
     ("nvidia-container-cli: mount error: file creation failed: /var/lib/docker/x/libnvidia-ml.so.1", FAILURE, "other"),

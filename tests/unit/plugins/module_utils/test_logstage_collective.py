@@ -2,6 +2,7 @@
 """log_stage across ranks on the real collective checkpoint of a 2 x H200 host
 (tests/fixtures/2026-11-29-collective-2xh200: torchrun all-reduce with NCCL_DEBUG=INFO, healthy and one
 deliberate fault at a time). The expected answers and why are in that folder's expected.json and README.md.
+And across two hosts (tests/fixtures/2026-12-01-gloo-wrong-ifname-2nodes: gloo, one host on a wrong interface).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import sys
 
 import pytest
 
+from ansible_collections.repro.vllm.plugins.module_utils._collective import classify_inputs
 from ansible_collections.repro.vllm.plugins.module_utils._logstage import (
     ANSWER_STAGES, ERROR_CLASSES, classify_files, classify_text)
 
@@ -159,3 +161,74 @@ def test_module_gives_the_same_answer(tmp_path, case):
     assert res["changed"] is False and not res.get("failed")
     got = dict((k, v) for k, v in res.items() if k not in ("changed", "invocation", "failed"))
     assert got == _classify(case)
+
+
+# --- two hosts, gloo, node02 given a GLOO_SOCKET_IFNAME that does not exist (tests/system/test_collective.py) ---
+GLOO = os.path.normpath(os.path.join(HERE, "..", "..", "..", "fixtures", "2026-12-01-gloo-wrong-ifname-2nodes"))
+
+
+def _gloo_inputs(only=None):
+    """The logs as the collective role gives them: each node's `logs` list of its collective_run result."""
+    paths, nodes = [], []
+    for host in ("node01", "node02"):
+        with open(os.path.join(GLOO, host, "collective.json")) as fh:
+            logs = json.load(fh)["logs"]
+        if only == "ranks":
+            logs = [n for n in logs if n.startswith("rank")]
+        elif only == "torchrun":
+            logs = [n for n in logs if not n.startswith("rank")]
+        p, n = classify_inputs(os.path.join(GLOO, host), logs, host)
+        paths += p
+        nodes += n
+    return paths, nodes
+
+
+def test_gloo_fixture_bytes_are_the_captured_ones():
+    with open(os.path.join(GLOO, "SHA256SUMS")) as fh:
+        sums = [line.split(None, 1) for line in fh.read().splitlines() if line.strip()]
+    assert len(sums) == 8
+    for digest, name in sums:
+        with open(os.path.join(GLOO, name.strip()), "rb") as fh:
+            assert hashlib.sha256(fh.read()).hexdigest() == digest, name
+
+
+def test_wrong_interface_names_the_node_that_failed_at_once_not_the_one_that_timed_out_later():
+    paths, nodes = _gloo_inputs()
+    assert nodes[0] == "node01/torchrun"  # the role's order: torchrun.log first, then the rank files
+    ans = classify_files(paths, nodes=nodes)
+    fe = ans["first_error"]
+    assert (ans["stage"], ans["error_class"]) == ("distributed_init", "nccl_error"), ans["summary"]
+    assert fe["node"] == "node02/rank1" and fe["kind"] == "failure" and fe["timestamp"] is None, fe
+    assert "Unable to find address for: doesnotexist0" in fe["line"] and "GLOO_SOCKET_IFNAME" in fe["hint"]
+    assert os.path.basename(fe["file"]) == "rank1.stderr.log"
+    # its time: the first timestamp after gloo's line in node02's torchrun.log, an upper bound, said as such
+    assert ans["order_uncertain"] and "first timestamp after it" in ans["order_uncertain_why"]
+    # node01's store timeout, 50 s later, is its victim and listed after it
+    victims = [c for c in ans["consequences"] if "DistStoreError: wait timeout" in c["line"]]
+    assert victims and {c["node"] for c in victims} == {"node01/rank0", "node01/torchrun"}
+    assert all(c["kind"] == "victim" and c["error_class"] == "timeout" for c in victims)
+
+
+def test_wrong_interface_from_either_kind_of_file_alone():
+    # torchrun.log alone: gloo's line is bounded by torchrun's own `E1201 19:01:54` line, before node01's 19:02:43
+    ans = classify_files(*_gloo_inputs("torchrun"))
+    assert ans["first_error"]["node"] == "node02/torchrun" and ans["error_class"] == "nccl_error", ans["summary"]
+    # the rank files alone carry no time on node02: the victim tier still puts node01's store timeout behind it
+    ans = classify_files(*_gloo_inputs("ranks"))
+    assert ans["first_error"]["node"] == "node02/rank1" and ans["error_class"] == "nccl_error", ans["summary"]
+    # node01's logs alone: its store timeout stands in, as what it is (a victim)
+    paths, nodes = _gloo_inputs()
+    ans = classify_files([p for p, n in zip(paths, nodes) if n.startswith("node01/")],
+                         nodes=[n for n in nodes if n.startswith("node01/")])
+    assert ans["first_error"]["kind"] == "victim" and ans["error_class"] == "timeout", ans["summary"]
+    assert "look for the rank or node that failed first" in ans["first_error"]["hint"]
+
+
+def test_the_same_line_on_another_host_lends_no_time():
+    # the change this test makes: node02's rank file given once more, first, as a third host "node03" (no
+    # timestamp in it): node02's torchrun copy must not lend it its time (it would win on file order), so node02
+    # still comes first
+    paths, nodes = _gloo_inputs()
+    extra = os.path.join(GLOO, "node02", "rank1.stderr.log")
+    ans = classify_files([extra] + paths, nodes=["node03/rank9"] + nodes)
+    assert ans["first_error"]["node"] == "node02/rank1", ans["summary"]

@@ -6,8 +6,6 @@ real frozen runs in tests/fixtures/frozen-runs (cpu-fail: --max-model-len 99999 
 minimal run, then runs on an EDITED r570 capture). What a test changes in a copy is said where it does it."""
 from __future__ import annotations
 
-import gzip
-import hashlib
 import io
 import json
 import os
@@ -19,33 +17,13 @@ import pytest
 from ansible_collections.repro.vllm.plugins.module_utils import _diff, _evidence, _handoff, _replay
 
 from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import case as copy_case, load
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.package_copies import rewrite
 
 
 def _package(tmp_path, name, runs=None, as_name=None):
     case_dir = copy_case(tmp_path / "sender", name, runs=runs, as_name=as_name)
     res = _handoff.build_package(os.path.dirname(case_dir), as_name or name, stamp="20261201T010101Z")
     return res
-
-
-def _rewrite(src, dest, change):
-    """Copy a package member by member, ``change(name, data) -> data`` (the tamper a test makes), with a new
-    .sha256 that matches the changed bytes (so only the manifests can catch it)."""
-    buf = io.BytesIO()
-    with tarfile.open(src, "r:gz") as tin, tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tout:
-        for info in tin:
-            data = tin.extractfile(info).read() if info.isfile() else None
-            if data is not None:
-                data = change(info.name, data)
-                info.size = len(data)
-                tout.addfile(info, io.BytesIO(data))
-            else:
-                tout.addfile(info)
-    raw = gzip.compress(buf.getvalue(), mtime=0)
-    with open(dest, "wb") as f:
-        f.write(raw)
-    with open(dest + ".sha256", "w") as f:
-        f.write("%s  %s\n" % (hashlib.sha256(raw).hexdigest(), os.path.basename(dest)))
-    return dest
 
 
 def test_unpack_makes_a_new_case_with_frozen_runs_and_origin(tmp_path):
@@ -76,7 +54,7 @@ def test_a_changed_member_is_refused_naming_it_and_nothing_is_left(tmp_path):
     def change(name, data):  # the tamper: one byte of a frozen run's request body
         return data.replace(b'"tiny"', b'"tinY"', 1) if name.endswith("runs/run-002/request.json") else data
 
-    bad = _rewrite(pkg["path"], str(tmp_path / "cpu-fail-handoff-20261201T010101Z.tar.gz"), change)
+    bad = rewrite(pkg["path"], str(tmp_path / "cpu-fail-handoff-20261201T010101Z.tar.gz"), change)
     root = tmp_path / "receiver"
     with pytest.raises(_replay.ReplayError) as err:
         _replay.unpack(bad, str(root), stamp="20261201T020202Z")
@@ -90,7 +68,7 @@ def test_a_changed_host_part_is_refused(tmp_path):
     def change(name, data):  # the tamper: the host part's command, inside its own manifest
         return data.replace(b"99999", b"99998", 1) if name.endswith("run-002/hosts/localhost/command.json") else data
 
-    bad = _rewrite(pkg["path"], str(tmp_path / "cpu-fail-handoff-20261201T010101Z.tar.gz"), change)
+    bad = rewrite(pkg["path"], str(tmp_path / "cpu-fail-handoff-20261201T010101Z.tar.gz"), change)
     with pytest.raises(_replay.ReplayError) as err:
         _replay.unpack(bad, str(tmp_path / "receiver"))
     assert "run-002/hosts/localhost/command.json" in str(err.value)
@@ -105,7 +83,7 @@ def test_check_mode_checks_the_manifests_and_writes_nothing(tmp_path):
     def change(name, data):  # the tamper: one byte of a frozen run's request body
         return data.replace(b'"tiny"', b'"tinY"', 1) if name.endswith("runs/run-002/request.json") else data
 
-    bad = _rewrite(pkg["path"], str(tmp_path / "cpu-fail-handoff-20261201T010101Z.tar.gz"), change)
+    bad = rewrite(pkg["path"], str(tmp_path / "cpu-fail-handoff-20261201T010101Z.tar.gz"), change)
     with pytest.raises(_replay.ReplayError, match="run-002/request.json"):
         _replay.unpack(bad, str(tmp_path / "receiver"), check_mode=True)
 
@@ -214,3 +192,56 @@ def test_another_driver_branch_is_a_difference(tmp_path):
     # the full run diff is unchanged by the restriction's existence
     assert "facts" not in _diff.run_diff(a, b)
     json.dumps(doc)
+
+
+# ------------------------------------------------------------------ the choices replay.yml leaves to _replay
+def test_choose_profile_from_what_the_package_carries():
+    compat = {"name": "kimi-k3-h200", "gpu_models": ["NVIDIA H200"]}
+    assert _replay.choose_profile("/c/package/profile/kimi.yml", compat, "cpu-smoke") == \
+        {"profile": "cpu-smoke", "profile_file": "/c/package/profile/kimi.yml"}
+    # the runs' variables file: its repro_vllm_profile, the file itself is not a profile
+    run_vars = {"name": "x", "repro_vllm_profile": "kimi-k3-gb300", "repro_vllm_model": "/m"}
+    assert _replay.choose_profile("/c/package/profile/vars.yml", run_vars, "cpu-smoke") == \
+        {"profile": "kimi-k3-gb300", "profile_file": ""}
+    assert _replay.choose_profile("/c/p/vars.yml", {"repro_vllm_model": "/m"}, "kimi-k3-b300")["profile"] == "kimi-k3-b300"
+    # no file, or not read (check mode): the replayed run's manifest, else cpu-smoke
+    assert _replay.choose_profile(None, None, "kimi-k3-h200") == {"profile": "kimi-k3-h200", "profile_file": ""}
+    assert _replay.choose_profile("/c/p/x.yml", None, None) == {"profile": "cpu-smoke", "profile_file": ""}
+
+
+def test_node_pairs_take_the_receivers_in_order_never_the_controller_beside_them():
+    assert _replay.receivers(["node02", "localhost"]) == ["node02"]
+    assert _replay.receivers(["localhost"]) == ["localhost"]
+    assert _replay.node_pairs(["node01"], ["node02", "node03", "localhost"]) == {"node01": "node02"}
+    assert _replay.node_pairs(["a", "b"], ["node02", "localhost"]) == {"a": "node02"}
+
+
+def test_attempt_plan_is_the_whole_step_on_the_first_hosts(tmp_path):
+    unpacked = _replay.unpack(_package(tmp_path / "a", "cpu-fail")["path"], str(tmp_path / "r"))
+    unpacked["attempt"] = _replay.select_attempt(unpacked["case_dir"])
+    plan = _replay.attempt_plan(unpacked, ["node02", "node03"])
+    step = plan["step"]
+    assert step["nodes"] == ["node02"] and step["purpose"] == "replay" and step["argv"] == plan["argv"]
+    assert step["expected"] == "the package's result: failed at config (config_error)"
+    assert step["previous"]["run"] == "run-005" and step["previous"]["path"] == unpacked["attempt"]["path"]
+    assert step["input"] == "replay of cpu-fail/run-005 from package %s (sha256 %s)" % (
+        unpacked["package"]["name"], unpacked["package"]["sha256"])
+    assert step["request"]["repeat"] == 1 and step["port"] == plan["port"]
+    with pytest.raises(_replay.ReplayError, match=r"ran on 1 node\(s\) \(localhost\) but this play has 0"):
+        _replay.attempt_plan(unpacked, [])
+
+
+def test_replay_document_names_both_runs_or_is_none_when_nothing_ran(tmp_path):
+    unpacked = _replay.unpack(_package(tmp_path / "a", "cpu-fail")["path"], str(tmp_path / "r"))
+    unpacked["attempt"] = _replay.select_attempt(unpacked["case_dir"])
+    assert _replay.replay_document(unpacked, None) is None
+    assert _replay.replay_document(unpacked, {"run": None}) is None
+    here = {"run": "run-009", "ok": False, "stage": "config", "error_class": "config_error", "first_error": None}
+    doc = _replay.replay_document(unpacked, here, {"hosts": {}, "summary": "no difference"}, case_id="c-replay-x")
+    assert doc["verdict"] == "reproduced" and doc["package_run"] == "cpu-fail/run-005"
+    assert doc["run"] == "c-replay-x/run-009" and doc["diff"] == "no difference" and doc["origin"] == unpacked["origin"]
+    assert _replay.replay_document(unpacked, here)["diff"] is None
+    lines = _replay.unpacked_lines(unpacked, "cpu-smoke")
+    assert lines[2] == "replay | replaying run-005 (%s): failed at config (config_error) in the package; profile cpu-smoke" \
+        % unpacked["attempt"]["step"]
+    assert "checked against its .sha256" in lines[0] and unpacked["case_dir"] in lines[1]
