@@ -118,3 +118,33 @@ def test_two_shapes_of_one_variable_fail(other, words):
 def test_bad_input_is_named(roles, words):
     with pytest.raises(ArgSpecError, match=re.escape(words)):
         merge_role_specs({"broken": {"something": 1}}, roles)
+
+
+def test_every_role_defaults_the_records_root_the_same_way_and_resolves_it_in_python():
+    """One records root per play: a role default built from $PWD (or any lookup) would differ from the record role's
+    under ansible-runner, so the later runs of a play could land in another root than its first. Every role that
+    defaults the root says ``records``, and every task that reads it resolves it with repro.vllm.records_root."""
+    defaults = {}
+    for role in sorted(os.listdir(ROLES)):
+        path = os.path.join(ROLES, role, "defaults", "main.yml")
+        if os.path.isfile(path):
+            with open(path) as f:
+                data = yaml.safe_load(f) or {}
+            if "repro_vllm_records_root" in data:
+                defaults[role] = data["repro_vllm_records_root"]
+    assert len(defaults) >= 5, defaults
+    assert set(defaults.values()) == {"records"}, defaults
+    unresolved = []
+    for base, _dirs, files in os.walk(ROLES):
+        if os.path.basename(base) != "tasks":
+            continue
+        for name in files:
+            if not name.endswith(".yml"):
+                continue
+            with open(os.path.join(base, name)) as f:
+                text = f.read()
+            for span in re.finditer(r"\{\{.*?\}\}", text, re.S):
+                for m in re.finditer(r"repro_vllm_records_root\b(\s*\|\s*repro\.vllm\.records_root)?", span.group(0)):
+                    if not m.group(1):
+                        unresolved.append("%s: %s" % (os.path.join(base, name), span.group(0)[:120]))
+    assert unresolved == [], unresolved
