@@ -401,7 +401,6 @@ def test_production_command_reduced_to_the_minimal_one(real_vllm, tmp_path):
     assert not {"--enable-prefix-caching", "--api-key", "--max-num-seqs"} & set(tools)
 
 
-
 def test_tool_calling_wrong_parser_fails_and_rolls_back(ladder):
     """A parser name vLLM 0.32 does not have, from the concurrency_2 run (run-006): the server refuses it at startup
     (seconds, before the model loads), the ladder stops and reruns run-006's command, which comes back."""
