@@ -3,7 +3,7 @@
 real `vllm serve` of the CPU build, and a real nginx (the OS package, started by this test under its tmp dir, bound
 to 127.0.0.1) in front of the head.
 
-Two plays of one case share the hosts and the gateway, so every server start counts:
+Three plays of one case share the hosts and the gateway, so every server start counts:
 A. minimal (node01) -> multi_node (the command on node01 + node02, the layer's transport GLOO_SOCKET_IFNAME and
    VLLM_HOST_IP and its layout --tensor-parallel-size 2: the CPU build binds one local worker per NUMA node, so
    this machine cannot hold tensor parallel 2 on one node) -> gateway (--api-key, the fixed request through
@@ -11,8 +11,9 @@ A. minimal (node01) -> multi_node (the command on node01 + node02, the layer's t
 B. from A's multi_node run: gateway with two probes in the same run - the request without the key (vLLM's 401
    passed through nginx: the server's) and through a second nginx whose proxy_read_timeout is 1 ms (nginx's own
    504: the gateway's) - fails at the request stage and rolls back to the two nodes; the earlier state comes back.
-The worker-fault play (multi_node resumed from the minimal run with the worker on --tensor-parallel-size 3) is left
-out until the resume path's bug is fixed (see the comment at the end of the test; issue 15)."""
+C. from A's minimal run: multi_node with the worker started with another command (its host variable gives it
+   --tensor-parallel-size 3 where the head has 2): the worker fails first in config, the head's errors are
+   consequences; rolled back to one node, which comes back."""
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ import os
 import pytest
 import yaml
 
-from conftest import check_frozen, free_port, run_playbook, vllm_cache
+from conftest import check_frozen, free_port, run_playbook, task_results, vllm_cache
 from nginx_gateway import NginxGateway, nginx_binary
 from test_reproduce_multinode import _first_sample_t, _session_leftovers
 
@@ -169,9 +170,35 @@ def test_multi_node_and_gateway_layers_healthy_and_with_a_fault_each(tmp_path, s
     assert o["earlier_state_returned"] is True and o["ok"] is True, o["summary"]
     assert "--api-key" not in _json(back / "hosts/node01/command.json")["argv"]
 
-    # (C, a worker started with another command at the multi_node layer resumed from the single-node minimal run, is
-    # left out: in the clean-clone run of 2026-12-01 that play stopped in the attempt's record_diff before any start -
-    # "'HostVarsVars' has no attribute '_repro_vllm_host_identity'" - a bug of the resume path, open in issue 15.)
+    # --- C: from the minimal run, multi_node with the worker started with another command ----------------------
+    # (its host variable differs from the head's: before issue 15's fix the ladder's include split per host and the
+    # head ran the attempt alone - "'HostVarsVars' has no attribute '_repro_vllm_host_identity'" in record_diff)
+    c = dict(base, repro_vllm_ladder_resume=str(minimal))
+    r = run_playbook(tmp_path, "playbooks/reproduce.yml",
+                     _inventory(hosts, tmp_path / "inv-c.yml", c,
+                                {"node02": {"repro_vllm_multi_node_args": ["--tensor-parallel-size", "3"]}}),
+                     {}, ident="c", envvars=env)
+    out = r.stdout.read()
+    assert r.status == "failed", out[-6000:]
+    assert "HostVarsVars" not in out
+    runs = _runs(case)
+    failed, back = runs["multi_node"][1], runs["rollback"][1]
+    assert "--tensor-parallel-size 3" in " ".join(_json(failed / "hosts/node02/command.json")["argv"])
+    assert "--tensor-parallel-size 2" in " ".join(_json(failed / "hosts/node01/command.json")["argv"])
+    o = _json(failed / "outcome.json")
+    assert o["nodes"] == ["node01", "node02"], o["summary"]
+    assert o["ok"] is False and (o["stage"], o["error_class"]) == ("config", "config_error"), o["summary"]
+    assert o["first_error"]["node"] == "node02"  # the worker failed first; the head's errors are consequences
+    stages = _json(failed / "stages.json")
+    assert "must evenly divide the total world size (3)" in stages["first_error"]["line"]
+    # the play stopped the waiting head when the worker ended, long before its ready timeout
+    assert _json(failed / "hosts/node01/server.json")["start"]["time_to_ready_s"] is None
+    lines = [res.get("msg") for _h, _e, res in task_results(r, "progress")]
+    assert any(isinstance(m, str) and m.startswith("reproduce | node01") and "node02 ended first" in m
+               for m in lines), lines
+    o = _json(back / "outcome.json")
+    assert o["purpose"] == "rollback" and o["nodes"] == ["node01"]
+    assert o["earlier_state_returned"] is True, o["summary"]
 
     # the key reached no record, no file left on the nodes, and no server is left
     leaked = [p for p, text in _all_text(tmp_path / "records") if KEY in text]

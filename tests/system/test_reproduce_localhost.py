@@ -57,11 +57,14 @@ def _msgs(runner, task_substring):
 
 @pytest.fixture(scope="module")
 def ladder(real_vllm, tmp_path_factory):
-    """README command (a) with the ladder up to concurrency_2: fingerprint + 5 attempts."""
+    """README command (a) with the ladder up to tool_calling (concurrency_n left out: one vLLM start less): fingerprint
+    + 6 attempts; the last is the healthy tool_calling layer (hermes parser, the Hermes-layout template, a forced named
+    tool call and a structured-output request in the same start)."""
     work = tmp_path_factory.mktemp("ladder")
     port = free_port()
     r = run_playbook(work, "playbooks/reproduce.yml", INVENTORY,
-                     _vars(work, port, repro_vllm_ladder_until="concurrency_2"), ident="ladder")
+                     _vars(work, port, repro_vllm_ladder_until="tool_calling",
+                           repro_vllm_ladder_skip=["concurrency_n"]), ident="ladder")
     out = r.stdout.read()
     yield {"runner": r, "out": out, "work": work, "port": port}
 
@@ -69,9 +72,10 @@ def ladder(real_vllm, tmp_path_factory):
 def test_ladder_runs_frozen_in_order(ladder):
     r, work = ladder["runner"], ladder["work"]
     assert r.status == "successful", ladder["out"][-6000:]
-    # run-007: the summary run reproduce.yml ends with (score.json, isolation.json; docs/decisions.md)
-    assert _runs(work) == ["run-001", "run-002", "run-003", "run-004", "run-005", "run-006", "run-007"]
-    summary = work / "records" / CASE / "run-007"
+    # run-007: tool_calling (test_tool_calling_layer_healthy_on_the_real_server); run-008: the summary run
+    # reproduce.yml ends with (score.json, isolation.json; docs/decisions.md)
+    assert _runs(work) == ["run-001", "run-002", "run-003", "run-004", "run-005", "run-006", "run-007", "run-008"]
+    summary = work / "records" / CASE / "run-008"
     assert check_frozen(str(summary))["metadata"]["purpose"] == "summary"
     assert _json(summary / "score.json")["baseline_run"] == "run-002"
     assert _json(summary / "isolation.json")["decision"] in ("move", "stay")
@@ -167,14 +171,54 @@ def test_layer_observations(ladder):
     assert c2["statuses"] == [200, 200] and _json(base / "run-006" / "observation.json")["texts_distinct"] == 1
 
 
+def test_tool_calling_layer_healthy_on_the_real_server(ladder):
+    """run-007: hermes parser, the Hermes-layout template, the forced named call of the closed-set tool (the localhost
+    inventory biases the tiny model's JSON whitespace tokens down) and the structured-output request, one start."""
+    base = ladder["work"] / "records" / CASE
+    run = base / "run-007"
+    check_frozen(str(run))
+    outcome = _json(run / "outcome.json")
+    assert outcome["step"] == "tool_calling" and outcome["ok"] is True and outcome["stage"] == "none", outcome["summary"]
+    assert outcome["expectation_met"] is True, outcome["summary"]
+    argv = _json(run / "hosts" / "localhost" / "command.json")["argv"]
+    assert argv[argv.index("--tool-call-parser") + 1] == "hermes" and "--enable-auto-tool-choice" in argv
+    assert argv[argv.index("--chat-template") + 1].endswith("tiny-tool-chat-template.jinja")
+    assert "--structured-outputs-config" in argv
+    # one variable: the tool-calling options and the request, compared with concurrency_2 (run-006)
+    changes = _json(run / "changes.json")
+    assert changes["previous_run"] == "run-006"
+    diff = changes["diff"]
+    assert diff["one_variable"] is True, diff["summary"]
+    keys = {"%s:%s" % (c["variable"], c["key"]) for c in diff["changes"]}
+    assert {"command:--enable-auto-tool-choice", "command:--tool-call-parser", "command:--chat-template",
+            "request:route"} <= keys, keys
+    obs = _json(run / "observation.json")
+    assert obs["results"] == {"tool_call": True, "json_schema": True}, obs
+    # the layers before it stay on: concurrency_2 sends the tool request twice at once, one call in each answer
+    calls = obs["tool_call"]["calls"]
+    assert len(calls) == 2, calls
+    for call in calls:
+        assert call["name"] == "get_weather" and call["type"] == "function" and call["shape_errors"] == []
+        args = json.loads(call["arguments"])
+        assert args["city"] in ("Paris", "Berlin", "Tokyo") and isinstance(args["sunny"], bool)
+    docs = obs["json_schema"]["documents"]
+    assert len(docs) == 1 and docs[0]["shape_errors"] == []
+    assert set(json.loads(docs[0]["content"])) == {"city", "sunny"}
+    answers = {p.name for p in (run / "responses").iterdir()}
+    assert {"request-01.json", "structured_output-01.json"} <= answers, answers
+    # the model ended the call itself, well before max_tokens
+    answers = _json(run / "responses" / "request-01.json")["responses"]
+    assert [a["body"]["choices"][0]["finish_reason"] for a in answers] == ["stop", "stop"], answers
+
+
 def test_progress_lines_and_final_classification(ladder):
     r, work = ladder["runner"], ladder["work"]
     lines = [m for m in _msgs(r, "progress") if isinstance(m, str)]
     assert any(m.startswith("reproduce | localhost | run-002 minimal | server ready in") for m in lines), lines[:5]
     assert any("run-003 prefix_caching" in m and "from the cache" in m for m in lines)
     final = _msgs(r, "where the record is")
-    assert final == ["reproduce | case %s | record %s (last run run-006) | classification: none: every step passed "
-                     "(minimal -> prefix_caching -> long_context -> output_limit -> concurrency_2)"
+    assert final == ["reproduce | case %s | record %s (last run run-007) | classification: none: every step passed "
+                     "(minimal -> prefix_caching -> long_context -> output_limit -> concurrency_2 -> tool_calling)"
                      % (CASE, work / "records" / CASE)]
 
 
@@ -205,7 +249,7 @@ def test_refused_two_variable_step_starts_nothing(ladder):
 def rollback(ladder):
     """Continue from the prefix-caching run; long_context asks for more than the model's 2048 positions, which vLLM
     refuses in config; the ladder stops and reruns run-003's command, which comes back. DEBUG logging is on for the
-    failing run only. With repro_vllm_repeat_clean the failing attempt is then repeated from a clean start (run-011,
+    failing run only. With repro_vllm_repeat_clean the failing attempt is then repeated from a clean start (run-012,
     a config failure: seconds, the one start this adds)."""
     work, port = ladder["work"], ladder["port"]
     r = run_playbook(work, "playbooks/reproduce.yml", INVENTORY,
@@ -220,11 +264,11 @@ def rollback(ladder):
 def test_failing_layer_rolls_back_with_debug_on_that_run_only(rollback):
     r, work, port, out = rollback["runner"], rollback["work"], rollback["port"], rollback["out"]
     assert r.status == "failed", out[-4000:]  # a finding fails the play, after every run is frozen
-    # run-007 is the first ladder's summary run, run-008 the refused step's; run-011 the second clean run; this play
-    # ends with its own summary run (run-012), made before the finding fails the job
-    assert _runs(work)[-4:] == ["run-009", "run-010", "run-011", "run-012"]
-    assert _json(work / "records" / CASE / "run-012" / "manifest.json")["metadata"]["purpose"] == "summary"
-    failed_run, rollback_run = work / "records" / CASE / "run-009", work / "records" / CASE / "run-010"
+    # run-008 is the first ladder's summary run, run-009 the refused step's; run-012 the second clean run; this play
+    # ends with its own summary run (run-013), made before the finding fails the job
+    assert _runs(work)[-4:] == ["run-010", "run-011", "run-012", "run-013"]
+    assert _json(work / "records" / CASE / "run-013" / "manifest.json")["metadata"]["purpose"] == "summary"
+    failed_run, rollback_run = work / "records" / CASE / "run-010", work / "records" / CASE / "run-011"
     check_frozen(str(failed_run))
     check_frozen(str(rollback_run))
     bad = _json(failed_run / "outcome.json")
@@ -244,33 +288,33 @@ def test_failing_layer_rolls_back_with_debug_on_that_run_only(rollback):
     assert _json(rollback_run / "changes.json")["diff"]["changes"] == []
     assert "came back" in (rollback_run / "notes.md").read_text()
     final = _msgs(r, "where the record is")[0]
-    assert "classification: stage config (config_error, server) at long_context in run-009" in final
-    assert "rollback: the earlier state came back (run-010)" in final
+    assert "classification: stage config (config_error, server) at long_context in run-010" in final
+    assert "rollback: the earlier state came back (run-011)" in final
     assert _live_servers(port) == []
 
 
 def test_second_clean_run_repeats_the_failing_attempt(rollback):
-    """repro_vllm_repeat_clean: run-011 is run-009 again (the attempt that failed, not its rollback) - a new process
+    """repro_vllm_repeat_clean: run-012 is run-010 again (the attempt that failed, not its rollback) - a new process
     with the same command, environment (its DEBUG setting too) and request - frozen as a run of its own that points
-    to run-009 and says the stage and error class repeated; the score, the closing line and the workflow result
+    to run-010 and says the stage and error class repeated; the score, the closing line and the workflow result
     read it."""
     r, work, port = rollback["runner"], rollback["work"], rollback["port"]
     base = work / "records" / CASE
-    rep_run, failed_run = base / "run-011", base / "run-009"
+    rep_run, failed_run = base / "run-012", base / "run-010"
     manifest = check_frozen(str(rep_run))
-    assert manifest["metadata"]["purpose"] == "repeat" and manifest["metadata"]["repeats"] == "run-009"
+    assert manifest["metadata"]["purpose"] == "repeat" and manifest["metadata"]["repeats"] == "run-010"
     assert "repeat.json" in {e["path"] for e in manifest["files"]}
     rep = _json(rep_run / "repeat.json")
-    assert rep["repeats"] == "run-009" and rep["run"] == "run-011" and rep["step"] == "long_context"
+    assert rep["repeats"] == "run-010" and rep["run"] == "run-012" and rep["step"] == "long_context"
     assert rep["same_stage"] is True and rep["same_error_class"] is True and rep["repeated"] is True
     assert (rep["a"]["stage"], rep["a"]["error_class"]) == (rep["b"]["stage"], rep["b"]["error_class"]) == (
         "config", "config_error")
     # the same max_model_len refusal, read from each run's own log
     assert "max_model_len" in rep["b"]["first_error"]["line"] and rep["same_first_error"] is True
     outcome = _json(rep_run / "outcome.json")
-    assert outcome["purpose"] == "repeat" and outcome["repeat_of"]["run"] == "run-009"
+    assert outcome["purpose"] == "repeat" and outcome["repeat_of"]["run"] == "run-010"
     assert outcome["ok"] is False and (outcome["stage"], outcome["error_class"]) == ("config", "config_error")
-    # a new process: another pid, its own log, the same argv and environment (DEBUG kept, as in run-009)
+    # a new process: another pid, its own log, the same argv and environment (DEBUG kept, as in run-010)
     a_cmd = _json(failed_run / "hosts" / "localhost" / "command.json")
     b_cmd = _json(rep_run / "hosts" / "localhost" / "command.json")
     assert b_cmd["argv"] == a_cmd["argv"] and b_cmd["env_set_by_run"] == a_cmd["env_set_by_run"]
@@ -281,22 +325,22 @@ def test_second_clean_run_repeats_the_failing_attempt(rollback):
     assert _json(rep_run / "request.json")["body"] == _json(failed_run / "request.json")["body"]
     # compared with the run it repeats: nothing changed
     changes = _json(rep_run / "changes.json")
-    assert changes["previous_run"] == "run-009" and changes["diff"]["changes"] == []
-    assert "second clean run of run-009" in (rep_run / "notes.md").read_text()
+    assert changes["previous_run"] == "run-010" and changes["diff"]["changes"] == []
+    assert "second clean run of run-010" in (rep_run / "notes.md").read_text()
     # the summary run scores it: 2 points for repeatability, citing repeat.json; no first_error_changed
-    summary = base / "run-012"
+    summary = base / "run-013"
     score = _json(summary / "score.json")
-    assert score["baseline_run"] == "run-009"
+    assert score["baseline_run"] == "run-010"
     item = [i for i in score["items"] if i["item"] == "repeatability"][0]
-    assert item["points"] == 2 and "run-011/repeat.json" in item["evidence"], item
+    assert item["points"] == 2 and "run-012/repeat.json" in item["evidence"], item
     iso = _json(summary / "isolation.json")
     assert "first_error_changed" not in [x["condition"] for x in iso["reasons"]]
     # the console and the workflow result name it
     final = _msgs(r, "where the record is")[0]
-    assert "second clean run: run-011 failed at stage config (config_error) like run-009: the failure repeated" in final
+    assert "second clean run: run-012 failed at stage config (config_error) like run-010: the failure repeated" in final
     stats = [ev["event_data"].get("artifact_data") for ev in r.events if ev.get("event") == "playbook_on_stats"]
     result = stats[-1]["repro_vllm_result"]
-    assert result["repeat"] == {"run": "run-011", "repeats": "run-009", "same_stage": True,
+    assert result["repeat"] == {"run": "run-012", "repeats": "run-010", "same_stage": True,
                                 "same_error_class": True, "repeated": True}
     assert str(rep_run) in result["runs"]
     assert _live_servers(port) == []
@@ -357,3 +401,34 @@ def test_production_command_reduced_to_the_minimal_one(real_vllm, tmp_path):
     assert tools[tools.index("--tool-call-parser") + 1] == "pythonic" and "hermes" not in tools
     assert "--enable-auto-tool-choice" in tools
     assert not {"--enable-prefix-caching", "--api-key", "--max-num-seqs"} & set(tools)
+
+
+def test_tool_calling_wrong_parser_fails_and_rolls_back(ladder):
+    """A parser name vLLM 0.32 does not have, from the concurrency_2 run (run-006): the server refuses it at startup
+    (seconds, before the model loads), the ladder stops and reruns run-006's command, which comes back."""
+    work, port = ladder["work"], ladder["port"]
+    before = _runs(work)
+    r = run_playbook(work, "playbooks/reproduce.yml", INVENTORY,
+                     _vars(work, port, repro_vllm_fingerprint=False, repro_vllm_ladder_skip=["concurrency_n"],
+                           repro_vllm_ladder_resume=str(work / "records" / CASE / "run-006"),
+                           repro_vllm_ladder_until="tool_calling", repro_vllm_tool_call_parser="hermes_v9_missing"),
+                     ident="badparser")
+    out = r.stdout.read()
+    assert r.status == "failed", out[-4000:]
+    new = [n for n in _runs(work) if n not in before]
+    assert len(new) == 3, new  # the failed layer, its rollback, the summary
+    base = work / "records" / CASE
+    failed_run, rollback_run = base / new[0], base / new[1]
+    check_frozen(str(failed_run))
+    check_frozen(str(rollback_run))
+    bad = _json(failed_run / "outcome.json")
+    assert bad["step"] == "tool_calling" and bad["ok"] is False and bad["ready"] is False, bad["summary"]
+    assert "hermes_v9_missing" in (failed_run / "hosts" / "localhost" / "logs" / "server.log").read_text()
+    back = _json(rollback_run / "outcome.json")
+    assert back["purpose"] == "rollback" and back["ok"] is True and back["earlier_state_returned"] is True
+    assert back["rollback_of"]["good_run"] == "run-006"
+    rb_argv = _json(rollback_run / "hosts" / "localhost" / "command.json")["argv"]
+    assert "--tool-call-parser" not in rb_argv
+    assert rb_argv == _json(base / "run-006" / "hosts" / "localhost" / "command.json")["argv"]
+    assert "came back" in (rollback_run / "notes.md").read_text()
+    assert _live_servers(port) == []

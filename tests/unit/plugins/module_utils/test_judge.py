@@ -410,6 +410,44 @@ def test_real_bad_parser_start_is_a_failure_before_ready():
     assert "invalid tool call parser" in stages["first_error"]["line"]
 
 
+def test_real_enum_tool_call_still_whitespace_fills_without_the_bias():
+    """Closed-set parameters alone do not end the call: vLLM 0.32 compiles the forced call as an xgrammar structural
+    tag, which --structured-outputs-config's disable_any_whitespace does not reach; the random model writes JSON
+    whitespace after the arguments' opening brace until the context ends (finish_reason length, no tool_calls)."""
+    ev = j.tool_call_evidence([_real("enum_named", "request")])
+    assert ev["answers"] == 1 and ev["calls"] == [] and ev["ok"] is False
+    assert "has no message.tool_calls" in ev["problems"][0] and "\\t\\r" in ev["problems"][0]
+
+
+def test_real_enum_tool_call_with_the_whitespace_bias_is_healthy():
+    """The same request with logit_bias -100 on the tiny model's four JSON whitespace tokens: one call to the named
+    function, arguments of the tool's closed shape (an enum city and a boolean), finish_reason stop."""
+    ex = _real("enum_named_logit_bias", "request")
+    assert ex["responses"][0]["body"]["choices"][0]["finish_reason"] == "stop"
+    ev = j.tool_call_evidence([ex])
+    assert ev["ok"] is True, ev["problems"]
+    (call,) = ev["calls"]
+    assert call["name"] == "get_weather" and call["type"] == "function" and call["shape_errors"] == []
+    args = json.loads(call["arguments"])
+    assert set(args) == {"city", "sunny"} and args["city"] in ("Paris", "Berlin", "Tokyo")
+    assert isinstance(args["sunny"], bool)
+    # with the compact server setting a free-string schema ends quickly, but the random model writes a raw control
+    # character into the string: not JSON, so the structured-output request has closed-set values too
+    ev = j.json_schema_evidence([_real("json_schema_no_whitespace", "structured_output")])
+    assert ev["documents"][0]["finish_reason"] == "stop" and ev["ok"] is False
+    assert ev["problems"][0].startswith("structured_output: content not JSON"), ev["problems"]
+
+
+def test_real_free_string_argument_breaks_the_hermes_parser_even_without_whitespace():
+    """A free string (maxLength 16) with the same bias: the model writes control characters into it, the hermes
+    parser cannot load the call, and the answer carries the raw text and no tool_calls - why the default tool has
+    closed-set parameters."""
+    ev = j.tool_call_evidence([_real("maxlength_named_logit_bias", "request")])
+    assert ev["ok"] is False and "has no message.tool_calls" in ev["problems"][0]
+    log = _text(TOOLS_FIX, "enum_logit_bias_server.log")
+    assert "Error in extracting tool call from response" in log
+
+
 # --- who answered through a gateway: real answers of nginx 1.22 in front of the CPU vLLM 0.32 with --api-key
 # (tests/fixtures/2026-12-01-nginx-1.22-gateway; its README says how each was captured)
 GW = os.path.join(FIX, "2026-12-01-nginx-1.22-gateway")
