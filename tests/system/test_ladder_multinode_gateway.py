@@ -191,6 +191,9 @@ def test_multi_node_and_gateway_layers_healthy_and_with_a_fault_each(tmp_path, s
     assert o["first_error"]["node"] == "node02"  # the worker failed first; the head's errors are consequences
     stages = _json(failed / "stages.json")
     assert "must evenly divide the total world size (3)" in stages["first_error"]["line"]
+    assert [t["node"] for t in stages["timeline"]] == ["node01", "node02"]  # the head started first
+    for node in ("node01", "node02"):
+        assert (failed / "hosts" / node / "logs" / "server.log").stat().st_size > 0
     # the play stopped the waiting head when the worker ended, long before its ready timeout
     assert _json(failed / "hosts/node01/server.json")["start"]["time_to_ready_s"] is None
     lines = [res.get("msg") for _h, _e, res in task_results(r, "progress")]
