@@ -94,6 +94,20 @@ def read_hosts(run_path, hosts):
     return out
 
 
+def judge_run(profile, matrix, run_path, hosts, allow_foreign=False):
+    """compatibility.json's document for the run's hosts; a host part the judge cannot read fails the task once,
+    naming the host, its folder and the fix (the playbook freezes the run without compatibility.json)."""
+    try:
+        return _compat.check(profile, matrix, read_hosts(run_path, hosts), allow_foreign)
+    except _compat.JudgeError as exc:
+        folder = os.path.join(run_path, "hosts", exc.host)
+        raise AnsibleActionFail(
+            "compatibility judge (repro.vllm.compatibility, profile %s) stopped at %s; no compatibility.json was "
+            "written. The host's parts in %s are not what repro.vllm.host_record writes: fingerprint that host "
+            "again into a new run (ansible-playbook playbooks/fingerprint.yml --limit %s), and if the new run "
+            "fails the same way, report it with that folder" % (profile["name"], exc, folder, exc.host))
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -117,6 +131,6 @@ class ActionModule(ActionBase):
         if not args["run_path"] or not os.path.isdir(args["run_path"]):
             raise AnsibleActionFail("run_path %r is not a directory: the compatibility check reads the hosts' parts of "
                                     "the open run" % args["run_path"])
-        doc = _compat.check(profile, matrix, read_hosts(args["run_path"], args["hosts"]), args["allow_foreign"])
+        doc = judge_run(profile, matrix, args["run_path"], args["hosts"], args["allow_foreign"])
         result.update(compatibility=doc, verdict=doc["verdict"], lines=_compat.console_lines(doc))
         return result

@@ -31,6 +31,8 @@ import re
 
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
+from ansible_collections.repro.vllm.plugins.callback.record_log import preload_plugins
+
 _PROGRESS_RX = re.compile(r"^(WARNING: |[a-z][a-z_]* \| )")
 _DEBUG_ACTIONS = ("debug", "ansible.builtin.debug", "ansible.legacy.debug")
 _MAX_MSG = 1500
@@ -52,6 +54,11 @@ class CallbackModule(DefaultCallback):
         self._attempts = []        # every judged attempt (the _repro_vllm_attempt facts), in order
         self._verdict = None       # the play's closing classification (_repro_vllm_verdict)
         self._records = {}         # host -> last run path seen in a repro_vllm_run fact
+
+    def v2_playbook_on_start(self, playbook):
+        # the collection's plugins imported once before the first worker forks (record_log.preload_plugins)
+        preload_plugins(self._display)
+        super().v2_playbook_on_start(playbook)
 
     # --- helpers -------------------------------------------------------------------------------------------------
     def _quiet(self):

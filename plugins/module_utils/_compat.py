@@ -60,6 +60,14 @@ class ProfileError(ValueError):
 # ---------------------------------------------------------------------------------------------------------------
 # small parsers
 
+class JudgeError(ValueError):
+    """A host's parts are in the run but cannot be judged (a fact of the wrong shape); names the host and the fact."""
+
+    def __init__(self, host, detail):
+        self.host = host
+        super().__init__("host %s: its parts cannot be judged (%s)" % (host, detail))
+
+
 def version_tuple(text):
     """'580.159.04' -> (580, 159, 4); None when no leading number."""
     parts = []
@@ -739,8 +747,14 @@ def check(profile, matrix, hosts, allow_foreign=False):
             ans.note(name, "gpu_count", "unknown: no fingerprint of this host (%s)" % (
                 part.get("missing") or "no fingerprint.json"))
             continue
-        hc = _HostCheck(ans, name, part["fingerprint"], part.get("container"), profile, matrix, allow_foreign)
-        hc.run()
+        try:
+            if not isinstance(part["fingerprint"], dict) or not isinstance(part.get("container") or {}, dict):
+                raise TypeError("fingerprint.json and container.json must each be a JSON object")
+            hc = _HostCheck(ans, name, part["fingerprint"], part.get("container"), profile, matrix, allow_foreign)
+            hc.run()
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            # a fact of the wrong shape (an edited or foreign part): one host named, not a traceback for the job
+            raise JudgeError(name, "%s: %s" % (type(exc).__name__, exc)) from exc
         checks.append(hc)
     need = profile["gpu_count_min"]
     total = sum(c.gpus_found for c in checks)

@@ -155,3 +155,40 @@ def test_command_timeout_must_fit_inside_the_task_timeout(tmp_path):
     assert r.status == "failed"
     assert any("command_timeout 60.0s must be smaller than the task timeout 30s" in m for m in _failures(r)), _failures(r)
     assert _fleet(tmp_path / "records" / "tmo" / "run-001")["localhost"]["status"] == "failed"
+
+
+def test_only_the_host_naming_a_production_server_freezes_it_and_no_host_pays_a_skipped_task(fleet, tmp_path):
+    # node01 names a real process on this machine (the sshd hosts are loopback, so /proc is shared) as its
+    # production server, in its host variables; node02 and node03 name none
+    server = subprocess.Popen(["sleep", "300"])  # pylint: disable=consider-using-with
+    try:
+        inv = _inventory(fleet, tmp_path, {"node01": {"repro_vllm_service": {"kind": "pid", "pid": server.pid}}})
+        r = run_playbook(tmp_path, "playbooks/fingerprint.yml", inv,
+                         {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_case_id": "svc"}, ident="svc")
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+    assert r.status == "successful", r.stdout.read()[-3000:]
+    run = tmp_path / "records" / "svc" / "run-001"
+    check_frozen(str(run))
+    assert {h: s["status"] for h, s in _fleet(run).items()} == {"node01": "ok", "node02": "ok", "node03": "ok"}
+    service = json.loads((run / "hosts" / "node01" / "service.json").read_text())
+    assert service["pid"] == server.pid and service["kind"] == "pid"
+    assert not (run / "hosts" / "node02" / "service.json").exists()
+    # per host: node01 in the service play (its server, then its one task), the others in the plain play, one task
+    # each; no host ran a skipped include or the role's argument check (the first play checked the variables)
+    per_host = {}
+    for ev in r.events:
+        d = ev.get("event_data", {})
+        if ev.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_skipped") and d.get("host", "").startswith("node"):
+            per_host.setdefault(d["host"], []).append(
+                (d.get("play"), d.get("task"), ev["event"], d.get("task_action"), d.get("role", "")))
+    for host in ("node02", "node03"):
+        mine = [t for t in per_host[host] if "independently" in (t[0] or "")]
+        assert [t[3] for t in mine] == ["repro.vllm.host_record"] and "production server" not in mine[0][0], mine
+    svc = [t for t in per_host["node01"] if "production server" in (t[0] or "")]
+    actions = [t[3] for t in svc]
+    assert "repro.vllm.served_process" in actions and actions[-1] == "repro.vllm.host_record", actions
+    # the one argument check left on a host is the service role's, of that host's own repro_vllm_service
+    checks = [t for t in svc if t[3] == "ansible.builtin.validate_argument_spec"]
+    assert len(checks) == 1 and checks[0][4].endswith("service"), svc

@@ -467,3 +467,44 @@ def test_console_lines_name_host_fact_required_found_fix():
     assert lines[0] == "compatibility | profile my-h200-cu130: FAIL, 1 violation(s), %d note(s)" % len(doc["notes"])
     assert lines[1].startswith("VIOLATION node01 | driver_branch | required: >= r590")
     assert "| found: r580 (580.159.04, kernel module) | fix: install an r590" in lines[1]
+
+
+# ------------------------------------------------------------------------------------------------ the judge itself
+def _judge_run(run_path, hosts):
+    """What the action does with the open run (action.judge_run), against a shipped profile."""
+    return action.judge_run(action.load_profile("kimi-k3-h200", None), MATRIX, run_path, hosts)
+
+
+def _run_with_parts(tmp_path, parts):
+    """A run folder holding ``{host: fingerprint document}`` as hosts/<host>/fingerprint.json."""
+    for name, doc in parts.items():
+        folder = tmp_path / "run-001" / "hosts" / name
+        folder.mkdir(parents=True)
+        (folder / "fingerprint.json").write_text(json.dumps(doc))
+    return str(tmp_path / "run-001")
+
+
+def test_a_part_the_judge_cannot_read_fails_once_naming_the_host_the_folder_and_the_fix(tmp_path):
+    # node01: the real H200 facts; node02: the same facts EDITED here (the GPU list turned into a string, the shape
+    # of a hand-edited or foreign fingerprint.json) - the judge must name node02, not raise a traceback
+    good = {"host": "node01", "gpu": real(H200)}
+    bad = copy.deepcopy(good)
+    bad.update(host="node02")
+    bad["gpu"]["gpus"] = "NVIDIA H200"
+    run = _run_with_parts(tmp_path, {"node01": good, "node02": bad})
+    with pytest.raises(_compat.JudgeError) as err:
+        action._compat.check(action.load_profile("kimi-k3-h200", None), MATRIX,
+                             action.read_hosts(run, ["node01", "node02"]))
+    assert err.value.host == "node02" and "AttributeError" in str(err.value)
+    from ansible.errors import AnsibleActionFail
+    with pytest.raises(AnsibleActionFail) as fail:
+        _judge_run(run, ["node01", "node02"])
+    msg = str(fail.value)
+    assert "host node02" in msg and "repro.vllm.compatibility" in msg and "no compatibility.json" in msg
+    assert os.path.join(run, "hosts", "node02") in msg and "--limit node02" in msg
+    # a part that is not even an object is the same kind of failure
+    run2 = _run_with_parts(tmp_path / "b", {"node03": ["not", "an", "object"]})
+    with pytest.raises(AnsibleActionFail, match="host node03: its parts cannot be judged .*JSON object"):
+        _judge_run(run2, ["node03"])
+    # and the good host alone is judged as before (the guard changed nothing for a real part)
+    assert _judge_run(run, ["node01"])["verdict"] in ("pass", "fail")
