@@ -45,7 +45,7 @@ gate() {  # gate NAME command...
 gate sanity tests/ansible-test.sh sanity
 gate units tests/ansible-test.sh units
 gate integration tests/ansible-test.sh integration
-gate system python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=30 tests/system
+gate system python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder --durations=30 tests/system
 
 gate vllm python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=10 tests/vllm
 gate molecule bash tests/molecule-lanes.sh

@@ -28,9 +28,11 @@ def pytest_configure(config):
 # The gate runs the modules on two pytest-xdist workers (--dist loadfile: a module's tests and its shared vLLM start
 # stay on one worker). Longest modules first, so that the last module to start is a short one; measured with
 # --durations on the 2-core machine (docs/development.md). Modules not listed keep their order, after these.
-LONGEST_FIRST = ("test_reproduce_localhost.py", "test_ladder_multinode_gateway.py", "test_replay.py",
-                 "test_reproduce_multinode.py", "test_awx_project.py", "test_handoff_localhost.py",
-                 "test_reproduce_cancel.py")
+# xdist itself would reorder the modules by their NUMBER of tests (a one-test module of 15 minutes went last and
+# the gate ended on it alone): tests/run-all.sh passes --no-loadscope-reorder so this order is the one used.
+LONGEST_FIRST = ("test_ladder_multinode_gateway.py", "test_reproduce_localhost.py", "test_replay.py",
+                 "test_reproduce_cancel.py", "test_awx_project.py", "test_handoff_localhost.py",
+                 "test_reproduce_multinode.py", "test_collective.py")
 
 
 def pytest_collection_modifyitems(session, config, items):

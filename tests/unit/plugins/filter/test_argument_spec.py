@@ -143,6 +143,9 @@ def test_every_role_defaults_the_records_root_the_same_way_and_resolves_it_in_py
                 continue
             with open(os.path.join(base, name)) as f:
                 text = f.read()
+            # run_record's own ``root`` option resolves with the same function (and says how, which the record role's
+            # open prints): the one place the raw value is passed on
+            text = text.replace('root: "{{ repro_vllm_records_root }}"', "")
             for span in re.finditer(r"\{\{.*?\}\}", text, re.S):
                 for m in re.finditer(r"repro_vllm_records_root\b(\s*\|\s*repro\.vllm\.records_root)?", span.group(0)):
                     if not m.group(1):
