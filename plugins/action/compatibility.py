@@ -14,7 +14,7 @@ import yaml
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.repro.vllm.plugins.module_utils import _compat
+from ansible_collections.repro.vllm.plugins.module_utils import _compat, _record
 
 PROFILES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "profiles")
 MATRIX = "matrix.yml"
@@ -26,7 +26,11 @@ ARGSPEC = {
     "run_path": {"type": "path"},
     "hosts": {"type": "list", "elements": "str", "default": []},
     "allow_foreign": {"type": "bool", "default": False},
+    "enabled": {"type": "bool", "default": True},
+    "write": {"type": "bool", "default": False},
 }
+
+PART = "compatibility.json"
 
 
 def _load_yaml(path, origin):
@@ -115,7 +119,12 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         _valid, args = self.validate_argument_spec(argument_spec=ARGSPEC)
-        result["changed"] = False
+        result.update(changed=False, enabled=args["enabled"], run_path=args["run_path"])
+        if not args["enabled"]:
+            # the run is not judged: nothing is loaded, and the result still has the keys a verdict has
+            result.update(verdict="unchecked", lines=[], compatibility={},
+                          msg="not judged (repro_vllm_compatibility is false, or no profile was given)")
+            return result
         try:
             matrix = load_matrix()
             profile = load_profile(args["profile"], args["profile_file"])
@@ -126,11 +135,21 @@ class ActionModule(ActionBase):
             result["msg"] = "profile %s (%s) is valid" % (profile["name"], profile["origin"])
             return result
         if self._task.check_mode and not (args["run_path"] and os.path.isdir(args["run_path"])):
-            result.update(skipped=True, msg="check mode: the run %s was not created, nothing to judge" % args["run_path"])
+            msg = "check mode: the run %s was not created, nothing to judge" % args["run_path"]
+            result.update(skipped=True, msg=msg, verdict="unchecked", lines=[msg], compatibility={})
             return result
         if not args["run_path"] or not os.path.isdir(args["run_path"]):
             raise AnsibleActionFail("run_path %r is not a directory: the compatibility check reads the hosts' parts of "
                                     "the open run" % args["run_path"])
         doc = judge_run(profile, matrix, args["run_path"], args["hosts"], args["allow_foreign"])
         result.update(compatibility=doc, verdict=doc["verdict"], lines=_compat.console_lines(doc))
+        if args["write"]:
+            try:
+                written = _record.write_part(args["run_path"], PART, data=doc, check_mode=bool(self._task.check_mode),
+                                             has_data=True)
+            except (_record.RecordError, OSError) as exc:
+                raise AnsibleActionFail("compatibility.json could not be written into the open run %s: %s"
+                                        % (args["run_path"], exc))
+            result.update(changed=written["changed"], written=dict(part=written["part"], sha256=written["sha256"],
+                                                                   size=written["size"]))
         return result

@@ -35,6 +35,11 @@ class ActionModule(ActionBase):
         args = dict(self._task.args)
         if args.get("collection_version") in (None, "", "unknown"):
             args["collection_version"] = _record.read_collection_version()
+        if args.get("state") == "create" and args.get("hosts_pattern") is not None and not args.get("hosts"):
+            # before anything is created, anywhere; only the controller knows the --limit around the pattern
+            result.update(failed=True, msg=_record.no_hosts_message(args["hosts_pattern"],
+                                                                    (task_vars or {}).get("ansible_limit")))
+            return result
         root = args.get("root")
         if args.get("state") == "create" and isinstance(root, str) and root and self._connection.transport == "local":
             resolved = _record.resolve_root(root)

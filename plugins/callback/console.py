@@ -31,7 +31,7 @@ import re
 
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
-from ansible_collections.repro.vllm.plugins.callback.record_log import preload_plugins
+from ansible_collections.repro.vllm.plugins.callback.record_log import opened_run, preload_plugins
 
 _PROGRESS_RX = re.compile(r"^(WARNING: |[a-z][a-z_]* \| )")
 _DEBUG_ACTIONS = ("debug", "ansible.builtin.debug", "ansible.legacy.debug")
@@ -74,9 +74,9 @@ class CallbackModule(DefaultCallback):
         verdict = facts.get("_repro_vllm_verdict")
         if isinstance(verdict, dict):
             self._verdict = verdict
-        run = facts.get("repro_vllm_run")
-        if isinstance(run, dict) and run.get("path"):
-            self._records[result._host.get_name()] = run["path"]
+        run = opened_run(result)
+        if run:
+            self._records[result._host.get_name()] = run
 
     def _progress_lines(self, result):
         if result._task.action not in _DEBUG_ACTIONS:

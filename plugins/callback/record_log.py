@@ -66,6 +66,21 @@ def preload_plugins(display=None):
                     display.vvvv("repro.vllm: %s plugin %s not preloaded: %s" % (kind, name, exc))
 
 
+def opened_run(result):
+    """The path of the run a task result opens, else None: the record role registers repro.vllm.run_record's
+    ``state=create`` result as ``repro_vllm_run``; a role may also set the fact ``repro_vllm_run`` (the attempt role)."""
+    res = result._result
+    run = (res.get("ansible_facts") or {}).get("repro_vllm_run")
+    if isinstance(run, dict) and run.get("path"):
+        return run["path"]
+    # ansible-core 2.21 keeps ``register`` as {name: projection}, older releases as the name
+    register = getattr(result._task, "register", None)
+    names = set(register) if isinstance(register, dict) else {register}
+    if "repro_vllm_run" in names and not res.get("failed") and res.get("path"):
+        return res["path"]
+    return None
+
+
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "notification"
@@ -155,10 +170,9 @@ class CallbackModule(CallbackBase):
     def _result(self, status, result):
         host = result._host.get_name()
         res = dict(result._result)
-        facts = res.get("ansible_facts") or {}
-        run = facts.get("repro_vllm_run")
-        if isinstance(run, dict) and run.get("path"):
-            self._open(run.get("path"))
+        run = opened_run(result)
+        if run:
+            self._open(run)
         for key in ("invocation", "_ansible_no_log", "_ansible_verbose_always", "ansible_facts"):
             res.pop(key, None)
         if result._result.get("_ansible_no_log"):

@@ -61,8 +61,50 @@ def host_summary_line(summary):
     return " | ".join(parts)
 
 
+def fleet_summary(hosts, records):
+    """fleet.json's ``hosts``: one summary per expected host, in order, from each host's registered record result.
+
+    ``records`` holds, for each of ``hosts`` in the same order, what the host's record task registered
+    (``_repro_vllm_host_record``: repro.vllm.host_record's result, with its ``summary``), or an empty value where
+    the host never registered one.  A result with a summary is taken as it is; an unreachable host is
+    ``unreachable``; any other host is ``lost``, with the message it left when there is one."""
+    hosts = list(hosts or [])
+    records = list(records or [])
+    if len(records) != len(hosts):
+        raise ValueError("fleet_summary: %d hosts but %d record results; pass one result (or {}) per host"
+                         % (len(hosts), len(records)))
+    out = []
+    for host, rec in zip(hosts, records):
+        rec = rec if isinstance(rec, dict) else {}
+        if isinstance(rec.get("summary"), dict):
+            out.append(rec["summary"])
+        elif rec.get("unreachable"):
+            out.append({"host": host, "status": "unreachable", "detail": rec.get("msg") or "unreachable"})
+        else:
+            out.append({"host": host, "status": "lost",
+                        "detail": "no result came back: the host stopped before its record task ran (%s)"
+                                  % (rec.get("msg") or "no message")})
+    return out
+
+
+def service_hosts(hosts, services):
+    """The hosts (in order) whose ``repro_vllm_service`` names a production server: fingerprint.yml and audit.yml
+    freeze those hosts' servers in a play of their own, so a fleet that names none pays nothing per host.
+
+    ``services`` holds, for each of ``hosts`` in the same order, that host's ``repro_vllm_service`` (empty or
+    missing: none).  A value that is set but malformed still selects its host, whose own argument check then
+    fails that host with the reason."""
+    hosts = list(hosts or [])
+    services = list(services or [])
+    if len(services) != len(hosts):
+        raise ValueError("service_hosts: %d hosts but %d repro_vllm_service values; pass one value (or {}) per host"
+                         % (len(hosts), len(services)))
+    return [h for h, svc in zip(hosts, services) if svc not in (None, "", {}, [])]
+
+
 class FilterModule:
     """Per-host summary filters used by the record and fingerprint roles."""
 
     def filters(self):
-        return {"host_summary": host_summary, "host_summary_line": host_summary_line}
+        return {"host_summary": host_summary, "host_summary_line": host_summary_line, "fleet_summary": fleet_summary,
+                "service_hosts": service_hosts}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.module_utils._workflow import (
-    WorkflowResultError, build_result, merge_runs, parse_sink, sink_path)
+    WorkflowResultError, build_result, merge_runs, parse_sink, read_decisions, sink_path)
 
 
 def workflow_result(purpose, case_id, runs, fields=None, package="", decisions=None, sink="", records_root="",
@@ -26,6 +26,14 @@ def workflow_runs(earlier, new):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def workflow_decisions(runs):
+    """The decision files at the root of the job's runs on the controller (_workflow.read_decisions)."""
+    try:
+        return read_decisions(runs)
+    except WorkflowResultError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
 def records_sink(sink, run=None):
     try:
         host, path = parse_sink(sink)
@@ -36,4 +44,5 @@ def records_sink(sink, run=None):
 
 class FilterModule:
     def filters(self):
-        return {"workflow_result": workflow_result, "workflow_runs": workflow_runs, "records_sink": records_sink}
+        return {"workflow_result": workflow_result, "workflow_runs": workflow_runs, "records_sink": records_sink,
+                "workflow_decisions": workflow_decisions}

@@ -632,6 +632,10 @@ ARGUMENT_SPEC = dict(
         json=dict(type="raw"),
     ), mutually_exclusive=[("content", "json")], required_one_of=[("content", "json")]),
     verify=dict(type="bool", default=False),
+    hosts=dict(type="list", elements="str"),
+    hosts_pattern=dict(type="str"),
+    purpose=dict(type="str"),
+    profile=dict(type="str"),
 )
 REQUIRED_IF = [
     ("state", "create", ("root",)),
@@ -641,6 +645,16 @@ REQUIRED_IF = [
     ("state", "verify", ("path",)),
 ]
 MUTUALLY_EXCLUSIVE = [("content", "json", "src")]
+# what state=create hands back as given: with them the registered result is the run's whole identity
+# (the record role registers it as repro_vllm_run on every host of the play)
+IDENTITY_KEYS = ("hosts", "purpose", "profile")
+
+
+def no_hosts_message(pattern, limit=None):
+    """Why no run was opened: the target pattern (and the --limit around it) matched no host."""
+    return ("no host matches the target pattern '%s'%s; no run was opened. Check the pattern with "
+            "'ansible-inventory -i <inventory> --graph' and set -e repro_vllm_targets=<group or host>"
+            % (pattern, (" within --limit %s" % limit) if limit else ""))
 
 
 def run_task(p, check_mode=False):
@@ -652,10 +666,14 @@ def run_task(p, check_mode=False):
     state = p["state"]
     try:
         if state == "create":
+            if p.get("hosts_pattern") is not None and not p.get("hosts"):
+                return {}, no_hosts_message(p["hosts_pattern"])
             taken = p.get("taken") or []
             res = (plan_run(p["root"], p["case_id"], taken=taken) if check_mode
                    else create_run(p["root"], p["case_id"], taken=taken))
-            return dict(res, changed=True), None
+            res = dict(res, changed=True, records_root=p["root"])
+            res.update((k, p[k]) for k in IDENTITY_KEYS if p.get(k) is not None)
+            return res, None
         if state == "write":
             res = write_part(p["path"], p["part"], content=p["content"], data=p["json"], src=p["src"],
                              overwrite=p["overwrite"], check_mode=check_mode, has_data=p["json"] is not None)

@@ -20,6 +20,8 @@ outputs"); the playbook's own value wins.
 
 from __future__ import annotations
 
+import json
+import os
 import posixpath
 
 from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_data
@@ -77,6 +79,31 @@ def sink_path(sink, run):
     _host, path = parse_sink(sink)
     run = run.rstrip("/")
     return posixpath.join(path, posixpath.basename(posixpath.dirname(run)), posixpath.basename(run))
+
+
+def read_decisions(runs):
+    """The decision files at the root of the job's runs on the controller: ``{name: {path, data}}``.
+
+    For each name of DECISION_FILES the last run (in the job's order) that holds it wins.  A file that is there
+    but is not a JSON object stops the result with its path: a decision the next workflow node would key on is
+    never passed on half-read."""
+    out = {}
+    for run in runs or []:
+        for name in DECISION_FILES:
+            path = os.path.join(run, name)
+            if not os.path.isfile(path):
+                continue
+            try:
+                with open(path, "r") as fh:
+                    data = json.load(fh)
+            except (OSError, ValueError) as exc:
+                raise WorkflowResultError("decision file %s cannot be read as JSON (%s): the run is not what "
+                                          "repro.vllm wrote; verify it (repro.vllm.run_record state=verify)"
+                                          % (path, exc))
+            if not isinstance(data, dict):
+                raise WorkflowResultError("decision file %s holds %s, not a JSON object" % (path, type(data).__name__))
+            out[name] = {"path": path, "data": data}
+    return out
 
 
 def _from_decisions(decisions):

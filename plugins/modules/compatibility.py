@@ -15,8 +15,8 @@ description:
     the open run on the controller and checks each host and the job as a whole against a profile of the
     collection (C(profiles/<name>.yml)) or the user's own profile file.
   - Returns the C(compatibility.json) document (profile, verdict, violations, notes) and one console line per
-    violation and note. It does not write the file and does not fail on a failed boundary; the
-    C(repro.vllm.compatibility) role writes the file into the run and stops the method after the run is frozen.
+    violation and note. It writes the file into the run only with O(write), and it never fails on a failed
+    boundary; the C(repro.vllm.compatibility) role stops the method after the run is frozen.
   - O(state=profile) only resolves and validates the profile, before any host is touched.
   - An unknown profile name, a malformed profile file, or both O(profile) and O(profile_file) fail the task with a
     message naming the key.
@@ -62,6 +62,18 @@ options:
         C(foreign_processes) violation.
     type: bool
     default: false
+  enabled:
+    description:
+      - Whether this run is judged at all. V(false) loads nothing and returns C(verdict=unchecked), so a caller
+        can register the answer of "is this run judged" and the profile check in one task.
+    type: bool
+    default: true
+  write:
+    description:
+      - With O(state=check), write the document as C(compatibility.json) into O(run_path), atomically and as
+        M(repro.vllm.run_record) writes a part (a part with other bytes already there is refused).
+    type: bool
+    default: false
 notes:
   - Model tokens of a profile are matched as whole words of the GPU name (C(B200) never matches C(NVIDIA GB200)).
 seealso:
@@ -83,18 +95,18 @@ EXAMPLES = r"""
     profile_file: profiles/my-h200-cu130.yml
   register: compat
 
-- name: Write compatibility.json into the run
-  repro.vllm.run_record:
-    state: write
-    path: "{{ repro_vllm_run.path }}"
-    part: compatibility.json
-    json: "{{ compat.compatibility }}"
+- name: Judge them and write compatibility.json into the open run in the same task
+  repro.vllm.compatibility:
+    run_path: "{{ repro_vllm_run.path }}"
+    hosts: "{{ groups['vllm_nodes'] }}"
+    profile: kimi-k3-gb300
+    write: true
 """
 
 RETURN = r"""
 profile:
   description: The resolved profile (normalised keys, its origin file and the sources of its rows).
-  returned: always
+  returned: unless O(enabled=false)
   type: dict
 compatibility:
   description:
@@ -116,12 +128,24 @@ compatibility:
         fact: gpu_count
         note: "profile kimi-k3-h200: gpu_count_min is uncertain: derived ..."
 verdict:
-  description: C(pass) or C(fail).
-  returned: when O(state=check)
+  description: C(pass) or C(fail); C(unchecked) when O(enabled=false) or, in check mode, when the run was not created.
+  returned: when O(state=check), or O(enabled=false)
   type: str
 lines:
   description: Console lines, the first a summary, then one per violation (host, fact, required, found, fix) and note.
-  returned: when O(state=check)
+  returned: when O(state=check), or O(enabled=false)
   type: list
   elements: str
+enabled:
+  description: O(enabled), as given.
+  returned: always
+  type: bool
+run_path:
+  description: O(run_path), as given.
+  returned: always
+  type: str
+written:
+  description: The part written with O(write) (C(part), C(sha256), C(size)).
+  returned: when O(write) and the run was judged
+  type: dict
 """

@@ -133,6 +133,25 @@ options:
         fail the task when it does not verify. The result then carries the keys of O(state=verify).
     type: bool
     default: false
+  hosts:
+    description:
+      - With O(state=create), the inventory hosts this run is for. Returned as given, so the registered result
+        names them (the record role registers it as C(repro_vllm_run) on every host of its play).
+    type: list
+    elements: str
+  hosts_pattern:
+    description:
+      - With O(state=create), the inventory pattern O(hosts) were chosen by. When O(hosts) is empty the task
+        fails before any run is created, naming this pattern (and the C(--limit) around it on the controller).
+    type: str
+  purpose:
+    description:
+      - With O(state=create), the run's purpose (fingerprint, audit, attempt, ...). Returned as given.
+    type: str
+  profile:
+    description:
+      - With O(state=create), the compatibility profile of the job. Returned as given.
+    type: str
 notes:
   - Secrets are never echoed back; only sizes and hashes of written parts are returned. Redact content
     before writing it (the C(repro.vllm.redact) filter).
@@ -225,6 +244,27 @@ case_id:
   returned: when O(state=create)
   type: str
   sample: kimi-k3-restarts
+records_root:
+  description: The records root the run was created under (a relative root resolved against the working directory).
+  returned: when O(state=create)
+  type: str
+  sample: /var/tmp/repro-records
+hosts:
+  description: O(hosts), as given.
+  returned: when O(state=create) and O(hosts) is given
+  type: list
+  elements: str
+  sample: [node1, node2]
+purpose:
+  description: O(purpose), as given.
+  returned: when O(state=create) and O(purpose) is given
+  type: str
+  sample: fingerprint
+profile:
+  description: O(profile), as given.
+  returned: when O(state=create) and O(profile) is given
+  type: str
+  sample: gb300-kimi-k3
 part:
   description: The part written, relative to the run.
   returned: when O(state=write)

@@ -508,3 +508,44 @@ def test_a_part_the_judge_cannot_read_fails_once_naming_the_host_the_folder_and_
         _judge_run(run2, ["node03"])
     # and the good host alone is judged as before (the guard changed nothing for a real part)
     assert _judge_run(run, ["node01"])["verdict"] in ("pass", "fail")
+
+
+# ------------------------------------------------------------------------------------------ the action as a task
+def _task(args, check_mode=False):
+    """The action as a task on the controller runs it (the playbooks register its result)."""
+    import types
+    act = action.ActionModule.__new__(action.ActionModule)
+    act._task = types.SimpleNamespace(args=dict(args), check_mode=check_mode, async_val=0,
+                                      action="repro.vllm.compatibility")
+    act._connection = types.SimpleNamespace(transport="local", _shell=types.SimpleNamespace(tmpdir="/nonexistent"))
+    return act.run(task_vars={})
+
+
+def test_a_run_that_is_not_judged_loads_nothing_and_still_answers_with_a_verdict():
+    # the profile play registers this as _repro_vllm_compat_profile; `enabled` gates the judge play
+    res = _task({"state": "profile", "enabled": False, "profile": "no-such-profile"})
+    assert res["enabled"] is False and res["verdict"] == "unchecked" and "profile" not in res
+    res = _task({"state": "profile", "profile": "kimi-k3-h200"})
+    assert res["enabled"] is True and res["profile"]["name"] == "kimi-k3-h200" and "is valid" in res["msg"]
+    from ansible.errors import AnsibleActionFail
+    with pytest.raises(AnsibleActionFail, match="refused before any host is touched"):
+        _task({"state": "profile", "profile": "no-such-profile"})
+
+
+def test_the_judge_writes_compatibility_json_into_the_open_run_in_the_same_task(tmp_path):
+    run = _run_with_parts(tmp_path, {"node01": {"host": "node01", "gpu": real(H200)}})
+    res = _task({"run_path": run, "hosts": ["node01"], "profile": "kimi-k3-h200", "write": True})
+    # registered as repro_vllm_compatibility_result: what enforce.yml reads after the freeze
+    assert res["run_path"] == run and res["verdict"] in ("pass", "fail") and res["lines"]
+    with open(os.path.join(run, "compatibility.json")) as fh:
+        assert json.load(fh) == res["compatibility"]
+    assert res["changed"] is True and res["written"]["part"] == "compatibility.json"
+    # the same verdict again changes nothing; without write nothing is written
+    assert _task({"run_path": run, "hosts": ["node01"], "profile": "kimi-k3-h200", "write": True})["changed"] is False
+    other = _run_with_parts(tmp_path / "b", {"node01": {"host": "node01", "gpu": real(H200)}})
+    assert "written" not in _task({"run_path": other, "hosts": ["node01"], "profile": "kimi-k3-h200"})
+    assert not os.path.exists(os.path.join(other, "compatibility.json"))
+    # check mode, the run never created: nothing to judge, and enforce.yml still finds a verdict
+    res = _task({"run_path": str(tmp_path / "never"), "hosts": ["node01"], "profile": "kimi-k3-h200", "write": True},
+                check_mode=True)
+    assert res["skipped"] and res["verdict"] == "unchecked" and res["lines"] == [res["msg"]]

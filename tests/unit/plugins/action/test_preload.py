@@ -59,3 +59,18 @@ def test_a_worker_forked_after_the_preload_loads_no_plugin_of_the_collection_aga
     assert any(m.startswith("ansible_collections.repro.vllm.plugins.filter.") for m in without["loaded"])
     with_preload = _worker("preload")
     assert all(with_preload["found"]) and with_preload["loaded"] == []
+
+
+def test_the_opened_run_is_found_in_a_registered_create_and_in_a_fact():
+    import types
+
+    def result(res, register=None):
+        return types.SimpleNamespace(_result=res, _task=types.SimpleNamespace(register=register))
+    created = {"changed": True, "path": "/r/c/run-001", "run_id": "run-001"}
+    # ansible-core 2.21 keeps register as {name: projection}; older releases as the name
+    assert record_log.opened_run(result(created, {"repro_vllm_run": "_task.polymorphic_result"})) == "/r/c/run-001"
+    assert record_log.opened_run(result(created, "repro_vllm_run")) == "/r/c/run-001"
+    assert record_log.opened_run(result(created, {"_repro_vllm_created": "x"})) is None
+    assert record_log.opened_run(result(dict(created, failed=True), "repro_vllm_run")) is None
+    assert record_log.opened_run(result({"ansible_facts": {"repro_vllm_run": {"path": "/r/c/run-002"}}})) == "/r/c/run-002"
+    assert record_log.opened_run(result({"changed": False})) is None

@@ -113,3 +113,41 @@ def test_check_mode_touches_nothing_here(tmp_path, check_mode):
     root = str(tmp_path / "records")
     res = _here({"state": "create", "root": root, "case_id": "c"}, check_mode)
     assert res["run_id"] == "run-001" and os.path.isdir(res["path"]) is (not check_mode)
+
+
+def _action_run(args, task_vars=None, check_mode=False):
+    """The whole action as a task on the controller runs it (a local connection, no become)."""
+    act = action.ActionModule.__new__(action.ActionModule)
+    act._task = types.SimpleNamespace(args=dict(args), check_mode=check_mode, async_val=0,
+                                      action="repro.vllm.run_record")
+    act._connection = types.SimpleNamespace(transport="local", _shell=types.SimpleNamespace(tmpdir="/nonexistent"))
+    act._play_context = types.SimpleNamespace(become=False)
+    return act.run(task_vars=task_vars or {})
+
+
+def test_create_hands_back_the_runs_identity_and_refuses_a_pattern_that_matched_no_host(tmp_path):
+    # the record role registers this result as repro_vllm_run: everything a later play reads is in it
+    root = str(tmp_path / "records")
+    args = {"state": "create", "root": root, "case_id": "c", "hosts": ["node01", "node02"], "hosts_pattern": "gpu",
+            "purpose": "audit", "profile": "kimi-k3-h200"}
+    res = _action_run(args)
+    assert not res.get("failed"), res
+    assert {k: res[k] for k in ("path", "run_id", "case_id", "hosts", "purpose", "profile", "records_root")} == {
+        "path": os.path.join(root, "c", "run-001"), "run_id": "run-001", "case_id": "c",
+        "hosts": ["node01", "node02"], "purpose": "audit", "profile": "kimi-k3-h200", "records_root": root}
+    assert res["collection_version"] not in ("", "unknown")
+    # a module run on a node (its own Python) hands back the same identity
+    (tmp_path / "work").mkdir()
+    there = _there(tmp_path / "work", dict(args, root=str(tmp_path / "there")))
+    assert {k: there[k] for k in ("hosts", "purpose", "profile")} == {k: args[k] for k in ("hosts", "purpose", "profile")}
+    # no host matched: nothing is created, anywhere; the controller names the pattern and the --limit around it
+    for task_vars, limit in (({}, ""), ({"ansible_limit": "node09"}, " within --limit node09")):
+        bad = _action_run(dict(args, root=str(tmp_path / "none"), hosts=[]), task_vars)
+        expected = "no host matches the target pattern 'gpu'%s; no run was opened" % limit
+        assert bad["failed"] and bad["msg"].startswith(expected), bad
+        assert "ansible-inventory" in bad["msg"] and not os.path.exists(str(tmp_path / "none"))
+    there = _there(tmp_path / "work", dict(args, root=str(tmp_path / "none"), hosts=[]))
+    assert there["failed"] and "no host matches the target pattern 'gpu'" in there["msg"]
+    assert not os.path.exists(str(tmp_path / "none"))
+    # a run of the controller alone names no pattern and may have no host
+    assert _action_run(dict(args, root=str(tmp_path / "ctl"), hosts=[], hosts_pattern=None))["run_id"] == "run-001"

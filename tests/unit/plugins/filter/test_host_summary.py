@@ -2,7 +2,9 @@
 """host_summary / host_summary_line on the shape gpu_facts returns (real H200 values)."""
 from __future__ import annotations
 
-from ansible_collections.repro.vllm.plugins.filter.host_summary import host_summary, host_summary_line
+import pytest
+
+from ansible_collections.repro.vllm.plugins.filter.host_summary import fleet_summary, host_summary, host_summary_line, service_hosts
 
 H200 = {"present": True,
         "driver": {"userspace_version": "580.159.04", "kernel_module_version": "580.159.04",
@@ -39,3 +41,32 @@ def test_image_digest_prefers_repo_digest_then_config_then_pinned_reference():
     assert host_summary({"host": "n", "gpu": H200}, {"config_digests": ["sha256:" + "b" * 64]})["image_digest"] == "sha256:" + "b" * 64
     assert host_summary({"host": "n", "gpu": H200}, {"reference": pinned})["image_digest"] == "sha256:" + "c" * 64
     assert host_summary({"host": "n", "gpu": H200}, {})["image_digest"] is None
+
+
+def test_fleet_summary_takes_each_hosts_registered_record_in_the_expected_order():
+    ok = host_summary({"host": "n1", "gpu": H200}, {})
+    records = [{"summary": ok, "changed": True},
+               {"unreachable": True, "msg": "Failed to connect to the host via ssh: Connection refused"},
+               {},
+               {"failed": True, "msg": "timed out after 60 s"},
+               {"unreachable": True, "msg": ""}]
+    out = fleet_summary(["n1", "n2", "n3", "n4", "n5"], records)
+    assert out[0] is ok
+    assert out[1] == {"host": "n2", "status": "unreachable",
+                      "detail": "Failed to connect to the host via ssh: Connection refused"}
+    assert out[2]["status"] == "lost" and out[2]["host"] == "n3" and out[2]["detail"].endswith("(no message)")
+    assert out[3]["status"] == "lost" and "timed out after 60 s" in out[3]["detail"]
+    assert out[4]["detail"] == "unreachable"
+    assert fleet_summary([], []) == []
+    with pytest.raises(ValueError, match="2 hosts but 1 record"):
+        fleet_summary(["a", "b"], [{}])
+
+
+def test_service_hosts_are_the_hosts_that_name_a_server_in_inventory_order():
+    hosts = ["n1", "n2", "n3", "n4", "n5"]
+    services = [{}, {"kind": "systemd", "unit": "vllm.service"}, None, "docker:vllm", {"kind": "pid", "pid": 4242}]
+    # a malformed value (a string) still selects its host: its own argument check fails it with the reason
+    assert service_hosts(hosts, services) == ["n2", "n4", "n5"]
+    assert service_hosts(hosts, [{}] * 5) == [] and service_hosts([], []) == []
+    with pytest.raises(ValueError, match="2 hosts but 3"):
+        service_hosts(["a", "b"], [{}, {}, {}])

@@ -103,3 +103,29 @@ def test_sink_in_the_result_says_verified_or_why_not():
     bad = w.build_result("fingerprint", "case-a", RUNS[:1], sink="store01:/srv/repro",
                          sink_error="already holds a different run-001")["repro_vllm_result"]["sink"]
     assert bad["verified"] is False and "different run-001" in bad["error"]
+
+
+def test_decision_files_are_read_from_the_runs_the_last_run_holding_one_wins(tmp_path):
+    import json
+    first, second = tmp_path / "case" / "run-001", tmp_path / "case" / "run-002"
+    first.mkdir(parents=True)
+    second.mkdir(parents=True)
+    (first / "compatibility.json").write_text(json.dumps({"verdict": "fail", "profile": "p", "violations": [{}]}))
+    (first / "score.json").write_text(json.dumps({"score": 40, "band": "low"}))
+    (second / "compatibility.json").write_text(json.dumps({"verdict": "pass", "profile": "p", "violations": []}))
+    (second / "notes.md").write_text("not a decision file\n")
+    got = w.read_decisions([str(first), str(second)])
+    assert sorted(got) == ["compatibility.json", "score.json"]
+    assert got["compatibility.json"] == {"path": str(second / "compatibility.json"),
+                                         "data": {"verdict": "pass", "profile": "p", "violations": []}}
+    assert got["score.json"]["path"] == str(first / "score.json")
+    res = w.build_result("reproduce", "case", [str(first), str(second)], decisions=got)["repro_vllm_result"]
+    assert res["verdict"] == "pass" and res["score"] == 40 and res["files"]["score.json"] == str(first / "score.json")
+    assert w.read_decisions([]) == {} and w.read_decisions([str(tmp_path / "missing")]) == {}
+    # a decision file that is not a JSON object never passes on half-read
+    (second / "isolation.json").write_text("{\"decision\": ")
+    with pytest.raises(w.WorkflowResultError, match="isolation.json cannot be read as JSON"):
+        w.read_decisions([str(second)])
+    (second / "isolation.json").write_text("[1, 2]")
+    with pytest.raises(w.WorkflowResultError, match="holds list, not a JSON object"):
+        w.read_decisions([str(second)])
