@@ -7,7 +7,7 @@ Two measurements, both side by side in one run, printed as JSON:
   ``repro.vllm.gpu_facts`` module: the work that cannot be avoided) and ``playbooks/fingerprint.yml`` - and reports
   medians and the ratio fingerprint / gpu_facts (issue 8: <= 1.5x, goal 1.2x) and fingerprint / ping.
 * ``--fleet 100 300 1000``: one fingerprint of each size (forks 50 by default) and seconds per host; a flat
-  figure means the total grows linearly.
+  figure means the total grows linearly. ``--fleet-playbooks fingerprint audit`` times audit.yml at each size too.
 
 Every host is ``ansible_connection: local`` with its own inventory name, and nvidia-smi is the replay of the real
 H200 capture (tests/fixtures/h200-1gpu), so the controller does all of Ansible's per-host work that a real fleet
@@ -59,6 +59,8 @@ def main():
     ap.add_argument("--forks", type=int, default=20, help="forks of the ratio runs")
     ap.add_argument("--fleet", type=int, nargs="*", default=[], help="fleet sizes for seconds per host")
     ap.add_argument("--fleet-forks", type=int, default=50)
+    ap.add_argument("--fleet-playbooks", nargs="+", default=["fingerprint"], choices=["fingerprint", "audit"],
+                    help="playbooks timed at each fleet size (audit.yml: fingerprint, judge, drift and isolation)")
     args = ap.parse_args()
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"),
@@ -87,12 +89,16 @@ def main():
             print(json.dumps(out["ratio"]), flush=True)
         for n in args.fleet:
             inv = inventory(work, n)
-            fp = timed(["ansible-playbook", "-i", inv, "-f", str(args.fleet_forks), "-e",
-                        "repro_vllm_records_root=%s/records" % work, "-e", "repro_vllm_case_id=fleet%d" % n,
-                        os.path.join(ROOT, "playbooks", "fingerprint.yml")], env)
-            res = {"hosts": n, "forks": args.fleet_forks, "fingerprint_s": fp, "s_per_host": round(fp / n, 3)}
-            out["fleet"].append(res)
-            print(json.dumps(res), flush=True)
+            for book in args.fleet_playbooks:
+                wall = timed(["ansible-playbook", "-i", inv, "-f", str(args.fleet_forks), "-e",
+                              "repro_vllm_records_root=%s/records" % work, "-e", "repro_vllm_case_id=%s%d" % (book, n),
+                              os.path.join(ROOT, "playbooks", book + ".yml")], env)
+                res = {"playbook": book, "hosts": n, "forks": args.fleet_forks, "seconds": wall,
+                       "s_per_host": round(wall / n, 3)}
+                if book == "fingerprint":
+                    res["fingerprint_s"] = wall  # the key earlier runs of this benchmark printed
+                out["fleet"].append(res)
+                print(json.dumps(res), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(out, indent=2))
