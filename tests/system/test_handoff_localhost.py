@@ -46,7 +46,8 @@ def _vars(work, port, case=CASE, **extra):
         "repro_vllm_ladder_until": "prefix_caching",
         "repro_vllm_inherit_env": ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "HF_TOKEN", "ACME_DB_PASSWORD"],
         "repro_vllm_secret_env": {"WANDB_API_KEY": PLANTED["server_wandb"]},
-        "repro_vllm_server_env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
+        "repro_vllm_server_env": {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+                                  "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
                                   "DO_NOT_TRACK": "1", "OPENAI_API_KEY": PLANTED["server_openai"], "MAX_TOKENS": "4096"},
         "repro_vllm_minimal_keep_env": ["MAX_TOKENS", "OPENAI_API_KEY"],
         # kept in the minimal command: the live server's own argv carries a planted secret in every run

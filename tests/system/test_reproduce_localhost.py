@@ -227,8 +227,8 @@ def test_refused_two_variable_step_starts_nothing(ladder):
     the environment as well, and is refused before any server starts."""
     work, port = ladder["work"], ladder["port"]
     before = _runs(work)
-    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
-           "OMP_NUM_THREADS": "1"}
+    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind", "HF_HUB_OFFLINE": "1",
+           "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "OMP_NUM_THREADS": "1"}
     r = run_playbook(work, "playbooks/reproduce.yml", INVENTORY,
                      _vars(work, port, repro_vllm_fingerprint=False, repro_vllm_server_env=env,
                            repro_vllm_ladder_resume=str(work / "records" / CASE / "run-002"),

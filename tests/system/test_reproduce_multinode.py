@@ -43,7 +43,8 @@ def _settings(tmp_path, vllm, port):
         # a free port, not vLLM's default: another test module may run a multi-node start at the same time (xdist)
         "repro_vllm_master_port": free_port(),
         "repro_vllm_platform_args": ["--max-model-len", "512", "--enforce-eager"],
-        "repro_vllm_server_env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"},
+        "repro_vllm_server_env": {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+                                  "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"},
         "repro_vllm_request_body": {"model": "tiny", "prompt": "Hello, my name is", "max_tokens": 8, "temperature": 0},
         "repro_vllm_ready_timeout": 300, "repro_vllm_wait_round_s": 6, "repro_vllm_request_timeout": 120,
     }

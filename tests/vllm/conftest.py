@@ -196,7 +196,10 @@ def wait_until(pred, timeout, step=0.2):
     return pred()
 
 
-SERVER_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+# VLLM_CPU_OMP_THREADS_BIND=nobind: the two xdist workers' servers would otherwise both be pinned to core 0
+# (inventories/localhost/group_vars/all.yml says why)
+SERVER_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind", "HF_HUB_OFFLINE": "1",
+              "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 
 
 def serve_argv(vllm_env, port, model="tiny", extra=()):
