@@ -157,6 +157,17 @@ def test_command_timeout_must_fit_inside_the_task_timeout(tmp_path):
     assert _fleet(tmp_path / "records" / "tmo" / "run-001")["localhost"]["status"] == "failed"
 
 
+def _per_host_tasks(runner):
+    """{node: [(play, task, event, action, role)]} of the finished tasks of the sshd hosts."""
+    per_host = {}
+    for ev in runner.events:
+        d = ev.get("event_data", {})
+        if ev.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_skipped") and d.get("host", "").startswith("node"):
+            per_host.setdefault(d["host"], []).append(
+                (d.get("play"), d.get("task"), ev["event"], d.get("task_action"), d.get("role", "")))
+    return per_host
+
+
 def test_only_the_host_naming_a_production_server_freezes_it_and_no_host_pays_a_skipped_task(fleet, tmp_path):
     # node01 names a real process on this machine (the sshd hosts are loopback, so /proc is shared) as its
     # production server, in its host variables; node02 and node03 name none
@@ -165,6 +176,10 @@ def test_only_the_host_naming_a_production_server_freezes_it_and_no_host_pays_a_
         inv = _inventory(fleet, tmp_path, {"node01": {"repro_vllm_service": {"kind": "pid", "pid": server.pid}}})
         r = run_playbook(tmp_path, "playbooks/fingerprint.yml", inv,
                          {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_case_id": "svc"}, ident="svc")
+        # audit.yml fingerprints the same way (the same two plays), here with --limit leaving node03 out
+        a = run_playbook(tmp_path, "playbooks/audit.yml", inv,
+                         {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_case_id": "svc-audit"},
+                         ident="svc-audit", cmdline="--limit node01,node02,localhost")
     finally:
         server.kill()
         server.wait(timeout=10)
@@ -177,18 +192,21 @@ def test_only_the_host_naming_a_production_server_freezes_it_and_no_host_pays_a_
     assert not (run / "hosts" / "node02" / "service.json").exists()
     # per host: node01 in the service play (its server, then its one task), the others in the plain play, one task
     # each; no host ran a skipped include or the role's argument check (the first play checked the variables)
-    per_host = {}
-    for ev in r.events:
-        d = ev.get("event_data", {})
-        if ev.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_skipped") and d.get("host", "").startswith("node"):
-            per_host.setdefault(d["host"], []).append(
-                (d.get("play"), d.get("task"), ev["event"], d.get("task_action"), d.get("role", "")))
-    for host in ("node02", "node03"):
-        mine = [t for t in per_host[host] if "independently" in (t[0] or "")]
-        assert [t[3] for t in mine] == ["repro.vllm.host_record"] and "production server" not in mine[0][0], mine
-    svc = [t for t in per_host["node01"] if "production server" in (t[0] or "")]
-    actions = [t[3] for t in svc]
-    assert "repro.vllm.served_process" in actions and actions[-1] == "repro.vllm.host_record", actions
-    # the one argument check left on a host is the service role's, of that host's own repro_vllm_service
-    checks = [t for t in svc if t[3] == "ansible.builtin.validate_argument_spec"]
-    assert len(checks) == 1 and checks[0][4].endswith("service"), svc
+    for runner, others, play_word in ((r, ("node02", "node03"), "independently"), (a, ("node02",), "every other host")):
+        per_host = _per_host_tasks(runner)
+        for host in others:
+            mine = [t for t in per_host[host] if play_word in (t[0] or "")]
+            assert [t[3] for t in mine] == ["repro.vllm.host_record"] and "production server" not in mine[0][0], mine
+        svc = [t for t in per_host["node01"] if "production server" in (t[0] or "")]
+        actions = [t[3] for t in svc]
+        assert "repro.vllm.served_process" in actions and actions[-1] == "repro.vllm.host_record", actions
+        # the one argument check left on a host is the service role's, of that host's own repro_vllm_service
+        checks = [t for t in svc if t[3] == "ansible.builtin.validate_argument_spec"]
+        assert len(checks) == 1 and checks[0][4].endswith("service"), svc
+    # the audit: only the limited hosts expected and recorded, node03 never contacted, node01's server frozen
+    assert a.status == "successful", a.stdout.read()[-3000:]
+    audit_run = tmp_path / "records" / "svc-audit" / "run-001"
+    check_frozen(str(audit_run))
+    assert sorted(_fleet(audit_run)) == ["node01", "node02"]
+    assert (audit_run / "hosts" / "node01" / "service.json").is_file()
+    assert "node03" not in _per_host_tasks(a)
