@@ -46,6 +46,10 @@ class ActionModule(ActionBase):
             args["root"] = resolved
             if resolved != root:
                 result["root_given"] = root
+        if args.get("state") == "create" and not args.get("owner"):
+            # the run's owner is the play: ansible-playbook's own process (this action runs in one of its forked
+            # workers, which ends with the task), named with this controller and the records root
+            args["owner"] = _record.controller_owner(args.get("root"), pid=os.getppid())
         if self._in_process():
             result.update(self._run_here(args))
         else:

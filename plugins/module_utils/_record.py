@@ -33,15 +33,31 @@ import hashlib
 import json
 import os
 import re
+import secrets
+import socket
 import stat
 import tempfile
+import time
 
 # Version of the manifest layout.  2: host parts carry the real case and run ids, the collection version read from
 # galaxy.yml, and per-file ``cut``/``original`` notes for size-capped logs.  Readers accept every version in
 # SUPPORTED_SCHEMA_VERSIONS and refuse any other with a message naming it (check_schema).
-SCHEMA_VERSION = 2
-SUPPORTED_SCHEMA_VERSIONS = (1, 2)
+# 3: every run has a ``run_uid`` (16 random lowercase hex characters, also the name of everything the run puts on a
+# managed host) and ``metadata.status`` (ok | failed | refused | incomplete); the owner of the play that opened it is
+# kept in ``metadata.owner`` on the controller (the hand-off leaves it out).
+SCHEMA_VERSION = 3
+SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3)
 MANIFEST = "manifest.json"
+# An open run holds OPEN_FILE from its creation to its freeze: its run_uid and its owner. freeze() moves both into
+# the manifest's metadata and removes the file, so a frozen run never lists it.
+OPEN_FILE = "open.json"
+RUN_STATUSES = ("ok", "failed", "refused", "incomplete")
+# An open run whose owner cannot be checked by its pid (another controller) is abandoned once its owner's lease has
+# run out: opened (or last written) plus this many seconds.
+DEFAULT_OWNER_LEASE = 4 * 3600
+# A run folder without OPEN_FILE and without a manifest (made before schema 3, or caught between its mkdir and the
+# write of OPEN_FILE) is taken as abandoned only when it has not changed for this long.
+LEGACY_OPEN_GRACE = 600
 DEFAULT_ROOT = "records"               # the records root when none is given (roles/record/defaults), resolved by resolve_root
 RUN_PREFIX = "run-"
 DIR_MODE = 0o700
@@ -50,6 +66,7 @@ FROZEN_FILE_MODE = 0o444
 FROZEN_DIR_MODE = 0o555
 CHUNK = 1024 * 1024
 
+_RUN_UID = re.compile(r"^[0-9a-f]{16}$")
 _CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _RUN_DIR = re.compile(r"^run-([0-9]{3,})$")
 # A run elsewhere that holds a number: a run folder, or a copy in transit into one (the records sink unpacks into
@@ -179,10 +196,143 @@ def plan_run(root, case_id, taken=None):
     case_dir = os.path.join(root, case_id)
     number = _first_number(run_numbers(case_dir), taken_numbers(taken))
     run_id = run_id_for(number)
-    return {"path": os.path.join(case_dir, run_id), "run_id": run_id, "number": number, "case_id": case_id}
+    return {"path": os.path.join(case_dir, run_id), "run_id": run_id, "number": number, "case_id": case_id,
+            "run_uid": new_run_uid()}
 
 
-def create_run(root, case_id, create_root=True, max_attempts=10000, taken=None):
+def new_run_uid():
+    """16 random lowercase hex characters: the run's own id on every host (never the case and run number)."""
+    return secrets.token_hex(8)
+
+
+def validate_run_uid(run_uid):
+    if not isinstance(run_uid, str) or not _RUN_UID.match(run_uid):
+        raise RecordError("run_uid %r is not a run id: 16 lowercase hex characters (run_record state=create makes it)"
+                          % (run_uid,))
+    return run_uid
+
+
+def _proc_start_ticks(pid):
+    """Start time of ``pid`` in clock ticks since boot (field 22 of /proc/<pid>/stat), None when unknown."""
+    try:
+        with open("/proc/%d/stat" % int(pid)) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def controller_owner(records_root, pid=None, environ=None):
+    """Who opens a run: this controller's host name, the records root, the play's process (pid and its start
+    ticks, so a reused pid is not taken for it) and, under AWX/ansible-runner, the job id."""
+    environ = os.environ if environ is None else environ
+    pid = os.getpid() if pid is None else int(pid)
+    owner = {"controller": socket.gethostname(), "records_root": records_root, "pid": pid,
+             "pid_start_ticks": _proc_start_ticks(pid), "user": environ.get("USER") or environ.get("LOGNAME")}
+    job = environ.get("JOB_ID") or environ.get("AWX_JOB_ID")
+    if job:
+        owner["job_id"] = str(job)
+    return owner
+
+
+def read_open(run_dir):
+    """The run's OPEN_FILE (dict) or None when it has none or it cannot be read."""
+    try:
+        with open(os.path.join(run_dir, OPEN_FILE), "rb") as f:
+            data = json.loads(f.read().decode("utf-8"))
+        return data if isinstance(data, dict) else None
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def _write_open(run_dir, data):
+    fd, tmp = tempfile.mkstemp(prefix=".open-", suffix=".tmp", dir=run_dir)
+    with os.fdopen(fd, "wb") as out:
+        out.write(render_json(data))
+    os.chmod(tmp, FILE_MODE)
+    os.replace(tmp, os.path.join(run_dir, OPEN_FILE))
+
+
+def owner_alive(owner, lease_until, now=None, hostname=None):
+    """(alive, why) for the owner of an open run.
+
+    On the same controller the play's process decides (its pid with the same start ticks); a run opened on
+    another controller (another AWX node sharing the records root) is alive until its owner's lease has run out.
+    """
+    now = time_now() if now is None else now
+    hostname = socket.gethostname() if hostname is None else hostname
+    owner = owner or {}
+    pid = owner.get("pid")
+    if owner.get("controller") == hostname and isinstance(pid, int):
+        ticks = _proc_start_ticks(pid)
+        if ticks is None:
+            return False, "its play (pid %d on %s) is gone" % (pid, hostname)
+        if owner.get("pid_start_ticks") is not None and ticks != owner.get("pid_start_ticks"):
+            return False, "its play (pid %d on %s) is gone; the pid now belongs to another process" % (pid, hostname)
+        return True, "its play (pid %d on %s) is still running" % (pid, hostname)
+    if isinstance(lease_until, (int, float)) and now > lease_until:
+        return False, "its owner's lease ran out at %s (controller %s)" % (_stamp(lease_until), owner.get("controller"))
+    return True, "its owner (controller %s) holds it until %s" % (owner.get("controller"), _stamp(lease_until))
+
+
+def time_now():
+    return time.time()
+
+
+def _stamp(unix):
+    if not isinstance(unix, (int, float)):
+        return "unknown"
+    return datetime.datetime.fromtimestamp(unix, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def open_runs(case_dir):
+    """Run folders of the case that are not frozen: [(run_id, path)], oldest first."""
+    return [(run_id_for(n), os.path.join(case_dir, run_id_for(n))) for n in run_numbers(case_dir)
+            if not is_frozen(os.path.join(case_dir, run_id_for(n)))]
+
+
+def seal_interrupted(case_dir, collection_version, sealed_by, now=None, hostname=None, check_mode=False):
+    """Freeze every run of the case that a play opened and never closed, once its owner is provably gone.
+
+    Each is frozen as it is, with ``metadata.status: incomplete``, ``seal_reason: interrupted``, ``sealed_by`` (the
+    run and play that sealed it) and what the seal saw (``sealed_because``); its run_uid and owner come from its
+    OPEN_FILE. A run whose owner is alive is left open and reported. Returns dict(sealed=[...], open=[...]).
+    """
+    now = time_now() if now is None else now
+    sealed, still_open = [], []
+    for run_id, path in open_runs(case_dir):
+        info = read_open(path)
+        if info is None:
+            try:
+                age = now - os.stat(path).st_mtime
+            except OSError:
+                continue
+            alive = age < LEGACY_OPEN_GRACE
+            why = ("it has no %s (made before schema 3, or being created now) and changed %d s ago"
+                   % (OPEN_FILE, int(age)))
+        else:
+            alive, why = owner_alive(info.get("owner"), info.get("lease_until"), now=now, hostname=hostname)
+        if alive:
+            still_open.append({"run": run_id, "path": path, "why": why,
+                               "run_uid": (info or {}).get("run_uid")})
+            continue
+        metadata = {"status": "incomplete", "seal_reason": "interrupted", "sealed_by": sealed_by,
+                    "sealed_because": why, "sealed_at": utc_now()}
+        if not check_mode:
+            try:
+                res = freeze(path, collection_version, metadata=metadata)
+            except RecordError as exc:
+                still_open.append({"run": run_id, "path": path, "why": "could not seal it: %s" % exc,
+                                   "run_uid": (info or {}).get("run_uid")})
+                continue
+            run_uid = res["manifest"].get("run_uid")
+        else:
+            run_uid = (info or {}).get("run_uid")
+        sealed.append({"run": run_id, "path": path, "run_uid": run_uid, "why": why})
+    return {"sealed": sealed, "open": still_open}
+
+
+def create_run(root, case_id, create_root=True, max_attempts=10000, taken=None, owner=None,
+               owner_lease=DEFAULT_OWNER_LEASE):
     """Create ``<root>/<case_id>/run-NNN`` (mode 0700) with the next free number and return
     dict(path, run_id, number, case_id).
 
@@ -218,7 +368,11 @@ def create_run(root, case_id, create_root=True, max_attempts=10000, taken=None):
         except OSError as exc:
             raise RecordError("cannot create run directory %s: %s; %s" % (path, exc.strerror, _fix_for(exc)))
         os.chmod(path, DIR_MODE)  # mkdir's mode is filtered by the umask
-        return {"path": path, "run_id": run_id, "number": number, "case_id": case_id}
+        run_uid = new_run_uid()
+        opened = time_now()
+        _write_open(path, {"run_uid": run_uid, "case_id": case_id, "run_id": run_id, "opened": utc_now(),
+                           "owner": owner or {}, "lease_until": round(opened + float(owner_lease), 3)})
+        return {"path": path, "run_id": run_id, "number": number, "case_id": case_id, "run_uid": run_uid}
     raise RecordError("gave up creating a run under %s after %d attempts (something keeps taking the numbers)"
                       % (case_dir, max_attempts))
 
@@ -249,8 +403,8 @@ def resolve_part(run_dir, part):
     if any(c in ("", ".", "..") for c in comps):
         raise RecordError("part %r must not contain '..', '.' or empty components: it has to stay inside the run %s"
                           % (part, run_dir))
-    if comps == [MANIFEST]:
-        raise RecordError("part %r is reserved: %s is written by run_record state=freeze only" % (part, MANIFEST))
+    if comps in ([MANIFEST], [OPEN_FILE]):
+        raise RecordError("part %r is reserved: %s is written by run_record state=create/freeze only" % (part, part))
     real_run = os.path.realpath(run_dir)
     cur = run_dir
     for c in comps:
@@ -411,7 +565,7 @@ def scan(run_dir):
 
 
 def build_manifest(run_dir, collection_version, case_id=None, run_id=None, metadata=None, created=None,
-                   file_notes=None):
+                   file_notes=None, run_uid=None):
     """The manifest dict for ``run_dir`` as it is now (hashes every file).
 
     ``file_notes`` maps a relative path to extra keys stored in that file's entry (for example ``cut`` and
@@ -419,6 +573,8 @@ def build_manifest(run_dir, collection_version, case_id=None, run_id=None, metad
     """
     file_notes = file_notes or {}
     files, others = scan(run_dir)
+    # an open run's own marker is not part of the record: freeze() moves it into the metadata
+    files = [f for f in files if f != OPEN_FILE]
     if others:
         raise RecordError("cannot freeze %s: it holds entries that are not regular files (%s); records hold plain "
                           "files only, remove them" % (run_dir, ", ".join(others[:5])))
@@ -428,7 +584,7 @@ def build_manifest(run_dir, collection_version, case_id=None, run_id=None, metad
         entry = dict(file_notes.get(rel) or {})
         entry.update({"path": rel, "size": size, "sha256": digest})
         entries.append(entry)
-    return {
+    manifest = {
         "schema_version": SCHEMA_VERSION,
         "collection_version": collection_version,
         "created": created or utc_now(),
@@ -437,6 +593,9 @@ def build_manifest(run_dir, collection_version, case_id=None, run_id=None, metad
         "metadata": metadata or {},
         "files": entries,
     }
+    if run_uid:
+        manifest["run_uid"] = run_uid
+    return manifest
 
 
 def _make_read_only(run_dir):
@@ -467,8 +626,20 @@ def freeze(run_dir, collection_version, metadata=None, case_id=None, run_id=None
         if not check_mode:
             _make_read_only(run_dir)
         return {"path": run_dir, "manifest_path": manifest_path, "manifest": res["manifest"], "changed": False}
+    opened = read_open(run_dir) or {}
+    metadata = dict(metadata or {})
+    status = metadata.get("status")
+    if status is not None and status not in RUN_STATUSES:
+        raise RecordError("metadata.status %r of %s is not one of %s" % (status, run_dir, ", ".join(RUN_STATUSES)))
+    run_uid = opened.get("run_uid") or metadata.get("run_uid")
+    if run_uid:
+        metadata["run_uid"] = run_uid
+    if opened.get("owner"):
+        metadata.setdefault("owner", opened["owner"])
+    if opened.get("opened"):
+        metadata.setdefault("opened", opened["opened"])
     manifest = build_manifest(run_dir, collection_version, case_id=case_id, run_id=run_id, metadata=metadata,
-                              file_notes=file_notes)
+                              file_notes=file_notes, run_uid=run_uid)
     if check_mode:
         return {"path": run_dir, "manifest_path": manifest_path, "manifest": manifest, "changed": True}
     fd, tmp = tempfile.mkstemp(prefix=".manifest-", suffix=".tmp", dir=run_dir)
@@ -483,6 +654,8 @@ def freeze(run_dir, collection_version, metadata=None, case_id=None, run_id=None
         if os.path.lexists(tmp):
             os.unlink(tmp)
         raise
+    if os.path.lexists(os.path.join(run_dir, OPEN_FILE)):
+        os.unlink(os.path.join(run_dir, OPEN_FILE))
     _make_read_only(run_dir)
     return {"path": run_dir, "manifest_path": manifest_path, "manifest": manifest, "changed": True}
 
@@ -636,6 +809,10 @@ ARGUMENT_SPEC = dict(
     hosts_pattern=dict(type="str"),
     purpose=dict(type="str"),
     profile=dict(type="str"),
+    owner=dict(type="dict"),
+    owner_lease=dict(type="float", default=float(DEFAULT_OWNER_LEASE)),
+    seal_interrupted=dict(type="bool", default=False),
+    status=dict(type="str", choices=list(RUN_STATUSES)),
 )
 REQUIRED_IF = [
     ("state", "create", ("root",)),
@@ -669,9 +846,19 @@ def run_task(p, check_mode=False):
             if p.get("hosts_pattern") is not None and not p.get("hosts"):
                 return {}, no_hosts_message(p["hosts_pattern"])
             taken = p.get("taken") or []
+            owner = p.get("owner") or controller_owner(p["root"])
             res = (plan_run(p["root"], p["case_id"], taken=taken) if check_mode
-                   else create_run(p["root"], p["case_id"], taken=taken))
+                   else create_run(p["root"], p["case_id"], taken=taken, owner=owner, owner_lease=p["owner_lease"]))
             res = dict(res, changed=True, records_root=p["root"])
+            if p.get("seal_interrupted"):
+                # runs of this case an earlier play opened and never closed (killed, lost controller): frozen now as
+                # incomplete, once their owner is provably gone; the new run is open and owned, never sealed here
+                sealed = seal_interrupted(os.path.join(p["root"], p["case_id"]), p["collection_version"],
+                                          {"run": res["run_id"], "run_uid": res["run_uid"],
+                                           "controller": owner.get("controller"), "pid": owner.get("pid")},
+                                          check_mode=check_mode)
+                res["sealed"] = sealed["sealed"]
+                res["still_open"] = [o for o in sealed["open"] if o["run"] != res["run_id"]]
             res.update((k, p[k]) for k in IDENTITY_KEYS if p.get(k) is not None)
             return res, None
         if state == "write":
@@ -688,7 +875,10 @@ def run_task(p, check_mode=False):
                                overwrite=p["overwrite"], check_mode=check_mode, has_data=item.get("json") is not None)
                 written.append(dict(part=w["part"], size=w["size"], sha256=w["sha256"], existed=w["existed"],
                                     changed=w["changed"]))
-            res = freeze(p["path"], p["collection_version"], metadata=p["metadata"], check_mode=check_mode)
+            metadata = dict(p["metadata"] or {})
+            if p.get("status"):
+                metadata["status"] = p["status"]
+            res = freeze(p["path"], p["collection_version"], metadata=metadata, check_mode=check_mode)
             out = dict(changed=res["changed"] or any(w["changed"] for w in written), path=res["path"],
                        manifest=res["manifest"], manifest_path=res["manifest_path"])
             if p.get("parts"):

@@ -152,6 +152,35 @@ options:
     description:
       - With O(state=create), the compatibility profile of the job. Returned as given.
     type: str
+  owner:
+    description:
+      - With O(state=create), who opens the run (kept in the run's C(open.json) until its freeze, then in
+        C(manifest.json) C(metadata.owner) on the controller; the hand-off leaves it out).
+      - The action plugin fills it in on the controller - controller host name, records root, the play's pid and
+        its start ticks, the user, and the AWX job id (C(JOB_ID)) when present. Give it only to override that.
+    type: dict
+  owner_lease:
+    description:
+      - With O(state=create), seconds after which an open run whose owner is on another controller counts as
+        abandoned (see O(seal_interrupted)). On the same controller the owner's process decides instead.
+    type: float
+    default: 14400
+  seal_interrupted:
+    description:
+      - With O(state=create), first freeze every run of the case in this records root that a play opened and never
+        closed (killed, lost controller) once its owner is provably gone, with C(metadata.status=incomplete),
+        C(metadata.seal_reason=interrupted) and C(metadata.sealed_by) naming the new run. Returned in RV(sealed);
+        runs whose owner still lives are left open and returned in RV(still_open).
+    type: bool
+    default: false
+  status:
+    description:
+      - With O(state=freeze), the run's C(metadata.status) (wins over a C(status) key in O(metadata)).
+      - V(ok) every step passed, V(failed) a step failed (the stage says where), V(refused) the run refused to
+        start (another live run holds what it needs, a command this collection will not run), V(incomplete) the run
+        ended before its close (a task failed, the play was interrupted).
+    type: str
+    choices: [ok, failed, refused, incomplete]
 notes:
   - Secrets are never echoed back; only sizes and hashes of written parts are returned. Redact content
     before writing it (the C(repro.vllm.redact) filter).
@@ -239,6 +268,23 @@ number:
   returned: when O(state=create)
   type: int
   sample: 3
+run_uid:
+  description:
+    - The run's own id, 16 random lowercase hex characters. Everything the run puts on a managed host lives under
+      C(<remote_root>/runs/<run_uid>/) and its servers' lease is C(<lease_dir>/<run_uid>.json); kept in the manifest.
+  returned: when O(state=create)
+  type: str
+  sample: 3f9a61c0d2b47e18
+sealed:
+  description: Runs of the case that O(seal_interrupted) froze as incomplete (run, path, run_uid, why).
+  returned: when O(state=create) and O(seal_interrupted=true)
+  type: list
+  elements: dict
+still_open:
+  description: Other open runs of the case whose owner still lives (run, path, run_uid, why); left alone.
+  returned: when O(state=create) and O(seal_interrupted=true)
+  type: list
+  elements: dict
 case_id:
   description: The case of the run.
   returned: when O(state=create)

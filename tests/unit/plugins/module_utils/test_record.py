@@ -241,7 +241,7 @@ def test_write_existing_part(run):
 def test_write_check_mode_writes_nothing(run):
     res = r.write_part(run, "hosts/n/x.txt", content="abc", check_mode=True)
     assert res["changed"] and res["size"] == 3 and res["sha256"] == hashlib.sha256(b"abc").hexdigest()
-    assert os.listdir(run) == []
+    assert os.listdir(run) == [r.OPEN_FILE]  # only the open run's own marker
 
 
 @pytest.mark.parametrize("part", ["/etc/passwd", "../escape", "hosts/../../escape", "a/./b", "a//b", "",
@@ -249,7 +249,7 @@ def test_write_check_mode_writes_nothing(run):
 def test_write_refuses_escaping_parts(run, part):
     with pytest.raises(r.RecordError):
         r.write_part(run, part, content="x")
-    assert os.listdir(run) == []
+    assert os.listdir(run) == [r.OPEN_FILE]  # only the open run's own marker
     assert not os.path.exists(os.path.join(os.path.dirname(run), "escape"))
 
 
@@ -287,7 +287,7 @@ def test_freeze_manifest_and_modes(run):
         man = json.load(f)
     assert man == res["manifest"]
     assert man["schema_version"] == r.SCHEMA_VERSION and man["collection_version"] == "0.1.0"
-    assert man["case_id"] == "case1" and man["run_id"] == "run-001" and man["metadata"] == {"host": "node1"}
+    assert man["case_id"] == "case1" and man["run_id"] == "run-001" and {k: v for k, v in man["metadata"].items() if k not in ("run_uid", "opened", "owner")} == {"host": "node1"}
     assert man["created"].endswith("Z") and "T" in man["created"]
     assert [f["path"] for f in man["files"]] == ["hosts/node1/env.json", "hosts/node2/logs/server.log", "notes.md"]
     notes = [f for f in man["files"] if f["path"] == "notes.md"][0]
@@ -429,21 +429,24 @@ def test_hash_file_in_chunks(tmp_path):
 
 
 def _write_manifest(run, **fields):
+    """A manifest as an older release wrote it: no open.json beside it (schema 3 removes it at the freeze)."""
     os.chmod(run, 0o700)
+    if os.path.exists(os.path.join(run, r.OPEN_FILE)):
+        os.unlink(os.path.join(run, r.OPEN_FILE))
     with open(os.path.join(run, "manifest.json"), "w") as f:
         json.dump(dict({"files": []}, **fields), f)
 
 
 def test_schema_version_is_bumped_and_older_manifests_still_verify(run):
-    assert r.SCHEMA_VERSION == 2 and 1 in r.SUPPORTED_SCHEMA_VERSIONS
+    assert r.SCHEMA_VERSION == 3 and {1, 2} <= set(r.SUPPORTED_SCHEMA_VERSIONS)
     _write_manifest(run, schema_version=1, collection_version="0.1.0")
     assert r.verify(run)["ok"]  # a record written before this change still reads
 
 
-@pytest.mark.parametrize("version", [3, 99])
+@pytest.mark.parametrize("version", [4, 99])
 def test_newer_schema_version_is_refused_naming_versions(run, version):
     _write_manifest(run, schema_version=version, collection_version="9.0.0")
-    with pytest.raises(r.RecordError, match=r"schema_version %d, but this repro.vllm .* reads versions 1, 2 only.*9\.0\.0"
+    with pytest.raises(r.RecordError, match=r"schema_version %d, but this repro.vllm .* reads versions 1, 2, 3 only.*9\.0\.0"
                        % version):
         r.verify(run)
 
@@ -489,3 +492,59 @@ def test_relative_root_resolves_against_the_working_directory(tmp_path, monkeypa
     assert r.resolve_root("/abs/records") == "/abs/records"
     with pytest.raises(r.RecordError, match="empty"):
         r.resolve_root("")
+
+
+# ------------------------------------------------------------------ the run's owner and life (schema 3)
+def test_a_run_opens_with_its_own_uid_and_owner_and_freezes_them_into_the_manifest(root):
+    owner = r.controller_owner(root, environ={"USER": "oncall", "JOB_ID": "4711"})
+    a = r.create_run(root, "case1", owner=owner)
+    b = r.create_run(root, "case1", owner=owner)
+    assert len(a["run_uid"]) == 16 and int(a["run_uid"], 16) >= 0 and a["run_uid"] != b["run_uid"]
+    opened = r.read_open(a["path"])
+    assert opened["run_uid"] == a["run_uid"] and opened["owner"]["job_id"] == "4711"
+    assert opened["owner"]["pid"] == os.getpid() and opened["owner"]["records_root"] == root
+    with pytest.raises(r.RecordError, match="reserved"):
+        r.write_part(a["path"], r.OPEN_FILE, content="x")
+    r.write_part(a["path"], "notes.md", content="n\n")
+    man = r.freeze(a["path"], "0.1.0", metadata={"status": "ok"})["manifest"]
+    assert man["schema_version"] == 3 and man["run_uid"] == a["run_uid"] == man["metadata"]["run_uid"]
+    assert man["metadata"]["owner"]["user"] == "oncall" and man["metadata"]["status"] == "ok"
+    assert not os.path.exists(os.path.join(a["path"], r.OPEN_FILE))
+    assert [f["path"] for f in man["files"]] == ["notes.md"] and r.verify(a["path"])["ok"]
+
+
+def test_a_status_outside_the_vocabulary_is_refused(run):
+    with pytest.raises(r.RecordError, match="ok, failed, refused, incomplete"):
+        r.freeze(run, "0.1.0", metadata={"status": "passed"})
+
+
+def test_an_interrupted_run_is_sealed_incomplete_once_its_owner_is_gone(root):
+    import subprocess
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone = r.create_run(root, "case1", owner=r.controller_owner(root, pid=dead.pid))
+    r.write_part(gone["path"], "hosts/n1/logs/server.log", content="INFO started\n")
+    live = r.create_run(root, "case1", owner=r.controller_owner(root))     # this process: alive
+    far = r.create_run(root, "case1", owner=dict(r.controller_owner(root), controller="another-awx-node"),
+                       owner_lease=3600)
+    res = r.seal_interrupted(os.path.join(root, "case1"), "0.1.0", {"run": "run-009"})
+    assert [s["run"] for s in res["sealed"]] == [gone["run_id"]]
+    assert {o["run"] for o in res["open"]} == {live["run_id"], far["run_id"]}
+    man = r.load_manifest(gone["path"])
+    assert man["run_uid"] == gone["run_uid"] and man["metadata"]["status"] == "incomplete"
+    assert man["metadata"]["seal_reason"] == "interrupted" and man["metadata"]["sealed_by"] == {"run": "run-009"}
+    assert "is gone" in man["metadata"]["sealed_because"] and r.verify(gone["path"])["ok"]
+    # the other controller's run: abandoned once its owner's lease has run out, not before
+    later = r.seal_interrupted(os.path.join(root, "case1"), "0.1.0", {"run": "run-010"}, now=r.time_now() + 7200)
+    assert [s["run"] for s in later["sealed"]] == [far["run_id"]]
+    assert "lease ran out" in later["sealed"][0]["why"] and not r.is_frozen(live["path"])
+
+
+def test_a_run_folder_without_open_json_is_sealed_only_when_it_has_not_changed_for_a_while(root):
+    legacy = os.path.join(root, "case1", "run-001")
+    os.makedirs(legacy)
+    res = r.seal_interrupted(os.path.join(root, "case1"), "0.1.0", {"run": "run-002"})
+    assert res["sealed"] == [] and "changed 0 s ago" in res["open"][0]["why"]
+    res = r.seal_interrupted(os.path.join(root, "case1"), "0.1.0", {"run": "run-002"},
+                             now=r.time_now() + r.LEGACY_OPEN_GRACE + 1)
+    assert [s["run"] for s in res["sealed"]] == ["run-001"] and "run_uid" not in r.load_manifest(legacy)

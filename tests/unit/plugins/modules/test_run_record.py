@@ -52,7 +52,9 @@ def test_full_cycle(tmp_path, root):
     assert planned["changed"] and not os.path.exists(os.path.join(run, "manifest.json"))
     fr = run_module(tmp_path, state="freeze", path=run, collection_version="0.1.0", metadata={"play": "reproduce"})
     assert fr["changed"] and fr["manifest"]["collection_version"] == "0.1.0"
-    assert fr["manifest"]["metadata"] == {"play": "reproduce"}
+    meta = fr["manifest"]["metadata"]
+    assert meta["play"] == "reproduce" and meta["run_uid"] == fr["manifest"]["run_uid"]
+    assert set(meta) == {"play", "run_uid", "opened", "owner"}
     assert [f["path"] for f in fr["manifest"]["files"]] == [
         "hosts/node1/fingerprint.json", "hosts/node1/logs/server.log", "notes.md"]
     assert json.load(open(fr["manifest_path"])) == fr["manifest"]
