@@ -527,9 +527,25 @@ def attempt_verdict(step, stages, nodes, exchanges=None, checkpoint=None, check_
             fe, cls_stage = None, "none"
 
     outcomes = dict((n, started[n].get("outcome") or "not started") for n in names)
+    refusals = ["%s: %s" % (n, (nodes.get(n) or {}).get("refusal")) for n in names if (nodes.get(n) or {}).get("refusal")]
+    if refusals and not check_mode:
+        # another live run holds what this attempt needs: nothing was started, the run is refused (not a stage)
+        return {"ok": False, "ready": False, "refused": True, "refusal": refusals, "status": "refused",
+                "stage": None, "error_class": None, "component": None, "classifier_stage": None,
+                "classifier_summary": "", "first_error": None, "after_stop": [], "lines_when_last_alive": {},
+                "start_outcomes": outcomes, "time_to_ready_s": dict((n, None) for n in names), "request_ok": False,
+                "statuses": [], "failed_after_ready": False, "task_errors": task_errors, "expectation_met": None,
+                "earlier_state_returned": None, "answered_by": [],
+                "summary": "%s %s: REFUSED | %s" % (step.get("run") or "-", step.get("name") or "-", "; ".join(refusals))}
     stage, error_class, component = "none", None, "gateway" if via_gateway else "server"
+    port_busy = [n for n in names if outcomes[n] == "port_in_use"]
     if check_mode:
         stage = "none"
+    elif port_busy:
+        # named before the start (vllm_server's bind test), never a start that timed out
+        stage, error_class, component = "environment", "port_in_use", "server"
+        fe = {"line": (started[port_busy[0]].get("msg") or "port in use")[:400], "node": port_busy[0],
+              "file": None, "lineno": None, "timestamp": None, "process": None}
     elif cls_stage not in NO_FAILURE:
         stage, error_class, component = cls_stage, stages.get("error_class") or "other", "server"
     elif not ready:
@@ -571,6 +587,7 @@ def attempt_verdict(step, stages, nodes, exchanges=None, checkpoint=None, check_
         parts.append("earlier state came back: %s" % ("yes" if earlier else "NO"))
     return {
         "ok": bool(ok),
+        "status": "ok" if ok else "failed",
         "ready": ready,
         "stage": stage,
         "error_class": error_class,

@@ -4,7 +4,10 @@
 #
 # Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
 # Do not use this from other collections or standalone plugins/modules!
-"""A started server's lease on its node: ``<state_file>.lease`` holds ``{"until": unix time, ...}``.
+"""A started server's lease on its node.
+
+Two layouts: the host-wide run lease ``<lease_dir>/<run_uid>.json`` (one entry per inventory host, below), which the
+attempts of schema-3 runs use, and the older ``<state_file>.lease`` holding ``{"until": unix time, ...}``.
 
 The server's supervisor (module_utils/_server.py) stops the whole process group once ``until`` has passed; the
 play renews it (vllm_server start and check, api_request before each request). What the supervisor stopped is
@@ -13,6 +16,7 @@ written once to ``<state_file>.lease-expired``. Standard library only.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
@@ -40,3 +44,119 @@ def renew_lease(lease_file, seconds, by=None):
     until = round(now + float(seconds), 3)
     write_json_atomic(lease_file, {"until": until, "renewed_at": round(now, 3), "seconds": float(seconds), "by": by})
     return until
+
+
+# ------------------------------------------------------------------ the host-wide lease folder (schema 3 runs)
+# Every run's servers on a host are leased in ONE folder, whatever the case or remote root, so any play can see every
+# live server on the host: <lease_dir>/<run_uid>.json = {"run_uid", "case_id", "run_id", "controller", "started",
+# "servers": {<inventory host>: {"until", "renewed_at", "seconds", "by", "state_file", "pid", "port", "gpus", ...}}}.
+# One file per run; the entry per inventory host, because several inventory hosts (a head and a worker, loopback test
+# hosts) can be one machine. Writers take the folder's lock file; the file is replaced atomically, so a reader never
+# sees half of it.
+DEFAULT_LEASE_DIR = "/var/tmp/repro-vllm/.leases"
+LOCK_NAME = ".lock"
+RUN_KEYS = ("run_uid", "case_id", "run_id", "controller", "started")
+
+
+def run_lease_file(lease_dir, run_uid):
+    return os.path.join(lease_dir, "%s.json" % run_uid)
+
+
+def is_run_lease(lease_file):
+    """True for a host-wide run lease (``<lease_dir>/<run_uid>.json``), False for a ``<state_file>.lease``."""
+    return not lease_file.endswith(".lease")
+
+
+class _Locked(object):
+    """The lease folder's lock (flock on ``<lease_dir>/.lock``), held while a lease file is read and rewritten."""
+
+    def __init__(self, lease_dir):
+        self.path = os.path.join(lease_dir, LOCK_NAME)
+        self.fd = None
+
+    def __enter__(self):
+        os.makedirs(os.path.dirname(self.path), mode=0o1777, exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else None
+    except (OSError, IOError, ValueError):
+        return None
+
+
+def node_entry(lease_file, node=None):
+    """The lease a server's supervisor follows: its node's entry of a run lease, or a whole ``.lease`` file."""
+    data = read_json(lease_file)
+    if data is None:
+        return None
+    if is_run_lease(lease_file):
+        return (data.get("servers") or {}).get(node or "")
+    return data
+
+
+def renew_node(lease_file, node, seconds, by=None, info=None):
+    """Move ``node``'s entry of the run lease to ``seconds`` from now (creating file and entry); returns ``until``.
+
+    ``info``: the run's keys (RUN_KEYS, kept at the top) and the server's (state_file, pid, port, gpus, host ...).
+    """
+    info = dict(info or {})
+    now = time.time()
+    until = round(now + float(seconds), 3)
+    with _Locked(os.path.dirname(lease_file)):
+        data = read_json(lease_file) or {}
+        for key in RUN_KEYS:
+            if info.get(key) is not None:
+                data[key] = info.pop(key)
+        servers = data.setdefault("servers", {})
+        entry = dict(servers.get(node) or {})
+        entry.update((k, v) for k, v in info.items() if v is not None)
+        entry.update(until=until, renewed_at=round(now, 3), seconds=float(seconds), by=by)
+        entry.pop("released_at", None)
+        servers[node] = entry
+        write_json_atomic(lease_file, data)
+    return until
+
+
+def update_node(lease_file, node, **keys):
+    """Set keys on ``node``'s entry (the supervisor's ``expired_at``, the pid once known); nothing when absent."""
+    with _Locked(os.path.dirname(lease_file)):
+        data = read_json(lease_file)
+        if not data or node not in (data.get("servers") or {}):
+            return False
+        data["servers"][node].update(keys)
+        write_json_atomic(lease_file, data)
+    return True
+
+
+def release_node(lease_file, node):
+    """The server of ``node`` is stopped: drop its entry, and the file once no server of the run is left."""
+    with _Locked(os.path.dirname(lease_file)):
+        data = read_json(lease_file)
+        if data is None:
+            return False
+        (data.get("servers") or {}).pop(node, None)
+        if data.get("servers"):
+            write_json_atomic(lease_file, data)
+        else:
+            os.unlink(lease_file)
+    return True
+
+
+def list_run_leases(lease_dir):
+    """Every run lease in ``lease_dir``: [(path, data)], sorted by path; unreadable files as data None."""
+    try:
+        names = sorted(os.listdir(lease_dir))
+    except OSError:
+        return []
+    return [(os.path.join(lease_dir, n), read_json(os.path.join(lease_dir, n)))
+            for n in names if n.endswith(".json") and not n.startswith(".")]

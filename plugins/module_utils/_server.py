@@ -29,6 +29,7 @@ import errno
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 
@@ -37,7 +38,8 @@ from urllib.request import ProxyHandler, Request, build_opener
 
 from ansible_collections.repro.vllm.plugins.module_utils._cmd import find_binary, run_cmd
 from ansible_collections.repro.vllm.plugins.module_utils._lease import (  # noqa: F401 (vllm_server uses them here)
-    lease_expired_file_for, lease_file_for, write_json_atomic)
+    is_run_lease, lease_expired_file_for, lease_file_for, list_run_leases, node_entry, release_node, update_node,
+    write_json_atomic)
 from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_argv, redact_env, redact_text
 
 try:
@@ -337,9 +339,11 @@ def _set_title(title):
         pass
 
 
-def _lease_check(lease_file, expired_file, sid, pgid, start_ticks, grace):
-    """Stop the whole group when the lease has passed; True once it did (or there was nothing left to stop)."""
-    lease = read_json(lease_file) if lease_file else None
+def _lease_check(lease_file, expired_file, sid, pgid, start_ticks, grace, node=None):
+    """Stop the whole group when the lease has passed; True once it did (or there was nothing left to stop).
+
+    ``lease_file``: the run's host-wide lease (this ``node``'s entry) or the server's ``<state_file>.lease``."""
+    lease = node_entry(lease_file, node) if lease_file else None
     if not lease or lease.get("until") is None or time.time() <= float(lease["until"]):
         return False
     members = session_members(sid, pgid, start_ticks)
@@ -349,13 +353,17 @@ def _lease_check(lease_file, expired_file, sid, pgid, start_ticks, grace):
         record["stop"] = stop_group(sid, pgid, start_ticks, grace)
     try:
         write_json_atomic(expired_file, record)
+        if is_run_lease(lease_file):
+            # any later play sees on the host that this server's lease ran out and what was stopped
+            update_node(lease_file, node or "", expired_at=record["expired_at"],
+                        stopped_by_supervisor=bool(record["stop"]))
     except (OSError, IOError):
         pass
     return True
 
 
 def _supervise(proc, server_start_ticks, exit_file, memory_path, interval, nvidia_smi, gpu_timeout, lease_file=None,
-               lease_expired_file=None, stop_grace=10.0):
+               lease_expired_file=None, stop_grace=10.0, node=None):
     """Reap the server, record its exit, sample memory until the session is empty; stop the whole group when
     its lease (``lease_file``) runs out without the play renewing it. Runs in the supervisor, which needs no
     controller: a play killed with SIGKILL or cut off from the node still leaves no server behind."""
@@ -367,7 +375,8 @@ def _supervise(proc, server_start_ticks, exit_file, memory_path, interval, nvidi
     while True:
         if not lease_done and time.monotonic() >= next_lease:
             next_lease = time.monotonic() + 1.0
-            lease_done = _lease_check(lease_file, lease_expired_file, sid, pgid, server_start_ticks, stop_grace)
+            lease_done = _lease_check(lease_file, lease_expired_file, sid, pgid, server_start_ticks, stop_grace,
+                                      node=node)
         if exit_code is None:
             rc = proc.poll()
             if rc is not None:
@@ -392,8 +401,11 @@ def _supervise(proc, server_start_ticks, exit_file, memory_path, interval, nvidi
 
 
 def spawn(argv, env, log_path, cwd, state_file, memory_path, interval=1.0, nvidia_smi=None, gpu_timeout=5.0,
-          lease=False, stop_grace=10.0):
+          lease=False, stop_grace=10.0, lease_file=None, node=None):
     """Start ``argv`` in its own session under a detached supervisor.
+
+    With ``lease``, the supervisor follows ``lease_file`` (the run's host-wide lease, ``node``'s entry), or the
+    server's ``<state_file>.lease`` when none is given.
 
     Returns a dict: ``pid`` (= pgid = sid of the server), ``start_ticks``, ``supervisor_pid``, ``started_at``
     (unix), ``t0`` (monotonic, just before the fork) or ``error`` (text) when the command could not start.
@@ -435,8 +447,8 @@ def spawn(argv, env, log_path, cwd, state_file, memory_path, interval=1.0, nvidi
             os.write(wfd, json.dumps({"pid": proc.pid, "start_ticks": start_ticks}).encode())
             os.close(wfd)
             _supervise(proc, start_ticks, exit_file, memory_path, interval, nvidia_smi, gpu_timeout,
-                       lease_file=lease_file_for(state_file) if lease else None,
-                       lease_expired_file=lease_expired_file_for(state_file), stop_grace=stop_grace)
+                       lease_file=(lease_file or lease_file_for(state_file)) if lease else None,
+                       lease_expired_file=lease_expired_file_for(state_file), stop_grace=stop_grace, node=node)
         except BaseException:  # pylint: disable=broad-except
             code = 1
         finally:
@@ -645,3 +657,164 @@ def errno_name(num):
 
 def find_nvidia_smi(explicit=None):
     return find_binary("nvidia-smi", explicit=explicit)
+
+
+# ------------------------------------------------------------------ what other runs hold on this host (schema 3)
+def listen_port(argv):
+    """(bind host, port) the API server of ``argv`` listens on; None for a ``--headless`` worker (no API server)."""
+    if "--headless" in argv:
+        return None
+    host = _flag_value(argv, "--host") or "0.0.0.0"
+    try:
+        return host, int(_flag_value(argv, "--port") or 8000)
+    except ValueError:
+        return None
+
+
+def _listen_inodes(port):
+    """Socket inodes listening on TCP ``port`` (any address), from /proc/net/tcp and tcp6."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f, None)
+                for line in f:
+                    cols = line.split()
+                    if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                        inodes.add(cols[9])
+        except (OSError, ValueError, IndexError):
+            continue
+    return inodes
+
+
+def port_holders(port):
+    """The processes holding a listening socket on ``port``: [{pid, comm, cmdline}] (those this user can see)."""
+    inodes = _listen_inodes(port)
+    holders = []
+    if not inodes:
+        return holders
+    wanted = set("socket:[%s]" % i for i in inodes)
+    for pid in _all_pids():
+        fd_dir = "/proc/%d/fd" % pid
+        try:
+            links = [os.readlink(os.path.join(fd_dir, fd)) for fd in os.listdir(fd_dir)]
+        except OSError:
+            continue
+        if wanted.intersection(links):
+            st = proc_stat(pid) or {}
+            holders.append({"pid": pid, "comm": st.get("comm"), "cmdline": proc_cmdline(pid)})
+    return holders
+
+
+def port_in_use(host, port):
+    """None when ``host:port`` can be bound now; else what holds it: {host, port, error, holders}.
+
+    The same test vLLM's own start makes (a bind with SO_REUSEADDR), done before anything is started, so a port
+    another program holds is named as such instead of surfacing as a start that never becomes ready."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        return None
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            return None
+        return {"host": host, "port": port, "error": "%s: %s" % (errno_name(exc.errno), exc.strerror),
+                "holders": port_holders(port)}
+    finally:
+        sock.close()
+
+
+def visible_gpus(env):
+    """The GPUs a server's environment names (CUDA_VISIBLE_DEVICES as a list), or None when it names none (all)."""
+    value = (env or {}).get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return None
+    return [v.strip() for v in str(value).split(",") if v.strip()]
+
+
+def _gpus_overlap(a, b, host_has_gpus):
+    if not host_has_gpus:
+        return False
+    if a is None or b is None:
+        return True
+    return bool(set(a) & set(b))
+
+
+def sweep_leases(lease_dir, own_run_uid, port=None, gpus=None, host_has_gpus=False, grace=10.0, now=None,
+                 check_mode=False, only_run_uid=None):
+    """Look at every run lease on this host before an attempt starts.
+
+    A server whose lease has run out is abandoned: its group is stopped (when anything of it is left; its own
+    supervisor has usually done it) and its entry released. A live server of another run is never touched; it is a
+    conflict when it holds what this attempt needs: the same API ``port``, or GPUs that overlap ``gpus`` (on a host
+    with GPUs; None = every GPU). ``only_run_uid``: look at that run alone (stop.yml), stopping it whether its lease
+    is live or not. Returns dict(cleaned, conflicts, live).
+    """
+    now = time.time() if now is None else now
+    cleaned, conflicts, live = [], [], []
+    for path, data in list_run_leases(lease_dir):
+        if not data:
+            continue
+        uid = data.get("run_uid") or os.path.basename(path)[:-5]
+        if uid == own_run_uid or (only_run_uid and uid != only_run_uid):
+            continue
+        for node, entry in sorted((data.get("servers") or {}).items()):
+            who = {"run_uid": uid, "case_id": data.get("case_id"), "run_id": data.get("run_id"),
+                   "controller": data.get("controller"), "started": data.get("started"), "node": node,
+                   "lease_until": entry.get("until"), "port": entry.get("port"), "gpus": entry.get("gpus"),
+                   "pid": entry.get("pid"), "state_file": entry.get("state_file"), "log_path": entry.get("log_path")}
+            expired = entry.get("until") is None or now > float(entry["until"])
+            if not expired and not only_run_uid:
+                live.append(who)
+                reasons = []
+                if port is not None and entry.get("port") == port:
+                    reasons.append("port %s" % port)
+                if _gpus_overlap(gpus, entry.get("gpus"), host_has_gpus):
+                    reasons.append("GPUs %s" % (",".join(entry.get("gpus") or []) or "all"))
+                if reasons:
+                    conflicts.append(dict(who, holds=reasons, line=conflict_line(who, reasons, lease_dir)))
+                continue
+            cleaned.append(_stop_leased(path, node, entry, who, grace, check_mode, expired))
+    return {"cleaned": cleaned, "conflicts": conflicts, "live": live}
+
+
+def _stop_leased(path, node, entry, who, grace, check_mode, expired):
+    st = read_json(entry.get("state_file") or "") or {}
+    members = session_members(st["sid"], st.get("pgid"), st.get("start_ticks")) if st.get("sid") else []
+    stop = None
+    if members and not check_mode:
+        stop = stop_group(st["sid"], st.get("pgid"), st.get("start_ticks"), grace)
+    remaining = [m["pid"] for m in (stop or {}).get("remaining", [])] if stop else (
+        [m["pid"] for m in members] if check_mode else [])
+    if not check_mode and not remaining:
+        release_node(path, node)
+    why = "its lease ran out at %s" % _when(entry.get("until")) if expired else "stop asked for run %s" % who["run_uid"]
+    if stop:
+        how = "stopped now: %d process(es) (%s)" % (len(stop["initial"]), ", ".join(
+            "%s %s" % (p.get("pid"), p.get("comm")) for p in stop["initial"][:6]))
+    elif entry.get("expired_at"):
+        how = "its supervisor had stopped it at %s" % _when(entry.get("expired_at"))
+    else:
+        how = "no process of it was left"
+    line = "server of %s/%s (run_uid %s, %s, pid %s) - %s: %s" % (
+        who["case_id"], who["run_id"], who["run_uid"], node, who["pid"], why, how)
+    return dict(who, run="%s/%s" % (who["case_id"], who["run_id"]), outcome="stopped" if stop else "not_running",
+                stopped_now=(stop or {}).get("initial") or [], lease_expired=entry.get("expired_at"),
+                remaining_pids=remaining, line=line)
+
+
+def _when(unix):
+    if not isinstance(unix, (int, float)):
+        return "an unknown time"
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(unix))
+
+
+def conflict_line(who, reasons, lease_dir):
+    """The refusal's words: which live run holds what, until when, and how to stop it."""
+    return ("run %s/%s (run_uid %s) of controller %s, started %s, holds %s on this host with a live lease until %s; "
+            "wait for it, or stop it with playbooks/stop.yml -e repro_vllm_stop_run_uid=%s (its lease: %s)"
+            % (who.get("case_id"), who.get("run_id"), who.get("run_uid"), who.get("controller"),
+               _when(who.get("started")), " and ".join(reasons), _when(who.get("lease_until")), who.get("run_uid"),
+               os.path.join(lease_dir, "%s.json" % who.get("run_uid"))))

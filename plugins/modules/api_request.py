@@ -93,6 +93,11 @@ options:
         renewed to O(lease) seconds plus O(timeout) from now before the requests are sent, so the server's
         supervisor does not stop it while the play still uses it.
     type: path
+  lease_node:
+    description:
+      - The inventory host whose entry of a run lease (C(<lease_dir>/<run_uid>.json)) O(lease_file) is; without it
+        O(lease_file) is a server's own C(<state_file>.lease).
+    type: str
   lease:
     description: Seconds the renewed lease lasts beyond this request's O(timeout). Used with O(lease_file).
     type: float
@@ -243,7 +248,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.repro.vllm.plugins.module_utils import _http
-from ansible_collections.repro.vllm.plugins.module_utils._lease import renew_lease
+from ansible_collections.repro.vllm.plugins.module_utils._lease import renew_lease, renew_node
 from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_text
 
 
@@ -300,6 +305,7 @@ def main():
             use_proxy=dict(type="bool", default=False),
             validate_certs=dict(type="bool", default=True),
             lease_file=dict(type="path"),
+            lease_node=dict(type="str"),
             lease=dict(type="float", default=0.0),
         ),
         mutually_exclusive=[("body_file", "body")],
@@ -334,7 +340,11 @@ def main():
 
     if p["lease_file"] and p["lease"] > 0:
         try:
-            result["lease_until"] = renew_lease(p["lease_file"], p["lease"] + p["timeout"], by="api_request")
+            if p["lease_node"] is not None:
+                result["lease_until"] = renew_node(p["lease_file"], p["lease_node"], p["lease"] + p["timeout"],
+                                                   by="api_request")
+            else:
+                result["lease_until"] = renew_lease(p["lease_file"], p["lease"] + p["timeout"], by="api_request")
         except (OSError, IOError) as exc:
             module.fail_json(msg="api_request: cannot renew the server's lease %s: %s; without it the server may be "
                              "stopped by its supervisor during the request" % (p["lease_file"], exc), **result)

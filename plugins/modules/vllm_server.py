@@ -49,8 +49,13 @@ options:
       - V(started) starts the server (unless the one in O(state_file) still runs) and waits for readiness.
       - V(stopped) stops the whole process group recorded in O(state_file).
       - V(checked) reports liveness, C(/health) and the log classification of the server in O(state_file).
+      - V(swept) looks at every run lease in O(lease_dir) before an attempt starts (no server is started): servers
+        whose lease ran out are stopped and released (RV(cleaned)); live servers of other runs are never touched and
+        are returned in RV(live), and in RV(conflicts) when they hold this attempt's API port (from O(argv)) or GPUs
+        (C(CUDA_VISIBLE_DEVICES) of O(env); on a host with GPUs). With O(only_run_uid), that run's servers are
+        stopped whatever their lease (playbooks/stop.yml).
     type: str
-    choices: [started, stopped, checked]
+    choices: [started, stopped, checked, swept]
     default: started
   argv:
     description:
@@ -148,6 +153,29 @@ options:
         before each request. What the supervisor stopped is reported in RV(lease_expired).
     type: float
     default: 0
+  lease_file:
+    description:
+      - The run's host-wide lease file, C(<lease_dir>/<run_uid>.json), one entry per O(node). Without it the lease
+        is C(<state_file>.lease) (servers started by releases before schema 3).
+      - With O(state=stopped) the node's entry is released once no process of the server is left.
+    type: path
+  lease_info:
+    description:
+      - What the run lease records of this run and server, so that another play on the host can name it - the
+        run's C(run_uid), C(case_id), C(run_id), C(controller), C(started) (unix time) and the server's C(port),
+        C(gpus) (kept from O(env)'s C(CUDA_VISIBLE_DEVICES) when not given).
+    type: dict
+  lease_dir:
+    description:
+      - With O(state=swept), the host-wide folder of run leases (the role default C(/var/tmp/repro-vllm/.leases)).
+    type: path
+    default: /var/tmp/repro-vllm/.leases
+  run_uid:
+    description: With O(state=swept), this attempt's own run, never looked at.
+    type: str
+  only_run_uid:
+    description: With O(state=swept), stop the servers of this run alone, whether their lease is live or not.
+    type: str
   fail_on_error:
     description:
       - Fail the task when the server did not become ready (O(state=started)), failed after it was ready
@@ -352,6 +380,30 @@ lease_until:
   description: Unix time the server's lease now runs to, null without a lease or when not renewed by this call.
   returned: always
   type: float
+port_in_use:
+  description:
+    - With O(state=started), what holds the server's API port when it could not be bound before the start
+      (host, port, error, holders with pid, comm and cmdline); nothing was started, RV(outcome) is C(port_in_use),
+      RV(stage) C(environment) and RV(error_class) C(port_in_use). Null when the port was free.
+  returned: always
+  type: dict
+cleaned:
+  description: With O(state=swept), the abandoned servers stopped or found stopped (run_uid, case_id, run_id, node, pid, outcome, line).
+  returned: when O(state=swept)
+  type: list
+  elements: dict
+conflicts:
+  description:
+    - With O(state=swept), live servers of other runs that hold this attempt's port or GPUs - run_uid, case_id,
+      run_id, controller, started, lease_until, holds, and a C(line) that says how to stop it.
+  returned: when O(state=swept)
+  type: list
+  elements: dict
+live:
+  description: With O(state=swept), every live server of another run on this host.
+  returned: when O(state=swept)
+  type: list
+  elements: dict
 lease_expired:
   description:
     - What the supervisor did when the lease ran out (expired_at, lease_until, renewed_at, renewed_by, processes it
@@ -405,7 +457,7 @@ def _base_result(state_file=None, log_path=None):
         "state_file": state_file, "memory_path": None, "memory": None, "stage": None, "error_class": None,
         "first_error": None, "classification": None, "classification_error": None, "stage_marks": [],
         "remaining_pids": [], "remaining": [], "stop": None, "actions": [], "log_lines": None, "log_bytes": None,
-        "lease_until": None, "lease_expired": None,
+        "lease_until": None, "lease_expired": None, "port_in_use": None,
     }
 
 
@@ -525,15 +577,30 @@ def run_started(module, result, state_file):
     except OSError as exc:
         module.fail_json(msg="vllm_server: cannot create %s: %s; choose a writable log_path/state_file" % (log_dir, exc),
                          **result)
+    listen = srv.listen_port(argv)
+    busy = srv.port_in_use(*listen) if listen else None
+    if busy:
+        # named before anything starts: never a start that "times out" on a port another program holds
+        holders = ", ".join("pid %s %s" % (h["pid"], (h.get("cmdline") or h.get("comm") or "")[:120])
+                            for h in busy["holders"]) or "a process this user cannot see"
+        result.update(outcome="port_in_use", stage="environment", error_class="port_in_use", port_in_use=busy,
+                      changed=False)
+        result["msg"] = ("vllm_server: port %s on %s is already in use (%s) by %s; nothing was started. Stop that "
+                         "program or give the attempt another port (repro_vllm_port)" % (busy["port"], busy["host"],
+                                                                                         busy["error"], holders))
+        return
     nvidia_smi = srv.find_nvidia_smi(p["nvidia_smi_path"])
+    lease_file = p["lease_file"] or srv.lease_file_for(state_file)
+    node = p["node"] or ""
     if p["lease"] > 0:
         # the lease covers the wait for readiness; the supervisor stops the group when nobody renews it
-        result["lease_until"] = _lease.renew_lease(srv.lease_file_for(state_file), p["ready_timeout"] + p["lease"],
-                                                   by="vllm_server start")
+        result["lease_until"] = _renew(p, lease_file, state_file, p["ready_timeout"] + p["lease"], "vllm_server start",
+                                       dict(_lease_info(p, env, listen), state_file=state_file, log_path=log_path))
     try:
         info = srv.spawn(argv, env, log_path, cwd, state_file, result["memory_path"],
                          interval=p["memory_interval"], nvidia_smi=nvidia_smi,
-                         gpu_timeout=p["command_timeout"], lease=p["lease"] > 0, stop_grace=p["stop_grace"])
+                         gpu_timeout=p["command_timeout"], lease=p["lease"] > 0, stop_grace=p["stop_grace"],
+                         lease_file=lease_file, node=node)
     except OSError as exc:
         module.fail_json(msg="vllm_server: could not start %s (log %s): %s" % (exe, log_path, exc), **result)
     if "error" in info:
@@ -547,6 +614,8 @@ def run_started(module, result, state_file):
           "memory_path": result["memory_path"], "started_at": round(info["started_at"], 3), "ready": False,
           "time_to_ready_s": None, "stopped": False, "node": p["node"]}
     srv.write_json_atomic(state_file, st)
+    if p["lease"] > 0 and p["lease_file"]:
+        _lease.update_node(lease_file, node, pid=pid)
 
     headers = {}
     key = srv.api_key_from(argv, env)
@@ -559,7 +628,7 @@ def run_started(module, result, state_file):
     if waited["outcome"] == "ready":
         result.update(ready=True, alive=True, time_to_ready_s=waited["time_to_ready_s"])
         if p["lease"] > 0:
-            result["lease_until"] = _lease.renew_lease(srv.lease_file_for(state_file), p["lease"], by="vllm_server ready")
+            result["lease_until"] = _renew(p, lease_file, state_file, p["lease"], "vllm_server ready")
         st.update(ready=True, time_to_ready_s=waited["time_to_ready_s"])
         srv.write_json_atomic(state_file, st)
     else:
@@ -628,7 +697,8 @@ def run_checked(module, result, state_file):
     _memory(result)
     result["lease_expired"] = srv.read_json(srv.lease_expired_file_for(state_file))
     if p["lease"] > 0 and alive and not result["lease_expired"]:
-        result["lease_until"] = _lease.renew_lease(srv.lease_file_for(state_file), p["lease"], by="vllm_server check")
+        result["lease_until"] = _renew(p, p["lease_file"] or srv.lease_file_for(state_file), state_file, p["lease"],
+                                       "vllm_server check")
     was_ready = bool(st.get("ready")) and not st.get("stopped")
     engine_dead = result.get("error_class") == "engine_dead"
     result["failed_after_ready"] = bool(was_ready and (not alive or health != 200 or engine_dead))
@@ -648,6 +718,7 @@ def run_stopped(module, result, state_file):
     if not st or not st.get("pid"):
         result["outcome"] = "not_running"
         result["actions"].append("no state in %s; nothing to stop" % state_file)
+        _release(module, result)
         return
     _fill_from_state(result, st)
     result["lease_expired"] = srv.read_json(srv.lease_expired_file_for(state_file))
@@ -658,6 +729,7 @@ def run_stopped(module, result, state_file):
         _exit(result, srv.read_json(exit_file))
         result["actions"].append("no process of session %s is left; nothing to stop" % st["sid"])
         _memory(result)
+        _release(module, result)
         return
     result["changed"] = True
     result["actions"].append("SIGTERM to the API server %s, then to process group %s, SIGKILL after %ss, then "
@@ -678,16 +750,61 @@ def run_stopped(module, result, state_file):
     _log_size(result, st["log_path"])
     _classify(result, st["log_path"], p["node"] or st.get("node"), p["classify"])
     _memory(result)
+    if not result["remaining_pids"]:
+        _release(module, result)
     if result["remaining_pids"]:
         fill = (result["remaining_pids"], st["sid"], result["remaining"])
         result["msg"] = ("vllm_server: processes %s of session %s are still alive after SIGKILL (%s); they may be in "
                          "uninterruptible I/O (state D) or owned by another user" % fill)
 
 
+def _lease_info(p, env, listen):
+    info = dict(p["lease_info"] or {})
+    if listen and info.get("port") is None:
+        info["port"] = listen[1]
+    if "gpus" not in info:
+        info["gpus"] = srv.visible_gpus(env)
+    info.setdefault("host", p["node"])
+    return info
+
+
+def _renew(p, lease_file, state_file, seconds, by, info=None):
+    if p["lease_file"]:
+        return _lease.renew_node(lease_file, p["node"] or "", seconds, by=by, info=info)
+    return _lease.renew_lease(srv.lease_file_for(state_file), seconds, by=by)
+
+
+def _release(module, result):
+    """The server is gone: this node no longer holds anything under the run's lease."""
+    p = module.params
+    if p["lease_file"] and not module.check_mode:
+        _lease.release_node(p["lease_file"], p["node"] or "")
+        result["actions"].append("released %s's entry of %s" % (p["node"], p["lease_file"]))
+
+
+def run_swept(module, result):
+    p = module.params
+    listen = srv.listen_port([str(a) for a in (p["argv"] or [])]) if p["argv"] else None
+    gpus = srv.visible_gpus(p["env"])
+    host_has_gpus = srv.find_nvidia_smi(p["nvidia_smi_path"]) is not None
+    swept = srv.sweep_leases(p["lease_dir"], p["run_uid"], port=listen[1] if listen else None, gpus=gpus,
+                             host_has_gpus=host_has_gpus, grace=p["stop_grace"], check_mode=module.check_mode,
+                             only_run_uid=p["only_run_uid"])
+    result.update(swept)
+    result["changed"] = bool(swept["cleaned"])
+    result["remaining_pids"] = [pid for c in swept["cleaned"] for pid in c["remaining_pids"]]
+    result["outcome"] = "conflict" if swept["conflicts"] else "swept"
+    if result["remaining_pids"]:
+        result["msg"] = ("vllm_server: processes %s of abandoned servers are still alive after SIGKILL; stop them by "
+                         "hand (kill -9) before the next run" % result["remaining_pids"])
+    elif swept["conflicts"]:
+        result["msg"] = "vllm_server: refused: " + "; ".join(c["line"] for c in swept["conflicts"])
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", default="started", choices=["started", "stopped", "checked"]),
+            state=dict(type="str", default="started", choices=["started", "stopped", "checked", "swept"]),
             argv=dict(type="list", elements="str"),
             env=dict(type="dict", default={}),
             secret_env=dict(type="dict", default={}, no_log=True),
@@ -706,15 +823,24 @@ def main():
             command_timeout=dict(type="float", default=10.0),
             classify=dict(type="bool", default=True),
             lease=dict(type="float", default=0.0),
+            lease_file=dict(type="path"),
+            lease_info=dict(type="dict"),
+            lease_dir=dict(type="path", default="/var/tmp/repro-vllm/.leases"),
+            run_uid=dict(type="str"),
+            only_run_uid=dict(type="str"),
         ),
-        required_if=[("state", "started", ("argv", "log_path"))],
-        required_one_of=[("log_path", "state_file")],
+        required_if=[("state", "started", ("argv", "log_path")), ("state", "swept", ("run_uid", "only_run_uid"), True)],
         supports_check_mode=True,
     )
+    state = module.params["state"]
+    if state != "swept" and not (module.params["log_path"] or module.params["state_file"]):
+        module.fail_json(msg="vllm_server: one of log_path or state_file is required with state=%s" % state)
     state_file = _state_file(module.params)
     result = _base_result(state_file=state_file, log_path=module.params["log_path"])
-    state = module.params["state"]
-    if state == "started":
+    if state == "swept":
+        run_swept(module, result)
+        failed = bool(result["remaining_pids"] or result["conflicts"])
+    elif state == "started":
         run_started(module, result, state_file)
         failed = not result["ready"] and result["outcome"] not in ("planned",)
     elif state == "checked":
