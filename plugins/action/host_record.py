@@ -39,6 +39,7 @@ ARGUMENT_SPEC = dict(
         redact=dict(type="bool", default=True),
     )),
     remove_src=dict(type="list", elements="str", default=[]),
+    remove_empty_parents=dict(type="int", default=0),
     log_max_bytes=dict(type="int", default=_hostrecord.DEFAULT_LOG_MAX_BYTES),
     inline_max_bytes=dict(type="int", default=_hostrecord.DEFAULT_INLINE_MAX_BYTES),
     staging_root=dict(type="str", default=""),
@@ -183,7 +184,8 @@ class ActionModule(ActionBase):
         if not checked["ok"]:
             raise _PartRefused("the part %s does not verify right after it was frozen: %s"
                                % (ctx["part_abs"], _record.describe_problems(checked)))
-        staging = self._cleanup(remote.get("staging_dir"), args["remove_src"], mod_args, task_vars)
+        staging = self._cleanup(remote.get("staging_dir"), args["remove_src"], mod_args, task_vars,
+                                args.get("remove_empty_parents") or 0)
         return {"changed": True, "host_status": status, "reasons": reasons, "part_path": ctx["part_abs"],
                 "files": frozen["manifest"]["files"], "missing_files": missing, "summary": summary,
                 "collection_version": ctx["version"], "staging": staging, "msg": self._line(ctx, summary, frozen)}
@@ -252,12 +254,13 @@ class ActionModule(ActionBase):
                                "written. Fix the redaction rule (plugins/module_utils/_redact.py) or keep the file out "
                                "of the stage's files" % "; ".join(found))
 
-    def _cleanup(self, staging_dir, remove_src, mod_args, task_vars):
+    def _cleanup(self, staging_dir, remove_src, mod_args, task_vars, parents=0):
         paths = ([staging_dir] if staging_dir else []) + list(remove_src or [])
         if not paths:
             return None
-        res = self._execute_module(module_name=MODULE, module_args={"cleanup": paths, "run_path": mod_args["run_path"]},
-                                   task_vars=task_vars)
+        res = self._execute_module(module_name=MODULE, task_vars=task_vars,
+                                   module_args={"cleanup": paths, "run_path": mod_args["run_path"],
+                                                "remove_empty_parents": parents})
         return {"dir": staging_dir, "removed": res.get("removed") or [],
                 "errors": res.get("errors") or ([res.get("msg")] if res.get("failed") else [])}
 

@@ -664,9 +664,12 @@ def listen_port(argv):
     """(bind host, port) the API server of ``argv`` listens on; None for a ``--headless`` worker (no API server)."""
     if "--headless" in argv:
         return None
+    port = _flag_value(argv, "--port")
+    if port is None and not any(a in ("serve", "vllm.entrypoints.openai.api_server") for a in argv):
+        return None  # not a vLLM server command and no --port: what it binds is not known here
     host = _flag_value(argv, "--host") or "0.0.0.0"
     try:
-        return host, int(_flag_value(argv, "--port") or 8000)
+        return host, int(port or 8000)
     except ValueError:
         return None
 

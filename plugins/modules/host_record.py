@@ -124,6 +124,13 @@ options:
     type: list
     elements: str
     default: []
+  remove_empty_parents:
+    description:
+      - After O(remove_src), also remove this many levels of their parent folders that are left empty (an attempt
+        removes C(runs/<run_uid>/hosts/<host>) and C(runs/<run_uid>/.state/<host>), then C(runs/<run_uid>) once
+        both are gone). A folder that still holds anything is kept.
+    type: int
+    default: 0
   cleanup:
     description:
       - Used by the action's own second call, after the controller verified its copy - the staging folder
@@ -288,6 +295,7 @@ def main():
             staging_root=dict(type="str", default=""),
             staging_label=dict(type="str", default=""),
             cleanup=dict(type="list", elements="str", default=[]),
+            remove_empty_parents=dict(type="int", default=0),
             redact_key=dict(type="str", default="", no_log=True),
             # read by the action on the controller; accepted here so one argument spec documents them all
             run_path=dict(type="path", required=True),
@@ -314,6 +322,15 @@ def main():
                 removed.append(path)
             except OSError as exc:
                 errors.append("%s: %s" % (path, exc.strerror or exc))
+        for path in list(removed):
+            parent = os.path.dirname(path.rstrip("/"))
+            for _level in range(max(0, p["remove_empty_parents"])):
+                try:
+                    os.rmdir(parent)  # only an empty folder goes
+                except OSError:
+                    break
+                removed.append(parent)
+                parent = os.path.dirname(parent)
         module.exit_json(changed=bool(removed), removed=removed, errors=errors)
     if p["command_timeout"] <= 0:
         module.fail_json(msg="command_timeout=%s is not a positive number of seconds" % p["command_timeout"])
