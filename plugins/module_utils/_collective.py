@@ -316,6 +316,10 @@ def run(opts, runner=run_cmd):
         "worker_sha256": worker_sha256(),
         "log_dir": log_dir,
         "logs": [TORCHRUN_LOG] + files,
+        # the same files as repro.vllm.host_record takes them into the run (host path and part path)
+        # (the logs, and the worker script that ran, whose sha256 is worker_sha256)
+        "record_files": [{"src": os.path.join(log_dir, name), "part": "logs/%s" % name}
+                         for name in [TORCHRUN_LOG] + files + [WORKER_NAME] if os.path.isfile(os.path.join(log_dir, name))],
         "msg": res.get("msg") or "",
         "leftover_pids_ended": leftovers,
     }

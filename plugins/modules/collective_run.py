@@ -168,6 +168,13 @@ logs:
   type: list
   elements: str
   returned: always
+record_files:
+  description:
+    - The log files that exist, as M(repro.vllm.host_record) takes them - C(src) (path on this node) and C(part)
+      (C(logs/<file>)).
+  type: list
+  elements: dict
+  returned: always
 argv:
   description: The command run (secret-looking values redacted).
   type: list
@@ -222,7 +229,7 @@ def main():
     if module.check_mode:
         opts = dict(p, rank_dir=os.path.join(log_dir, ".torchrun"))
         module.exit_json(changed=False, ok=None, reason="check mode: nothing ran", status="planned", exit_code=None,
-                         timed_out=False, ranks=[], results=[], logs=[], wall_s=0.0,
+                         timed_out=False, ranks=[], results=[], logs=[], record_files=[], wall_s=0.0,
                          argv=redact_argv(_collective.torchrun_argv(p["python"], os.path.join(
                              log_dir, _collective.WORKER_NAME), opts)),
                          env=redact_env(_collective.run_env(p)))
