@@ -26,6 +26,11 @@ trap 'rm -rf "$SCRATCH"' EXIT
 TREE="$SCRATCH/ansible_collections/repro/vllm"
 mkdir -p "$TREE"
 (cd "$ROOT" && git ls-files -z -co --exclude-standard | xargs -0 cp --parents -t "$TREE" 2>/dev/null) || true
+# ansible-test hands the unit tests an environment of its own: REPRO_VLLM_REQUIRE_REAL_PARTS (tests/run-all.sh)
+# reaches them as this file in the copy (tests/real_parts.py reads it)
+if [ "${1:-}" = units ] && [ -n "${REPRO_VLLM_REQUIRE_REAL_PARTS:-}" ] && [ "${REPRO_VLLM_REQUIRE_REAL_PARTS}" != 0 ]; then
+  echo "written by tests/ansible-test.sh: REPRO_VLLM_REQUIRE_REAL_PARTS=${REPRO_VLLM_REQUIRE_REAL_PARTS}" > "$TREE/tests/.require-real-parts"
+fi
 # ansible-test needs a git-less tree here; keep results of the run where the caller can read them
 cd "$TREE"
 set +e

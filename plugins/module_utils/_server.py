@@ -40,14 +40,8 @@ from ansible_collections.repro.vllm.plugins.module_utils._cmd import find_binary
 from ansible_collections.repro.vllm.plugins.module_utils._lease import (  # noqa: F401 (vllm_server uses them here)
     is_run_lease, lease_expired_file_for, lease_file_for, list_run_leases, node_entry, release_node, update_node,
     write_json_atomic)
+from ansible_collections.repro.vllm.plugins.module_utils._logstage import classify_files
 from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_argv, redact_env, redact_text
-
-try:
-    from ansible_collections.repro.vllm.plugins.module_utils._logstage import classify_files
-    HAS_CLASSIFIER = True
-except ImportError:  # the classifier is optional at build time; results then say classification is unavailable
-    classify_files = None
-    HAS_CLASSIFIER = False
 
 DEFAULT_INHERIT_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
 HEALTH_ROUTE = "/health"
@@ -614,8 +608,6 @@ def classify_log(log_path, node=None):
 
     Returns ``(answer or None, stage_marks list, error text or None)``.
     """
-    if not HAS_CLASSIFIER:
-        return None, [], "classifier module_utils/_logstage.py is not available in this collection build"
     try:
         nodes = [node] if node else None
         answer = classify_files([log_path], nodes=nodes)

@@ -21,12 +21,8 @@ import os
 import re
 
 from ansible_collections.repro.vllm.plugins.module_utils._cmd import find_binary, run_cmd
+from ansible_collections.repro.vllm.plugins.module_utils._gpu import read_maps_libcuda
 from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_argv, redact_env, redact_text
-
-try:  # the per-process libcuda reader of the driver-in-use check (issue 10); absent on an older _gpu
-    from ansible_collections.repro.vllm.plugins.module_utils._gpu import read_maps_libcuda
-except ImportError:  # pragma: no cover - depends on the merge order of the branches
-    read_maps_libcuda = None
 
 KINDS = ("pid", "match", "systemd", "docker", "podman", "kubectl")
 DEFAULT_LOG_BYTES = 256 * 1024
@@ -130,13 +126,10 @@ def read_process(pid, proc_root="/proc", key=None):
         rec["exe"] = os.readlink(os.path.join(base, "exe"))
     except OSError as exc:
         rec["errors"].append("%s: %s" % (os.path.join(base, "exe"), exc.strerror or exc))
-    if read_maps_libcuda is None:
-        rec["errors"].append("libcuda: this collection's _gpu has no maps reader yet")
-    else:
-        libs, err = read_maps_libcuda(proc_root, pid)
-        rec["libcuda"] = libs
-        if err:
-            rec["errors"].append(err)
+    libs, err = read_maps_libcuda(proc_root, pid)
+    rec["libcuda"] = libs
+    if err:
+        rec["errors"].append(err)
     return rec
 
 

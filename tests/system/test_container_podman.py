@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 """container_facts against a real podman engine (Debian's podman 4.3.1 where it is installed): an image built
 here from this machine's own python3 (FROM scratch), inspected, and probed by digest with the probe script.
-Skipped, saying why, where podman is missing or cannot run a container."""
+Where podman is missing or cannot build or run a container, an ad-hoc run skips saying why; under tests/run-all.sh
+(scripts/setup-test-deps.sh installs podman and runc) it fails saying why (tests/real_parts.py)."""
 from __future__ import annotations
 
 import os
@@ -12,9 +13,8 @@ import uuid
 
 import pytest
 
-from conftest import COLLECTIONS, ROOT
+from conftest import ROOT, missing
 
-sys.path.insert(0, COLLECTIONS)
 sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "plugins", "modules"))
 from module_process import run_module  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -34,7 +34,7 @@ def _libs(binary):
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
     if not PODMAN:
-        pytest.skip("podman is not installed (apt-get install podman)")
+        missing("podman", "no podman on PATH")
     ctx = tmp_path_factory.mktemp("podman-ctx")
     rootfs = ctx / "rootfs"
     py = os.path.realpath(shutil.which("python3"))
@@ -61,12 +61,14 @@ def image(tmp_path_factory):
     build = subprocess.run([PODMAN] + GLOBAL + ["build", "-q", "-t", tag, str(ctx)], capture_output=True,
                            text=True, timeout=300, check=False)
     if build.returncode != 0:
-        pytest.skip("podman cannot build here: %s" % build.stderr.strip()[-300:])
+        said = build.stderr.strip()[-300:]
+        missing("podman", "podman %s build answered rc %d: %s" % (" ".join(GLOBAL), build.returncode, said))
     smoke = subprocess.run([PODMAN, "run", "--rm"] + RUN_ARGS + ["--entrypoint", "python3", tag, "-c", "print(1)"],
                            capture_output=True, text=True, timeout=120, check=False)
     if smoke.returncode != 0:
         subprocess.run([PODMAN, "rmi", "-f", tag], capture_output=True, timeout=120, check=False)
-        pytest.skip("podman cannot run a container here: %s" % smoke.stderr.strip()[-300:])
+        said = smoke.stderr.strip()[-300:]
+        missing("podman", "podman run %s answered rc %d: %s" % (" ".join(RUN_ARGS), smoke.returncode, said))
     yield tag
     subprocess.run([PODMAN, "rmi", "-f", tag], capture_output=True, timeout=120, check=False)
 

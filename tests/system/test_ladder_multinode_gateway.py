@@ -22,7 +22,7 @@ import os
 import pytest
 import yaml
 
-from conftest import check_frozen, free_port, run_playbook, task_results, vllm_cache
+from conftest import check_frozen, free_port, missing, run_playbook, task_results, vllm_cache
 from nginx_gateway import NginxGateway, nginx_binary
 from test_reproduce_multinode import _first_sample_t, _session_leftovers
 
@@ -88,7 +88,7 @@ def _all_text(root):
 @pytest.fixture
 def gateways(tmp_path):
     if not nginx_binary():
-        pytest.skip("!!! nginx NOT INSTALLED: run scripts/setup-test-deps.sh (Debian package nginx) !!!")
+        missing("nginx", "no nginx on PATH or in /usr/sbin")
     made = []
 
     def start(name, upstream, read_timeout="60s"):

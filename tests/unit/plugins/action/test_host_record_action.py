@@ -15,11 +15,14 @@ def _bare():
     return action.ActionModule.__new__(action.ActionModule)
 
 
-def test_the_scan_is_the_redactors_own():
-    assert action.controller_secret_scan() is getattr(_redact, "scan_secrets", None)
+def test_the_scan_is_the_redactors_own(monkeypatch):
+    seen = []
+    monkeypatch.setattr(_redact, "scan_secrets", lambda text: seen.append(text) or [(7, "probe")])
+    with pytest.raises(action._PartRefused) as err:
+        _bare()._scan({"host": "node01"}, {"a.log": b"anything\n"})
+    assert seen == ["anything\n"] and "a.log (lines 7: probe)" in str(err.value)
 
 
-@pytest.mark.skipif(action.controller_secret_scan() is None, reason="this _redact.py has no scan_secrets")
 def test_part_with_a_secret_shape_is_refused_without_the_value():
     parts = {"logs/server.log": b"ok line\nexport HF_TOKEN=%s\n" % FAKE.encode(), "command.json": b"{}\n"}
     with pytest.raises(action._PartRefused) as err:

@@ -19,6 +19,7 @@ import time
 import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils import _gpu
+from ansible_collections.repro.vllm.tests import real_parts
 
 FIX = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures"))
 CUDA_PROC = os.path.join(FIX, "2026-12-01-580.159.04-h200-cuda-process")
@@ -158,7 +159,7 @@ def test_pid_seen_nowhere_is_unattributed():
 def test_inner_namespace_pid_is_mapped_through_nspid(tmp_path):
     unshare = shutil.which("unshare")
     if not unshare:
-        pytest.skip("unshare (util-linux) is not installed")
+        real_parts.missing("unshare", "no unshare on PATH")
     # a program name of its own: other pid namespaces on this machine have a pid 1 too, and a "sleep" among them
     # would make pid 1 ambiguous (rightly unattributed)
     prog = tmp_path / ("nsprobe%d" % os.getpid())[:15]
@@ -173,7 +174,8 @@ def test_inner_namespace_pid_is_mapped_through_nspid(tmp_path):
             inner = next((p for p, r in table.items() if r.get("ppid") == proc.pid and r["nspid"][1:]), None)
             time.sleep(0.05)
         if inner is None:
-            pytest.skip("no pid namespace could be made here: %s" % proc.stderr.read1(4096) if proc.poll() else "")
+            said = proc.stderr.read1(4096).decode("utf-8", "replace").strip() if proc.poll() is not None else ""
+            real_parts.missing("unshare", "no pid namespace could be made here in 5 s: %s" % (said or "no answer"))
         rec = table[inner]
         assert rec["nspid"] == [inner, 1]  # the kernel's own NSpid line: host view, then the namespace's pid 1
         # the driver of a sandbox reports the inner pid: mapped to the process here, and to the workload that

@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
-
 from ansible_collections.repro.vllm.plugins.module_utils._logstage import (
     ANSWER_STAGES, ERROR_CLASSES, STAGES, classify_text, classify_texts)
+from ansible_collections.repro.vllm.tests import real_parts
 
-hypothesis = pytest.importorskip("hypothesis")
+try:  # a test library (requirements-dev.txt), not this collection's code
+    import hypothesis
+    import hypothesis.strategies
+except ImportError as exc:
+    real_parts.missing("hypothesis", str(exc))
 st = hypothesis.strategies
 given = hypothesis.given
 settings = hypothesis.settings

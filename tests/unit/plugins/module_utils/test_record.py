@@ -19,6 +19,7 @@ import tempfile
 import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils import _record as r
+from ansible_collections.repro.vllm.tests import real_parts
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -179,7 +180,7 @@ def test_root_not_writable(open_tmp):
     if IS_ROOT:
         python = "/usr/bin/python3"
         if not os.access(python, os.X_OK):
-            pytest.skip("no system python3 that an unprivileged user can run")
+            real_parts.missing("system-python3", "%s is not there" % python)
 
         def preexec():
             os.setgid(65534)

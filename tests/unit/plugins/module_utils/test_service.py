@@ -208,7 +208,6 @@ def test_dead_pid_is_not_found(sleeper):
     assert rec["status"] == "not_found"
 
 
-@pytest.mark.skipif(_service.read_maps_libcuda is None, reason="_gpu.read_maps_libcuda (issue 10 branch) not merged")
 def test_libcuda_from_the_real_h200_process_maps(tmp_path):
     """A copy of the real /proc/<pid>/maps and cmdline of a CUDA process on an H200 under a /proc-like folder."""
     pdir = tmp_path / "proc" / "510"
