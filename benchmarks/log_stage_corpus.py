@@ -17,7 +17,15 @@ The naive baseline is what a person grepping would do: the first line that match
 keywords of that line (``out of memory`` -> oom / engine_init, ``NCCL`` -> nccl_error / distributed_init, ...,
 otherwise other / unknown).
 
-usage: python benchmarks/log_stage_corpus.py [--corpus DIR] [--json out.json] [--verbose]
+A second baseline, ``always_request``, answers stage ``request`` for every case (no class, no line): on a corpus
+where most pastes come from serving failures it is the bar a stage figure has to clear.
+
+Every case has a ``split`` (``dev``: the cases the rules were written from; ``test``: cases labelled blind and
+fixed before any rule change, never used to write rules); ``--split`` scores one of them (default: all).
+``--confusion`` prints the stage confusion table (label rows, classifier answer columns).
+
+usage: python benchmarks/log_stage_corpus.py [--corpus DIR] [--split dev|test|all] [--json out.json] [--verbose]
+                                             [--confusion]
 """
 
 from __future__ import annotations
@@ -83,10 +91,13 @@ def naive(text):
 
 # --- scoring --------------------------------------------------------------------------------------------------
 
-def load(corpus=CORPUS):
-    """The corpus index (a dict with ``cases``), each case with its text read in as ``text``."""
+def load(corpus=CORPUS, split="all"):
+    """The corpus index (a dict with ``cases``), each case with its text read in as ``text``; ``split`` keeps only
+    the cases of that split (``dev`` / ``test``; ``all`` keeps every case)."""
     with open(os.path.join(corpus, "index.json"), encoding="utf-8") as fh:
         index = json.load(fh)
+    if split != "all":
+        index["cases"] = [c for c in index["cases"] if c.get("split") == split]
     for case in index["cases"]:
         with open(os.path.join(corpus, case["file"]), "rb") as fh:
             case["text"] = fh.read().decode("utf-8", "replace")
@@ -105,22 +116,31 @@ def classify(text):
 def score(index):
     """Per-case results and the totals for the classifier and the naive baseline."""
     rows = []
-    totals = {"classifier": [0, 0, 0], "naive": [0, 0, 0]}
+    totals = {"classifier": [0, 0, 0], "naive": [0, 0, 0], "always_request": [0, 0, 0]}
     for case in index["cases"]:
         got = classify(case["text"])
         base = naive(case["text"])
-        row = {"id": case["id"], "label": [case["stage"], case["error_class"], case["lines"]],
+        row = {"id": case["id"], "split": case.get("split"), "label": [case["stage"], case["error_class"], case["lines"]],
                "classifier": list(got), "naive": list(base)}
-        for name, ans in (("classifier", got), ("naive", base)):
+        for name, ans in (("classifier", got), ("naive", base), ("always_request", ("request", None, None))):
             ok = [ans[0] == case["stage"], ans[1] == case["error_class"], ans[2] in case["lines"]]
             row[name + "_ok"] = ok
             for i, hit in enumerate(ok):
                 totals[name][i] += 1 if hit else 0
         rows.append(row)
-    n = len(rows)
-    summary = dict((name, {"stage": t[0] / n, "class": t[1] / n, "line": t[2] / n, "hits": t, "cases": n})
+    n = len(rows) or 1
+    summary = dict((name, {"stage": t[0] / n, "class": t[1] / n, "line": t[2] / n, "hits": t, "cases": len(rows)})
                    for name, t in totals.items())
     return rows, summary
+
+
+def confusion(rows):
+    """Stage confusion counts of the classifier: {label stage: {answered stage: n}}."""
+    table = {}
+    for row in rows:
+        cell = table.setdefault(row["label"][0], {})
+        cell[row["classifier"][0]] = cell.get(row["classifier"][0], 0) + 1
+    return table
 
 
 def main(argv=None):
@@ -128,8 +148,10 @@ def main(argv=None):
     ap.add_argument("--corpus", default=CORPUS)
     ap.add_argument("--json", help="write per-case results and totals here")
     ap.add_argument("--verbose", action="store_true", help="print every case, not only the misses")
+    ap.add_argument("--split", choices=("dev", "test", "all"), default="all", help="score only this split")
+    ap.add_argument("--confusion", action="store_true", help="print the stage confusion table")
     args = ap.parse_args(argv)
-    index = load(args.corpus)
+    index = load(args.corpus, args.split)
     rows, summary = score(index)
     for row in rows:
         miss = not all(row["classifier_ok"])
@@ -139,14 +161,24 @@ def main(argv=None):
                 "MISS" if miss else "ok  ", row["id"], lab[0], lab[1], ",".join(str(x) for x in lab[2]),
                 got[0], got[1], got[2], got[3]))
     n = summary["classifier"]["cases"]
-    print("\n%d cases" % n)
-    print("%-12s %8s %8s %8s" % ("", "stage", "class", "line"))
-    for name in ("classifier", "naive"):
+    print("\n%d cases (split: %s)" % (n, args.split))
+    print("%-15s %8s %8s %8s" % ("", "stage", "class", "line"))
+    for name in ("classifier", "naive", "always_request"):
         s = summary[name]
-        print("%-12s %7.1f%% %7.1f%% %7.1f%%" % (name, 100 * s["stage"], 100 * s["class"], 100 * s["line"]))
+        if name == "always_request":
+            print("%-15s %7.1f%% %8s %8s" % (name, 100 * s["stage"], "-", "-"))
+        else:
+            print("%-15s %7.1f%% %7.1f%% %7.1f%%" % (name, 100 * s["stage"], 100 * s["class"], 100 * s["line"]))
+    if args.confusion:
+        table = confusion(rows)
+        answers = sorted(set(a for cell in table.values() for a in cell))
+        print("\nstage confusion (rows: label, columns: classifier)")
+        print("%-17s" % "" + "".join("%-9s" % a[:8] for a in answers))
+        for label in sorted(table):
+            print("%-17s" % label + "".join("%-9s" % (table[label].get(a, "") or ".") for a in answers))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"summary": summary, "cases": rows}, fh, indent=1)
+            json.dump({"split": args.split, "summary": summary, "cases": rows}, fh, indent=1)
     return 0
 
 

@@ -1,9 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The classifier on the public corpus (tests/fixtures/public-corpus: 48 real logs pasted in public vLLM issues,
-labelled by hand): its accuracy must not fall below what it reaches now (a regression floor), and it must stay
-far above the naive "first line that looks like an error" baseline.  Scored by benchmarks/log_stage_corpus.py."""
+"""The classifier on the public corpus (tests/fixtures/public-corpus: real logs pasted in public vLLM issues,
+labelled by hand).  The corpus has two splits: ``dev`` (the 48 cases the rules were written from) and ``test``
+(cases labelled blind and committed before any rule change).  On ``dev`` the accuracy must not fall below what it
+reaches now (a regression floor) and must stay far above the naive "first line that looks like an error" baseline.
+The ``test`` figures are printed (``pytest -s``) and reported in docs/classifier.md, never asserted: a floor on
+them would invite tuning rules to the test cases.  Scored by benchmarks/log_stage_corpus.py."""
 
 from __future__ import annotations
 
@@ -18,8 +21,9 @@ from ansible_collections.repro.vllm.plugins.module_utils._logstage import ANSWER
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 CORPUS = os.path.join(ROOT, "tests", "fixtures", "public-corpus")
 
-# what the classifier reached when the floor was set (hits out of 48); raise these when it gets better
+# what the classifier reached on the dev split when the floor was set (hits out of 48); raise these when it gets better
 FLOOR = {"stage": 47, "class": 48, "line": 48}
+SPLITS = ("dev", "test")
 
 
 def _scorer():
@@ -31,8 +35,9 @@ def _scorer():
 
 @pytest.fixture(scope="module")
 def scored():
+    """The dev split, scored."""
     mod = _scorer()
-    index = mod.load(CORPUS)
+    index = mod.load(CORPUS, "dev")
     return index, mod.score(index)
 
 
@@ -40,11 +45,18 @@ def test_index_is_complete_and_labels_are_in_the_vocabulary():
     with open(os.path.join(CORPUS, "index.json"), encoding="utf-8") as fh:
         index = json.load(fh)
     cases = index["cases"]
-    assert len(cases) >= 40
+    assert len(cases) >= 150
     stages = set(c["stage"] for c in cases)
     assert set(ANSWER_STAGES[:8]) <= stages, "every stage has at least one case"
+    assert len(set(c["id"] for c in cases)) == len(cases) and len(set(c["file"] for c in cases)) == len(cases)
+    test = [c for c in cases if c["split"] == "test"]
+    assert len(test) >= 0.4 * len(cases), "the test split holds at least 40 % of the corpus"
+    dev_urls = set(c["url"] for c in cases if c["split"] == "dev")
+    assert not [c["id"] for c in test if c["url"] in dev_urls], "test cases come from threads no dev case uses"
     for c in cases:
+        assert c["split"] in SPLITS, c["id"]
         assert c["stage"] in ANSWER_STAGES and c["error_class"] in ERROR_CLASSES, c["id"]
+        assert c["cause_stage"] is None or (c["cause_stage"] in ANSWER_STAGES[:8] and c["cause_stage"] != c["stage"]), c["id"]
         assert c["repository"] and c["thread"] and c["url"].startswith("https://github.com/") and c["comment"], c["id"]
         with open(os.path.join(CORPUS, c["file"]), "rb") as fh:
             n_lines = len(fh.read().decode("utf-8", "replace").splitlines())
@@ -63,6 +75,18 @@ def test_far_above_the_naive_baseline(scored):
     dummy, (rows, summary) = scored
     for what in ("stage", "class", "line"):
         assert summary["classifier"][what] >= summary["naive"][what] + 0.3, (what, summary)
+
+
+def test_test_split_is_scored_and_printed_not_asserted():
+    """Every test case goes through the classifier and both baselines; the figures are printed, not asserted."""
+    mod = _scorer()
+    index = mod.load(CORPUS, "test")
+    rows, summary = mod.score(index)
+    assert len(rows) == len(index["cases"]) > 0 and all(r["split"] == "test" for r in rows)
+    for name in ("classifier", "naive", "always_request"):
+        s = summary[name]
+        print("test split, %s: stage %.1f%% class %.1f%% line %.1f%% (%d cases)"
+              % (name, 100 * s["stage"], 100 * s["class"], 100 * s["line"], s["cases"]))
 
 
 def test_every_answer_says_why_its_stage(scored):
