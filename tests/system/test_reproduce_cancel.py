@@ -113,28 +113,66 @@ def test_sigint_then_the_lease_stops_the_server(real_vllm, tmp_path):
     assert record["expired_at"] >= record["lease_until"]
 
 
-def test_sigkill_then_the_next_play_cleans_and_reports(real_vllm, tmp_path):
+def _play(work, playbook, extra, timeout=300):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+               ANSIBLE_NOCOLOR="1")
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY,
+           os.path.join(ROOT, "playbooks", playbook), "-e", json.dumps(extra)]
+    return subprocess.run(cmd, cwd=str(work), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=timeout, check=False)
+
+
+def test_sigkill_a_live_lease_refuses_the_next_play_then_stop_then_handoff(real_vllm, tmp_path):
+    """A play killed with its server up: the server's lease is still live, so the next play of the case on the same
+    port does not stop it - its attempt is refused (a frozen run with status refused) naming the killed run and how
+    to stop it; its open seals the killed run as incomplete (its play is gone); stop.yml stops the server by run_uid;
+    handoff.yml packs the case and names the interrupted run."""
     port = free_port()
-    # a lease longer than this test: the next play, not the lease, is what stops the server here
-    seen = _cancel_with_server_up(tmp_path, port, "cancel-kill", signal.SIGKILL, lease=600)
-    left_run = [line for line in seen if "minimal | server ready" in line][0].split(" | ")[2].split()[0]
-    # the next play of the case, before the lease ran out: it stops what is left and says so
-    proc, lines = _start(tmp_path, port, "cancel-kill")
+    case = "cancel-kill"
+    seen = _cancel_with_server_up(tmp_path, port, case, signal.SIGKILL, lease=600)
+    killed_run = [line for line in seen if "minimal | server ready" in line][0].split(" | ")[2].split()[0]
+    killed_dir = tmp_path / "records" / case / killed_run
+    opened = json.loads((killed_dir / "open.json").read_text())
+    uid = opened["run_uid"]
+    assert not (killed_dir / "manifest.json").exists() and len(uid) == 16
+    # the next play of the case, on the same port, while the killed play's lease is live
+    proc, lines = _start(tmp_path, port, case)
     out = []
     _drain(proc, lines, out, timeout=600)
     text = "\n".join(out)
-    assert proc.returncode == 0, text
-    cleaned = [line for line in out if "| cleaned: server of %s" % left_run in line]
-    assert cleaned and "stopped now:" in cleaned[0], text
-    assert _live_servers(port) == []
-    # the next play's attempt (its summary run, made last, holds no server)
-    runs = sorted((p for p in (tmp_path / "records" / "cancel-kill").iterdir()
-                   if p.name.startswith("run-") and (p / "hosts" / "localhost" / "server.json").is_file()),
+    refused = [line for line in out if "REFUSED" in line or "refused:" in line]
+    assert refused, text
+    assert uid in refused[0] and "%s/%s" % (case, killed_run) in refused[0] and "stop.yml" in refused[0], text
+    assert _live_servers(port), "a live server of another run is never stopped"
+    runs = sorted((p for p in (tmp_path / "records" / case).iterdir() if p.name.startswith("run-")),
                   key=lambda p: int(p.name[4:]))
-    server = json.loads((runs[-1] / "hosts" / "localhost" / "server.json").read_text())
-    left = server["leftovers_cleaned"]
-    assert [item["run"] for item in left] == [left_run] and left[0]["outcome"] == "stopped"
-    assert len(left[0]["stopped_now"]) >= 2 and left[0]["remaining_pids"] == []
-    # the earlier run's state is gone from the node, its log stays
-    assert not (tmp_path / "remote" / "cancel-kill" / ".state" / left_run / "localhost").exists()
-    assert (tmp_path / "remote" / "cancel-kill" / left_run / "hosts" / "localhost" / "logs" / "server.log").exists()
+    metas = dict((p.name, json.loads((p / "manifest.json").read_text())) for p in runs)
+    # the killed run: sealed by the next play's open, as it was
+    sealed = metas[killed_run]["metadata"]
+    assert sealed["status"] == "incomplete" and sealed["seal_reason"] == "interrupted", sealed
+    assert metas[killed_run]["run_uid"] == uid and "is gone" in sealed["sealed_because"]
+    assert "owner" in sealed and sealed["owner"]["records_root"] == str(tmp_path / "records")
+    refused_runs = [name for name, m in metas.items() if m["metadata"].get("status") == "refused"]
+    assert len(refused_runs) == 1, dict((n, m["metadata"].get("status")) for n, m in metas.items())
+    outcome = json.loads((tmp_path / "records" / case / refused_runs[0] / "outcome.json").read_text())
+    assert outcome["refused"] is True and outcome["stage"] is None and uid in " ".join(outcome["refusal"])
+    # how to stop it, as the refusal says
+    stop = _play(tmp_path, "stop.yml", {"repro_vllm_stop_run_uid": uid})
+    assert stop.returncode == 0, stop.stdout.decode()
+    assert uid in stop.stdout.decode() and "stopped now" in stop.stdout.decode()
+    assert _gone_within(port, 30) == []
+    # the hand-off of the case takes the interrupted run and says so
+    hand = _play(tmp_path, "handoff.yml", {"repro_vllm_records_root": str(tmp_path / "records"),
+                                           "repro_vllm_case_id": case})
+    hand_text = hand.stdout.decode()
+    assert hand.returncode == 0, hand_text
+    packages = list((tmp_path / "records" / case / "handoff").glob("*.tar.gz"))
+    assert len(packages) == 1, hand_text
+    import tarfile
+    with tarfile.open(str(packages[0])) as tar:
+        summary = json.loads(tar.extractfile("%s-handoff/summary.json" % case).read())
+        names = tar.getnames()
+    listed = dict((r["run"], r) for r in summary["runs"])
+    assert listed[killed_run]["status"] == "incomplete", summary["runs"]
+    assert not any(n.endswith("open.json") for n in names)
+    assert "owner" not in json.dumps(summary)

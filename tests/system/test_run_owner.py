@@ -1,0 +1,62 @@
+# -*- coding: utf-8 -*-
+"""Two plays of one case on one host, on the REAL CPU vLLM: two operators (or two AWX jobs), each with its own records
+root and port, run reproduce.yml for the same case 10 s apart. Both open run-002 in their own records roots; each run
+has its own run_uid, so neither shares a host folder, a state file or a lease with the other, neither stops the other's
+server, and both end frozen with their real (healthy) verdicts."""
+from __future__ import annotations
+
+import json
+import time
+
+from conftest import free_port
+
+from test_reproduce_cancel import _drain, _start
+from test_reproduce_localhost import _live_servers
+
+CASE = "two-plays"
+
+
+def _attempt_run(work):
+    """The one attempt of a play (the run with an outcome.json; the summary run has none)."""
+    runs = [p for p in (work / "records" / CASE).iterdir() if (p / "outcome.json").is_file()]
+    assert len(runs) == 1, sorted(p.name for p in (work / "records" / CASE).iterdir())
+    return runs[0]
+
+
+def test_two_plays_of_one_case_on_one_host_never_touch_each_other(real_vllm, tmp_path):
+    a_dir, b_dir = tmp_path / "a", tmp_path / "b"
+    a_dir.mkdir()
+    b_dir.mkdir()
+    port_a, port_b = free_port(), free_port()
+    while port_b == port_a:
+        port_b = free_port()
+    a, a_lines = _start(a_dir, port_a, CASE, lease=120)
+    time.sleep(10)
+    b, b_lines = _start(b_dir, port_b, CASE, lease=120)
+    out = {}
+    for name, proc, lines in (("a", a, a_lines), ("b", b, b_lines)):
+        seen = []
+        _drain(proc, lines, seen, timeout=900)
+        out[name] = seen
+    for name, proc in (("a", a), ("b", b)):
+        text = "\n".join(out[name])
+        assert proc.returncode == 0, text
+        assert "cleaned:" not in text and "REFUSED" not in text and "FAILED" not in text, text
+    uids = {}
+    for name, work in (("a", a_dir), ("b", b_dir)):
+        run = _attempt_run(work)
+        manifest = json.loads((run / "manifest.json").read_text())
+        assert manifest["schema_version"] == 3 and manifest["metadata"]["status"] == "ok", manifest["metadata"]
+        outcome = json.loads((run / "outcome.json").read_text())
+        assert outcome["ok"] is True and outcome["stage"] == "none", outcome["summary"]
+        server = json.loads((run / "hosts" / "localhost" / "server.json").read_text())
+        assert server["leftovers_cleaned"] == [] and server["refusal"] is None
+        uids[name] = manifest["run_uid"]
+        assert server["run_uid"] == uids[name]
+        # the host folder of the run is gone once the controller holds its verified copy
+        assert not (work / "remote" / "runs" / uids[name]).exists()
+    assert uids["a"] != uids["b"]
+    # b started while a's server was up: b saw it as a live server of another run, and left it alone
+    seen_by_b = json.loads((_attempt_run(b_dir) / "hosts" / "localhost" / "server.json").read_text())
+    assert uids["a"] in [s["run_uid"] for s in seen_by_b["other_live_runs"]]
+    assert _live_servers(port_a) == [] and _live_servers(port_b) == []
