@@ -69,11 +69,14 @@ class ActionModule(ActionBase):
         limit = task_vars.get("ansible_limit")
         missed = _targets.not_matched(args["hosts_pattern"], task_vars.get("groups") or {},
                                       play_hosts=task_vars.get("ansible_play_hosts_all"), limit=limit)
+        if not args.get("hosts"):
+            msg = _record.no_hosts_message(args["hosts_pattern"], limit)
+            if missed:
+                msg += ". " + _targets.not_matched_message(missed, args["hosts_pattern"], limit)
+            return dict(failed=True, msg=msg, not_matched=missed, hosts=[])
         if missed:
             return dict(failed=True, msg=_targets.not_matched_message(missed, args["hosts_pattern"], limit),
-                        not_matched=missed, hosts=list(args.get("hosts") or []))
-        if not args.get("hosts"):
-            return dict(failed=True, msg=_record.no_hosts_message(args["hosts_pattern"], limit), not_matched=[], hosts=[])
+                        not_matched=missed, hosts=list(args["hosts"]))
         return None
 
     def _in_process(self):

@@ -121,7 +121,7 @@ class CallbackModule(DefaultCallback):
             for host in res["hosts"]:
                 if host not in self._targets:
                     self._targets.append(host)
-                if res.get("path") and not res.get("failed"):
+                if res.get("path") and not res.get("failed") and result._task.check_mode is not True:
                     self._records[host] = res["path"]
             if isinstance(res.get("not_matched"), list):
                 self._not_matched = res["not_matched"]
