@@ -28,6 +28,11 @@ CONTROLLER = "controller"
 JOB = "job"
 
 
+def _cut(text, limit=60):
+    text = str(text)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def _row(host, status, where=None, stage=None, error_class=None, record=None, detail=None):
     return {"host": host, "status": status, "where": where, "stage": stage, "error_class": error_class,
             "record": record, "detail": detail}
@@ -115,7 +120,7 @@ def closing_rows(targets=(), not_matched=(), fleet=(), compatibility=None, drift
             if status == "ok" and host in unreachable:
                 row = _row(host, "unreachable", record=record, detail="unreachable after it was recorded")
             elif status == "ok" and host in failed:
-                row = _row(host, "failed", error_class="task: %s" % failed[host], record=record)
+                row = _row(host, "failed", error_class="task: %s" % _cut(failed[host]), record=record)
             elif status == "ok" and host in violations:
                 row = _row(host, "violation", error_class=", ".join(violations[host]), record=record)
             elif status == "ok" and host in drifted:
@@ -127,7 +132,7 @@ def closing_rows(targets=(), not_matched=(), fleet=(), compatibility=None, drift
         elif host in unreachable:
             row = _row(host, "unreachable", record=record)
         elif host in failed:
-            row = _row(host, "failed", error_class="task: %s" % failed[host], record=record)
+            row = _row(host, "failed", error_class="task: %s" % _cut(failed[host]), record=record)
         elif host in violations:
             row = _row(host, "violation", error_class=", ".join(violations[host]), record=record)
         elif host in drifted:
@@ -141,7 +146,7 @@ def closing_rows(targets=(), not_matched=(), fleet=(), compatibility=None, drift
         rows.append(_row(JOB, "violation", error_class=", ".join(job_violations)))
     if controller_errors:
         first = controller_errors[0]
-        rows.append(_row(CONTROLLER, "failed", error_class="task: %s" % first.get("task"), detail=first.get("msg"),
+        rows.append(_row(CONTROLLER, "failed", error_class="task: %s" % _cut(first.get("task")), detail=first.get("msg"),
                          where=("(+%d more)" % (len(controller_errors) - 1)) if len(controller_errors) > 1 else None))
     return rows
 
