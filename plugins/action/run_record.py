@@ -72,7 +72,7 @@ class ActionModule(ActionBase):
         if not args.get("hosts"):
             msg = _record.no_hosts_message(args["hosts_pattern"], limit)
             if missed:
-                msg += ". " + _targets.not_matched_message(missed, args["hosts_pattern"], limit)
+                msg += "; named there and matching nothing: " + _targets.missed_names(missed, limit)
             return dict(failed=True, msg=msg, not_matched=missed, hosts=[])
         if missed:
             return dict(failed=True, msg=_targets.not_matched_message(missed, args["hosts_pattern"], limit),

@@ -157,16 +157,21 @@ def not_matched(value, groups, play_hosts=None, limit=None):
     return out
 
 
-def not_matched_message(missed, value, limit=None):
-    """Why the job stops before any run opens: every named target that matches nothing, the pattern, the limit."""
+def missed_names(missed, limit=None):
+    """``old (not a host or group of the inventory), node03 (in the inventory, left out by --limit x)``."""
     parts = []
     for m in missed:
         if m["reason"] == "outside_limit":
             parts.append("%s (in the inventory, left out by --limit %s)" % (m["name"], limit))
         else:
             parts.append("%s (not a host or group of the inventory)" % m["name"])
+    return ", ".join(parts)
+
+
+def not_matched_message(missed, value, limit=None):
+    """Why the job stops before any run opens: every named target that matches nothing, the pattern, the limit."""
     pattern = ",".join(split_targets(value))
     return ("repro_vllm_targets names %d host(s) that match nothing: %s; targets read as '%s'%s; no run was opened. "
             "Fix the name in repro_vllm_targets (list the inventory with 'ansible-inventory -i <inventory> --graph')%s"
-            % (len(missed), ", ".join(parts), pattern, (" within --limit %s" % limit) if limit else "",
+            % (len(missed), missed_names(missed, limit), pattern, (" within --limit %s" % limit) if limit else "",
                " or widen --limit" if any(m["reason"] == "outside_limit" for m in missed) else ""))

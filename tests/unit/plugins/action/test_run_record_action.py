@@ -179,6 +179,7 @@ def test_create_refuses_a_named_host_that_matches_nothing_before_anything_is_cre
     # nothing matched at all, and a name is nowhere: the no-host message, and the name
     none = _action_run(dict(args, root=str(tmp_path / "none"), hosts=[], hosts_pattern="gpu_typo"),
                        {"groups": groups, "ansible_play_hosts_all": ["localhost"]})
-    assert none["msg"].startswith("no host matches the target pattern 'gpu_typo'") and "gpu_typo (not a host" in none["msg"]
+    assert none["msg"].startswith("no host matches the target pattern 'gpu_typo'; no run was opened")
+    assert none["msg"].endswith("; named there and matching nothing: gpu_typo (not a host or group of the inventory)")
     assert none["not_matched"] == [{"name": "gpu_typo", "reason": "not_in_inventory"}]
     assert not os.path.exists(str(tmp_path / "none"))
