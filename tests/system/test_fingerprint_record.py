@@ -263,8 +263,8 @@ def test_comma_list_targets_a_name_that_matches_nothing_and_an_unreachable_host(
     audit = json.loads((run / "audit.json").read_text())
     assert audit["unreachable"] == ["node09"], audit
     table = _table(out)
-    assert {h: row[0] for h, row in table.items()} == {"node01": "ok", "node02": "ok", "node09": "UNREACHABLE",
-                                                      "controller": "FAILED"}, out[-3000:]
+    expected = {"node01": "ok", "node02": "ok", "node09": "UNREACHABLE", "controller": "FAILED"}
+    assert {h: row[0] for h, row in table.items()} == expected, out[-3000:]
     assert table["node01"][-1] == str(run) and table["node09"][-1] == str(run)
     assert "not every host is complete in it: node09" in out
     # the audit says it could not look at node09, never that every host matches

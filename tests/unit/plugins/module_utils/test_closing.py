@@ -42,8 +42,9 @@ def test_record_statuses_win_over_what_ansible_counted():
 
 def test_violation_and_drift_from_the_judge_and_the_audit():
     fleet = [{"host": h, "status": "ok"} for h in ("a", "b", "c", "d")] + [{"host": "e", "status": "unreachable"}]
-    compat = {"verdict": "fail", "violations": [{"host": "b", "fact": "driver_branch"}, {"host": "b", "fact": "gpu_model"},
-                                               {"host": None, "fact": "fabric"}, {"host": "e", "fact": "gpu_count"}]}
+    compat = {"verdict": "fail", "violations": [
+        {"host": "b", "fact": "driver_branch"}, {"host": "b", "fact": "gpu_model"},
+        {"host": None, "fact": "fabric"}, {"host": "e", "fact": "gpu_count"}]}
     rows = _closing.closing_rows(targets=["a", "b", "c", "d", "e"], fleet=fleet, compatibility=compat, drifted=["b", "c"])
     assert _status(rows) == {"a": "ok", "b": "violation", "c": "drift", "d": "ok", "e": "unreachable", "job": "violation"}
     assert rows[1]["error_class"] == "driver_branch, gpu_model" and rows[-1]["error_class"] == "fabric"
