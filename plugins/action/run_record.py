@@ -3,7 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Controller side of repro.vllm.run_record (documentation: plugins/modules/run_record.py).
 
-Two things only the controller can know, filled in before the module runs:
+What only the controller can know, checked or filled in before the module runs:
+
+* ``hosts_pattern`` of ``state=create``: every host the targets name is a host of the inventory the play has (not
+  left out by ``--limit``), and the targets match a host at all (``_targets.not_matched``); else the task fails
+  before any run is created, naming the hosts (result ``not_matched``: ``[{name, reason}]``) and the --limit.
 
 * ``collection_version``: when the task leaves it out (or says ``unknown``), the version in this collection's
   galaxy.yml, its one source (a module on a node cannot read it).
@@ -26,7 +30,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.repro.vllm.plugins.module_utils import _record
+from ansible_collections.repro.vllm.plugins.module_utils import _record, _targets
 
 
 class ActionModule(ActionBase):
@@ -35,11 +39,12 @@ class ActionModule(ActionBase):
         args = dict(self._task.args)
         if args.get("collection_version") in (None, "", "unknown"):
             args["collection_version"] = _record.read_collection_version()
-        if args.get("state") == "create" and args.get("hosts_pattern") is not None and not args.get("hosts"):
-            # before anything is created, anywhere; only the controller knows the --limit around the pattern
-            result.update(failed=True, msg=_record.no_hosts_message(args["hosts_pattern"],
-                                                                    (task_vars or {}).get("ansible_limit")))
-            return result
+        if args.get("state") == "create" and args.get("hosts_pattern") is not None:
+            # before anything is created, anywhere; only the controller knows the inventory and the --limit
+            refused = self._targets_refused(args, task_vars or {})
+            if refused:
+                result.update(refused)
+                return result
         root = args.get("root")
         if args.get("state") == "create" and isinstance(root, str) and root and self._connection.transport == "local":
             resolved = _record.resolve_root(root)
@@ -60,6 +65,23 @@ class ActionModule(ActionBase):
             result["cwd"] = os.getcwd()
         result.setdefault("collection_version", args["collection_version"])
         return result
+
+    @staticmethod
+    def _targets_refused(args, task_vars):
+        """The failed result of a create whose targets name a host that matches nothing (_targets.not_matched: not
+        in the inventory, or left out by --limit), or that match no host at all; None when the run may open."""
+        limit = task_vars.get("ansible_limit")
+        missed = _targets.not_matched(args["hosts_pattern"], task_vars.get("groups") or {},
+                                      play_hosts=task_vars.get("ansible_play_hosts_all"), limit=limit)
+        if not args.get("hosts"):
+            msg = _record.no_hosts_message(args["hosts_pattern"], limit)
+            if missed:
+                msg += "; named there and matching nothing: " + _targets.missed_names(missed, limit)
+            return dict(failed=True, msg=msg, not_matched=missed, hosts=[])
+        if missed:
+            return dict(failed=True, msg=_targets.not_matched_message(missed, args["hosts_pattern"], limit),
+                        not_matched=missed, hosts=list(args["hosts"]))
+        return None
 
     def _in_process(self):
         """True where the module would run as this very user on this machine: a local connection, no become."""

@@ -32,10 +32,34 @@ import re
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
 from ansible_collections.repro.vllm.plugins.callback.record_log import opened_run, preload_plugins
+from ansible_collections.repro.vllm.plugins.module_utils import _closing
+
+_LOCALHOST = ("localhost", "127.0.0.1", "::1")
+_CREATE_ACTIONS = ("repro.vllm.run_record", "run_record")
+_COMPAT_ACTIONS = ("repro.vllm.compatibility", "compatibility")
 
 _PROGRESS_RX = re.compile(r"^(WARNING: |[a-z][a-z_]* \| )")
 _DEBUG_ACTIONS = ("debug", "ansible.builtin.debug", "ansible.legacy.debug")
 _MAX_MSG = 1500
+
+
+def _controller_task(result):
+    """True for a task that works for the whole job on the controller (delegated to localhost, or run once): its
+    failure is the controller's, never the host's Ansible happened to run it for."""
+    delegated = (result._result.get("_ansible_delegated_vars") or {}).get("ansible_delegated_host")
+    if delegated in _LOCALHOST or getattr(result._task, "delegate_to", None) in _LOCALHOST:
+        return True
+    return getattr(result._task, "run_once", False) is True
+
+
+def _rescued(task):
+    """True when a block around the task has a rescue: its failure is handled by the play, not the job's end."""
+    parent = getattr(task, "_parent", None)
+    while parent is not None:
+        if getattr(parent, "rescue", None):
+            return True
+        parent = getattr(parent, "_parent", None)
+    return False
 
 
 def _short(text, limit=_MAX_MSG):
@@ -54,6 +78,16 @@ class CallbackModule(DefaultCallback):
         self._attempts = []        # every judged attempt (the _repro_vllm_attempt facts), in order
         self._verdict = None       # the play's closing classification (_repro_vllm_verdict)
         self._records = {}         # host -> last run path seen in a repro_vllm_run fact
+        # the closing table's evidence (_closing.closing_rows)
+        self._targets = []         # the hosts of every opened run, in order
+        self._not_matched = []     # [{name, reason}] of a refused open
+        self._fleet = {}           # host -> its fleet.json entry (the record's status)
+        self._compat = None        # the compatibility judge's document
+        self._drifted = []         # the audit's drifted hosts
+        self._unreachable = set()  # hosts a connection was lost to (ignore_unreachable too)
+        self._host_failed = {}     # host -> the first of its own tasks that failed (not rescued, not ignored)
+        self._ran = []             # hosts whose own tasks ran
+        self._controller_errors = []  # [{task, msg}] of the controller's failed tasks
 
     def v2_playbook_on_start(self, playbook):
         # the collection's plugins imported once before the first worker forks (record_log.preload_plugins)
@@ -77,6 +111,33 @@ class CallbackModule(DefaultCallback):
         run = opened_run(result)
         if run:
             self._records[result._host.get_name()] = run
+        self._collect_status(result, facts)
+
+    def _collect_status(self, result, facts):
+        """What the closing table needs from one result: the run's hosts, the record's statuses, the verdicts."""
+        res = result._result
+        action = result._task.action
+        if action in _CREATE_ACTIONS and isinstance(res.get("hosts"), list):
+            for host in res["hosts"]:
+                if host not in self._targets:
+                    self._targets.append(host)
+                if res.get("path") and not res.get("failed") and result._task.check_mode is not True:
+                    self._records[host] = res["path"]
+            if isinstance(res.get("not_matched"), list):
+                self._not_matched = res["not_matched"]
+        fleet = facts.get("_repro_vllm_fleet")
+        if isinstance(fleet, list):
+            for entry in fleet:
+                if isinstance(entry, dict) and entry.get("host"):
+                    self._fleet[entry["host"]] = entry
+        if action in _COMPAT_ACTIONS and isinstance(res.get("compatibility"), dict) and res["compatibility"]:
+            self._compat = res["compatibility"]
+        decision = facts.get("repro_vllm_decision")
+        if isinstance(decision, dict) and decision.get("purpose") == "audit":
+            self._drifted = list(decision.get("drifted") or [])
+        host = result._host.get_name()
+        if not _controller_task(result) and host not in self._ran:
+            self._ran.append(host)
 
     def _progress_lines(self, result):
         if result._task.action not in _DEBUG_ACTIONS:
@@ -157,11 +218,23 @@ class CallbackModule(DefaultCallback):
         msg = res.get("msg") or res.get("stderr") or res.get("reason") or ""
         if not msg and res.get("results"):
             msg = "; ".join(str(r.get("msg")) for r in res["results"] if isinstance(r, dict) and r.get("failed"))
-        self._display.display("%s | %s | %s | %s" % (result._host.get_name(), what, result._task.get_name(),
+        # the controller's own task (run once, or delegated to localhost) names the controller, not the host Ansible ran it for
+        who = "controller" if _controller_task(result) else result._host.get_name()
+        self._display.display("%s | %s | %s | %s" % (who, what, result._task.get_name(),
                                                      _short(msg or "(no message; run with -v)")), stderr=True)
+
+    def _failed(self, result, ignore_errors):
+        if ignore_errors or _rescued(result._task):
+            return
+        if _controller_task(result):
+            self._controller_errors.append({"task": result._task.get_name(),
+                                            "msg": result._result.get("msg") or "(no message)"})
+        else:
+            self._host_failed.setdefault(result._host.get_name(), result._task.get_name())
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         self._collect(result)
+        self._failed(result, ignore_errors)
         if not self._quiet():
             return super().v2_runner_on_failed(result, ignore_errors)
         self._failure(result, "FAILED", ignore_errors)
@@ -173,6 +246,7 @@ class CallbackModule(DefaultCallback):
         return None  # the task's own failure line follows with every failed item's message
 
     def v2_runner_on_unreachable(self, result):
+        self._unreachable.add(result._host.get_name())
         if not self._quiet():
             return super().v2_runner_on_unreachable(result)
         self._failure(result, "UNREACHABLE")
@@ -185,42 +259,18 @@ class CallbackModule(DefaultCallback):
 
     # --- the closing table ---------------------------------------------------------------------------------------
     def _rows(self, stats):
-        hosts = sorted(stats.processed.keys())
-        rows = []
-        for host in hosts:
-            mine = [a for a in self._attempts if host in (a.get("nodes") or [])]
-            summary = stats.summarize(host)
-            failed = [a for a in mine if not a.get("refused") and not a.get("ok") and a.get("purpose") != "rollback"]
-            refused = [a for a in mine if a.get("refused")]
-            rollbacks = [a for a in mine if a.get("purpose") == "rollback"]
-            recorded = [a for a in mine if a.get("path")]
-            if failed:
-                a = failed[0]
-                status = "FAILED at %s" % a.get("step")
-                if rollbacks:
-                    status += ", rollback %s" % ("came back" if rollbacks[-1].get("earlier_state_returned")
-                                                 else "did NOT come back")
-                stage, error_class, record = a.get("stage"), a.get("error_class"), a.get("path")
-                if a.get("component") and error_class:
-                    error_class = "%s (%s)" % (error_class, a["component"])
-            elif refused:
-                status, stage, error_class = "REFUSED at %s" % refused[-1].get("step"), "-", "-"
-                record = recorded[-1].get("path") if recorded else self._records.get(host, "-")
-            elif mine:
-                status = "ok through %s" % mine[-1].get("step")
-                unmet = [a.get("step") for a in mine if a.get("expectation_met") is False]
-                if unmet:
-                    status += ", expectation NOT met at %s" % ", ".join(unmet)
-                stage, error_class = "none", "-"
-                record = recorded[-1].get("path") if recorded else "-"
-            else:
-                status = "unreachable" if summary.get("unreachable") else (
-                    "task failed" if summary.get("failures") else "ok")
-                stage, error_class, record = "-", "-", self._records.get(host, "-")
-            if summary.get("unreachable") and mine:
-                status += " (then unreachable)"
-            rows.append((host, status, stage or "-", error_class or "-", record or "-"))
-        return rows
+        """The table's cells: one row per targeted host with its status from the record (_closing.closing_rows)."""
+        unreachable = set(self._unreachable)
+        for host in stats.processed:
+            if stats.summarize(host).get("unreachable"):
+                unreachable.add(host)
+        # a host's own failure counts when the play did not rescue it (stats.failures leaves rescued tasks out)
+        failed = {h: t for h, t in self._host_failed.items() if stats.summarize(h).get("failures")}
+        rows = _closing.closing_rows(
+            targets=self._targets, not_matched=self._not_matched, fleet=list(self._fleet.values()),
+            compatibility=self._compat, drifted=self._drifted, attempts=self._attempts, unreachable=unreachable,
+            failed=failed, ran=self._ran, records=self._records, controller_errors=self._controller_errors)
+        return [_closing.row_cells(r) for r in rows]
 
     def _table(self, stats):
         rows = self._rows(stats)

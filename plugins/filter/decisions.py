@@ -61,15 +61,19 @@ def isolation_decision(runs, must_keep_serving=False, memory_in_use_mib=_isolati
 
 
 def fleet_audit(run, baseline=None, compatibility=None, previous=None, must_keep_serving=False, records_root=None,
-                case_id=None):
+                case_id=None, hosts=None):
     """``{"audit": audit.json, "isolation": isolation.json}`` of an audit run folder.
 
     ``baseline`` is a run folder (or empty), ``compatibility`` the compatibility.json content (or empty),
     ``previous`` the case folder whose earlier runs each host is compared with for the isolation decision.
     Without ``compatibility`` the run's own compatibility.json is used when the compatibility role wrote one.
+    ``hosts``: the hosts the open run expects (its manifest names them only once it is frozen), so a host that left
+    no folder (unreachable before its record task could write one) is audited as missing, never left out.
     """
     def go():
         current = read_run(str(run))
+        if hosts and not current["metadata"].get("hosts"):
+            current["metadata"] = dict(current["metadata"], hosts=[str(h) for h in hosts])
         base = read_run(resolve_run(baseline, records_root, case_id)) if baseline else None
         compat = compatibility or current["parts"].get("compatibility.json")
         earlier = case_runs(previous) if previous else []

@@ -119,6 +119,11 @@ def drift_lines(result):
     for v in result.get("job_violations") or []:
         lines.append("audit | job | VIOLATION | %s: found %s, required %s; fix: %s" % (
             v.get("fact"), v.get("found"), v.get("required"), v.get("fix")))
+    # a host the audit could not look at is never reported as matching the majority
+    for h in result.get("unreachable") or []:
+        status = (result["hosts"].get(h) or {}).get("status") or "missing"
+        lines.append("audit | %s | NOT AUDITED | %s: no fingerprint of it in the run, so neither drift nor a match "
+                     "can be said" % (h, status))
     return lines
 
 

@@ -143,6 +143,10 @@ options:
     description:
       - With O(state=create), the inventory pattern O(hosts) were chosen by. When O(hosts) is empty the task
         fails before any run is created, naming this pattern (and the C(--limit) around it on the controller).
+      - On the controller (the action) it is read as C(repro_vllm_targets) is (a pattern, a comma or colon list), and
+        a host it names that is not in the inventory, or that C(--limit) leaves out of the play, fails the task
+        before any run is created, naming it; the failed result's C(not_matched) lists C({name, reason}) with
+        reason C(not_in_inventory) or C(outside_limit).
     type: str
   purpose:
     description:
@@ -403,6 +407,14 @@ unexpected:
   type: list
   elements: str
   sample: ["hosts/node1/extra.txt"]
+not_matched:
+  description:
+    - With O(state=create) refused on the controller, the hosts O(hosts_pattern) names that match nothing, each
+      C({name, reason}), reason C(not_in_inventory) or C(outside_limit) (empty when the pattern matches no host at
+      all). The failed result also carries O(hosts) as given.
+  returned: when O(state=create) is refused for its targets
+  type: list
+  elements: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import COLLECTIONS, ROOT, SshHosts, check_frozen, replay_wrapper, run_playbook, task_results
+from conftest import COLLECTIONS, ROOT, SshHosts, check_frozen, free_port, replay_wrapper, run_playbook, task_results
 
 LOCAL_INVENTORY = os.path.join(ROOT, "inventories", "localhost")
 
@@ -210,3 +210,62 @@ def test_only_the_host_naming_a_production_server_freezes_it_and_no_host_pays_a_
     assert sorted(_fleet(audit_run)) == ["node01", "node02"]
     assert (audit_run / "hosts" / "node01" / "service.json").is_file()
     assert "node03" not in _per_host_tasks(a)
+
+
+def _table(out):
+    """{host: (status, error class, record)} of the console's closing table (repro.vllm.console)."""
+    lines = out.splitlines()
+    head = max(i for i, line in enumerate(lines) if line.split()[:2] == ["host", "status"])
+    rows = {}
+    for line in lines[head + 1:]:
+        if not line.strip() or line.startswith("recap ") or line.startswith("result |"):
+            break
+        cells = [c for c in line.split("  ") if c.strip()]
+        rows[cells[0].strip()] = tuple(c.strip() for c in cells[1:])
+    return rows
+
+
+def test_comma_list_targets_a_name_that_matches_nothing_and_an_unreachable_host(fleet, tmp_path):
+    # node09 is a host of the inventory whose sshd is not there (nothing listens on its port): unreachable
+    inv = json.loads(json.dumps(fleet.raw))
+    inv["sshhosts"]["hosts"]["node09"] = dict(inv["sshhosts"]["hosts"]["node01"], ansible_port=free_port())
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump(inv))
+    console = {"ANSIBLE_STDOUT_CALLBACK": "repro.vllm.console"}
+    common = {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_remote_root": str(tmp_path / "remote")}
+
+    # a comma list as an AWX survey hands it on; "old" is in no inventory: the job fails before the run opens,
+    # naming it, and nothing is audited
+    r = run_playbook(tmp_path, "playbooks/audit.yml", str(path),
+                     dict(common, repro_vllm_case_id="named", repro_vllm_targets="node01,node02,old"),
+                     ident="named", envvars=console)
+    out = r.stdout.read()
+    assert r.status == "failed", out[-3000:]
+    assert any(m.startswith("repro_vllm_targets names 1 host(s) that match nothing: old (not a host or group of the "
+                            "inventory); targets read as 'node01,node02,old'") for m in _failures(r)), _failures(r)
+    assert not (tmp_path / "records").exists()
+    assert not [h for h, _e, _res in task_results(r, "Fingerprint node") if h.startswith("node")]
+    table = _table(out)
+    assert table["old"][:2] == ("NOT MATCHED", "-") and table["old"][2] == "not_in_inventory", table
+    assert table["node01"][0] == table["node02"][0] == "NOT RECORDED", table
+    assert table["controller"][0] == "FAILED" and "Open the next run" in table["controller"][2], table
+
+    # every name a host: the run opens with all three; node09 cannot be reached: its record and the table say
+    # unreachable, the healthy hosts ok, and the close's failure (a host is not complete) is the controller's
+    r = run_playbook(tmp_path, "playbooks/audit.yml", str(path),
+                     dict(common, repro_vllm_case_id="dark", repro_vllm_targets="node01, node02,node09"),
+                     ident="dark", envvars=console)
+    out = r.stdout.read()
+    assert r.status == "failed", out[-3000:]  # after freezing: node09 is not complete
+    run = tmp_path / "records" / "dark" / "run-001"
+    check_frozen(str(run))
+    assert {h: s["status"] for h, s in _fleet(run).items()} == {"node01": "ok", "node02": "ok", "node09": "unreachable"}
+    audit = json.loads((run / "audit.json").read_text())
+    assert audit["unreachable"] == ["node09"], audit
+    table = _table(out)
+    expected = {"node01": "ok", "node02": "ok", "node09": "UNREACHABLE", "controller": "FAILED"}
+    assert {h: row[0] for h, row in table.items()} == expected, out[-3000:]
+    assert table["node01"][-1] == str(run) and table["node09"][-1] == str(run)
+    assert "not every host is complete in it: node09" in out
+    # the audit says it could not look at node09, never that every host matches
+    assert "audit | node09 | NOT AUDITED | missing" in out and "every host matches the majority" not in out

@@ -135,7 +135,9 @@ def test_create_hands_back_the_runs_identity_and_refuses_a_pattern_that_matched_
     root = str(tmp_path / "records")
     args = {"state": "create", "root": root, "case_id": "c", "hosts": ["node01", "node02"], "hosts_pattern": "gpu",
             "purpose": "audit", "profile": "kimi-k3-h200"}
-    res = _action_run(args)
+    inventory = {"groups": {"all": ["node01", "node02"], "ungrouped": [], "gpu": ["node01", "node02"]},
+                 "ansible_play_hosts_all": ["node01", "node02", "localhost"]}
+    res = _action_run(args, inventory)
     assert not res.get("failed"), res
     assert {k: res[k] for k in ("path", "run_id", "case_id", "hosts", "purpose", "profile", "records_root")} == {
         "path": os.path.join(root, "c", "run-001"), "run_id": "run-001", "case_id": "c",
@@ -146,7 +148,8 @@ def test_create_hands_back_the_runs_identity_and_refuses_a_pattern_that_matched_
     there = _there(tmp_path / "work", dict(args, root=str(tmp_path / "there")))
     assert {k: there[k] for k in ("hosts", "purpose", "profile")} == {k: args[k] for k in ("hosts", "purpose", "profile")}
     # no host matched: nothing is created, anywhere; the controller names the pattern and the --limit around it
-    for task_vars, limit in (({}, ""), ({"ansible_limit": "node09"}, " within --limit node09")):
+    empty = {"groups": {"all": ["node01", "node02"], "gpu": []}, "ansible_play_hosts_all": ["localhost"]}
+    for task_vars, limit in ((empty, ""), (dict(empty, ansible_limit="node09"), " within --limit node09")):
         bad = _action_run(dict(args, root=str(tmp_path / "none"), hosts=[]), task_vars)
         expected = "no host matches the target pattern 'gpu'%s; no run was opened" % limit
         assert bad["failed"] and bad["msg"].startswith(expected), bad
@@ -156,3 +159,32 @@ def test_create_hands_back_the_runs_identity_and_refuses_a_pattern_that_matched_
     assert not os.path.exists(str(tmp_path / "none"))
     # a run of the controller alone names no pattern and may have no host
     assert _action_run(dict(args, root=str(tmp_path / "ctl"), hosts=[], hosts_pattern=None))["run_id"] == "run-001"
+
+
+def test_create_refuses_a_named_host_that_matches_nothing_before_anything_is_created(tmp_path):
+    # -e repro_vllm_targets=ok1,ok2,old: two hosts in the play, "old" nowhere in the inventory
+    groups = {"all": ["ok1", "ok2", "node03"], "ungrouped": [], "fleet": ["ok1", "ok2", "node03"]}
+    args = {"state": "create", "root": str(tmp_path / "records"), "case_id": "c", "hosts": ["ok1", "ok2"],
+            "hosts_pattern": "ok1,ok2,old", "purpose": "audit"}
+    bad = _action_run(args, {"groups": groups, "ansible_play_hosts_all": ["ok1", "ok2", "localhost"]})
+    assert bad["failed"] and bad["not_matched"] == [{"name": "old", "reason": "not_in_inventory"}], bad
+    assert bad["msg"].startswith("repro_vllm_targets names 1 host(s) that match nothing: old (not a host or group"), bad
+    assert bad["hosts"] == ["ok1", "ok2"] and not os.path.exists(str(tmp_path / "records"))
+    # a host of the inventory that --limit leaves out: named, with the limit
+    limited = _action_run(dict(args, hosts_pattern="ok1,ok2,node03"),
+                          {"groups": groups, "ansible_play_hosts_all": ["ok1", "ok2", "localhost"],
+                           "ansible_limit": "ok1,ok2,localhost"})
+    assert limited["not_matched"] == [{"name": "node03", "reason": "outside_limit"}], limited
+    assert "node03 (in the inventory, left out by --limit ok1,ok2,localhost)" in limited["msg"]
+    assert "within --limit ok1,ok2,localhost" in limited["msg"] and not os.path.exists(str(tmp_path / "records"))
+    # a group, a wildcard, an exclusion and the implicit localhost name no missing host: the run opens
+    fine = _action_run(dict(args, hosts_pattern="fleet,ok*,!old,localhost", hosts=["ok1", "ok2", "node03"]),
+                       {"groups": groups, "ansible_play_hosts_all": ["ok1", "ok2", "node03", "localhost"]})
+    assert not fine.get("failed") and fine["run_id"] == "run-001", fine
+    # nothing matched at all, and a name is nowhere: the no-host message, and the name
+    none = _action_run(dict(args, root=str(tmp_path / "none"), hosts=[], hosts_pattern="gpu_typo"),
+                       {"groups": groups, "ansible_play_hosts_all": ["localhost"]})
+    assert none["msg"].startswith("no host matches the target pattern 'gpu_typo'; no run was opened")
+    assert none["msg"].endswith("; named there and matching nothing: gpu_typo (not a host or group of the inventory)")
+    assert none["not_matched"] == [{"name": "gpu_typo", "reason": "not_in_inventory"}]
+    assert not os.path.exists(str(tmp_path / "none"))

@@ -48,9 +48,10 @@ def _validated_roles(playbook):
         plays = yaml.safe_load(f)
     first = plays[0]
     task = first["tasks"][0]
-    # controller-only playbooks check on localhost; those with targets over "<targets>:localhost", once, so that a
-    # --limit without localhost still checks
-    assert first["hosts"] in ("localhost", "{{ repro_vllm_targets | default('all') }}:localhost"), first["hosts"]
+    # controller-only playbooks check on localhost; those with targets over every target and localhost, once, so
+    # that a --limit without localhost still checks
+    assert first["hosts"] in ("localhost", "{{ repro_vllm_targets | default('all') | repro.vllm.target_patterns(controller=true) }}"), \
+        first["hosts"]
     assert first["hosts"] == "localhost" or task.get("run_once") is True
     assert first["gather_facts"] is False and first["any_errors_fatal"] is True
     template = task["ansible.builtin.validate_argument_spec"]["argument_spec"]

@@ -39,7 +39,9 @@ def test_majority_finds_the_one_drifted_host(tmp_path):
     assert set(drift) == {"driver", "cuda_driver"}
     assert result["hosts"]["n5"]["status"] == "unreachable" and result["hosts"]["n5"]["drift"] == []
     lines = _audit.drift_lines(result)
-    assert len(lines) == 1 and lines[0].startswith("audit | n4 | DRIFT | driver 570.172.08 (majority 580.159.04)")
+    assert len(lines) == 2 and lines[0].startswith("audit | n4 | DRIFT | driver 570.172.08 (majority 580.159.04)")
+    # the unreachable host is said to be not audited, never counted as matching
+    assert lines[1].startswith("audit | n5 | NOT AUDITED | unreachable: no fingerprint of it in the run")
     md = _audit.audit_markdown(result)
     assert "| n4 | driver | 570.172.08 | 580.159.04 | (not compared) |" in md
 
@@ -85,3 +87,16 @@ def test_host_isolation_against_each_hosts_previous_run(tmp_path):
 def test_bad_input():
     with pytest.raises(_audit.AuditError):
         _audit.audit(None)
+
+
+def test_a_host_the_open_run_expects_but_that_left_no_folder_is_audited_as_missing(tmp_path):
+    from ansible_collections.repro.vllm.plugins.filter.decisions import fleet_audit
+    run = _fleet(tmp_path, {"n1": "run-001", "n2": "run-001"}, "run-023")
+    # unreachable before its record task wrote a folder; the open run is not frozen, its manifest names no hosts yet
+    without = fleet_audit(run["path"])["audit"]
+    assert sorted(without["hosts"]) == ["n1", "n2"] and without["unreachable"] == []
+    result = fleet_audit(run["path"], hosts=["n1", "n2", "n9"])["audit"]
+    assert sorted(result["hosts"]) == ["n1", "n2", "n9"] and result["unreachable"] == ["n9"]
+    assert result["hosts"]["n9"]["status"] == "missing" and result["hosts"]["n9"]["facts"] is None
+    assert _audit.drift_lines(result) == [
+        "audit | n9 | NOT AUDITED | missing: no fingerprint of it in the run, so neither drift nor a match can be said"]
