@@ -756,9 +756,10 @@ STAGE_WORDS = (
 # Timeout(ms)=%d)" (NumelIn/NumelOut since torch 2.2) and "Timeout at NCCL work: %d, last enqueued NCCL work: %d,
 # last completed NCCL work: %d".  SeqNum counts the collectives of one process group, from 1.
 COLLECTIVE_RX = r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+), NumelOut=(\d+))?|Timeout at NCCL work: (\d+)"
-# vLLM's start-up issues, on an NCCL process group of torch, first a one-element all_reduce ("A small all_reduce
-# for warmup", init_worker_distributed_environment, V0 worker.py and V1 gpu_worker.py) and barriers (one element
-# too); the first tensor-sized collectives come from the model's forward pass in the profiling run
+# vLLM's start-up issues, on an NCCL process group of torch, first one-element collectives (V0 worker.py's
+# "A small all_reduce for warmup": torch.distributed.all_reduce(torch.zeros(1).cuda()) at the end of its
+# distributed init; barriers on an NCCL group are one-element all-reduces; V1's init talks over the CPU (gloo) group
+# and pynccl instead); the first tensor-sized collectives come from the model's forward pass in the profiling run
 # (profile_run / _dummy_run: two all-reduces per layer, the embedding's all-reduce, the logits gather), then
 # warm-up and serving.  So: a collective of at most COLLECTIVE_TINY_NUMEL elements among the first
 # COLLECTIVE_INIT_SEQ of its group is init's; any other within COLLECTIVE_STARTUP_SEQ is the profiling and warm-up
