@@ -43,7 +43,7 @@ from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import 
     CONF_HIGH, CONF_MEDIUM, CONSEQUENCE, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY,
     FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, FRAMES, GENERIC, HANG_HINT, HEADER, LEVEL_WORD_RX,
     MARKERS, METHOD_MESSAGES, READY, SERVING_FRAMES, SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES,
-    STARTUP_FUNCS, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE, WHERE_OR)
+    STARTUP_FUNC_WORDS, STARTUP_FUNCS, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE, WHERE_OR)
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_parse import (
     CARETS_RX, CHAIN, CODE_STARTS, EXC_RX, FRAME_RX, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING,
     MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX, PROCESS_HDR_RX, RAY_REPEAT_RX, STOP_RX, SUBJECT_RX,
@@ -186,6 +186,7 @@ _SERVING_FRAMES = tuple((part, stage) for part, stage, _source in SERVING_FRAMES
 _SERVING_FILE_RXS = tuple((re.compile(rx), stage) for rx, stage in SERVING_LOGGER_FILES)
 _STAGE_WORDS = tuple((key, re.compile(rx) if rx else None, stage, conf) for key, rx, stage, conf, _s in STAGE_WORDS)
 _COLLECTIVE_RX = re.compile(COLLECTIVE_RX)
+_STARTUP_WORD_RX = re.compile(STARTUP_FUNC_WORDS)
 _ACCESS_5XX_RX = re.compile(ACCESS_5XX_RX)
 _LEVEL_WORD_RX = re.compile(LEVEL_WORD_RX)
 _CAUSES = tuple((key, re.compile(rx) if rx else None, stage) for key, rx, stage, _source in CAUSES)
@@ -698,7 +699,7 @@ class _Scan(object):
                 if fs:
                     tb.frames.add(fs)
                 elif "vllm" in path:
-                    if func in STARTUP_FUNCS:
+                    if func in STARTUP_FUNCS or _STARTUP_WORD_RX.search(func) is not None:
                         tb.startup = True
                     elif tb.serving is None:
                         tb.serving = _serving_frame(path)

@@ -726,6 +726,9 @@ STARTUP_FUNCS = frozenset((
     "cmd", "from_engine_args", "from_vllm_config", "make_arg_parser", "create_engine_config", "warmup",
     "_warmup", "kernel_warmup", "_dummy_run", "profile_run", "capture_model",
 ))
+# ... and the words of vLLM's start-up function names (weight_loader, create_weights, load_model, _dummy_run,
+# profile_run, capture_model, kernel_warmup, init_device, initialize_kv_cache, ...): the same veto
+STARTUP_FUNC_WORDS = r"weight|load|warm_?up|capture|profile|dummy|init"
 # the vLLM logger record's own file (``[serving_chat.py:218]``): these files log only while serving requests
 # (vllm/entrypoints/openai/serving_*.py, the tool and reasoning parsers); (regex, stage)
 SERVING_LOGGER_FILES = (
