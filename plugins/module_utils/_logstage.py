@@ -982,7 +982,10 @@ class _Scan(object):
         """A request answered with a server error (uvicorn's access line, 5xx): the error logged just before it
         (an error line or exception the log gives no stage for) was that request's; the line itself stands in
         for the failure only when the log shows nothing else."""
+        after_stop = self.until is not None and lineno > self.until
         for c in self.cands:
+            if after_stop:
+                break
             if c["srank"] < 0 and c["kind"] in (FAILURE, ERROR_LINE) and lineno - c["lineno"] <= _ACCESS_NEAR:
                 c["stage"], c["basis"], c["conf"], c["srank"] = "request", BASIS_INFERRED, CONF_MEDIUM, _RANK["request"]
         self.no_recover = True

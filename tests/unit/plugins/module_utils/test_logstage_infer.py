@@ -159,6 +159,12 @@ def test_the_error_beside_a_5xx_line_is_the_request_s():
     assert ans["timeline"][0]["recovered_errors"] == []
 
 
+def test_a_5xx_line_after_the_stop_is_shutdown_noise_and_places_nothing():
+    ans = classify_text(CONSTRUCTED_ERROR_BESIDE_500, until=1)
+    assert ans["stage"] == "unknown" and ans["first_error"]["lineno"] == 1
+    assert [c["lineno"] for c in ans["after_stop"]] == [2]
+
+
 @pytest.mark.parametrize("line", [
     # constructed: Python logging layouts other than vLLM's, level word then "Error in ..." (the tool parsers'
     # logger.exception("Error in extracting tool call from response."))
