@@ -263,7 +263,7 @@ def _classify_text(text):
 # (vLLM and torch logger lines carry ".py:", C++ c10 lines ".cpp:", NCCL errors "WARN", Python tracebacks start
 # with "Traceback", raw error prints say "error"/"Error"; every pass over a block costs, so the list is short)
 _STATIC_ANCHORS = (b".py:", b"Traceback", b"rror", b"WARN", b".cpp:", b"fault", b"\x1b", b" - Init ",
-                   b"Destroy COMPLETE", b'" 50')
+                   b"Destroy COMPLETE")
 _MARK_ANCHORS = {
     "distributed_init": (b"NCCL INFO", b"[Gloo]"),
     "weight_loading": (b"shards", b"Loading safetensors"),
