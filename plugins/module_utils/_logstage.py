@@ -37,18 +37,21 @@ import os
 import re
 
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import (
-    ANSWER_STAGES, AT_DEBUG, AT_INFO, AT_LEAST, AT_LEAST_OR_UNKNOWN, AT_WARNING, BASIS_FRAMES, BASIS_MARKERS,
-    BASIS_MESSAGE, CLASS_DEFAULT_STAGE, CLASS_FLOOR, CLASS_KEYWORDS, CLIENT_ERROR, CONSEQUENCE, ENTRY, ERROR_CLASSES,
-    ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY, FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM,
-    FRAMES, GENERIC, HANG_HINT, HEADER, MARKERS, METHOD_MESSAGES, READY, SIGNATURES, STAGE_RANK, STAGES, VICTIM,
-    WARNING_HINT, WEAK_CONSEQUENCE, WHERE, WHERE_OR)
+    ACCESS_5XX_RX, ANSWER_STAGES, AT_DEBUG, AT_INFO, AT_LEAST, AT_LEAST_OR_UNKNOWN, AT_WARNING, BASIS_FRAMES,
+    BASIS_INFERRED, BASIS_MARKERS, BASIS_MESSAGE, CAUSE_CLASSES, CAUSES, CLASS_DEFAULT_STAGE, CLASS_FLOOR,
+    CLASS_KEYWORDS, CLIENT_ERROR, COLLECTIVE_INIT_SEQ, COLLECTIVE_RX, COLLECTIVE_STARTUP_SEQ, COLLECTIVE_TINY_NUMEL,
+    CONF_HIGH, CONF_MEDIUM, CONSEQUENCE, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY,
+    FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, FRAMES, GENERIC, HANG_HINT, HEADER, LEVEL_WORD_RX,
+    MARKERS, METHOD_MESSAGES, READY, SERVING_FRAMES, SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES,
+    STARTUP_FUNC_WORDS, STARTUP_FUNCS, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE, WHERE_OR)
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_parse import (
     CARETS_RX, CHAIN, CODE_STARTS, EXC_RX, FRAME_RX, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING,
     MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX, PROCESS_HDR_RX, RAY_REPEAT_RX, STOP_RX, SUBJECT_RX,
     TB_START, TEE_RX, TS_BYTES_RX, Line, clean, cut, parse_line, strip_wrappers, tkey)
 
-__all__ = ("ANSWER_STAGES", "ERROR_CLASSES", "STAGES", "LogStageError", "classify_files", "classify_text",
-           "classify_texts", "expand_paths", "frame_stage", "match_signature", "until_list")
+__all__ = ("ANSWER_STAGES", "ERROR_CLASSES", "STAGES", "LogStageError", "cause_stage", "classify_files",
+           "classify_text", "classify_texts", "collective_stage", "expand_paths", "frame_stage", "match_signature",
+           "until_list")
 
 BLOCK_SIZE = 8 * 1024 * 1024        # bytes read at once
 MAX_SEGMENT = 64 * 1024             # a longer line is cut into pieces of this size
@@ -179,6 +182,75 @@ def _method_stage(text):
     return None
 
 
+_SERVING_FRAMES = tuple((part, stage) for part, stage, _source in SERVING_FRAMES)
+_SERVING_FILE_RXS = tuple((re.compile(rx), stage) for rx, stage in SERVING_LOGGER_FILES)
+_STAGE_WORDS = tuple((key, re.compile(rx) if rx else None, stage, conf) for key, rx, stage, conf, _s in STAGE_WORDS)
+_COLLECTIVE_RX = re.compile(COLLECTIVE_RX)
+_STARTUP_WORD_RX = re.compile(STARTUP_FUNC_WORDS)
+_ACCESS_5XX_RX = re.compile(ACCESS_5XX_RX)
+_LEVEL_WORD_RX = re.compile(LEVEL_WORD_RX)
+_CAUSES = tuple((key, re.compile(rx) if rx else None, stage) for key, rx, stage, _source in CAUSES)
+
+
+def _serving_frame(path):
+    """The stage of a serving-only frame (the forward pass, sampler, attention, request handlers, parsers), or None."""
+    path = path.replace("\\", "/")
+    for part, stage in _SERVING_FRAMES:
+        if part in path:
+            return stage
+    return None
+
+
+def collective_stage(text):
+    """The stage of the collective a ProcessGroupNCCL watchdog line names (``WorkNCCL(SeqNum=.., OpType=..,
+    NumelIn=..)`` or ``Timeout at NCCL work: N``), read against vLLM's start-up sequence; None without one."""
+    if "NCCL" not in text:
+        return None
+    m = _COLLECTIVE_RX.search(text)
+    if m is None:
+        return None
+    seq = int(m.group(1) or m.group(5))
+    numel = m.group(3)
+    if seq <= COLLECTIVE_INIT_SEQ and (numel is None or int(numel) <= COLLECTIVE_TINY_NUMEL):
+        return "distributed_init"
+    if seq <= COLLECTIVE_STARTUP_SEQ:
+        return "engine_init"
+    return "request"
+
+
+def _text_hint(text, rec=None):
+    """(stage, confidence, strong) inferred from an error's words, the collective it names or the vLLM logger
+    record's file; None when they say nothing.  ``strong``: it outranks a signature's usual stage (a collective's
+    numbers do; words and the logger's file do not)."""
+    stage = collective_stage(text)
+    if stage is not None:
+        return stage, CONF_MEDIUM, True
+    for key, rx, stage, conf in _STAGE_WORDS:
+        if key in text and (rx is None or rx.search(text) is not None):
+            return stage, conf, False
+    if rec is not None and len(rec) == 4:
+        for rx, stage in _SERVING_FILE_RXS:
+            if rx.search(rec[2]):
+                return stage, CONF_MEDIUM, False
+    return None
+
+
+def cause_stage(text, cls, stage):
+    """The earlier stage a message names as its cause (a driver or library mismatch, a too small /dev/shm: the
+    environment), when it differs from ``stage`` (where it surfaced); else None."""
+    cause = CAUSE_CLASSES.get(cls)
+    if cause is None:
+        for key, rx, st in _CAUSES:
+            if key in text and (rx is None or rx.search(text) is not None):
+                cause = st
+                break
+    if cause is None or cause == stage:
+        return None
+    if stage in _RANK and _RANK[cause] > _RANK[stage]:
+        return None
+    return cause
+
+
 def _classify_text(text):
     for cls, keys in CLASS_KEYWORDS:
         for k in keys:
@@ -209,7 +281,7 @@ class _TB(object):
     """An open traceback (or an error header waiting for its traceback) in one stream."""
 
     __slots__ = ("state", "stream", "proc", "pid", "rec", "header", "entries", "frames", "lineno", "ts", "tkey",
-                 "tkey_own", "idle", "warn_only", "context", "chained")
+                 "tkey_own", "idle", "warn_only", "context", "chained", "serving", "startup")
 
     def __init__(self, stream, proc, pid, rec, lineno, ts, key, tkey_own, warn_only):
         self.state = "frames"
@@ -228,6 +300,14 @@ class _TB(object):
         self.warn_only = warn_only
         self.context = []
         self.chained = False
+        self.serving = None              # stage of a serving-only frame seen (SERVING_FRAMES)
+        self.startup = False             # a start-up function of vLLM seen (STARTUP_FUNCS)
+
+    def hint(self, text):
+        """(stage, confidence, strong) inferred for this traceback's error: its serving-only frames, else its words."""
+        if self.serving is not None and not self.startup:
+            return self.serving, CONF_MEDIUM, True
+        return _text_hint(text, self.rec)
 
 
 def _frames_stage(frames):
@@ -277,6 +357,7 @@ class _Scan(object):
         self.rec_cand = {}
         self.proc_hdr = None
         self.comms = {}                  # (pid, NCCL comm pointer) -> "started" | "complete" | "destroyed"
+        self.no_recover = False          # the marker being read is a request answered with a server error
         self._anchors = None
         self._buf = None
         self._buf_pos = 0
@@ -355,7 +436,8 @@ class _Scan(object):
             self.stage_marks.append({"stage": stage, "timestamp": line.ts or self.last_ts, "lineno": lineno})
             self._anchors = None
             # progress beyond what had been reached when an error happened: that error did not stop the run
-            if self.cands:
+            # (not a request answered with a server error: that answer is the error's own request)
+            if self.cands and not self.no_recover:
                 keep = []
                 for c in self.cands:
                     if rank > max(c["srank"], c["ctx_at"]):
@@ -418,31 +500,42 @@ class _Scan(object):
             self.comms[key] = "complete" if event == "Init COMPLETE" else "destroyed"
 
     # -- candidates -------------------------------------------------------------------------------------------
-    def _stage_for(self, placement, sig_stage, cls, frames, named=None):
-        """(stage, basis) of an error: the message's own meaning where it fixes the stage, else the frames (or
-        the worker method a logger line names), never before the furthest stage the log proves reached."""
+    def _stage_for(self, placement, sig_stage, cls, frames, named=None, hint=None):
+        """(stage, basis, confidence) of an error: the message's own meaning where it fixes the stage, else the
+        frames (or the worker method a logger line names), else what the error shows (``hint``: serving-only
+        frames, its words, the collective it names, its logger's file: basis ``inferred``), never before the
+        furthest stage the log proves reached."""
         if placement == FIXED:
-            return sig_stage, BASIS_MESSAGE
+            return sig_stage, BASIS_MESSAGE, CONF_HIGH
         if placement == FIXED_UNTIL_READY:
             if not self.api_up:
-                return sig_stage, BASIS_MESSAGE
+                return sig_stage, BASIS_MESSAGE, CONF_HIGH
             # the HTTP side started (uvicorn's lifespan ran): the bind belongs to starting the API server
-            return "api_ready", BASIS_MARKERS
+            return "api_ready", BASIS_MARKERS, CONF_HIGH
         rank = None
         basis = None
+        conf = None
         fstage = _frames_stage(frames)
         if fstage is not None:
             basis = BASIS_FRAMES
+            conf = CONF_HIGH
         elif named is not None:
             fstage = named
             basis = BASIS_MESSAGE
+            conf = CONF_HIGH
+        elif hint is not None and (hint[2] or placement != WHERE_OR):
+            # a signature's usual stage (WHERE_OR) outranks words, not serving frames or a collective's numbers
+            fstage, conf = hint[0], hint[1]
+            basis = BASIS_INFERRED
         if fstage is not None:
             if fstage == "request" and 0 <= self.ctx < _RANK["api_ready"]:
+                # serving code before the server was ready: the start-up's profiling / warm-up passes
                 fstage = "engine_init"
             rank = _RANK[fstage]
-        if self.ctx >= 0 and (rank is None or rank < self.ctx):
+        if self.ctx >= 0 and (rank is None or rank < self.ctx or (basis == BASIS_INFERRED and rank == self.ctx)):
             rank = self.ctx
             basis = BASIS_MARKERS
+            conf = CONF_HIGH
         floor = None
         if placement in (AT_LEAST, AT_LEAST_OR_UNKNOWN):
             floor = sig_stage
@@ -450,19 +543,20 @@ class _Scan(object):
             floor = CLASS_FLOOR.get(cls)
         if rank is None:
             if placement in (AT_LEAST, WHERE_OR):
-                return sig_stage, BASIS_MESSAGE
+                return sig_stage, BASIS_MESSAGE, CONF_MEDIUM
             default = CLASS_DEFAULT_STAGE.get(cls)
             if default is not None:
-                return default, BASIS_MESSAGE
-            return "unknown", None
+                return default, BASIS_MESSAGE, CONF_MEDIUM
+            return "unknown", None, None
         if floor is not None and rank < _RANK[floor]:
             rank = _RANK[floor]
             basis = BASIS_MESSAGE
-        return STAGES[rank], basis
+            conf = CONF_MEDIUM
+        return STAGES[rank], basis, conf
 
     def _add(self, kind, cls, placed, text, lineno, line_ts, key, tkey_own, proc, pid, hint, context, rec_key,
              oom_seen=False, origin=None):
-        stage, basis = placed
+        stage, basis, conf = placed
         if kind in (FAILURE, ERROR_LINE) and cls == "other" and stage == "config":
             cls = "config_error"
         if self.until is not None and (origin or lineno) > self.until:
@@ -480,6 +574,7 @@ class _Scan(object):
             "line": cut(text.strip()), "lineno": lineno, "timestamp": line_ts, "tkey": key,
             "tkey_own": tkey_own, "process": proc, "pid": pid, "hint": hint, "context": context[:_MAX_CONTEXT],
             "file": self.file, "node": self.node, "index": self.index, "oom": oom_seen or cls == "oom",
+            "conf": conf, "cause": cause_stage(" ".join(context[:_MAX_CONTEXT]) if context else text, cls, stage),
         }
         if rec_key is not None:
             prev = self.rec_cand.get(rec_key)
@@ -525,13 +620,14 @@ class _Scan(object):
             return line.tkey, True
         return None, False
 
-    def _sig_candidate(self, sig, line, lineno, text, context=None, frames=None, rec_key=None, kind=None):
+    def _sig_candidate(self, sig, line, lineno, text, context=None, frames=None, rec_key=None, kind=None, hint=None):
         if sig.kind in (HANG_HINT, WARNING_HINT):
             self._hint(sig, line, lineno)
             return
         if sig.kind == CLIENT_ERROR:
             return
-        placed = self._stage_for(sig.placement, sig.stage, sig.cls, frames, _method_stage(text))
+        placed = self._stage_for(sig.placement, sig.stage, sig.cls, frames, _method_stage(text),
+                                 hint if hint is not None else _text_hint(text, line.rec))
         key, own = self._line_tkey(line)
         if key is None:
             key = self._approx_tkey()
@@ -598,9 +694,15 @@ class _Scan(object):
             tb.chained = False
             m = _frame_line(stripped)
             if m is not None:
-                fs = frame_stage(m.group("func"), m.group("path"))
+                func, path = m.group("func"), m.group("path")
+                fs = frame_stage(func, path)
                 if fs:
                     tb.frames.add(fs)
+                elif "vllm" in path:
+                    if func in STARTUP_FUNCS or _STARTUP_WORD_RX.search(func) is not None:
+                        tb.startup = True
+                    elif tb.serving is None:
+                        tb.serving = _serving_frame(path)
                 tb.chained = "file"
                 return True
             if body[:1] in (" ", "\t") or not stripped or CARETS_RX.match(stripped):
@@ -698,13 +800,13 @@ class _Scan(object):
             cls = s.cls
             if oom_seen and cls in ("nccl_error", "cuda_error"):
                 cls = "oom"
-            placed = self._stage_for(s.placement, s.stage, cls, frames, named)
+            placed = self._stage_for(s.placement, s.stage, cls, frames, named, tb.hint(text))
             self._add(s.kind, cls, placed, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, s.hint, tb.context,
                       rec_key, oom_seen, origin=tb.lineno)
             return
         if consequence is not None:
             s, text, ln = consequence
-            placed = self._stage_for(s.placement, s.stage, s.cls, frames, named)
+            placed = self._stage_for(s.placement, s.stage, s.cls, frames, named, tb.hint(text))
             self._add(s.kind, s.cls, placed, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, s.hint,
                       tb.context, rec_key, origin=tb.lineno)
             return
@@ -712,22 +814,25 @@ class _Scan(object):
             return
         if last_exc is not None:
             text, ln = last_exc
-            cls = _classify_text(" ".join([text] + [m[0] for m in tb.entries[-1][2][:3]]))
-            placed = self._stage_for(WHERE, None, cls, frames, named)
+            words = " ".join([text] + [m[0] for m in tb.entries[-1][2][:3]])
+            cls = _classify_text(words)
+            placed = self._stage_for(WHERE, None, cls, frames, named, tb.hint(words))
             self._add(FAILURE, cls, placed, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, None, tb.context,
                       rec_key, origin=tb.lineno)
             return
         if tb.header is not None:
             sig, text, lineno, line = tb.header
-            self._sig_candidate(sig, line, lineno, text, context=tb.context, frames=frames, rec_key=rec_key)
+            self._sig_candidate(sig, line, lineno, text, context=tb.context, frames=frames, rec_key=rec_key,
+                                hint=tb.hint(text))
             return
-        if frames and rec_key is not None:
+        if (frames or tb.serving) and rec_key is not None:
             # a logged error whose traceback was cut before its exception: its frames still place it
             prev = self.rec_cand.get(rec_key)
             if prev is not None and prev["basis"] != BASIS_MESSAGE:
-                stage, basis = self._stage_for(WHERE, None, prev["cls"], frames)
-                if basis == BASIS_FRAMES:
-                    prev["stage"], prev["basis"], prev["srank"] = stage, basis, _RANK[stage]
+                hint = (tb.serving, CONF_MEDIUM, True) if tb.serving and not tb.startup else None
+                stage, basis, conf = self._stage_for(WHERE, None, prev["cls"], frames, None, hint)
+                if basis == BASIS_FRAMES or (basis == BASIS_INFERRED and prev["basis"] in (None, BASIS_INFERRED)):
+                    prev["stage"], prev["basis"], prev["srank"], prev["conf"] = stage, basis, _RANK[stage], conf
 
     # -- one line ---------------------------------------------------------------------------------------------
     def segment(self, raw, lineno):
@@ -822,6 +927,11 @@ class _Scan(object):
             if m:
                 self.proc_hdr = m.group(1)
                 return
+        if line.fmt == FMT_UVICORN and '" 5' in body:
+            m = _ACCESS_5XX_RX.search(body)
+            if m is not None:
+                self._access_error(line, lineno, stripped)
+                return
         self._markers(line, lineno)
         lvl = line.level
         if lvl == LEVEL_RAW:
@@ -849,12 +959,16 @@ class _Scan(object):
             return
         exc_line = line.level == LEVEL_RAW and not line.pywarn and EXC_RX.match(stripped) is not None \
             and not stripped.split(":", 1)[0].endswith("Warning")
+        if not exc_line and line.fmt == FMT_RAW and not line.pywarn and ("ERROR" in stripped[:120] or "CRITICAL" in
+                                                                         stripped[:120] or "FATAL" in stripped[:120]):
+            # an error record of a layout not parsed above ("[2025-01-02 10:00:00] ERROR x.py:1: Error in ...")
+            exc_line = _LEVEL_WORD_RX.match(stripped) is not None
         if (line.level == LEVEL_ERROR and line.fmt in (FMT_VLLM, FMT_C10, FMT_UVICORN, FMT_PYLOG)) or exc_line:
             # an ERROR record without a signature, or an exception line whose traceback was cut away
             if rec_key is not None and rec_key in self.rec_cand:
                 return
             cls = _classify_text(body)
-            placed = self._stage_for(WHERE, None, cls, None, _method_stage(body))
+            placed = self._stage_for(WHERE, None, cls, None, _method_stage(body), _text_hint(body, line.rec))
             key, own = self._line_tkey(line)
             if key is None:
                 key = self._approx_tkey()
@@ -863,6 +977,28 @@ class _Scan(object):
                 kind = WEAK_CONSEQUENCE
             self._add(kind, cls, placed, body, lineno, line.ts, key, own, self._proc_name(line), line.pid, None,
                       [stripped], rec_key)
+
+    def _access_error(self, line, lineno, text):
+        """A request answered with a server error (uvicorn's access line, 5xx): the error logged just before it
+        (an error line or exception the log gives no stage for) was that request's; the line itself stands in
+        for the failure only when the log shows nothing else."""
+        after_stop = self.until is not None and lineno > self.until
+        for c in self.cands:
+            if after_stop:
+                break
+            if c["srank"] < 0 and c["kind"] in (FAILURE, ERROR_LINE) and lineno - c["lineno"] <= _ACCESS_NEAR:
+                c["stage"], c["basis"], c["conf"], c["srank"] = "request", BASIS_INFERRED, CONF_MEDIUM, _RANK["request"]
+        self.no_recover = True
+        try:
+            self._markers(line, lineno)
+        finally:
+            self.no_recover = False
+        key, own = self._line_tkey(line)
+        if key is None:
+            key = self._approx_tkey()
+        self._add(ACCESS_ERROR, "other", ("request", BASIS_MESSAGE, CONF_HIGH), text, lineno, line.ts, key, own,
+                  self._proc_name(line), line.pid, "the server answered a request with a server error; the error "
+                  "logged before this line says why", [text], None)
 
     def finish(self):
         """Close the tracebacks still open at the end of the file."""
@@ -884,8 +1020,11 @@ _EMPTY_ERROR_SIG = Signature(-2, HEADER, "", None, "other", WHERE, None, (), Non
 
 
 _NCCL_WARN_SIG = Signature(-1, FAILURE, "", None, "nccl_error", AT_LEAST, "distributed_init", (), None)
+# a request answered with a server error (5xx access line): stands in for the failure when nothing else is there
+ACCESS_ERROR = "access_error"
+_ACCESS_NEAR = 200                  # lines before a 5xx access line whose unplaced error was that request's
 # candidate tiers: the first non-empty tier holds the root cause
-_TIER = {FAILURE: 0, ERROR_LINE: 1, VICTIM: 2, CONSEQUENCE: 3, WEAK_CONSEQUENCE: 4, HEADER: 5}
+_TIER = {FAILURE: 0, ERROR_LINE: 1, VICTIM: 2, CONSEQUENCE: 3, WEAK_CONSEQUENCE: 4, HEADER: 5, ACCESS_ERROR: 6}
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -1102,6 +1241,7 @@ def _public_error(c):
         "line": c["line"], "file": c["file"], "lineno": c["lineno"], "timestamp": c["timestamp"],
         "process": c["process"], "node": c["node"], "stage": c["stage"], "error_class": c["cls"],
         "kind": _KIND_NAME.get(c["kind"], c["kind"]), "stage_basis": c.get("basis"),
+        "confidence": c.get("conf"), "cause_stage": c.get("cause"),
     }
     if c.get("pid"):
         out["pid"] = int(c["pid"]) if str(c["pid"]).isdigit() else c["pid"]
@@ -1114,7 +1254,7 @@ def _public_error(c):
 
 # the kind of an error as the answer names it
 _KIND_NAME = {FAILURE: "failure", ERROR_LINE: "error_line", VICTIM: "victim", CONSEQUENCE: "consequence",
-              WEAK_CONSEQUENCE: "consequence", HEADER: "failure"}
+              WEAK_CONSEQUENCE: "consequence", HEADER: "failure", ACCESS_ERROR: "error_line"}
 
 
 def _sort_key(c):
@@ -1152,7 +1292,7 @@ def _share_times(scans):
 
 def _build_answer(scans):
     _share_times(scans)
-    tiers = ((FAILURE,), (ERROR_LINE,), (VICTIM,), (CONSEQUENCE,))
+    tiers = ((FAILURE,), (ERROR_LINE,), (VICTIM,), (CONSEQUENCE,), (ACCESS_ERROR,))
     root = None
     firsts = []
     for kinds in tiers:
@@ -1263,6 +1403,8 @@ def _build_answer(scans):
     ans = {
         "stage": root["stage"] if root else "none",
         "stage_basis": root["basis"] if root else None,
+        "confidence": root.get("conf") if root else None,
+        "cause_stage": root.get("cause") if root else None,
         "error_class": root["cls"] if root else None,
         "first_error": _public_error(root),
         "oom": oom,

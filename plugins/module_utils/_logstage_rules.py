@@ -74,6 +74,17 @@ FMT_PYLOG = "pylog"                    # a Python-logging line of another librar
 BASIS_MARKERS = "markers"              # the log's own stage markers (how far it got)
 BASIS_FRAMES = "frames"                # the traceback's frames (which vLLM function was running)
 BASIS_MESSAGE = "message"              # the message's own meaning (a signature's stage, the class's usual stage)
+# no marker, mapped frame or fixed meaning: read from what the error shows (serving-only frames, the logger's file,
+# the words, a collective's numbers)
+BASIS_INFERRED = "inferred"
+
+# how sure the stage is (the answer's ``confidence``); null for ``none`` and ``unknown``
+CONF_HIGH = "high"                     # the message's fixed meaning, mapped frames, a named worker method, markers
+# a signature's or class's usual stage without markers; serving-only frames, a serving file's logger record, a
+# collective's numbers
+CONF_MEDIUM = "medium"
+CONF_LOW = "low"                       # the error's words alone
+CONFIDENCES = (CONF_HIGH, CONF_MEDIUM, CONF_LOW)
 
 # --------------------------------------------------------------------------------------------------------------
 # signatures: (kind, key, regex or None, error class, placement, stage, level flags, hint)
@@ -284,6 +295,11 @@ SIGNATURES = (
      "memory is held by other processes before vLLM starts: not a sizing problem"),
     (FAILURE, "Insufficient space in", r"Insufficient space in \S+ for", "other", FIXED, "cuda_init", (),
      "the container /dev/shm is too small (--shm-size or --ipc=host)"),
+    # the CPU backend's shared memory for its collectives (csrc/cpu/shm.cpp SHMManager: "create shm in SHMManager
+    # failed. errno: %d", "ftruncate in SHMManager failed. errno: %d"), made by the CPU communicator at init
+    (FAILURE, "in SHMManager failed", r"(?:create shm|ftruncate|mmap) in SHMManager failed", "other", WHERE_OR,
+     "distributed_init", (), "the CPU worker could not create its shared memory in /dev/shm: too small or full "
+     "(--shm-size or --ipc=host)"),
     (FAILURE, "Cannot provide a placement group", None, "config_error", FIXED, "cuda_init", (), None),
     # Ray placement of the workers (vllm/executor/ray_utils.py initialize_ray_cluster; vllm/engine/ray_utils.py
     # initialize_cluster before 0.4): the cluster cannot give the GPUs asked for
@@ -680,3 +696,112 @@ CLASS_FLOOR = {"oom": "cuda_init", "cuda_error": "cuda_init", "illegal_memory_ac
 # the stage of a class when the log says nothing else
 CLASS_DEFAULT_STAGE = {"import_error": "environment", "driver_mismatch": "environment", "port_in_use": "environment",
                        "nccl_error": "distributed_init", "config_error": "config"}
+
+# --------------------------------------------------------------------------------------------------------------
+# inference: where a failure without markers, mapped frames or a fixed meaning happened (stage_basis "inferred")
+# --------------------------------------------------------------------------------------------------------------
+# Serving-only frames: (part of the frame's file path, stage, where it is in vLLM's source).  This code runs for
+# every batch or every request; at start-up it runs only inside the profiling / warm-up / capture passes, whose
+# own frames (``profile_run``, ``_dummy_run``, ``determine_available_memory``, ``capture_model``, ... in FRAMES)
+# then show and win (the earliest mapped stage wins, and mapped frames win over these).  A traceback that also
+# shows a start-up function of STARTUP_FUNCS (building the model, starting the server) is not placed by these.
+SERVING_FRAMES = (
+    ("vllm/model_executor/models/", "request", "the models' forward passes (vllm/model_executor/models/*.py)"),
+    ("vllm/model_executor/layers/", "request",
+     "layers run by the forward pass: attention, linear, fused MoE, logits processor, V0 sampler"),
+    ("vllm/attention/", "request", "attention backends and ops (vllm/attention/, <=0.11)"),
+    ("vllm/v1/attention/", "request", "V1 attention backends and their metadata builders (vllm/v1/attention/)"),
+    ("vllm/v1/sample/", "request", "the V1 sampler and its logits processors (vllm/v1/sample/)"),
+    ("vllm/v1/structured_output/", "request", "per-request grammar compilation (vllm/v1/structured_output/)"),
+    ("vllm/entrypoints/", "request",
+     "the OpenAI server's request handlers, chat-template rendering and (<=0.11) tool parsers (vllm/entrypoints/)"),
+    ("vllm/tool_parsers/", "request", "tool-call parsers (vllm/tool_parsers/, >=0.12)"),
+    ("vllm/reasoning/", "request", "reasoning parsers (vllm/reasoning/)"),
+)
+# start-up functions that pass through the same files (building the model, starting the API server, CLI
+# validation, warm-ups): with one of these in the traceback, serving-only frames place nothing
+STARTUP_FUNCS = frozenset((
+    "__init__", "load_weights", "run_server", "run_server_worker", "build_async_engine_client",
+    "build_async_engine_client_from_engine_args", "setup_server", "validate_parsed_serve_args", "main", "<module>",
+    "cmd", "from_engine_args", "from_vllm_config", "make_arg_parser", "create_engine_config", "warmup",
+    "_warmup", "kernel_warmup", "_dummy_run", "profile_run", "capture_model",
+))
+# ... and the words of vLLM's start-up function names (weight_loader, create_weights, load_model, _dummy_run,
+# profile_run, capture_model, kernel_warmup, init_device, initialize_kv_cache, ...): the same veto
+STARTUP_FUNC_WORDS = r"weight|load|warm_?up|capture|profile|dummy|init"
+# the vLLM logger record's own file (``[serving_chat.py:218]``): these files log only while serving requests
+# (vllm/entrypoints/openai/serving_*.py, the tool and reasoning parsers); (regex, stage)
+SERVING_LOGGER_FILES = (
+    (r"^serving(?:_\w+)?\.py$", "request"),
+    (r"tool_parser\w*\.py$", "request"),
+    (r"reasoning_parser\w*\.py$|_reasoning_parser\.py$", "request"),
+)
+# the error's words when nothing else places it: (substring, regex or None, stage, confidence, source)
+# The first row that matches wins.
+STAGE_WORDS = (
+    # vllm/entrypoints/openai/cli_args.py validate_parsed_serve_args: KeyError("invalid tool call parser: ...")
+    ("invalid tool call parser", None, "config", "medium", "cli_args.py validate_parsed_serve_args"),
+    # the tool parsers' logger.exception("Error in extracting tool call from response.") and the streaming ones
+    ("tool call", r"(?i)error (?:in|trying to) (?:extracting|handle|handling|parsing) (?:streaming )?tool call",
+     "request", "medium", "tool_parsers/*_tool_parser.py extract_tool_calls(_streaming)"),
+    ("Error in ", r"Error in (?:chat completion|completion|streaming|preprocessing|applying chat template|"
+     r"extracting reasoning|reasoning)", "request", "medium", "entrypoints/openai/serving_*.py logger.exception"),
+    # decoding JSON happens in the tool parsers and in request validation (JSON schema, tool arguments)
+    ("JSONDecodeError", None, "request", "low", "json.decoder.JSONDecodeError raised in tool parsers and requests"),
+    # the decode attention kernels run only once a KV cache holds a request's tokens
+    ("paged_attention", None, "request", "low", "csrc/attention paged_attention_v1/v2 (decode only)"),
+)
+
+# --------------------------------------------------------------------------------------------------------------
+# collectives: what a ProcessGroupNCCL watchdog line says about the collective that timed out
+# --------------------------------------------------------------------------------------------------------------
+# PyTorch ProcessGroupNCCL.cpp WorkNCCL's description "WorkNCCL(SeqNum=%d, OpType=%s, NumelIn=%d, NumelOut=%d,
+# Timeout(ms)=%d)" (NumelIn/NumelOut since torch 2.2) and "Timeout at NCCL work: %d, last enqueued NCCL work: %d,
+# last completed NCCL work: %d".  SeqNum counts the collectives of one process group, from 1.
+COLLECTIVE_RX = r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+), NumelOut=(\d+))?|Timeout at NCCL work: (\d+)"
+# vLLM's start-up issues, on an NCCL process group of torch, first one-element collectives (V0 worker.py's
+# "A small all_reduce for warmup": torch.distributed.all_reduce(torch.zeros(1).cuda()) at the end of its
+# distributed init; barriers on an NCCL group are one-element all-reduces; V1's init talks over the CPU (gloo) group
+# and pynccl instead); the first tensor-sized collectives come from the model's forward pass in the profiling run
+# (profile_run / _dummy_run: two all-reduces per layer, the embedding's all-reduce, the logits gather), then
+# warm-up and serving.  So: a collective of at most COLLECTIVE_TINY_NUMEL elements among the first
+# COLLECTIVE_INIT_SEQ of its group is init's; any other within COLLECTIVE_STARTUP_SEQ is the profiling and warm-up
+# passes (at most ~2 per layer and pass: a few passes of a 126-layer model stay below it); later ones are serving.
+COLLECTIVE_INIT_SEQ = 4
+COLLECTIVE_TINY_NUMEL = 64
+COLLECTIVE_STARTUP_SEQ = 1000
+
+# --------------------------------------------------------------------------------------------------------------
+# failures without a Traceback header
+# --------------------------------------------------------------------------------------------------------------
+# uvicorn's access log line of a request answered with a server error (uvicorn/logging.py AccessFormatter:
+# '%(client_addr)s - "%(request_line)s" %(status_code)s'), not a probe
+ACCESS_5XX_RX = (r'"(?:POST|PUT|PATCH|DELETE|GET) (?!/(?:health|metrics|ping|version|load|v1/models|docs|openapi)\b)'
+                 r'\S+ HTTP/[\d.]+" (5\d\d)\b')
+# a line of another format whose level word says ERROR (``[2025-01-02 10:00:00] ERROR serving.py:1: Error in ...``,
+# ``ERROR | ...``): an error record of a layout not parsed above
+# (not a vLLM record whose brackets a paste mangled: ``ERROR 10-20 03:20:50 [x.py:1[] ...`` stays a raw line of its
+# traceback)
+LEVEL_WORD_RX = (r"^(?:\S+\s+){0,4}?\[?(?:ERROR|CRITICAL|FATAL)\]?(?::|\s+[|:-]?\s*)(?!\d\d-\d\d \d)"
+                 r"(?!\s)(?!File \")(?P<msg>.+)$")
+
+# --------------------------------------------------------------------------------------------------------------
+# cause beside position: a message that names an earlier cause than the stage where it surfaced (cause_stage)
+# --------------------------------------------------------------------------------------------------------------
+# (substring, regex or None, cause stage, source); also every error of class driver_mismatch or import_error
+CAUSES = (
+    ("no kernel image is available for execution on the device", None, "environment",
+     "CUDA runtime: the installed binaries have no kernels for this GPU's architecture"),
+    ("the provided PTX was compiled with an unsupported toolchain", None, "environment",
+     "CUDA runtime: the driver is older than the toolchain that built the kernels"),
+    ("undefined symbol", None, "environment", "dynamic loader: a binary built against another torch/CUDA"),
+    ("mismatches the version that was used to compile", None, "environment",
+     "torch.utils.cpp_extension: CUDA version of the host vs the one torch was built with"),
+    ("Insufficient space in", r"Insufficient space in /dev/shm\b", "environment",
+     "shm_broadcast.py: the container's /dev/shm is too small"),
+    ("in SHMManager failed", None, "environment", "csrc/cpu/shm.cpp: the CPU worker's /dev/shm"),
+    ("/dev/shm", r"/dev/shm\S*.*No space left on device|No space left on device.*/dev/shm", "environment",
+     "a full /dev/shm (the container's shm size)"),
+    ("Error while creating shared memory segment", None, "environment", "NCCL transport/shm: /dev/shm too small"),
+)
+CAUSE_CLASSES = {"driver_mismatch": "environment", "import_error": "environment"}

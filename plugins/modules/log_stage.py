@@ -105,11 +105,35 @@ stage_basis:
   description:
     - Why RV(stage) was chosen. V(message) - the error's own meaning (a config validation error, a driver too old,
       the KV-cache check) or the worker method a logger line names; V(frames) - the vLLM functions in its
-      traceback; V(markers) - the furthest stage the log's own start-up lines prove reached.
+      traceback; V(markers) - the furthest stage the log's own start-up lines prove reached; V(inferred) - none of
+      these, read from what the error shows (serving-only frames such as the model's forward pass, the sampler,
+      attention backends, request handlers and tool parsers; the file of its vLLM logger record; its words; the
+      sequence number and size of a collective that timed out).
     - Null when RV(stage) is V(none) or V(unknown). RV(first_error) carries the same key.
   type: str
   returned: always
   sample: frames
+confidence:
+  description:
+    - How sure RV(stage) is. V(high) - the message's fixed meaning, mapped traceback frames, a named worker method
+      or the log's markers; V(medium) - a signature's or error class's usual stage without markers, or an inferred
+      stage from serving-only frames, a serving file's logger record, a 5xx answer's neighbour or a collective's
+      numbers; V(low) - the error's words alone.
+    - Null when RV(stage) is V(none) or V(unknown). RV(first_error) carries the same key.
+  type: str
+  returned: always
+  sample: high
+cause_stage:
+  description:
+    - An earlier stage that the first error's message names as its cause, while RV(stage) stays where the failure
+      surfaced - V(environment) for a driver or library mismatch (no kernel image for this GPU, PTX from a newer
+      toolchain, an undefined symbol, a missing module, a driver too old) or a too small or full C(/dev/shm) (vLLM's
+      shared-memory broadcast, the CPU backend's SHMManager, NCCL's shm segments).
+    - Null when the message names no earlier cause (or the cause is RV(stage) itself). RV(first_error) carries
+      the same key.
+  type: str
+  returned: always
+  sample: environment
 error_class:
   description:
     - Class of the first failure (V(oom), V(cuda_error), V(nccl_error), V(driver_mismatch), V(config_error),
@@ -151,7 +175,19 @@ first_error:
       description: Same as RV(error_class).
       type: str
     kind:
-      description: V(failure), V(error_line) (an error line without a known signature), V(victim) or V(consequence).
+      description:
+        - V(failure), V(error_line) (an error line without a known signature, or a request answered with a
+          server error - a 5xx access line, which stands in only when the log shows nothing else), V(victim) or
+          V(consequence).
+      type: str
+    stage_basis:
+      description: Same meaning as RV(stage_basis), for this error.
+      type: str
+    confidence:
+      description: Same meaning as RV(confidence), for this error.
+      type: str
+    cause_stage:
+      description: Same meaning as RV(cause_stage), for this error.
       type: str
     hint:
       description: What the signature usually means, when known.

@@ -295,6 +295,8 @@ RX_SAMPLES = [
     # tests/fixtures/2026-12-01-gloo-wrong-ifname-2nodes/node01/rank0.stderr.log
     ("torch.distributed.DistStoreError: wait timeout after 50000ms, keys: /default_pg/0//cpu//0/1", VICTIM, "timeout"),
     ("Error executing method 'init_device'. This might cause deadlock in distributed execution.", HEADER, "other"),
+    # csrc/cpu/shm.cpp: TORCH_CHECK(false, "create shm in SHMManager failed. errno: " + std::to_string(errno))
+    ("RuntimeError: create shm in SHMManager failed. errno: 28", FAILURE, "other"),
     ("nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown", FAILURE, "driver_mismatch"),
     ("nvidia-container-cli: mount error: file creation failed: /var/lib/docker/x/libnvidia-ml.so.1", FAILURE, "other"),
     ("ImportError: libcuda.so.1: cannot open shared object file: No such file or directory", FAILURE, "driver_mismatch"),

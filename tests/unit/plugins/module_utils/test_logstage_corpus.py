@@ -21,8 +21,12 @@ from ansible_collections.repro.vllm.plugins.module_utils._logstage import ANSWER
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 CORPUS = os.path.join(ROOT, "tests", "fixtures", "public-corpus")
 
-# what the classifier reached on the dev split when the floor was set (hits out of 48); raise these when it gets better
-FLOOR = {"stage": 47, "class": 48, "line": 48}
+# what the classifier reached on the dev split when the floor was set (hits out of 48); raise these when it gets better.
+# Issue 24 placed collective timeouts by what timed out (docs/classifier.md, "Collective timeouts"): c20 (SeqNum=2,
+# 134217728 elements: the profiling run's first forward all-reduce after init's one-element warm-up) is answered
+# engine_init and c22 (SeqNum=4967570: serving) request, against their labels (distributed_init) set under the
+# earlier rule; their labels are left as they were set (the lead decides on relabelling), so stage fell 47 -> 45.
+FLOOR = {"stage": 45, "class": 48, "line": 48}
 SPLITS = ("dev", "test")
 
 
@@ -96,4 +100,4 @@ def test_every_answer_says_why_its_stage(scored):
         if stage in ("none", "unknown"):
             assert basis is None, r["id"]
         else:
-            assert basis in ("markers", "frames", "message"), r["id"]
+            assert basis in ("markers", "frames", "message", "inferred"), r["id"]
