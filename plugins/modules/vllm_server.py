@@ -49,7 +49,7 @@ options:
       - V(started) starts the server (unless the one in O(state_file) still runs) and waits for readiness.
       - V(stopped) stops the whole process group recorded in O(state_file).
       - V(checked) reports liveness, C(/health) and the log classification of the server in O(state_file).
-      - V(swept) looks at every run lease in O(lease_dir) before an attempt starts (no server is started): servers
+      - V(swept) looks at every run lease in O(lease_dir) before an attempt starts (no server is started) - servers
         whose lease ran out are stopped and released (RV(cleaned)); live servers of other runs are never touched and
         are returned in RV(live), and in RV(conflicts) when they hold this attempt's API port (from O(argv)) or GPUs
         (C(CUDA_VISIBLE_DEVICES) of O(env); on a host with GPUs). With O(only_run_uid), that run's servers are

@@ -1,11 +1,14 @@
 # -*- coding: utf-8 -*-
 """Two plays of one case on one host, on the REAL CPU vLLM: two operators (or two AWX jobs), each with its own records
-root and port, run reproduce.yml for the same case 10 s apart. Both open run-002 in their own records roots; each run
-has its own run_uid, so neither shares a host folder, a state file or a lease with the other, neither stops the other's
-server, and both end frozen with their real (healthy) verdicts."""
+root and port, run reproduce.yml for the same case 10 s apart. Both open the same run number in their own records
+roots; each run has its own run_uid, so neither shares a host folder, a state file or a lease with the other, neither
+stops the other's server, and both end frozen with their real (healthy) verdicts. A third play given the first one's
+port while its server is leased is refused (a frozen run with status refused) naming the first run."""
 from __future__ import annotations
 
+import glob
 import json
+import os
 import time
 
 from conftest import free_port
@@ -14,6 +17,23 @@ from test_reproduce_cancel import _drain, _start
 from test_reproduce_localhost import _live_servers
 
 CASE = "two-plays"
+LEASES = "/var/tmp/repro-vllm/.leases"    # the host-wide lease folder (the role default; one per host)
+
+
+def _leased_run_on(port, timeout):
+    """The run_uid whose lease on this host holds ``port`` (an attempt's server is starting or up)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for path in glob.glob(os.path.join(LEASES, "*.json")):
+            try:
+                with open(path) as f:
+                    data = json.load(f)
+            except (OSError, ValueError):
+                continue
+            if data.get("case_id") == CASE and any(e.get("port") == port for e in data.get("servers", {}).values()):
+                return data["run_uid"]
+        time.sleep(0.5)
+    raise AssertionError("no lease holds port %d within %ss: %s" % (port, timeout, os.listdir(LEASES)))
 
 
 def _attempt_run(work):
@@ -30,14 +50,25 @@ def test_two_plays_of_one_case_on_one_host_never_touch_each_other(real_vllm, tmp
     port_a, port_b = free_port(), free_port()
     while port_b == port_a:
         port_b = free_port()
+    c_dir = tmp_path / "c"
+    c_dir.mkdir()
     a, a_lines = _start(a_dir, port_a, CASE, lease=120)
     time.sleep(10)
     b, b_lines = _start(b_dir, port_b, CASE, lease=120)
+    # a third play of the case is given a's port while a's server is leased on the host: it is refused, naming a
+    a_uid = _leased_run_on(port_a, timeout=300)
+    c = _start(c_dir, port_a, CASE, lease=120)
     out = {}
-    for name, proc, lines in (("a", a, a_lines), ("b", b, b_lines)):
+    for name, proc, lines in (("c", c[0], c[1]), ("a", a, a_lines), ("b", b, b_lines)):
         seen = []
         _drain(proc, lines, seen, timeout=900)
         out[name] = seen
+    c_text = "\n".join(out["c"])
+    refusal = [line for line in out["c"] if "REFUSED" in line]
+    assert refusal and a_uid in refusal[0] and "%s/" % CASE in refusal[0] and "stop.yml" in refusal[0], c_text
+    c_run = _attempt_run(c_dir)
+    assert json.loads((c_run / "manifest.json").read_text())["metadata"]["status"] == "refused"
+    assert json.loads((c_run / "outcome.json").read_text())["stage"] is None
     for name, proc in (("a", a), ("b", b)):
         text = "\n".join(out[name])
         assert proc.returncode == 0, text
