@@ -331,6 +331,51 @@ def seal_interrupted(case_dir, collection_version, sealed_by, now=None, hostname
     return {"sealed": sealed, "open": still_open}
 
 
+def _created_unix(manifest):
+    try:
+        stamp = datetime.datetime.strptime(manifest.get("created") or "", "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return None
+    return stamp.replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+def prunable_runs(root, older_than, now=None):
+    """The run_uids whose host folders may go: runs under ``root`` (every case) that are frozen, verify, and were
+    frozen more than ``older_than`` seconds ago. An open run, a run that does not verify and a run without a run_uid
+    (schema 2) are never listed; the ones that do not verify are returned in ``not_verified``."""
+    now = time_now() if now is None else now
+    uids, runs, not_verified = [], [], []
+    root = os.path.abspath(root)
+    try:
+        cases = sorted(os.listdir(root))
+    except OSError as exc:
+        raise RecordError("records root %s cannot be read: %s" % (root, exc.strerror or exc))
+    for case in cases:
+        case_dir = os.path.join(root, case)
+        if not os.path.isdir(case_dir) or not _CASE_ID.match(case):
+            continue
+        for number in run_numbers(case_dir):
+            path = os.path.join(case_dir, run_id_for(number))
+            if not is_frozen(path):
+                continue
+            try:
+                checked = verify(path)
+            except RecordError as exc:
+                not_verified.append({"run": "%s/%s" % (case, run_id_for(number)), "why": str(exc)})
+                continue
+            manifest = checked["manifest"]
+            uid = manifest.get("run_uid")
+            if not checked["ok"]:
+                not_verified.append({"run": "%s/%s" % (case, run_id_for(number)), "why": describe_problems(checked)})
+                continue
+            created = _created_unix(manifest)
+            if not uid or created is None or now - created < older_than:
+                continue
+            uids.append(uid)
+            runs.append({"run": "%s/%s" % (case, run_id_for(number)), "run_uid": uid, "created": manifest["created"]})
+    return {"run_uids": uids, "runs": runs, "not_verified": not_verified}
+
+
 def create_run(root, case_id, create_root=True, max_attempts=10000, taken=None, owner=None,
                owner_lease=DEFAULT_OWNER_LEASE):
     """Create ``<root>/<case_id>/run-NNN`` (mode 0700) with the next free number and return
@@ -786,7 +831,7 @@ def describe_problems(res, limit=5):
 # (plugins/action/run_record.py, which runs it in the controller's own process when the task's connection is local
 # and nothing is become): one argument spec and one dispatch, so both ways give the same result.
 ARGUMENT_SPEC = dict(
-    state=dict(type="str", required=True, choices=["create", "write", "freeze", "verify"]),
+    state=dict(type="str", required=True, choices=["create", "write", "freeze", "verify", "prunable"]),
     root=dict(type="path"),
     case_id=dict(type="str", default="default"),
     taken=dict(type="list", elements="str", default=[]),
@@ -813,6 +858,7 @@ ARGUMENT_SPEC = dict(
     owner_lease=dict(type="float", default=float(DEFAULT_OWNER_LEASE)),
     seal_interrupted=dict(type="bool", default=False),
     status=dict(type="str", choices=list(RUN_STATUSES)),
+    older_than=dict(type="float", default=7 * 86400.0),
 )
 REQUIRED_IF = [
     ("state", "create", ("root",)),
@@ -820,6 +866,7 @@ REQUIRED_IF = [
     ("state", "write", ("content", "json", "src"), True),
     ("state", "freeze", ("path",)),
     ("state", "verify", ("path",)),
+    ("state", "prunable", ("root",)),
 ]
 MUTUALLY_EXCLUSIVE = [("content", "json", "src")]
 # what state=create hands back as given: with them the registered result is the run's whole identity
@@ -849,7 +896,7 @@ def run_task(p, check_mode=False):
             owner = p.get("owner") or controller_owner(p["root"])
             res = (plan_run(p["root"], p["case_id"], taken=taken) if check_mode
                    else create_run(p["root"], p["case_id"], taken=taken, owner=owner, owner_lease=p["owner_lease"]))
-            res = dict(res, changed=True, records_root=p["root"])
+            res = dict(res, changed=True, records_root=p["root"], owner=owner)
             if p.get("seal_interrupted"):
                 # runs of this case an earlier play opened and never closed (killed, lost controller): frozen now as
                 # incomplete, once their owner is provably gone; the new run is open and owned, never sealed here
@@ -861,6 +908,9 @@ def run_task(p, check_mode=False):
                 res["still_open"] = [o for o in sealed["open"] if o["run"] != res["run_id"]]
             res.update((k, p[k]) for k in IDENTITY_KEYS if p.get(k) is not None)
             return res, None
+        if state == "prunable":
+            found = prunable_runs(p["root"], p["older_than"])
+            return dict(found, changed=False), None
         if state == "write":
             res = write_part(p["path"], p["part"], content=p["content"], data=p["json"], src=p["src"],
                              overwrite=p["overwrite"], check_mode=check_mode, has_data=p["json"] is not None)

@@ -30,7 +30,8 @@ attributes:
   check_mode:
     support: full
     details:
-      - C(create) returns the path it would create; C(write) and C(freeze) say what they would write.
+      - C(create) returns the path it would create; C(write) and C(freeze) say what they would write; C(prunable)
+        only reads.
   diff_mode:
     support: none
   idempotent:
@@ -45,7 +46,7 @@ options:
       - What to do.
     type: str
     required: true
-    choices: [create, write, freeze, verify]
+    choices: [create, write, freeze, verify, prunable]
   root:
     description:
       - The records root. Its parent directory must exist; the root itself is created when missing.
@@ -177,6 +178,12 @@ options:
         runs whose owner still lives are left open and returned in RV(still_open).
     type: bool
     default: false
+  older_than:
+    description:
+      - With O(state=prunable), seconds since a run was frozen before its host folders may be removed
+        (playbooks/prune.yml). Default 7 days.
+    type: float
+    default: 604800
   status:
     description:
       - With O(state=freeze), the run's C(metadata.status) (wins over a C(status) key in O(metadata)).
@@ -279,6 +286,23 @@ run_uid:
   returned: when O(state=create)
   type: str
   sample: 3f9a61c0d2b47e18
+run_uids:
+  description:
+    - With O(state=prunable), the run_uids of every run under O(root) (all cases) that is frozen, verifies and was
+      frozen longer than O(older_than) ago - the runs whose C(<remote_root>/runs/<run_uid>) folders may go.
+  returned: when O(state=prunable)
+  type: list
+  elements: str
+runs:
+  description: With O(state=prunable), the same runs (run, run_uid, created).
+  returned: when O(state=prunable)
+  type: list
+  elements: dict
+not_verified:
+  description: With O(state=prunable), frozen runs that do not verify (run, why); never pruned for.
+  returned: when O(state=prunable)
+  type: list
+  elements: dict
 sealed:
   description: Runs of the case that O(seal_interrupted) froze as incomplete (run, path, run_uid, why).
   returned: when O(state=create) and O(seal_interrupted=true)

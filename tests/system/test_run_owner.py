@@ -9,9 +9,13 @@ from __future__ import annotations
 import glob
 import json
 import os
+import subprocess
+import sys
 import time
 
-from conftest import free_port
+from conftest import COLLECTIONS, ROOT, free_port
+
+from ansible_collections.repro.vllm.plugins.module_utils import _record
 
 from test_reproduce_cancel import _drain, _start
 from test_reproduce_localhost import _live_servers
@@ -91,3 +95,27 @@ def test_two_plays_of_one_case_on_one_host_never_touch_each_other(real_vllm, tmp
     seen_by_b = json.loads((_attempt_run(b_dir) / "hosts" / "localhost" / "server.json").read_text())
     assert uids["a"] in [s["run_uid"] for s in seen_by_b["other_live_runs"]]
     assert _live_servers(port_a) == [] and _live_servers(port_b) == []
+
+
+def test_prune_removes_host_folders_of_old_verified_runs_only(tmp_path):
+    """prune.yml on localhost: the host folder of a run this controller holds frozen and verified goes; the folder of
+    an open run, of a run that does not verify and of a run it does not hold stay."""
+    records, remote = tmp_path / "records", tmp_path / "remote" / "runs"
+    records.mkdir()
+    done = _record.create_run(str(records), "prune-case")
+    _record.write_part(done["path"], "notes.md", content="n\n")
+    _record.freeze(done["path"], "0.1.0", metadata={"status": "ok"})
+    still_open = _record.create_run(str(records), "prune-case")
+    for uid in (done["run_uid"], still_open["run_uid"], "0123456789abcdef"):
+        (remote / uid / "hosts" / "localhost").mkdir(parents=True)
+    extra = {"repro_vllm_records_root": str(records), "repro_vllm_remote_root": str(tmp_path / "remote"),
+             "repro_vllm_prune_older_than": 0}
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=COLLECTIONS)
+    res = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
+                          os.path.join(ROOT, "inventories", "localhost"), os.path.join(ROOT, "playbooks", "prune.yml"),
+                          "-e", json.dumps(extra)], cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, timeout=300, check=False)
+    text = res.stdout.decode()
+    assert res.returncode == 0, text
+    assert sorted(p.name for p in remote.iterdir()) == sorted([still_open["run_uid"], "0123456789abcdef"]), text
+    assert "1 run folder(s) removed: %s" % done["run_uid"] in text

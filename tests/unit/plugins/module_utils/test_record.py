@@ -549,3 +549,25 @@ def test_a_run_folder_without_open_json_is_sealed_only_when_it_has_not_changed_f
     res = r.seal_interrupted(os.path.join(root, "case1"), "0.1.0", {"run": "run-002"},
                              now=r.time_now() + r.LEGACY_OPEN_GRACE + 1)
     assert [s["run"] for s in res["sealed"]] == ["run-001"] and "run_uid" not in r.load_manifest(legacy)
+
+
+def test_prunable_runs_are_frozen_verified_old_and_have_a_run_uid(root):
+    old = r.create_run(root, "case1", owner=r.controller_owner(root))
+    r.write_part(old["path"], "notes.md", content="n\n")
+    r.freeze(old["path"], "0.1.0", metadata={"status": "ok"})
+    fresh = r.create_run(root, "case2", owner=r.controller_owner(root))
+    r.freeze(fresh["path"], "0.1.0")
+    still_open = r.create_run(root, "case2", owner=r.controller_owner(root))
+    tampered = r.create_run(root, "case1", owner=r.controller_owner(root))
+    r.write_part(tampered["path"], "notes.md", content="n\n")
+    r.freeze(tampered["path"], "0.1.0")
+    os.chmod(os.path.join(tampered["path"], "notes.md"), 0o644)
+    with open(os.path.join(tampered["path"], "notes.md"), "w") as f:
+        f.write("changed\n")
+    later = r.time_now() + 8 * 86400
+    res = r.prunable_runs(root, 7 * 86400, now=later)
+    assert set(res["run_uids"]) == {old["run_uid"], fresh["run_uid"]}
+    assert still_open["run_uid"] not in res["run_uids"]
+    assert [n["run"] for n in res["not_verified"]] == ["case1/%s" % tampered["run_id"]]
+    # not old enough yet: nothing
+    assert r.prunable_runs(root, 7 * 86400)["run_uids"] == []
