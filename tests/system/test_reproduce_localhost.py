@@ -220,6 +220,20 @@ def test_progress_lines_and_final_classification(ladder):
     assert final == ["reproduce | case %s | record %s (last run run-007) | classification: none: every step passed "
                      "(minimal -> prefix_caching -> long_context -> output_limit -> concurrency_2 -> tool_calling)"
                      % (CASE, work / "records" / CASE)]
+    # the score: out of the items that apply under cpu-smoke (no GPU items), then what each lost point needs (a venv
+    # run has no image), one progress line each (the quiet console prints them)
+    lines = [m for m in _msgs(r, "baseline score (what each lost point needs)") if m][0]
+    head = "summary | case %s | " % CASE
+    score = _json(next(p for p in sorted((work / "records" / CASE).iterdir())
+                       if (p / "score.json").exists()) / "score.json")
+    assert score["max"] == 10
+    assert [i["item"] for i in score["items"] if i["points"] is None] == ["host_driver", "gpu_visibility"]
+    assert lines[0].startswith(head + "baseline score %d/10 (%s) | not applicable under the profile: host_driver, "
+                               "gpu_visibility | " % (score["score"], score["band"])), lines
+    lost = lines[1:]
+    assert lines[0].endswith("point(s) lost: %s" % ", ".join(line[len(head) + 5:].split(" ")[0] for line in lost))
+    assert any(line.startswith(head + "lost image 0/2 | missing: localhost: no image reference") for line in lost), lost
+    assert all(line.startswith(head + "lost ") and " | missing: " in line and " | how: " in line for line in lost)
 
 
 def test_refused_two_variable_step_starts_nothing(ladder):
