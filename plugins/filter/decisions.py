@@ -39,9 +39,27 @@ def _front(what, func):
         raise AnsibleFilterError("%s: %s" % (what, exc))
 
 
-def baseline_score(runs, profile=None, memory_in_use_mib=_score.DEFAULT_MEMORY_IN_USE_MIB):
-    """score.json of a case: ``runs`` is the case folder or its run folders (oldest first)."""
-    return _front("baseline_score", lambda: _score.score_runs(_runs_of(runs, "baseline_score"), profile=profile,
+def _profile_document(profile, profile_file):
+    """The validated profile, loaded as the compatibility stage loads it (the file wins: the name may be a role's
+    default); None when neither is given."""
+    # the compatibility action plugin is the collection's one profile loader
+    from ansible_collections.repro.vllm.plugins.action.compatibility import load_profile
+    from ansible_collections.repro.vllm.plugins.module_utils._compat import ProfileError
+    try:
+        if profile_file:
+            return load_profile(None, str(profile_file))
+        if profile:
+            return load_profile(str(profile), None)
+    except ProfileError as exc:
+        raise AnsibleFilterError("baseline_score: %s" % exc)
+    return None
+
+
+def baseline_score(runs, profile=None, memory_in_use_mib=_score.DEFAULT_MEMORY_IN_USE_MIB, profile_file=None):
+    """score.json of a case: ``runs`` is the case folder or its run folders (oldest first); the profile (a shipped
+    name, or ``profile_file``) decides which items can apply."""
+    doc = _profile_document(profile, profile_file)
+    return _front("baseline_score", lambda: _score.score_runs(_runs_of(runs, "baseline_score"), profile=doc,
                                                               memory_in_use_mib=int(memory_in_use_mib)))
 
 

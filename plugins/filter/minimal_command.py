@@ -16,14 +16,34 @@ def _argv(value, what):
     return [str(a) for a in value]
 
 
-def minimal_command(argv, env=None, keep=None, keep_env=None, model_config=None, trust_remote_code="auto"):
+def minimal_command(argv, env=None, keep=None, keep_env=None, model_config=None, trust_remote_code="auto", port=None):
     """Derive the minimal command from a production command; see _command.derive_minimal."""
     try:
         return _command.derive_minimal(_argv(argv, "minimal_command"), env=env or {}, keep=keep or (),
                                        keep_env=keep_env or (), model_config=model_config,
-                                       trust_remote_code=trust_remote_code)
+                                       trust_remote_code=trust_remote_code,
+                                       port=None if port in (None, "") else port)
     except _command.CommandError as exc:
         raise AnsibleFilterError("minimal_command: %s" % exc)
+
+
+def _derived(value, what):
+    if not isinstance(value, dict) or "removed" not in value:
+        raise AnsibleFilterError("%s: the input must be a minimal_command answer (a dict with removed)" % what)
+    return value
+
+
+def derivation_lines(derived, host=None, argv=None, allow_unknown=False):
+    """Console lines of a derivation (``reproduce | <host> | minimal | ...``); see _command.derivation_lines."""
+    lines = _command.derivation_lines(_derived(derived, "derivation_lines"),
+                                      argv=[str(a) for a in argv] if argv else None,
+                                      allow_unknown=bool(allow_unknown))
+    return ["reproduce | %s | %s" % (host, line) for line in lines] if host else lines
+
+
+def unknown_refusal(derived, allow=False):
+    """The refusal text of unknown production options, or an empty string; see _command.unknown_refusal."""
+    return _command.unknown_refusal(_derived(derived, "unknown_refusal"), allow=bool(allow)) or ""
 
 
 def command_apply(argv, args=None, remove=None):
@@ -61,4 +81,4 @@ class FilterModule:
 
     def filters(self):
         return {"minimal_command": minimal_command, "command_apply": command_apply, "command_refused": command_refused,
-                "ladder_apply": ladder_apply}
+                "ladder_apply": ladder_apply, "derivation_lines": derivation_lines, "unknown_refusal": unknown_refusal}

@@ -42,12 +42,14 @@ CATEGORIES = {
     "engine_tuning": ("engine tuning (memory, precision, kernels, compilation)", "engine_tuning"),
     "observability": ("logging, tracing and debug settings", "observability"),
     "runtime": ("container runtime options that break a supervised foreground start", None),
-    "unknown": ("options this collection does not know (review them)", None),
+    "unknown": ("options this collection does not know (review them)", "unknown_options"),
 }
 
 # The ladder layers in their fixed order (ARCHITECTURE.md); other candidate layers come after, in this order.
+# unknown_options: the production command's options this collection does not know, set again as written (only with
+# repro_vllm_allow_unknown_options; refused before anything starts otherwise).
 LADDER_ORDER = ["prefix_caching", "long_context", "output_limit", "concurrency_2", "concurrency_n", "tool_calling",
-                "multi_node", "gateway"]
+                "unknown_options", "multi_node", "gateway"]
 EXTRA_LAYER_ORDER = ["speculative_decoding", "engine_tuning", "observability", "app_env"]
 
 # Options that make up the minimal command: what the model is, where the API listens, how it is laid out.
@@ -438,7 +440,7 @@ def needs_remote_code(model_config):
     return bool(model_config.get("auto_map"))
 
 
-def derive_minimal(argv, env=None, keep=(), keep_env=(), model_config=None, trust_remote_code="auto"):
+def derive_minimal(argv, env=None, keep=(), keep_env=(), model_config=None, trust_remote_code="auto", port=None):
     """Derive the minimal command from a production command.
 
     Kept: program, model, ``--host``/``--port``/``--served-model-name``, the parallel layout (tensor, pipeline,
@@ -450,7 +452,12 @@ def derive_minimal(argv, env=None, keep=(), keep_env=(), model_config=None, trus
     ``trust_remote_code``: ``auto`` keeps the flag when ``model_config`` has ``auto_map``, drops it when the config
     is known and has none, and keeps it (with a warning) when the config is unknown; ``true``/``false`` force it.
 
-    Returns ``{argv, model, image, env, secret_env, kept, removed, layers, warnings}`` (``env`` the kept variables
+    ``port`` (``repro_vllm_port``): when given, the minimal command serves on it whatever the production command's
+    ``--port`` says (or vLLM's default 8000 when it says nothing), and ``overridden`` names the replaced option; the
+    reproduction must never take the production server's port. A container command that publishes the production
+    port (``-p``) is refused instead: its mapping would no longer reach the server.
+
+    Returns ``{argv, model, image, env, secret_env, kept, removed, layers, warnings, overridden}`` (``env`` the kept variables
     that are not secret, ``secret_env`` those that are, values kept so that the command can run); ``kept`` and
     ``removed`` list items
     (``{item, flag|name, value, category, layer, why}``; a removed vLLM option also has ``tokens``, the option as
@@ -520,6 +527,7 @@ def derive_minimal(argv, env=None, keep=(), keep_env=(), model_config=None, trus
                          "category": "minimal"})
         kept.append({"item": "--trust-remote-code", "flag": "--trust-remote-code", "category": "minimal",
                      "why": "added: the model's config.json has auto_map (custom code)"})
+    overridden = _set_port(parsed, new_opts, kept, port)
     parsed["options"] = new_opts
 
     new_env = {}
@@ -564,7 +572,99 @@ def derive_minimal(argv, env=None, keep=(), keep_env=(), model_config=None, trus
     plain_env = {k: v for k, v in new_env.items() if k not in secret_env}
     return {"argv": render_command(parsed), "model": parsed["model"], "image": parsed["image"],
             "env": plain_env, "secret_env": secret_env, "kept": kept, "removed": grouped, "layers": layers,
-            "warnings": warnings}
+            "warnings": warnings, "overridden": overridden}
+
+
+VLLM_DEFAULT_PORT = 8000
+
+
+def _published_ports(parsed):
+    """Container-side ports of a runtime command's ``-p``/``--publish`` options (``8000``, ``0.0.0.0:8000:8000/tcp``)."""
+    out = []
+    for opt in parsed["runtime_options"]:
+        if opt["flag"] in ("-p", "--publish") and opt["value"]:
+            inner = str(opt["value"]).split("/", 1)[0].rsplit(":", 1)[-1]
+            if inner.isdigit():
+                out.append(int(inner))
+    return out
+
+
+def _set_port(parsed, opts, kept, port):
+    """Make ``opts`` serve on ``port`` (repro_vllm_port wins over the production ``--port``); returns the
+    ``overridden`` list (``{item, now, why}``), empty when the production command already said that port."""
+    if port in (None, ""):
+        return []
+    try:
+        port = int(port)
+    except (TypeError, ValueError):
+        raise CommandError("repro_vllm_port must be a port number, got %r" % (port,))
+    given = [o for o in opts if o["flag"] == "--port"]
+    prod = given[0]["value"] if given else None
+    prod_port = int(prod) if prod is not None and str(prod).isdigit() else (None if given else VLLM_DEFAULT_PORT)
+    if given and prod_port == port and len(given) == 1:
+        return []
+    if parsed["runtime"] and prod_port in _published_ports(parsed):
+        raise CommandError("the container publishes the production port %s (-p/--publish of the production command) "
+                           "but repro_vllm_port is %d: change the -p option of repro_vllm_production_argv to %d (the "
+                           "reproduction never serves on the production server's port)" % (prod_port, port, port))
+    new = {"flag": "--port", "value": str(port), "tokens": ["--port", str(port)], "category": "minimal"}
+    at = opts.index(given[0]) if given else len(opts)
+    opts[:] = [o for o in opts[:at] if o["flag"] != "--port"] + [new] + [o for o in opts[at:] if o["flag"] != "--port"]
+    kept[:] = [k for k in kept if k.get("flag") != "--port"]
+    was = " ".join(str(t) for t in given[0]["tokens"]) if given else "no --port (vLLM's default %d)" % VLLM_DEFAULT_PORT
+    why = ("repro_vllm_port wins over the production command's port: the reproduction never serves on the "
+           "production server's port")
+    kept.append({"item": "--port %d" % port, "flag": "--port", "value": str(port), "category": "minimal",
+                 "why": "repro_vllm_port (the production command had %s)" % was})
+    return [{"item": was, "now": "--port %d" % port, "why": why}]
+
+
+def unknown_options(derived):
+    """The removed options this collection does not know, as written (``--frobnicate-level 3``)."""
+    return [e["item"] for e in ((derived or {}).get("removed") or {}).get("unknown") or []]
+
+
+def unknown_refusal(derived, allow=False):
+    """The refusal of a production command with options this collection does not know, or None (none, or
+    ``allow``). Such an option is not judged anywhere: left out it could hide the very failure, so it is tried only
+    when the user says so (as the ladder layer ``unknown_options``)."""
+    unknown = unknown_options(derived)
+    if not unknown or allow:
+        return None
+    return ("the production command holds option(s) this collection does not know: %s. Nothing was started. Check "
+            "them against 'vllm serve --help' of the serving vLLM; then remove them from repro_vllm_production_argv, "
+            "or set repro_vllm_allow_unknown_options: true to try them as the ladder layer unknown_options (after "
+            "tool_calling; repro_vllm_ladder_until must reach it)" % ", ".join(unknown))
+
+
+def derivation_lines(derived, argv=None, allow_unknown=False):
+    """Console lines of a derivation (without the ``reproduce | host |`` prefix): the minimal command (``argv``, the
+    command as it starts, else the derived one), what was removed by category with the layer it comes back in, the
+    port that replaced the production one, the options this collection does not know and what happens to them, and
+    the warnings. Secrets are already masked in the derivation's items; ``argv`` is redacted here."""
+    derived = derived or {}
+    shown = [redact_text(str(a)) for a in (argv if argv is not None else derived.get("argv") or [])]
+    lines = ["minimal | derived from the production command: %s" % " ".join(shown)]
+    for category, entries in (derived.get("removed") or {}).items():
+        if category == "minimal":  # --trust-remote-code the model does not need (or turned off): its own reason
+            lines.extend("minimal | removed %s: %s" % (e["item"], e["why"]) for e in entries)
+            continue
+        layer = category_layer(category)
+        where = ("back in the ladder layer %s" % layer) if layer else "never set again"
+        lines.append("minimal | removed %s (%s; %s): %s" % (
+            category, CATEGORIES.get(category, (category,))[0], where, ", ".join(e["item"] for e in entries)))
+    for entry in derived.get("overridden") or []:
+        lines.append("minimal | %s of the production command replaced by %s: %s" % (
+            entry["item"], entry["now"], entry["why"]))
+    unknown = unknown_options(derived)
+    if unknown:
+        lines.append("minimal | options this collection does not know were removed: %s (%s)" % (
+            ", ".join(unknown), "repro_vllm_allow_unknown_options: true - tried as the ladder layer unknown_options"
+            if allow_unknown else "refused: repro_vllm_allow_unknown_options is false"))
+    for warning in derived.get("warnings") or []:
+        if not warning.startswith("options this collection does not know"):
+            lines.append("minimal | warning: %s" % warning)
+    return lines
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -218,6 +218,12 @@ def validate_profile(data, origin, builtin=False):
 DEFAULT_PROFILE = "cpu-smoke"
 
 
+def profile_needs_gpu(profile):
+    """Whether a (validated) profile asks for any GPU: GPU models named or a GPU count above 0. A profile that does
+    not (cpu-smoke) judges nothing GPU-related, and the baseline score leaves its GPU items out."""
+    return bool(profile.get("gpu_models")) or int(profile.get("gpu_count_min") or 0) > 0
+
+
 def choose_profile(name, path):
     """Which of ``repro_vllm_profile``/``repro_vllm_profile_file`` applies: ('name', n) or ('file', p); neither
     means the documented default profile; both is a ProfileError."""
@@ -401,7 +407,7 @@ class _HostCheck:
 
     @property
     def needs_gpu(self):
-        return bool(self.profile["gpu_models"]) or self.profile["gpu_count_min"] > 0
+        return profile_needs_gpu(self.profile)
 
     def run(self):
         if not self.needs_gpu:

@@ -18,12 +18,18 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.repro.vllm.plugins.module_utils._compat import profile_needs_gpu
 from ansible_collections.repro.vllm.plugins.module_utils._evidence import (
     attempt_key, attempt_result, cite, declared_repeat, host_view, is_attempt, read_log_tail, result_text,
     run_hosts, unexpanded)
 
 ITEMS = ("host_driver", "image", "command", "gpu_visibility", "first_failure", "request", "repeatability")
+# the bands are fractions of the full 14 points, applied to score / max (max: 2 points per item that applies):
+# reproduce when score/max >= 12/14, collect when >= 8/14, else invalid (exact integer comparison, no rounding)
+FULL = 14
 BANDS = ((12, "reproduce"), (8, "collect"), (0, "invalid"))
+# items that cannot apply when the profile asks for no GPU (decided by the profile, never by what a run lacked)
+GPU_ITEMS = ("host_driver", "gpu_visibility")
 # compatibility facts that are about the host driver (the rest belong to other items or to the compatibility stage)
 DRIVER_FACTS = ("driver_branch", "kernel_module", "cuda_driver", "driver_in_use")
 # what makes a command comparable beyond its argv: where the weights/caches are, which devices, which address
@@ -46,11 +52,21 @@ class ScoreError(ValueError):
     """Input that is not a list of runs."""
 
 
-def band_of(score):
+def band_of(score, max_points=FULL):
+    """The band of ``score`` out of ``max_points``: the 12/8 floors of 14 points taken as fractions of the maximum."""
+    if not max_points or max_points <= 0:
+        return "invalid"
     for floor, name in BANDS:
-        if score >= floor:
+        if score * FULL >= floor * max_points:
             return name
     return "invalid"
+
+
+def _not_applicable(name, profile):
+    return {"item": name, "points": None,
+            "evidence": "not applicable under profile %s: it asks for no GPU (gpu_models empty, gpu_count_min 0)"
+                        % profile.get("name"),
+            "missing": None, "how": None}
 
 
 def _item(name, points, evidence, missing, how):
@@ -382,7 +398,11 @@ def _repeatability(baseline, attempts):
 
 
 def score_runs(runs, profile=None, memory_in_use_mib=DEFAULT_MEMORY_IN_USE_MIB):
-    """score.json for the runs of one case (read with ``_evidence.read_run``, oldest first)."""
+    """score.json for the runs of one case (read with ``_evidence.read_run``, oldest first).
+
+    ``profile`` is the validated profile (a dict, as the compatibility stage loads it) or only its name: with the
+    document, the GPU items (host_driver, gpu_visibility) of a profile that asks for no GPU get ``points`` None and
+    leave ``max``; with a name alone every item applies."""
     if not isinstance(runs, list) or any(not isinstance(r, dict) or "parts" not in r for r in runs):
         raise ScoreError("baseline_score: the input must be the case's runs (read_run results, oldest first)")
     runs = [r for r in runs if r.get("purpose") not in ("summary", "diff", "audit")] or runs
@@ -390,40 +410,62 @@ def score_runs(runs, profile=None, memory_in_use_mib=DEFAULT_MEMORY_IN_USE_MIB):
     hosts = run_hosts(baseline) if baseline is not None else sorted(
         {h for r in runs for h in r["hosts"] if "fingerprint.json" in r["hosts"][h]})
     fps = _fingerprints(runs, baseline, hosts)
+    doc = profile if isinstance(profile, dict) else None
+    name = doc.get("name") if doc is not None else profile
+    skip = set(GPU_ITEMS) if doc is not None and not profile_needs_gpu(doc) else set()
     items = [
-        _host_driver(hosts, fps, runs, profile),
+        _not_applicable("host_driver", doc) if "host_driver" in skip else _host_driver(hosts, fps, runs, name),
         _image(hosts, baseline, fps),
         _command(hosts, baseline, fps),
+        _not_applicable("gpu_visibility", doc) if "gpu_visibility" in skip else
         _gpu_visibility(hosts, baseline, fps, memory_in_use_mib),
         _first_failure(baseline),
         _request(baseline),
         _repeatability(baseline, attempts),
     ]
-    score = sum(i["points"] for i in items)
-    return {"score": score, "band": band_of(score), "items": items,
+    score = sum(i["points"] for i in items if i["points"] is not None)
+    top = 2 * sum(1 for i in items if i["points"] is not None)
+    return {"score": score, "max": top, "band": band_of(score, top), "items": items,
             "case": runs[0]["case"] if runs else None, "baseline_run": baseline["run"] if baseline else None,
             "hosts": hosts}
 
 
+def _brief(text, limit=200):
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit].rstrip() + "... (score.json has the rest)"
+
+
 def score_lines(score):
-    """Console lines: the total and band, then one line per item with what is missing."""
-    lines = ["baseline score %d/14 (%s)" % (score["score"], score["band"])]
-    for item in score["items"]:
-        line = "%s %d/2" % (item["item"], item["points"])
-        if item["missing"]:
-            line += " | missing: %s | how: %s" % (item["missing"], item["how"])
-        lines.append(line)
+    """Console lines (progress style, ``summary | case <case> | ...``): the total out of the applicable maximum and
+    its band, what is not applicable, then one line per item that lost points with what is missing and how to get
+    it."""
+    top = score.get("max", FULL)
+    items = score["items"]
+    na = [i["item"] for i in items if i["points"] is None]
+    lost = [i for i in items if i["points"] is not None and i["points"] < 2]
+    head = "summary | case %s | " % score.get("case") if score.get("case") else ""
+    line = "%sbaseline score %d/%d (%s)" % (head, score["score"], top, score["band"])
+    if na:
+        line += " | not applicable under the profile: %s" % ", ".join(na)
+    line += " | %s" % ("%d point(s) lost: %s" % (top - score["score"], ", ".join(i["item"] for i in lost))
+                       if lost else "no point lost")
+    lines = [line]
+    for item in lost:
+        lines.append("%slost %s %d/2 | missing: %s | how: %s" % (
+            head, item["item"], item["points"], _brief(item["missing"] or "-"), _brief(item["how"] or "-")))
     return lines
 
 
 def score_markdown(score):
-    """The score's section of a run sheet: total, band, one table row per item."""
+    """The score's section of a run sheet: total out of the applicable maximum, band, one table row per item."""
     meaning = {"reproduce": "begin controlled reproduction", "collect": "collect the missing evidence first",
                "invalid": "not a valid diagnostic baseline"}
-    out = ["## Baseline score: %d/14 (%s: %s)" % (score["score"], score["band"], meaning[score["band"]]), "",
+    out = ["## Baseline score: %d/%d (%s: %s)" % (score["score"], score.get("max", FULL), score["band"],
+                                                 meaning[score["band"]]), "",
            "| item | points | evidence | missing | how |", "|---|---|---|---|---|"]
     for item in score["items"]:
-        out.append("| %s | %d/2 | %s | %s | %s |" % tuple(
-            [item["item"], item["points"]] + [str(item[k] or "-").replace("|", "\\|").replace("\n", " ")
-                                              for k in ("evidence", "missing", "how")]))
+        points = "n/a" if item["points"] is None else "%d/2" % item["points"]
+        out.append("| %s | %s | %s | %s | %s |" % tuple(
+            [item["item"], points] + [str(item[k] or "-").replace("|", "\\|").replace("\n", " ")
+                                      for k in ("evidence", "missing", "how")]))
     return "\n".join(out) + "\n"

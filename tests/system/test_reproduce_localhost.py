@@ -220,6 +220,20 @@ def test_progress_lines_and_final_classification(ladder):
     assert final == ["reproduce | case %s | record %s (last run run-007) | classification: none: every step passed "
                      "(minimal -> prefix_caching -> long_context -> output_limit -> concurrency_2 -> tool_calling)"
                      % (CASE, work / "records" / CASE)]
+    # the score: out of the items that apply under cpu-smoke (no GPU items), then what each lost point needs (a venv
+    # run has no image), one progress line each (the quiet console prints them)
+    lines = [m for m in _msgs(r, "baseline score (what each lost point needs)") if m][0]
+    head = "summary | case %s | " % CASE
+    score = _json(next(p for p in sorted((work / "records" / CASE).iterdir())
+                       if (p / "score.json").exists()) / "score.json")
+    assert score["max"] == 10
+    assert [i["item"] for i in score["items"] if i["points"] is None] == ["host_driver", "gpu_visibility"]
+    assert lines[0].startswith(head + "baseline score %d/10 (%s) | not applicable under the profile: host_driver, "
+                               "gpu_visibility | " % (score["score"], score["band"])), lines
+    lost = lines[1:]
+    assert lines[0].endswith("point(s) lost: %s" % ", ".join(line[len(head) + 5:].split(" ")[0] for line in lost))
+    assert any(line.startswith(head + "lost image 0/2 | missing: localhost: no image reference") for line in lost), lost
+    assert all(line.startswith(head + "lost ") and " | missing: " in line and " | how: " in line for line in lost)
 
 
 def test_refused_two_variable_step_starts_nothing(ladder):
@@ -363,44 +377,72 @@ def test_check_mode_plans_and_writes_nothing(real_vllm, tmp_path):
 
 def test_production_command_reduced_to_the_minimal_one(real_vllm, tmp_path):
     """Given the production command instead: the plan (check mode, nothing starts) keeps model, address and layout,
-    adds the platform options, and lists what it removed by category; secrets never show. The plan goes on to the
-    tool_calling layer (the layers before it left out), which sets the production command's own parser again."""
+    adds the platform options, and says on the console what it removed by category; secrets never show.
+    repro_vllm_port replaces the production command's own port. The plan goes on to the tool_calling layer (the layers
+    before it left out), which sets the production command's own parser again, and to unknown_options, which sets its
+    option this collection does not know again (allowed here); without repro_vllm_allow_unknown_options the same
+    command is refused before anything is planned."""
     port = free_port()
     fake_key = "sk-" + "FAKE" * 6
     model = os.path.join(vllm_cache(), "models", "tiny")
-    production = [real_vllm, "serve", model, "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "tiny",
-                  "--trust-remote-code", "--enable-prefix-caching", "--enable-auto-tool-choice", "--tool-call-parser",
-                  "pythonic", "--api-key", fake_key, "--max-num-seqs", "64", "--max-model-len", "2048"]
+    production = [real_vllm, "serve", model, "--host", "127.0.0.1", "--port", str(port + 1), "--served-model-name",
+                  "tiny", "--trust-remote-code", "--enable-prefix-caching", "--enable-auto-tool-choice",
+                  "--tool-call-parser", "pythonic", "--api-key", fake_key, "--max-num-seqs", "64", "--max-model-len",
+                  "2048", "--frobnicate-level", "3"]
+    extra = dict(repro_vllm_fingerprint=False, repro_vllm_ladder_until="unknown_options",
+                 repro_vllm_ladder_skip=["prefix_caching", "long_context", "output_limit", "concurrency_2",
+                                         "concurrency_n"],
+                 repro_vllm_production_argv=production,
+                 repro_vllm_production_env={"APP_TENANT": "acme", "NCCL_IB_HCA": "mlx5"})
     r = run_playbook(tmp_path, "playbooks/reproduce.yml", INVENTORY,
-                     _vars(tmp_path, port, repro_vllm_fingerprint=False, repro_vllm_ladder_until="tool_calling",
-                           repro_vllm_ladder_skip=["prefix_caching", "long_context", "output_limit", "concurrency_2",
-                                                   "concurrency_n"],
-                           repro_vllm_production_argv=production,
-                           repro_vllm_production_env={"APP_TENANT": "acme", "NCCL_IB_HCA": "mlx5"}),
+                     _vars(tmp_path, port, repro_vllm_allow_unknown_options=True, **extra),
                      ident="prod", cmdline="--check")
     out = r.stdout.read()
     assert r.status == "successful", out[-4000:]
     assert fake_key not in out
     lines = [m for m in _msgs(r, "what the production command had") if m][0]
-    assert lines[0].endswith("serve %s --host 127.0.0.1 --port %d --served-model-name tiny --max-model-len 512 "
-                             "--enforce-eager" % (model, port))
-    removed = "\n".join(lines[1:])
-    for text in ("prefix_cache -> removed: --enable-prefix-caching",
-                 "tool_calling -> removed: --enable-auto-tool-choice, --tool-call-parser pythonic",
-                 "gateway -> removed: --api-key <redacted>", "load_clients -> removed: --max-num-seqs 64",
-                 "long_context -> removed: --max-model-len 2048", "app_env -> removed: APP_TENANT=acme",
-                 "multi_node_transport -> removed: NCCL_IB_HCA=mlx5",
-                 # the tiny model's config.json has no auto_map: no custom code to trust
-                 "minimal -> removed: --trust-remote-code"):
-        assert text in removed, removed
+    assert lines[0] == ("reproduce | localhost | minimal | derived from the production command: %s serve %s --host "
+                        "127.0.0.1 --port %d --served-model-name tiny --max-model-len 512 --enforce-eager"
+                        % (real_vllm, model, port))
+    prefix = "reproduce | localhost | minimal | removed "
+    removed = {line[len(prefix):].split(" (", 1)[0]: line.rsplit("): ", 1)[-1]
+               for line in lines if line.startswith(prefix) and "): " in line}
+    assert removed == {"prefix_cache": "--enable-prefix-caching",
+                       "tool_calling": "--enable-auto-tool-choice, --tool-call-parser pythonic",
+                       "gateway": "--api-key <redacted>", "load_clients": "--max-num-seqs 64",
+                       "long_context": "--max-model-len 2048", "app_env": "APP_TENANT=acme",
+                       "multi_node_transport": "NCCL_IB_HCA=mlx5", "unknown": "--frobnicate-level 3"}, lines
+    # the tiny model's config.json has no auto_map: no custom code to trust
+    assert prefix + "--trust-remote-code: the model's config.json has no auto_map: no custom code to trust" in lines
+    assert ("reproduce | localhost | minimal | --port %d of the production command replaced by --port %d: "
+            "repro_vllm_port wins" % (port + 1, port)) in "\n".join(lines)
+    assert ("reproduce | localhost | minimal | options this collection does not know were removed: --frobnicate-level 3 "
+            "(repro_vllm_allow_unknown_options: true - tried as the ladder layer unknown_options)") in lines
+    # the quiet console prints them (progress lines)
+    assert "reproduce | localhost | minimal | removed unknown (" in out
     planned = [res for _h, _e, res in task_results(r, "Start | the server")]
     assert planned[0]["outcome"] == "planned" and "--trust-remote-code" not in planned[0]["argv"]
+    assert planned[0]["argv"][planned[0]["argv"].index("--port") + 1] == str(port)
     # the production command's own tool-calling flags come back at tool_calling: its pythonic parser, not the
     # inventory's hermes; nothing of another layer (its prefix caching, key, max-num-seqs) comes with them
-    tools = planned[-1]["argv"]
+    tools = planned[-2]["argv"]
     assert tools[tools.index("--tool-call-parser") + 1] == "pythonic" and "hermes" not in tools
     assert "--enable-auto-tool-choice" in tools
-    assert not {"--enable-prefix-caching", "--api-key", "--max-num-seqs"} & set(tools)
+    assert not {"--enable-prefix-caching", "--api-key", "--max-num-seqs", "--frobnicate-level"} & set(tools)
+    # unknown_options: the last good command plus exactly the unknown option, as written
+    assert planned[-1]["argv"][-2:] == ["--frobnicate-level", "3"]
+    assert not [p for p in planned[:-1] if "--frobnicate-level" in p["argv"]]
+
+    # not allowed: refused before anything is planned, naming the option and the variable
+    refused = run_playbook(tmp_path, "playbooks/reproduce.yml", INVENTORY, _vars(tmp_path, port, **extra),
+                           ident="prod-refused", cmdline="--check")
+    out = refused.stdout.read()
+    assert refused.status == "failed", out[-4000:]
+    failed = [res.get("msg", "") for _h, ev, res in task_results(refused, "") if ev == "runner_on_failed"]
+    assert any(m.startswith("minimal_startup: the production command holds option(s) this collection does not know: "
+                            "--frobnicate-level 3. Nothing was started.") and "repro_vllm_allow_unknown_options" in m
+               for m in failed), failed
+    assert not task_results(refused, "Start | the server")
 
 
 def test_tool_calling_wrong_parser_fails_and_rolls_back(ladder):

@@ -23,14 +23,34 @@ def test_registered():
 
 def test_score_and_isolation_of_a_case_folder(tmp_path):
     path = case(tmp_path, "cpu-ok", ["run-001", "run-002", "run-003", "run-004"])
+    # the shipped cpu-smoke profile asks for no GPU: host_driver (0 here) and gpu_visibility (2) leave the maximum
     score = baseline_score(path, profile="cpu-smoke")
-    assert score["score"] == 10 and score["band"] == "collect"
+    assert (score["score"], score["max"], score["band"]) == (8, 10, "collect")
+    assert [i["item"] for i in score["items"] if i["points"] is None] == ["host_driver", "gpu_visibility"]
+    # a GPU profile: every item applies, the same runs score 10/14
+    gpu = baseline_score(path, profile="kimi-k3-h200")
+    assert (gpu["score"], gpu["max"], gpu["band"]) == (10, 14, "collect")
     two = baseline_score([os.path.join(path, "run-001"), os.path.join(path, "run-002")])
-    assert two["score"] == 8  # no second clean run among these two
+    assert (two["score"], two["max"]) == (8, 14)  # no profile: every item applies; no second clean run here
     assert isolation_decision(path)["decision"] == "stay"
     assert isolation_decision(path, must_keep_serving=True)["decision"] == "move"
     report = decision_report(score, "score")
-    assert report["lines"][0] == "baseline score 10/14 (collect)" and "## Baseline score" in report["markdown"]
+    assert report["lines"][0] == ("summary | case cpu-ok | baseline score 8/10 (collect) | not applicable under the "
+                                  "profile: host_driver, gpu_visibility | 2 point(s) lost: image")
+    assert report["lines"][1].startswith("summary | case cpu-ok | lost image 0/2 | missing: localhost: no image ")
+    assert "| how: set repro_vllm_image" in report["lines"][1]
+    assert "## Baseline score: 8/10 (collect" in report["markdown"] and "| host_driver | n/a |" in report["markdown"]
+
+
+def test_score_profile_file_and_bad_profile(tmp_path):
+    path = case(tmp_path, "cpu-ok", ["run-001", "run-002"])
+    own = tmp_path / "own.yml"
+    own.write_text("name: own-gpu\ngpu_models: [H200]\ngpu_count_min: 1\nimage_cuda: null\n")
+    # the file wins over the name (the name may be a role's default)
+    score = baseline_score(path, profile="cpu-smoke", profile_file=str(own))
+    assert score["max"] == 14 and all(i["points"] is not None for i in score["items"])
+    with pytest.raises(AnsibleFilterError, match="unknown profile 'nope'"):
+        baseline_score(path, profile="nope")
 
 
 def test_run_diff_references(tmp_path):

@@ -161,6 +161,11 @@ def test_repeatability_when_the_failure_does_not_repeat(tmp_path):
 def test_bands_and_fingerprint_only_case(tmp_path):
     bands = [_score.band_of(n) for n in (14, 12, 11, 8, 7, 0)]
     assert bands == ["reproduce", "reproduce", "collect", "collect", "invalid", "invalid"]
+    # out of a smaller maximum the floors are 12/14 and 8/14 of it: score x 14 >= 12 x max, score x 14 >= 8 x max
+    assert [_score.band_of(n, 10) for n in (10, 9, 8, 6, 5, 0)] == [
+        "reproduce", "reproduce", "collect", "collect", "invalid", "invalid"]
+    assert [_score.band_of(n, 7) for n in (6, 5, 4, 3)] == ["reproduce", "collect", "collect", "invalid"]
+    assert _score.band_of(0, 0) == "invalid"
     score = _score_of(case(tmp_path, "busy"))
     assert score["band"] == "invalid" and score["baseline_run"] is None
     assert _items(score)["command"]["how"].startswith("run playbooks/reproduce.yml")
@@ -173,5 +178,48 @@ def test_bad_input():
 
 def test_console_and_sheet(complete):
     score = _score_of(complete)
-    assert _score.score_lines(score)[0] == "baseline score 14/14 (reproduce)"
+    assert _score.score_lines(score) == ["summary | case cpu-ok | baseline score 14/14 (reproduce) | no point lost"]
     assert "| host_driver | 2/2 |" in _score.score_markdown(score)
+
+
+def _profile(name):
+    from ansible_collections.repro.vllm.plugins.action.compatibility import load_profile
+    return load_profile(name, None)
+
+
+def test_items_that_cannot_apply_under_the_profile(complete):
+    """cpu-smoke asks for no GPU: host_driver and gpu_visibility get points null and leave max, whatever the runs
+    hold (here a complete H200 fingerprint); a GPU profile scores the same runs on every item."""
+    cpu = _score.score_runs(case_runs(complete), profile=_profile("cpu-smoke"))
+    items = _items(cpu)
+    for name in ("host_driver", "gpu_visibility"):
+        assert items[name]["points"] is None and items[name]["missing"] is None and items[name]["how"] is None
+        assert "not applicable under profile cpu-smoke" in items[name]["evidence"]
+    assert (cpu["score"], cpu["max"], cpu["band"]) == (10, 10, "reproduce")
+    gpu = _score.score_runs(case_runs(complete), profile=_profile("kimi-k3-h200"))
+    assert (gpu["score"], gpu["max"]) == (14, 14) and all(i["points"] == 2 for i in gpu["items"])
+    # only a profile document decides; a bare name (no document) keeps every item
+    assert _score_of(complete)["max"] == 14
+
+
+def test_decided_by_the_profile_never_by_what_the_run_lacked(tmp_path):
+    """The real CPU records lack a kernel module line: under a GPU profile that loses host_driver points (0/2, not
+    null); under cpu-smoke the item does not apply."""
+    path = case(tmp_path, "cpu-ok", ["run-001", "run-002"])
+    gpu = _score.score_runs(case_runs(path), profile=_profile("kimi-k3-h200"))
+    assert _items(gpu)["host_driver"]["points"] == 0 and gpu["max"] == 14
+    assert (gpu["score"], gpu["band"]) == (8, "collect")
+    cpu = _score.score_runs(case_runs(path), profile=_profile("cpu-smoke"))
+    assert _items(cpu)["host_driver"]["points"] is None and cpu["max"] == 10
+    # 6 of 10: 6 x 14 = 84 >= 8 x 10 = 80 -> collect (the same 6 out of 14 would be invalid)
+    assert (cpu["score"], cpu["band"]) == (6, "collect") and _score.band_of(6) == "invalid"
+    lines = _score.score_lines(cpu)
+    assert lines[0] == ("summary | case cpu-ok | baseline score 6/10 (collect) | not applicable under the profile: "
+                        "host_driver, gpu_visibility | 4 point(s) lost: image, repeatability")
+    lost = {line.split(" | ")[2]: line for line in lines[1:]}
+    assert set(lost) == {"lost image 0/2", "lost repeatability 0/2"}
+    assert "| missing: no second clean run" in lost["lost repeatability 0/2"]
+    assert "| how: run the same attempt again from a clean start" in lost["lost repeatability 0/2"]
+    assert all(len(line) < 600 for line in lines)
+    md = _score.score_markdown(cpu)
+    assert "## Baseline score: 6/10 (collect" in md and "| gpu_visibility | n/a |" in md
