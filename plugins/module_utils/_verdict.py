@@ -318,13 +318,15 @@ def verdict_of_case(runs, case_id):
     return ans
 
 
-def case_verdict(case_dir, runs=None):
+def case_verdict(case_dir, runs=None, exclude=None):
     """The verdict of the case folder's latest play (verdict_of_case); ``runs`` (run ids) limits the case to those
-    runs (the hand-off's repro_vllm_handoff_runs)."""
+    runs (the hand-off's repro_vllm_handoff_runs), ``exclude`` leaves runs out (one still being written)."""
     case_dir = os.path.abspath(str(case_dir))
     every = case_runs(case_dir)
     if runs:
         every = [r for r in every if r["run"] in runs]
+    if exclude:
+        every = [r for r in every if r["run"] not in exclude]
     return verdict_of_case(every, os.path.basename(case_dir))
 
 
