@@ -378,6 +378,8 @@ def _compatibility(play_runs):
     return None
 
 
+# a redaction marker directly followed by punctuation (``<redacted>,``) reads as a value to the secret scan
+_MARKER_END_RE = re.compile(r"(<redacted(?::[a-z0-9_]+(?::[0-9a-f]{8,64})?)?>)(?=\S)")
 _ABS_RUN_RE = re.compile(r"(?<![\w.-])(?:/[^\s/`'\"|]+)*/(run-[0-9]{3,}/)")
 _REL_RUN_RE = re.compile(r"(?<![\w/.-])(run-[0-9]{3,}/)")
 
@@ -985,17 +987,17 @@ def _production_md(prod):
     out = ["Production command: derived into the minimal command in %s (`%s`)." % (prod["run"], prod["source"])]
     if prod.get("argv"):
         out.append(_fence(_quote_argv(prod["argv"]), "bash"))
-    rows = [["kept", ", ".join("`%s`" % k for k in prod.get("kept") or []) or "-", "-", "part of the minimal command"]]
+    # one item a row, never quoted or followed by punctuation: a redaction marker stays a marker to the scan
+    rows = [["kept", k, "-", "part of the minimal command"] for k in prod.get("kept") or []]
     for cat, entries in sorted((prod.get("removed") or {}).items()):
-        rows.append(["removed: " + cat, ", ".join("`%s`" % e["item"] for e in entries),
-                     ", ".join(sorted({str(e.get("layer")) for e in entries if e.get("layer")})) or "-",
-                     "; ".join(sorted({str(e.get("why")) for e in entries if e.get("why")})) or "-"])
-    out.append(_md_table(["derivation", "items", "ladder layer", "why"], rows))
+        rows += [["removed: " + cat, e["item"], e.get("layer") or "-", e.get("why") or "-"] for e in entries]
+    out.append(_md_table(["derivation", "item", "ladder layer", "why"], rows))
     if prod.get("unknown"):
-        out.append("Options this collection does not know (removed from the minimal command): %s"
-                   % ", ".join("`%s`" % u for u in prod["unknown"]))
+        out.append("Options this collection does not know (removed from the minimal command):")
+        out.append("\n".join("- %s" % u for u in prod["unknown"]))
     for w in prod.get("warnings") or []:
-        out.append("Warning: %s" % w)
+        if not str(w).startswith("options this collection does not know"):  # listed above, one a line
+            out.append("Warning: %s" % _MARKER_END_RE.sub(r"\1 ", str(w)))
     return "\n\n".join(out)
 
 

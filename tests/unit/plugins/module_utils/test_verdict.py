@@ -218,3 +218,18 @@ def test_workflow_result_and_filter_say_the_same_sentence(tmp_path):
     # the filter takes the case folder or a run in it; exclude leaves a run out (one still being written)
     assert case_verdict_filter(str(case / "run-004"))["verdict_sentence"] == summary["verdict_sentence"]
     assert case_verdict_filter(str(case), exclude=["run-004", "run-005", "run-006"])["verdict"] == "healthy"
+
+
+def test_derivation_with_secret_options_passes_the_scan():
+    # the shape derive_minimal gives for a production command with --api-key and a kept --hf-token (both redacted)
+    from ansible_collections.repro.vllm.plugins.module_utils._command import derive_minimal
+    from ansible_collections.repro.vllm.plugins.module_utils._redact import scan_secrets
+    argv = ["vllm", "serve", "/m", "--port", "8000", "--api-key", "sk-proj-" + "FAKE" * 8, "--hf-token",
+            "hf_" + "FAKE" * 8, "--frobnicate-level", "3"]
+    der = derive_minimal(argv, keep=["--hf-token"])
+    prod = {"value": "recorded", "run": "run-002", "source": "runs/run-002/hosts/h/command.json", "kept":
+            [e["item"] for e in der["kept"]], "removed": der["removed"], "unknown": ["--frobnicate-level 3"],
+            "warnings": der["warnings"] + ["a warning naming --api-key <redacted>, then more"]}
+    md = _handoff._production_md(prod)
+    assert "| removed: gateway | --api-key <redacted> | gateway |" in md and "- --frobnicate-level 3" in md
+    assert scan_secrets(md) == [], md
