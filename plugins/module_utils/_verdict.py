@@ -228,7 +228,7 @@ def verdict_of_runs(runs, case_id=None):
     # a second clean run of an attempt of this play answers the repeat, not the verdict; one that repeats a run of
     # an earlier play is this play's own attempt
     deciding = [r for r in attempts if not _is_rollback(r) and not (_is_repeat(r) and _repeats(r) in here)
-                and not r["parts"]["outcome.json"].get("refused") and run_status(r) != "incomplete"]
+                and run_status(r) not in ("refused", "incomplete")]
     for run in deciding:
         outcome = run["parts"]["outcome.json"]
         if _layer(run) or outcome.get("ok"):

@@ -189,6 +189,9 @@ def test_status_from_the_manifest_first_else_derived():
                                                  "layer": "long_context", "summary": "two variables at once"}})
     ans = _verdict.verdict_of_runs([refused], "c")
     assert ans["verdict"] == "refused" and ans["verdict_detail"]["layer"] == "long_context"
+    # issue 22's shape: the refusal is the run's status (its outcome need not say it)
+    sealed = dict(base, metadata={"status": "refused", "step": "minimal"}, parts={"outcome.json": {"ok": False}})
+    assert _verdict.verdict_of_runs([sealed], "c")["verdict"] == "refused"
 
 
 def test_play_id_from_the_manifest_when_recorded():
