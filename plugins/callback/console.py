@@ -13,7 +13,9 @@ description:
   - At the default verbosity it prints only what an operator at 3 a.m. needs - one line per play, the progress
     lines the collection's roles write (C(reproduce | host | run-NNN step | ...), C(fingerprint | ...)), every
     failure with its host, task and message, and at the end a table with one row per host (host, status, stage,
-    error class, record path) followed by the usual recap.
+    error class, record path), the play's classification, and last the one verdict of the case
+    (C(verdict | <verdict> | <sentence>), from P(repro.vllm.case_verdict#filter), the sentence the hand-off's title
+    and the workflow result say), followed by the usual recap.
   - With C(-v) or more it prints the full task stream exactly like the C(default) callback, and the table at the end.
   - Plain text, no cursor movement and no color codes unless Ansible's color is on, so an AWX job log reads the
     same as a terminal.
@@ -77,6 +79,7 @@ class CallbackModule(DefaultCallback):
         super().__init__()
         self._attempts = []        # every judged attempt (the _repro_vllm_attempt facts), in order
         self._verdict = None       # the play's closing classification (_repro_vllm_verdict)
+        self._case_verdict = None  # the one verdict of the case (_repro_vllm_case_verdict, module_utils/_verdict.py)
         self._records = {}         # host -> last run path seen in a repro_vllm_run fact
         # the closing table's evidence (_closing.closing_rows)
         self._targets = []         # the hosts of every opened run, in order
@@ -108,6 +111,9 @@ class CallbackModule(DefaultCallback):
         verdict = facts.get("_repro_vllm_verdict")
         if isinstance(verdict, dict):
             self._verdict = verdict
+        case = facts.get("_repro_vllm_case_verdict")
+        if isinstance(case, dict) and case.get("line"):
+            self._case_verdict = case
         run = opened_run(result)
         if run:
             self._records[result._host.get_name()] = run
@@ -187,9 +193,9 @@ class CallbackModule(DefaultCallback):
         self._collect(result)
         if not self._quiet():
             return super().v2_runner_on_ok(result)
-        closing = (self._verdict or {}).get("line")
+        closing = ((self._verdict or {}).get("line"), (self._case_verdict or {}).get("line"))
         for line in self._progress_lines(result):
-            if line != closing:  # the closing classification is printed once, under the table
+            if line not in closing:  # the closing classification and the case verdict are printed once, under the table
                 self._display.display(line)
         return None
 
@@ -275,6 +281,8 @@ class CallbackModule(DefaultCallback):
     def _table(self, stats):
         rows = self._rows(stats)
         if not rows:
+            if self._case_verdict:
+                self._display.display(str(self._case_verdict["line"]))
             return
         head = ("host", "status", "stage", "error class", "record")
         widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(4)]
@@ -285,6 +293,9 @@ class CallbackModule(DefaultCallback):
             self._display.display(fmt % row)
         if self._verdict and self._verdict.get("line"):
             self._display.display(str(self._verdict["line"]))
+        # the closing line: the one verdict of the case, the same sentence as the hand-off's title and the result
+        if self._case_verdict:
+            self._display.display(str(self._case_verdict["line"]))
 
     def v2_playbook_on_stats(self, stats):
         self._table(stats)

@@ -13,6 +13,10 @@ description:
   - Once a play opens a run with the C(repro.vllm.record) role (the fact C(repro_vllm_run) appears), every play,
     task and per-host result line that follows is appended to C(terminal.log) in that run, redacted with the
     same rules as the C(repro.vllm.redact) filter, so the record shows how it was made.
+  - Redaction uses the case's key (C(<records_root>/<case_id>/.redact.key)), so a secret gets the same keyed
+    marker C(<redacted:KIND:HEX8>) here as in the run's other files. A value that a module already redacted before
+    this callback saw it (a module's own result, such as C(repro.vllm.vllm_server)'s argv) stays the plain
+    C(<redacted>) the module wrote.
   - Writing stops when the task that freezes the run starts (a frozen run is never written to); the lines
     before the run was opened are kept in memory and written first.
   - Enable it with C(callbacks_enabled = repro.vllm.record_log) in C(ansible.cfg), or
@@ -28,7 +32,7 @@ import time
 
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_data, redact_text
+from ansible_collections.repro.vllm.plugins.module_utils._redact import load_case_key, redact_data, redact_text
 
 _MAX_RESULT_CHARS = 4000
 _MAX_EARLY_LINES = 2000
@@ -94,16 +98,18 @@ class CallbackModule(CallbackBase):
         self._fh = None
         self._early = []
         self._closed = False
+        self._key = None  # the case's redaction key, once the run (and so its case) is known
 
     # --- writing ---------------------------------------------------------------------------------------
     def _line(self, text):
-        line = "%s %s" % (time.strftime("%Y-%m-%dT%H:%M:%S"), redact_text(text))
         if self._closed:
             return
         if self._fh is None:
+            # kept unredacted in memory only until the run (and its case key) is known, redacted when written
             if len(self._early) < _MAX_EARLY_LINES:
-                self._early.append(line)
+                self._early.append((time.strftime("%Y-%m-%dT%H:%M:%S"), text))
             return
+        line = "%s %s" % (time.strftime("%Y-%m-%dT%H:%M:%S"), redact_text(text, key=self._key))
         if os.path.exists(os.path.join(self._run, "manifest.json")):
             self._close("the run was frozen")  # a backstop: never write into a frozen run
             return
@@ -130,8 +136,14 @@ class CallbackModule(CallbackBase):
             self._closed = True
             return
         self._path = target
-        for line in self._early:
-            self._fh.write(line + "\n")
+        try:
+            self._key = load_case_key(os.path.dirname(os.path.normpath(run_path)))
+        except (OSError, ValueError) as exc:
+            self._key = None  # plain markers, said once
+            self._display.warning("repro.vllm.record_log: no case redaction key for %s (%s): terminal.log gets plain "
+                                  "<redacted> markers" % (run_path, exc))
+        for stamp, text in self._early:
+            self._fh.write("%s %s\n" % (stamp, redact_text(text, key=self._key)))
         self._early = []
         self._fh.flush()
 
@@ -178,7 +190,7 @@ class CallbackModule(CallbackBase):
         if result._result.get("_ansible_no_log"):
             body = "(output hidden: no_log)"
         else:
-            body = json.dumps(redact_data(res), sort_keys=True, default=str)
+            body = json.dumps(redact_data(res, key=self._key), sort_keys=True, default=str)
             if len(body) > _MAX_RESULT_CHARS:
                 body = body[:_MAX_RESULT_CHARS] + "...(truncated)"
         self._line("%s: [%s] %s" % (status, host, body))

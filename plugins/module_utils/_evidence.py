@@ -22,7 +22,7 @@ from ansible_collections.repro.vllm.plugins.module_utils._container import image
 from ansible_collections.repro.vllm.plugins.module_utils._record import MANIFEST, run_numbers, run_id_for
 
 RUN_PARTS = ("stages.json", "request.json", "outcome.json", "changes.json", "fleet.json", "compatibility.json",
-             "score.json", "isolation.json", "audit.json", "diff.json", "repeat.json")
+             "score.json", "isolation.json", "audit.json", "diff.json", "repeat.json", "collective.json")
 HOST_PARTS = ("fingerprint.json", "container.json", "env.json", "command.json", "server.json", "service.json",
               "unreachable.json", "failed.json")
 # logs are read for restart evidence only, and only this much of each

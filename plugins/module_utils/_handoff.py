@@ -37,15 +37,15 @@ import shlex
 import tarfile
 import time
 
-from ansible_collections.repro.vllm.plugins.module_utils import _evidence
+from ansible_collections.repro.vllm.plugins.module_utils import _evidence, _verdict
 from ansible_collections.repro.vllm.plugins.module_utils._record import (
     RecordError, describe_problems, run_id_for, run_numbers, validate_case_id, verify)
 from ansible_collections.repro.vllm.plugins.module_utils._redact import (
     KEY_FILE, redaction_markers, scan_secrets)
-from ansible_collections.repro.vllm.plugins.module_utils._score import score_markdown
+from ansible_collections.repro.vllm.plugins.module_utils._score import first_error_stamp, score_markdown
 from ansible_collections.repro.vllm.plugins.module_utils._svg import line_chart, stage_grid
 
-SUMMARY_FORMAT = 1
+SUMMARY_FORMAT = 2
 HANDOFF_DIR = "handoff"
 STAGES = ("environment", "config", "cuda_init", "distributed_init", "weight_loading", "engine_init", "api_ready",
           "request")
@@ -257,9 +257,157 @@ def _host_item(runs, picker, how, prefer=None):
     return {"value": "per host", "hosts": hosts}
 
 
-def collect_facts(case_id, runs):
-    """The summary's facts (``summary.json``) from the read runs (``_evidence.read_run`` answers)."""
-    attempts = _attempts(runs)
+def _focus_run(runs, verdict):
+    """The run the items answer for: the verdict's run when it is an attempt (the failing one, or the last healthy
+    one), else None."""
+    rid = (verdict.get("verdict_detail") or {}).get("run")
+    for run in runs:
+        if run["run"] == rid and _evidence.is_attempt(run):
+            return run
+    return None
+
+
+def _derivation(attempts):
+    """(run, host, minimal_derivation) of the play's minimal run (command.json), or (None, None, None)."""
+    for run in attempts:
+        for host in _evidence.run_hosts(run):
+            cmd = (run["hosts"].get(host) or {}).get("command.json") or {}
+            if isinstance(cmd.get("minimal_derivation"), dict):
+                return run, host, cmd["minimal_derivation"]
+    return None, None, None
+
+
+def _production_item(attempts):
+    """The production command beside the command that ran: what the minimal derivation kept and removed (by
+    category) and the options this collection does not know, from the minimal run's command.json."""
+    run, host, der = _derivation(attempts)
+    if der is None:
+        return {"value": "not applicable", "note": "no production command was given (repro_vllm_production_argv): "
+                                                   "the minimal command was built from repro_vllm_model"}
+    removed = der.get("removed") or {}
+    return {"value": "recorded", "run": run["run"], "host": host, "source": _cite(run, host, "command.json"),
+            "argv": der.get("production_argv"), "minimal_argv": der.get("argv"),
+            "kept": [e.get("item") for e in der.get("kept") or [] if isinstance(e, dict)],
+            "removed": {cat: [{"item": e.get("item"), "layer": e.get("layer"), "why": e.get("why")}
+                              for e in entries if isinstance(e, dict)]
+                        for cat, entries in sorted(removed.items()) if isinstance(entries, list)},
+            "unknown": [e.get("item") for e in removed.get("unknown") or [] if isinstance(e, dict)],
+            "warnings": list(der.get("warnings") or [])}
+
+
+def _repeat_item(verdict, focus, attempts, play_runs):
+    """Was the *failure* reproduced by a second clean run: yes, no or not tried; not applicable without a failure."""
+    kind = verdict["verdict"]
+    if kind not in ("fails_at_minimal", "fails_at_layer") or focus is None:
+        why = {"boundary": "the method stopped at the compatibility boundary: no server was started, nothing to repeat",
+               "healthy": "nothing failed: there is no failure to reproduce (healthy repeats are not counted)"}
+        return {"value": "not applicable", "note": why.get(kind, "the case has no failed attempt to repeat (%s)" % kind)}
+    runs = []
+    own = _evidence.declared_repeat(focus)
+    if own is not None:
+        # the failing run is itself the second clean run of an earlier play's run: it reproduced that failure or not
+        same = bool(own.get("same_stage")) and bool(own.get("same_error_class"))
+        stage, error_class, _ok = _evidence.attempt_result(focus)
+        runs.append({"run": focus["run"], "repeats": own["repeats"], "same_stage": own.get("same_stage"),
+                     "same_error_class": own.get("same_error_class"), "reproduced": same, "stage": stage,
+                     "error_class": error_class, "summary": own.get("summary"), "declared": True,
+                     "source": _cite(focus, None, "repeat.json")})
+    for run in play_runs:
+        rep = _evidence.declared_repeat(run, of=focus)
+        if rep is not None:
+            same = bool(rep.get("same_stage")) and bool(rep.get("same_error_class"))
+            stage, error_class, ok = _evidence.attempt_result(run)
+            runs.append({"run": run["run"], "repeats": focus["run"], "same_stage": rep.get("same_stage"),
+                         "same_error_class": rep.get("same_error_class"), "reproduced": same and not ok,
+                         "stage": stage, "error_class": error_class, "summary": rep.get("summary"),
+                         "declared": True, "source": _cite(run, None, "repeat.json")})
+    if not runs:
+        key = _evidence.attempt_key(focus)
+        want = _evidence.attempt_result(focus)
+        for run in attempts:
+            if run is focus or run["run"] <= focus["run"] or "rollback" in str(_step(run)):
+                continue
+            if _evidence.attempt_key(run) == key:
+                got = _evidence.attempt_result(run)
+                runs.append({"run": run["run"], "repeats": focus["run"], "same_stage": got[0] == want[0],
+                             "same_error_class": got[1] == want[1], "reproduced": got == want, "stage": got[0],
+                             "error_class": got[1], "summary": run["parts"]["outcome.json"].get("summary"),
+                             "declared": False, "source": _cite(run, None, "outcome.json")})
+    if not runs:
+        return {"value": "not tried", "failed_run": focus["run"],
+                "how": "run playbooks/reproduce.yml with repro_vllm_repeat_clean: true: a second clean run of the "
+                       "attempt that failed (%s)" % focus["run"]}
+    return {"value": "yes" if all(r["reproduced"] for r in runs) else "no", "failed_run": focus["run"], "runs": runs}
+
+
+def _rollback_item(verdict, focus, play_runs):
+    detail = verdict["verdict_detail"]
+    if verdict["verdict"] != "fails_at_layer":
+        why = {"fails_at_minimal": "the minimal start failed: there is no earlier good state to return to",
+               "boundary": "the method stopped at the compatibility boundary before any server was started",
+               "healthy": "no layer changed the result, so nothing was rolled back"}
+        note = why.get(verdict["verdict"], "no ladder layer failed (%s)" % verdict["verdict"])
+        return {"value": "not applicable", "note": note}
+    rows = []
+    after = False
+    for run in play_runs:
+        if focus is not None and run is focus:
+            after = True
+            continue
+        outcome = run["parts"].get("outcome.json") or {}
+        if after and ("rollback" in str(_step(run)) or outcome.get("rollback_of")):
+            stage, error_class, ok = _evidence.attempt_result(run)
+            rows.append({"run": run["run"], "step": _step(run), "stage": stage, "error_class": error_class, "ok": ok,
+                         "earlier_state_returned": outcome.get("earlier_state_returned"),
+                         "rollback_of": outcome.get("rollback_of"), "summary": outcome.get("summary"),
+                         "source": _cite(run, None, "outcome.json")})
+    if detail.get("rollback") is None or not rows:
+        return {"value": "unknown", "how": "no rollback run after %s: feature_layer rolls back after a failing layer; "
+                                           "rerun the ladder (repro_vllm_ladder_until) past layer %s"
+                                           % (detail.get("run"), detail.get("layer"))}
+    return {"value": detail["rollback"], "runs": rows}
+
+
+def _compatibility(play_runs):
+    for run in reversed(play_runs):
+        compat = run["parts"].get("compatibility.json")
+        if isinstance(compat, dict):
+            return {"profile": compat.get("profile"), "verdict": compat.get("verdict"), "run": run["run"],
+                    "violations": [v for v in compat.get("violations") or [] if isinstance(v, dict)],
+                    "source": _cite(run, None, "compatibility.json")}
+    return None
+
+
+# a redaction marker directly followed by punctuation (``<redacted>,``) reads as a value to the secret scan
+_MARKER_END_RE = re.compile(r"(<redacted(?::[a-z0-9_]+(?::[0-9a-f]{8,64})?)?>)(?=\S)")
+_ABS_RUN_RE = re.compile(r"(?<![\w.-])(?:/[^\s/`'\"|]+)*/(run-[0-9]{3,}/)")
+_REL_RUN_RE = re.compile(r"(?<![\w/.-])(run-[0-9]{3,}/)")
+
+
+def package_path(text):
+    """A run path as the package holds it: ``runs/run-NNN/...`` for ``run-NNN/...`` or any absolute path of a run."""
+    return _REL_RUN_RE.sub(r"runs/\1", _ABS_RUN_RE.sub(r"runs/\1", text))
+
+
+def _package_paths(data):
+    """Every ``source`` and ``file`` (and a timestamp's note) made a path inside the package, never a controller path."""
+    if isinstance(data, dict):
+        return {k: (package_path(v) if isinstance(v, str) and k in ("source", "file", "timestamp") else _package_paths(v))
+                for k, v in data.items()}
+    if isinstance(data, list):
+        return [_package_paths(v) for v in data]
+    return data
+
+
+def collect_facts(case_id, runs, verdict=None):
+    """The summary's facts (``summary.json``) from the read runs (``_evidence.read_run`` answers): the verdict of the
+    case's latest play (``_verdict``), and the 13 items answering for its failing run."""
+    if verdict is None:
+        verdict = _verdict.verdict_of_case(runs, case_id)
+    play_ids = set((verdict.get("play") or {}).get("runs") or [])
+    play_runs = [r for r in runs if r["run"] in play_ids] or list(runs)
+    attempts = _attempts(play_runs)
+    focus = _focus_run(play_runs, verdict)
     items = {}
 
     def driver(run, host, view):
@@ -297,6 +445,10 @@ def collect_facts(case_id, runs):
         return got or None
     items["versions"] = _host_item(runs, versions, "run 'python -m vllm.collect_env' (or vllm's collect_env.py) in "
                                                    "the serving image or venv and attach its output")
+    # vLLM's own report of the serving environment: no step of this collection runs it yet, so it is unknown
+    items["versions"]["collect_env"] = _unknown(
+        "no run of this collection captures vLLM's collect_env yet: run 'python -m vllm.collect_env' with the python "
+        "beside the vllm binary of the command (or inside the image) on the serving host and attach its output")
 
     def gpus(run, host, view):
         if view["gpu_present"] is None and not view["sources"].get("gpus"):
@@ -313,14 +465,20 @@ def collect_facts(case_id, runs):
         return {"argv": view["argv"], "shell": _quote_argv(view["argv"]), "run": run["run"],
                 "source": view["sources"].get("command")}
     first_cmd = {}
-    for run in attempts:
+    for run in ([focus] if focus is not None else []) + attempts:
         for host in _evidence.run_hosts(run):
             view = _evidence.host_view(run, host)
             if view["argv"] and host not in first_cmd:
                 first_cmd[host] = command(run, host, view)
-    items["command"] = ({"value": "per host", "hosts": first_cmd} if first_cmd else
-                        _unknown("start the server through playbooks/reproduce.yml (command.json records the argv "
-                                 "as started), or paste the production command"))
+    failed = focus is not None and verdict["verdict"] not in ("healthy", "refused", "incomplete")
+    items["command"] = ({"value": "per host", "hosts": first_cmd, "run": focus["run"] if focus is not None else None,
+                         "failed": failed, "production": _production_item(attempts)} if first_cmd else
+                        dict(_unknown("start the server through playbooks/reproduce.yml (command.json records the argv "
+                                      "as started), or paste the production command"),
+                             production=_production_item(attempts)))
+    if not first_cmd and verdict["verdict"] == "boundary":
+        items["command"] = {"value": "not applicable", "production": _production_item(attempts),
+                            "note": "the method stopped at the compatibility boundary: no server was started"}
 
     secret_names = set()
 
@@ -332,15 +490,19 @@ def collect_facts(case_id, runs):
         return {"set_by_run": view["env_set_by_run"], "inherited": view["inherited_env"],
                 "inherited_names": cmd.get("inherited_env_names") or [], "source": view["sources"].get("command")}
     env_hosts = {}
-    for run in attempts:
+    for run in ([focus] if focus is not None else []) + attempts:
         for host in _evidence.run_hosts(run):
             if host not in env_hosts:
                 got = environment(run, host, _evidence.host_view(run, host))
                 if got:
                     env_hosts[host] = got
-    items["environment"] = ({"value": "per host", "hosts": env_hosts} if env_hosts else
-                            _unknown("start the server through playbooks/reproduce.yml (command.json records the "
-                                     "environment, secrets redacted)"))
+    if env_hosts:
+        items["environment"] = {"value": "per host", "hosts": env_hosts}
+    elif verdict["verdict"] == "boundary":
+        items["environment"] = {"value": "not applicable", "note": "no server was started (compatibility boundary)"}
+    else:
+        items["environment"] = _unknown("start the server through playbooks/reproduce.yml (command.json records the "
+                                        "environment, secrets redacted)")
 
     model_hosts = {}
     for host, cmd in first_cmd.items():
@@ -357,7 +519,7 @@ def collect_facts(case_id, runs):
         items["model"] = _unknown("the command names no model: give repro_vllm_model or the production command")
 
     request = None
-    for run in attempts:
+    for run in ([focus] if focus is not None else []) + attempts:
         req = run["parts"].get("request.json")
         if req and req.get("body") is not None:
             request = {"route": req.get("route"), "body": req.get("body"), "timeout": req.get("timeout"),
@@ -369,21 +531,29 @@ def collect_facts(case_id, runs):
         "through one fixed client path")
 
     first = None
-    for run in attempts:
+    for run in ([focus] if focus is not None else []) + attempts:
         stages = run["parts"].get("stages.json") or {}
         err = stages.get("first_error")
         if err:
             first = {"run": run["run"], "stage": stages.get("stage"), "error_class": stages.get("error_class"),
-                     "line": err.get("line"), "timestamp": err.get("timestamp"), "node": err.get("node"),
+                     "line": err.get("line"), "timestamp": first_error_stamp(run, err), "node": err.get("node"),
                      "process": err.get("process"), "file": err.get("file"), "lineno": err.get("lineno"),
                      "source": _cite(run, None, "stages.json")}
             break
     if first:
         items["first_exception"] = dict(first, value="found")
         if not first.get("timestamp"):
-            items["first_exception"]["how"] = ("the log line has no timestamp: keep vLLM's default log format or run "
-                                               "the container with timestamps (docker logs -t) so order across nodes is known")
-    elif attempts:
+            items["first_exception"]["how"] = ("the log line has no timestamp and no stamped line precedes it: keep "
+                                               "vLLM's default log format or run the container with timestamps "
+                                               "(docker logs -t) so order across nodes is known")
+    elif verdict["verdict"] == "boundary":
+        items["first_exception"] = {"value": "not applicable",
+                                    "note": "the method stopped at the compatibility boundary: vLLM was not started"}
+    elif verdict["verdict"] == "fails_at_layer" and verdict["verdict_detail"].get("error_class") == "expectation_not_met":
+        d = verdict["verdict_detail"]
+        items["first_exception"] = {"value": "none", "note": "layer %s served without an exception; its expectation "
+                                                             "was not met (%s)" % (d["layer"], d["run"])}
+    elif attempts and verdict["verdict"] == "healthy":
         items["first_exception"] = {"value": "none", "note": "no attempt logged an exception: every run passed"}
     else:
         items["first_exception"] = _unknown("run playbooks/reproduce.yml so the server logs are captured and classified")
@@ -414,49 +584,8 @@ def collect_facts(case_id, runs):
     items["changes"] = ({"value": "per run", "runs": change_rows} if change_rows else
                         _unknown("run the ladder (repro_vllm_ladder_until=prefix_caching or later)"))
 
-    rollbacks = []
-    for run in attempts:
-        outcome = run["parts"].get("outcome.json") or {}
-        step = _step(run)
-        if "rollback" in str(step) or outcome.get("rollback_of"):
-            stage, error_class, ok = _evidence.attempt_result(run)
-            rollbacks.append({"run": run["run"], "step": step, "stage": stage, "error_class": error_class, "ok": ok,
-                              "rollback_of": outcome.get("rollback_of"), "summary": outcome.get("summary"),
-                              "source": _cite(run, None, "outcome.json")})
-    if rollbacks:
-        items["rollback"] = {"value": "recorded", "runs": rollbacks}
-    elif attempts and all(_evidence.attempt_result(r)[2] for r in attempts):
-        items["rollback"] = {"value": "not needed", "note": "no layer changed the result, so nothing was rolled back"}
-    else:
-        items["rollback"] = _unknown("no rollback run in these runs: feature_layer rolls back when a layer changes "
-                                     "the failure stage; rerun the ladder past the failing layer")
-
-    groups = {}
-    for run in attempts:
-        groups.setdefault(_evidence.attempt_key(run), []).append(run)
-    repeats = []
-    for key, group in groups.items():
-        if len(group) < 2:
-            continue
-        results = [_evidence.attempt_result(r) for r in group]
-        same = len({(s, e, bool(o)) for s, e, o in results}) == 1
-        # the second clean runs reproduce.yml made on purpose (repro_vllm_repeat_clean), with their repeat.json
-        declared = []
-        for run in group:
-            rep = _evidence.declared_repeat(run)
-            if rep is not None and rep.get("repeats") in [r["run"] for r in group]:
-                declared.append({"run": run["run"], "repeats": rep["repeats"], "same_stage": rep.get("same_stage"),
-                                 "same_error_class": rep.get("same_error_class"), "summary": rep.get("summary"),
-                                 "source": _cite(run, None, "repeat.json")})
-        repeats.append({"runs": [r["run"] for r in group], "step": _step(group[0]),
-                        "results": [{"stage": s, "error_class": e, "ok": o} for s, e, o in results],
-                        "reproduced": same, "second_clean_runs": declared})
-    if repeats:
-        items["repeat"] = {"value": "yes" if all(r["reproduced"] for r in repeats) else "no", "groups": repeats}
-    else:
-        items["repeat"] = _unknown("no two runs share the same command, environment and request: run "
-                                   "playbooks/reproduce.yml with repro_vllm_repeat_clean: true (or again with the same "
-                                   "variables) for a second clean run")
+    items["rollback"] = _rollback_item(verdict, focus, play_runs)
+    items["repeat"] = _repeat_item(verdict, focus, attempts, play_runs)
 
     score = isolation = None
     for run in reversed(runs):
@@ -481,13 +610,24 @@ def collect_facts(case_id, runs):
                 elif isinstance(arg, str) and "=<redacted" in arg:
                     secret_names.add("argv " + arg.split("=", 1)[0])
 
-    return {
+    play_of = {}
+    for group in _verdict.plays(runs):
+        for r in group["runs"]:
+            play_of[r["run"]] = group["play_id"]
+    rows = []
+    for r in runs:
+        rows.append(dict(_run_row(r), play=play_of.get(r["run"]), status=_verdict.run_status(r)))
+    return _package_paths({
         "format": SUMMARY_FORMAT, "case_id": case_id,
-        "runs": [_run_row(r) for r in runs],
+        "verdict": verdict["verdict"], "verdict_detail": verdict["verdict_detail"],
+        "verdict_sentence": verdict["verdict_sentence"], "play": verdict.get("play"),
+        "history": verdict.get("history") or [],
+        "compatibility": _compatibility(play_runs),
+        "runs": rows,
         "items": items,
         "score": score, "isolation": isolation,
         "secret_variable_names": sorted(secret_names),
-    }
+    })
 
 
 def _diff_names(diff):
@@ -742,8 +882,11 @@ def _safe_name(text):
 # ------------------------------------------------------------------------------------------------ summary.md
 def _item_md(key, item):
     """Markdown body of one of the 13 items."""
-    if item.get("value") == "unknown":
+    if item.get("value") == "unknown" and key != "command":
         return "**unknown** - how to get it: %s" % item.get("how")
+    if item.get("value") in ("not applicable", "none", "not tried") and key not in ("command",):
+        text = "**%s** - %s" % (item["value"], item.get("note") or item.get("how"))
+        return text if item["value"] != "not tried" else "Reproduced by a second clean run: " + text
     lines = []
     hosts = item.get("hosts")
     if key == "host_driver":
@@ -764,6 +907,9 @@ def _item_md(key, item):
                 if name not in v:
                     rows.append([h, name, "unknown - run `python -m vllm.collect_env` in the serving environment", "-"])
         lines.append(_md_table(["host", "component", "version", "source"], rows))
+        ce = item.get("collect_env") or {}
+        if ce.get("value") == "unknown":
+            lines.append("vLLM's `collect_env` output: **unknown** - how to get it: %s" % ce.get("how"))
     elif key == "gpus":
         lines.append(_md_table(["host", "count", "names", "CUDA_VISIBLE_DEVICES", "compute capability",
                                 "foreign processes", "source"],
@@ -771,8 +917,14 @@ def _item_md(key, item):
                                  v.get("compute_capability") or "-", len(v.get("foreign_processes") or []),
                                  v.get("source")] for h, v in sorted(hosts.items())]))
     elif key == "command":
-        for h, v in sorted(hosts.items()):
-            lines.append("`%s` (%s, `%s`):\n\n%s" % (h, v["run"], v["source"], _fence(v["shell"], "bash")))
+        if item.get("value") == "unknown":
+            lines.append("**unknown** - how to get it: %s" % item.get("how"))
+        elif item.get("value") == "not applicable":
+            lines.append("**not applicable** - %s" % item.get("note"))
+        for h, v in sorted((hosts or {}).items()):
+            what = "the command that failed, as started" if item.get("failed") else "the command as started"
+            lines.append("`%s`, %s (%s, `%s`):\n\n%s" % (h, what, v["run"], v["source"], _fence(v["shell"], "bash")))
+        lines.append(_production_md(item.get("production") or {}))
     elif key == "environment":
         for h, v in sorted(hosts.items()):
             rows = [[k, val, "set by the run"] for k, val in sorted((v.get("set_by_run") or {}).items())]
@@ -814,25 +966,67 @@ def _item_md(key, item):
                                  "ok" if r["ok"] else "failed"]
                                 for r in item["runs"]]))
     elif key == "rollback":
-        if item.get("runs"):
-            lines.append(_md_table(["run", "step", "stage", "error class", "result", "summary"],
-                                   [[r["run"], r["step"], r["stage"], r["error_class"] or "-",
-                                     "ok" if r["ok"] else "failed", r["summary"]] for r in item["runs"]]))
-        else:
-            lines.append("%s: %s" % (item["value"], item.get("note")))
+        lines.append("Rollback: **%s**" % item["value"].replace("_", " "))
+        lines.append(_md_table(["run", "step", "stage", "error class", "result", "earlier state returned", "summary",
+                                "source"],
+                               [[r["run"], r["step"], r["stage"], r["error_class"] or "-",
+                                 "ok" if r["ok"] else "failed", r.get("earlier_state_returned"), r["summary"],
+                                 r["source"]] for r in item.get("runs") or []]))
     elif key == "repeat":
-        lines.append("Reproduced by a second clean run: **%s**" % item["value"])
-        lines.append(_md_table(["runs", "step", "results", "same result"],
-                               [[", ".join(g["runs"]), g["step"],
-                                 "; ".join("%s/%s" % (x["stage"], x["error_class"] or "-") for x in g["results"]),
-                                 g["reproduced"]] for g in item["groups"]]))
-        for g in item["groups"]:
-            for d in g.get("second_clean_runs") or []:
-                lines.append("%s is the second clean run of %s (repro_vllm_repeat_clean): same stage %s, same error "
-                             "class %s - %s (`%s`)" % (d["run"], d["repeats"], "yes" if d["same_stage"] else "no",
-                                                       "yes" if d["same_error_class"] else "no", d["summary"],
-                                                       d["source"]))
+        lines.append("The failure of %s reproduced by a second clean run: **%s**" % (item.get("failed_run"), item["value"]))
+        lines.append(_md_table(["run", "repeats", "stage", "error class", "same stage", "same error class", "source"],
+                               [[r["run"], r["repeats"], r["stage"], r["error_class"] or "-", r["same_stage"],
+                                 r["same_error_class"], r["source"]] for r in item.get("runs") or []]))
     return "\n\n".join(lines)
+
+
+def _production_md(prod):
+    """The production command beside the command that ran: its derivation (removed by category, unknown options)."""
+    if prod.get("value") != "recorded":
+        return "Production command: **%s** - %s" % (prod.get("value", "unknown"), prod.get("note") or prod.get("how"))
+    out = ["Production command: derived into the minimal command in %s (`%s`)." % (prod["run"], prod["source"])]
+    if prod.get("argv"):
+        out.append(_fence(_quote_argv(prod["argv"]), "bash"))
+    # one item a row, never quoted or followed by punctuation: a redaction marker stays a marker to the scan
+    rows = [["kept", k, "-", "part of the minimal command"] for k in prod.get("kept") or []]
+    for cat, entries in sorted((prod.get("removed") or {}).items()):
+        rows += [["removed: " + cat, e["item"], e.get("layer") or "-", e.get("why") or "-"] for e in entries]
+    out.append(_md_table(["derivation", "item", "ladder layer", "why"], rows))
+    if prod.get("unknown"):
+        out.append("Options this collection does not know (removed from the minimal command):")
+        out.append("\n".join("- %s" % u for u in prod["unknown"]))
+    for w in prod.get("warnings") or []:
+        if not str(w).startswith("options this collection does not know"):  # listed above, one a line
+            out.append("Warning: %s" % _MARKER_END_RE.sub(r"\1 ", str(w)))
+    return "\n\n".join(out)
+
+
+def _verdict_md(facts):
+    """The verdict paragraph: the sentence, its detail, the boundary's violations first, earlier plays below."""
+    d = facts.get("verdict_detail") or {}
+    out = ["**Verdict: `%s`** - %s" % (facts.get("verdict"), facts.get("verdict_sentence")), ""]
+    out.append(_md_table(["layer", "stage", "error class", "run", "rollback", "facts"],
+                         [[d.get("layer") or "-", d.get("stage") or "-", d.get("error_class") or "-", d.get("run") or "-",
+                           (d.get("rollback") or "unknown").replace("_", " "), ", ".join(d.get("facts") or []) or "-"]]))
+    compat = facts.get("compatibility")
+    if facts.get("verdict") == "boundary" and compat:
+        out += ["", "### Compatibility boundary: profile `%s` (`%s`)" % (compat.get("profile"), compat.get("source")), ""]
+        out.append(_md_table(["fact", "host", "required", "found", "fix"],
+                             [[v.get("fact"), v.get("host") or "job", v.get("required"), v.get("found"), v.get("fix")]
+                              for v in compat.get("violations") or []]))
+        out += ["", "vLLM was not started: the method stops at a failed compatibility boundary."]
+    elif compat:
+        out += ["", "Compatibility: **%s** against profile `%s` (`%s`)"
+                % (compat.get("verdict"), compat.get("profile"), compat.get("source"))]
+    play = facts.get("play") or {}
+    if play:
+        out += ["", "Play `%s`: %s (%s)." % (play.get("play_id"), ", ".join(play.get("runs") or []), play.get("how"))]
+    if facts.get("history"):
+        out += ["", "Earlier plays of this case (history, newest first):", ""]
+        out.append(_md_table(["play", "runs", "verdict", "sentence"],
+                             [[h["play_id"], ", ".join(h["runs"]), h["verdict"], h["verdict_sentence"]]
+                              for h in facts["history"]]))
+    return "\n".join(out)
 
 
 def _one_variable(row):
@@ -867,11 +1061,12 @@ def _log_excerpt(runs, facts):
 def render_markdown(facts, pics, runs, redactions):
     """summary.md: vLLM's bug report shape (environment in <details>, then the bug), every item answered."""
     items = facts["items"]
-    out = ["# [Bug]: %s" % _title(facts), ""]
+    out = ["# %s" % _title(facts), ""]
     out.append("Hand-off of case `%s` made by repro.vllm from %d frozen run(s), every one verified against its "
                "manifest. Secrets are redacted on the hosts before anything is fetched: `<redacted:KIND:HEX>` (equal markers "
                "mean equal values within this case) or a plain `<redacted>`. "
                "`summary.json` holds the same facts for machines." % (facts["case_id"], len(facts["runs"])))
+    out += ["", _verdict_md(facts)]
     out += ["", "## Your current environment", ""]
     env_body = []
     for key in ("host_driver", "image", "versions", "gpus"):
@@ -879,8 +1074,10 @@ def render_markdown(facts, pics, runs, redactions):
     out.append(_details("Environment: driver, image, versions, GPUs", "\n\n".join(env_body)))
     out += ["", "## \U0001f41b Describe the bug", ""]
     out.append(_describe(facts))
+    env_keys = ("host_driver", "image", "versions", "gpus")
     for n, (key, label) in enumerate(ITEMS, 1):
-        out += ["", "### %d. %s" % (n, label), "", _item_md(key, items[key])]
+        body = ("In **Your current environment** above (printed once)." if key in env_keys else _item_md(key, items[key]))
+        out += ["", "### %d. %s" % (n, label), "", body]
     out += ["", "## Pictures", "", "### Stage timeline per node", ""]
     out.append("![stage timeline](pictures/stage-timeline.svg)")
     if pics["timeline_rows"]:
@@ -931,9 +1128,11 @@ def render_markdown(facts, pics, runs, redactions):
     prof = facts.get("profile_file")
     out.append("")
     out.append("Profile file: %s" % ("`%s` (in this package)" % prof if prof else "none used"))
-    run_rows = [[r["run"], r["step"], r["created"], ", ".join(r["hosts"]), r["stage"] or "-", r["error_class"] or "-",
-                 "-" if r["ok"] is None else ("ok" if r["ok"] else "failed")] for r in facts["runs"]]
-    out += ["", "## Runs", "", _md_table(["run", "step", "created", "hosts", "stage", "error class", "result"], run_rows)]
+    run_rows = [[r["run"], r.get("play") or "-", r["step"], r["created"], ", ".join(r["hosts"]), r["stage"] or "-",
+                 r["error_class"] or "-", "-" if r["ok"] is None else ("ok" if r["ok"] else "failed"), r.get("status")]
+                for r in facts["runs"]]
+    out += ["", "## Runs", "", _md_table(["run", "play", "step", "created", "hosts", "stage", "error class", "result",
+                                          "status"], run_rows)]
     excerpt = _log_excerpt(runs, facts)
     if excerpt:
         src, start, text = excerpt
@@ -951,25 +1150,25 @@ def _line_list(lines, limit=20):
 
 
 def _title(facts):
-    first = facts["items"].get("first_exception") or {}
-    if first.get("value") == "found":
-        return "%s failure (%s) at %s in case %s" % (first.get("stage"), first.get("error_class"),
-                                                     first.get("run"), facts["case_id"])
-    return "case %s: every attempt passed (%d runs)" % (facts["case_id"], len(facts["runs"]))
+    """summary.md's first line states the case's verdict (the same sentence as summary.json, the console and the
+    workflow result)."""
+    return _verdict.title(facts)
 
 
 def _describe(facts):
     items = facts["items"]
     first = items.get("first_exception") or {}
-    attempts = [r for r in facts["runs"] if r["attempt"]]
-    bits = ["%d attempt run(s): %s." % (len(attempts), ", ".join(
+    play = set((facts.get("play") or {}).get("runs") or [r["run"] for r in facts["runs"]])
+    attempts = [r for r in facts["runs"] if r["attempt"] and r["run"] in play]
+    bits = ["%s." % str(facts.get("verdict_sentence") or "").rstrip(".")]
+    bits += ["%d attempt run(s) in this play: %s." % (len(attempts), ", ".join(
         "%s %s %s" % (r["run"], r["step"], "ok" if r["ok"] else "failed at %s (%s)" % (r["stage"], r["error_class"]))
         for r in attempts) or "none")]
     if first.get("value") == "found":
         bits.append("The first exception across all nodes and runs: `%s` on %s at %s (stage %s)."
                     % (_md_cell(first.get("line"))[:300], first.get("node"), first.get("timestamp") or "an unknown time",
                        first.get("stage")))
-    bits.append("Reproduced by a second clean run: %s." % items["repeat"]["value"])
+    bits.append("The failure reproduced by a second clean run: %s." % items["repeat"]["value"])
     return " ".join(bits)
 
 
@@ -1076,7 +1275,7 @@ def build_package(records_root, case_id, runs=None, profile_file=None, out_dir=N
     checked = verify_runs(case_dir, run_ids)
     read = [_evidence.read_run(os.path.join(case_dir, rid)) for rid in run_ids]
     top = "%s-handoff" % case_id
-    facts = collect_facts(case_id, read)
+    facts = collect_facts(case_id, read, _verdict.verdict_of_case(read, case_id))
     pics = pictures(read)
 
     members = run_members(case_dir, run_ids, top)

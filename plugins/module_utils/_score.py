@@ -284,10 +284,7 @@ def _first_failure(baseline):
                      ["no first exception found in the logs (stage %s, %s)" % (stage, src)],
                      ["keep the complete server log of every node from the first line (the start, not a tail) and "
                       "classify it again; raise VLLM_LOGGING_LEVEL=DEBUG for one run"])
-    stamp = fe.get("timestamp") or (_TS_RE.search(str(fe.get("line"))) or [None])[0]
-    if not stamp:
-        # a Python traceback has no stamp of its own: the last stamped line before it in the same log bounds it
-        stamp = _stamp_before(baseline, fe)
+    stamp = first_error_stamp(baseline, fe)
     if not stamp:
         return _item("first_failure", 0, ["first error: %s (%s)" % (str(fe.get("line"))[:160], src)],
                      ["the first exception has no timestamp, and no stamped line precedes it in the log"],
@@ -304,6 +301,15 @@ def _first_failure(baseline):
                      ["fetch every node's log and classify them together (repro.vllm.log_stage paths=all nodes)"])
     ev.append("classified to stage %s (%s) from %d node log(s)" % (stage, error_class, len(nodes)))
     return _item("first_failure", 2, ev, [], [])
+
+
+def first_error_stamp(run, fe):
+    """The first error's timestamp: its own, one in its line, else (a Python traceback has no stamp of its own) the
+    last stamped line before it in the same log, which bounds it.  None when no stamp is found.  The hand-off's
+    first-exception item uses this too, so both say the same time."""
+    if not isinstance(fe, dict):
+        return None
+    return fe.get("timestamp") or (_TS_RE.search(str(fe.get("line"))) or [None])[0] or _stamp_before(run, fe)
 
 
 def _stamp_before(run, fe):

@@ -25,6 +25,7 @@ import os
 import posixpath
 
 from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_data
+from ansible_collections.repro.vllm.plugins.module_utils._verdict import VerdictError, case_verdict
 
 SCHEMA_VERSION = 1
 
@@ -137,6 +138,23 @@ def _from_decisions(decisions):
     return out
 
 
+def _case_verdict(runs):
+    """The one verdict of the case of the job's last run (module_utils/_verdict.py): ``case_verdict`` (the
+    vocabulary), ``verdict_detail``, ``verdict_sentence`` - the sentence the hand-off's title and the console's
+    closing line say.  Nothing when the case folder is not on this controller (check mode, a run elsewhere)."""
+    if not runs:
+        return {}
+    case_dir = os.path.dirname(runs[-1])
+    if not os.path.isdir(case_dir):
+        return {}
+    try:
+        ans = case_verdict(case_dir)
+    except VerdictError as exc:
+        return {"case_verdict": None, "verdict_detail": None, "verdict_sentence": "unknown: %s" % exc}
+    return {"case_verdict": ans["verdict"], "verdict_detail": ans["verdict_detail"],
+            "verdict_sentence": ans["verdict_sentence"]}
+
+
 def build_result(purpose, case_id, runs, fields=None, package="", decisions=None, sink="", records_root="",
                  sink_error=""):
     """The ``set_stats`` data of a playbook: ``{repro_vllm_result, repro_vllm_case_id[, repro_vllm_package]}``."""
@@ -159,6 +177,7 @@ def build_result(purpose, case_id, runs, fields=None, package="", decisions=None
         "last_run": runs[-1] if runs else None,
     }
     result.update(_from_decisions(decisions))
+    result.update(_case_verdict(runs))
     # the playbook's own judgement wins over what a file says; an empty value never hides one found in a file
     result.update({k: v for k, v in fields.items() if v is not None and v != ""})
     if sink:

@@ -128,6 +128,20 @@ secret_variable_names:
   returned: when O(state=pack)
   type: list
   elements: str
+verdict:
+  description:
+    - The one verdict of the case's latest play (C(summary.json) C(verdict)), first match wins - C(boundary),
+      C(collective_failed), C(fails_at_minimal), C(fails_at_layer), C(refused), C(incomplete), C(healthy).
+  returned: when O(state=pack)
+  type: str
+verdict_detail:
+  description: C(layer), C(stage), C(error_class), C(run), C(rollback), C(facts) of the verdict (null where they do not apply).
+  returned: when O(state=pack)
+  type: dict
+verdict_sentence:
+  description: The verdict in one sentence, the title of C(summary.md) after C([Bug]:).
+  returned: when O(state=pack)
+  type: str
 problems:
   description: What O(state=check) found wrong (empty when the package is sound).
   returned: when O(state=check)
@@ -173,7 +187,9 @@ def main():
         module.exit_json(changed=True, package=res["path"], sha256=res["sha256"], sha256_path=res["sha256_path"],
                          runs=res["runs"], files_checked=res["files_checked"], members=res["members"],
                          unknown=unknown, redactions=res["redactions"],
-                         secret_variable_names=res["summary"]["secret_variable_names"])
+                         secret_variable_names=res["summary"]["secret_variable_names"],
+                         verdict=res["summary"]["verdict"], verdict_detail=res["summary"]["verdict_detail"],
+                         verdict_sentence=res["summary"]["verdict_sentence"])
     except (_handoff.HandoffError, RecordError, _evidence.EvidenceError) as exc:
         module.fail_json(msg=str(exc))
     except OSError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -133,7 +134,14 @@ def test_unpacked_summary_has_every_section_and_the_pictures(packed, tmp_path):
             assert item["how"] and ("**unknown** - how to get it: " + item["how"]) in md
     items = facts["items"]
     # what the real runs answer
-    assert items["host_driver"]["hosts"]["localhost"]["source"] == "run-001/hosts/localhost/fingerprint.json"
+    # the one verdict of the case (a healthy ladder) is the title; sources are paths inside the package
+    assert facts["format"] == 2 and facts["verdict"] == "healthy"
+    assert facts["verdict_detail"] == {"layer": None, "stage": None, "error_class": None, "run": "run-003",
+                                       "rollback": "not_applicable", "facts": []}
+    assert md.splitlines()[0] == ("# [Bug]: case %s is healthy: every attempt passed (minimal -> prefix_caching; "
+                                  "last run-003)" % CASE) == "# [Bug]: " + facts["verdict_sentence"]
+    assert items["repeat"]["value"] == "not applicable" and items["rollback"]["value"] == "not applicable"
+    assert items["host_driver"]["hosts"]["localhost"]["source"] == "runs/run-001/hosts/localhost/fingerprint.json"
     assert items["host_driver"]["hosts"]["localhost"]["kernel"] and items["host_driver"]["hosts"]["localhost"]["os"]
     assert items["versions"]["hosts"]["localhost"]["vllm"]["value"] == "0.32.0"
     assert items["command"]["hosts"]["localhost"]["argv"][1:3] == ["serve", items["model"]["hosts"]["localhost"]["model"]]
@@ -183,9 +191,24 @@ def test_no_secret_in_the_package_nor_in_the_records(packed, tmp_path):
     # non-default arguments; neither kept the value
     cmd = json.loads((packed["case_dir"] / "run-002" / "hosts" / "localhost" / "command.json").read_text())
     at = cmd["argv"].index("--hf-token")
-    assert cmd["argv"][at + 1].startswith("<redacted")
     log = (packed["case_dir"] / "run-002" / "hosts" / "localhost" / "logs" / "server.log").read_text()
     assert "non-default args" in log and "hf_token" in log and PLANTED["argv_hf"] not in log
+    # keyed markers (docs/handoff.md): the same secret has the same <redacted:KIND:HEX8> in every file the controller
+    # wrote with the case key: command.json, outcome.json, notes.md, terminal.log (vLLM masks hf_token as '***' in
+    # its own log, so the log holds no value to mark)
+    marker = cmd["argv"][at + 1]
+    assert re.match(r"^<redacted:[a-z0-9_]+:[0-9a-f]{8}>$", marker), marker
+    assert "'hf_token': '***'" in log
+    assert marker in (packed["case_dir"] / "run-002" / "terminal.log").read_text()
+    assert re.match(r"^<redacted:[a-z0-9_]+:[0-9a-f]{8}>$", cmd["env_set_by_run"]["OPENAI_API_KEY"])
+    assert re.match(r"^<redacted:[a-z0-9_]+:[0-9a-f]{8}>$", cmd["env"]["WANDB_API_KEY"]), cmd["env"]
+    outcome = json.loads((packed["case_dir"] / "run-002" / "outcome.json").read_text())
+    assert outcome["argv"][outcome["argv"].index("--hf-token") + 1] == marker
+    notes = (packed["case_dir"] / "run-002" / "notes.md").read_text()
+    assert marker in notes
+    # a value the managed host redacted before the case key reached it keeps the plain marker: the inherited
+    # HF_TOKEN in the server's environment (vllm_server's own result)
+    assert cmd["env"]["HF_TOKEN"] == "<redacted>"
     key = packed["case_dir"] / ".redact.key"
     if key.exists():  # made by the record path once it passes the case key
         assert stat.S_IMODE(os.stat(str(key)).st_mode) == 0o600

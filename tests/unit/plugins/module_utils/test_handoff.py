@@ -157,8 +157,18 @@ def test_summary_answers_every_item_and_pictures(case, tmp_path):
     # the facts the runs hold
     assert facts["items"]["first_exception"]["run"] == "run-002"
     assert facts["items"]["first_exception"]["stage"] == "engine_init"
-    assert facts["items"]["rollback"]["value"] == "recorded"
-    assert facts["items"]["repeat"]["value"] == "yes"
+    # one play (no fingerprint run): prefix_caching failed in run-002, run-003 rolled back and returned
+    assert facts["format"] == 2 and facts["verdict"] == "fails_at_layer"
+    assert facts["verdict_detail"] == {"layer": "prefix_caching", "stage": "engine_init",
+                                       "error_class": facts["items"]["first_exception"]["error_class"], "run": "run-002",
+                                       "rollback": "returned", "facts": []}
+    assert md.splitlines()[0] == "# [Bug]: " + facts["verdict_sentence"]
+    assert facts["items"]["rollback"]["value"] == "returned"
+    # run-004 repeats the healthy minimal run-001, not the failure: the failure was never run again
+    assert facts["items"]["repeat"]["value"] == "not tried" and facts["items"]["repeat"]["failed_run"] == "run-002"
+    # the command item is the command that failed (run-002 had --enable-prefix-caching)
+    assert facts["items"]["command"]["run"] == "run-002" and facts["items"]["command"]["failed"] is True
+    assert "--enable-prefix-caching" in facts["items"]["command"]["hosts"]["localhost"]["argv"]
     assert facts["items"]["versions"]["hosts"]["localhost"]["vllm"]["value"] == "0.32.0"
     assert facts["items"]["host_driver"]["value"] == "unknown" and "fingerprint.yml" in facts["items"]["host_driver"]["how"]
     assert "unknown** - how to get it" in md
@@ -194,7 +204,8 @@ def test_score_and_isolation_travel_when_present(case):
     md = _members(res["path"])["hand-case-handoff/summary.md"][1].decode()
     assert "Baseline score: 11/14 (collect" in md and "| host driver | 0/2 |" in md
     assert "Isolation decision: **move**" in md and "| driver_changed | localhost | run-001 550.1 -> run-002 570.2 |" in md
-    assert res["summary"]["score"]["source"] == "run-005/score.json"
+    # a path inside the package, never the controller's
+    assert res["summary"]["score"]["source"] == "runs/run-005/score.json"
 
 
 def test_unsafe_member_names():

@@ -159,12 +159,14 @@ def test_handoff_names_the_second_clean_run(tmp_path):
     _write_repeat(path, "run-002", "run-005")
     facts = _handoff.collect_facts("cpu-fail", case_runs(path))
     item = facts["items"]["repeat"]
-    assert item["value"] == "yes"
-    group = item["groups"][0]
-    assert group["runs"] == ["run-002", "run-005"]
-    assert group["second_clean_runs"] == [{
-        "run": "run-005", "repeats": "run-002", "same_stage": True, "same_error_class": True,
+    # run-005 (the latest play's failing attempt) is the declared second clean run of run-002 and failed the same way
+    assert facts["verdict"] == "fails_at_minimal" and facts["verdict_detail"]["run"] == "run-005"
+    assert item["value"] == "yes" and item["failed_run"] == "run-005"
+    assert item["runs"] == [{
+        "run": "run-005", "repeats": "run-002", "same_stage": True, "same_error_class": True, "reproduced": True,
+        "stage": "config", "error_class": "config_error", "declared": True,
         "summary": "run-005 failed at stage config (config_error) like run-002: the failure repeated",
-        "source": "run-005/repeat.json"}]
+        "source": "runs/run-005/repeat.json"}]
     md = _handoff._item_md("repeat", item)
-    assert "run-005 is the second clean run of run-002 (repro_vllm_repeat_clean): same stage yes" in md
+    assert "The failure of run-005 reproduced by a second clean run: **yes**" in md
+    assert "| run-005 | run-002 | config | config_error | True | True | runs/run-005/repeat.json |" in md
