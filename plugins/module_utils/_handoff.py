@@ -37,9 +37,9 @@ import shlex
 import tarfile
 import time
 
-from ansible_collections.repro.vllm.plugins.module_utils import _evidence, _verdict
+from ansible_collections.repro.vllm.plugins.module_utils import _evidence, _record, _verdict
 from ansible_collections.repro.vllm.plugins.module_utils._record import (
-    RecordError, describe_problems, run_id_for, run_numbers, validate_case_id, verify)
+    MANIFEST, RecordError, describe_problems, render_json, run_id_for, run_numbers, validate_case_id, verify)
 from ansible_collections.repro.vllm.plugins.module_utils._redact import (
     KEY_FILE, redaction_markers, scan_secrets)
 from ansible_collections.repro.vllm.plugins.module_utils._score import first_error_stamp, score_markdown
@@ -231,7 +231,9 @@ def _step(run):
 def _run_row(run):
     stage, error_class, ok = _evidence.attempt_result(run) if _evidence.is_attempt(run) else (None, None, None)
     outcome = run["parts"].get("outcome.json") or {}
-    return {"run": run["run"], "step": _step(run), "created": run.get("created"),
+    meta = run.get("metadata") or {}
+    return {"run": run["run"], "run_uid": meta.get("run_uid"), "status": _verdict.run_status(run),
+            "seal_reason": meta.get("seal_reason"), "step": _step(run), "created": run.get("created"),
             "hosts": _evidence.run_hosts(run), "attempt": _evidence.is_attempt(run),
             "stage": stage, "error_class": error_class, "ok": ok,
             "summary": outcome.get("summary") or (run["parts"].get("stages.json") or {}).get("summary")}
@@ -1173,6 +1175,17 @@ def _describe(facts):
 
 
 # ------------------------------------------------------------------------------------------------ members and tar
+def manifest_without_owner(path):
+    """A run's manifest.json as packed: ``metadata.owner`` (controller, records root, pid, user, job id) left out.
+    The files it lists are unchanged, so the run still verifies against it in the package."""
+    with open(path, "rb") as f:
+        manifest = json.loads(f.read().decode("utf-8"))
+    if isinstance(manifest.get("metadata"), dict) and "owner" in manifest["metadata"]:
+        manifest["metadata"] = dict((k, v) for k, v in manifest["metadata"].items() if k != "owner")
+        manifest["metadata"]["owner_withheld"] = True
+    return render_json(manifest)
+
+
 def run_members(case_dir, run_ids, top):
     """(arcname, absolute path) for every regular file of the runs (manifest.json included), sorted."""
     out = []
@@ -1271,20 +1284,35 @@ def build_package(records_root, case_id, runs=None, profile_file=None, out_dir=N
     if not os.path.isdir(case_dir):
         raise HandoffError("%s does not exist: no case %r under %s (check repro_vllm_records_root and "
                            "repro_vllm_case_id)" % (case_dir, case_id, records_root))
-    run_ids = select_runs(case_dir, runs)
+    # a run a killed play left open is sealed first (incomplete, interrupted) once its owner is provably gone; a run
+    # whose play still runs is left out of the package and named
+    sealing = _record.seal_interrupted(case_dir, _record.read_collection_version(),
+                                       {"play": "handoff"}, check_mode=check_mode)
+    still_open = dict((o["run"], o["why"]) for o in sealing["open"])
+    run_ids = [rid for rid in select_runs(case_dir, runs) if rid not in still_open
+               and not (check_mode and rid in [x["run"] for x in sealing["sealed"]])]
+    if not run_ids:
+        raise HandoffError("every run of %s is still open (%s); hand the case off once its play has ended"
+                           % (case_dir, "; ".join("%s: %s" % kv for kv in sorted(still_open.items()))))
     checked = verify_runs(case_dir, run_ids)
     read = [_evidence.read_run(os.path.join(case_dir, rid)) for rid in run_ids]
     top = "%s-handoff" % case_id
     facts = collect_facts(case_id, read, _verdict.verdict_of_case(read, case_id))
     pics = pictures(read)
 
-    members = run_members(case_dir, run_ids, top)
+    members = []
+    generated = {}
+    for arc, src in run_members(case_dir, run_ids, top):
+        if arc.count("/") == 3 and arc.endswith("/" + MANIFEST):
+            # <top>/runs/<run>/manifest.json: the package names the run by its run_uid; who ran it stays here
+            generated[arc[len(top) + 1:]] = manifest_without_owner(src)
+        else:
+            members.append((arc, src))
     redactions = {}
     for arc, src in members:
         marks = redaction_markers(_read_bytes(src).decode("utf-8", "replace"))
         if marks:
             redactions[arc[len(top) + 1:]] = marks
-    generated = {}
     if profile_file:
         if not os.path.isfile(profile_file):
             raise HandoffError("profile file %s does not exist (repro_vllm_handoff_profile_file)" % profile_file)
@@ -1298,6 +1326,8 @@ def build_package(records_root, case_id, runs=None, profile_file=None, out_dir=N
     facts["redactions"] = [{"file": f, "line": line, "kind": kind} for f, v in sorted(redactions.items())
                            for line, kind in v]
     facts["verified"] = {"runs": run_ids, "files_checked": checked}
+    facts["sealed_now"] = [{"run": x["run"], "run_uid": x["run_uid"], "why": x["why"]} for x in sealing["sealed"]]
+    facts["left_out_open"] = [{"run": rid, "why": why} for rid, why in sorted(still_open.items())]
     for rel, svg in pics["files"].items():
         generated[rel] = svg.encode("utf-8")
     generated["summary.md"] = render_markdown(facts, pics, read, redactions).encode("utf-8")

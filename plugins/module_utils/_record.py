@@ -315,8 +315,12 @@ def seal_interrupted(case_dir, collection_version, sealed_by, now=None, hostname
             still_open.append({"run": run_id, "path": path, "why": why,
                                "run_uid": (info or {}).get("run_uid")})
             continue
+        # what the seal saw, without the owner's identity (the manifest's metadata.owner keeps that on the controller)
+        because = ("its play's process is gone" if "is gone" in why else
+                   "its owner's lease ran out" if "lease ran out" in why else
+                   "it was opened before schema 3 and has not changed for %d s" % LEGACY_OPEN_GRACE)
         metadata = {"status": "incomplete", "seal_reason": "interrupted", "sealed_by": sealed_by,
-                    "sealed_because": why, "sealed_at": utc_now()}
+                    "sealed_because": because, "sealed_at": utc_now()}
         if not check_mode:
             try:
                 res = freeze(path, collection_version, metadata=metadata)
@@ -901,8 +905,7 @@ def run_task(p, check_mode=False):
                 # runs of this case an earlier play opened and never closed (killed, lost controller): frozen now as
                 # incomplete, once their owner is provably gone; the new run is open and owned, never sealed here
                 sealed = seal_interrupted(os.path.join(p["root"], p["case_id"]), p["collection_version"],
-                                          {"run": res["run_id"], "run_uid": res["run_uid"],
-                                           "controller": owner.get("controller"), "pid": owner.get("pid")},
+                                          {"run": res["run_id"], "run_uid": res["run_uid"]},
                                           check_mode=check_mode)
                 res["sealed"] = sealed["sealed"]
                 res["still_open"] = [o for o in sealed["open"] if o["run"] != res["run_id"]]

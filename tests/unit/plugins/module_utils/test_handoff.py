@@ -244,3 +244,29 @@ def test_check_package_finds_a_changed_package_and_a_secret_inside(case, tmp_pat
     out = _handoff.check_package(bad)
     assert not out["ok"] and digest != "0" * 64
     assert "sha256 differs from bad.tar.gz.sha256" in out["problems"] and "x/notes.md line 1 (hf_token)" in out["problems"]
+
+
+def test_a_run_a_killed_play_left_open_is_sealed_and_packed_a_live_one_left_out_and_no_owner_packed(case):
+    """A run whose play was killed (its owner's pid is gone) is sealed incomplete by the hand-off and packed with
+    that status; a run whose play still runs (this process owns it) is left out and named; no packed manifest
+    carries the owner (controller, records root, pid), the run_uid stays."""
+    import subprocess
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    killed = _record.create_run(str(case), CASE, owner=_record.controller_owner(str(case), pid=dead.pid))
+    _record.write_part(killed["path"], "hosts/localhost/logs/server.log", content="INFO 12-02 04:00:00 starting\n")
+    live = _record.create_run(str(case), CASE, owner=_record.controller_owner(str(case)))
+    res = _handoff.build_package(str(case), CASE, stamp="20261202T010101Z")
+    facts = res["summary"]
+    assert killed["run_id"] in res["runs"] and live["run_id"] not in res["runs"]
+    assert [x["run"] for x in facts["sealed_now"]] == [killed["run_id"]]
+    assert [x["run"] for x in facts["left_out_open"]] == [live["run_id"]] and "still running" in facts["left_out_open"][0]["why"]
+    row = [r for r in facts["runs"] if r["run"] == killed["run_id"]][0]
+    assert row["status"] == "incomplete" and row["seal_reason"] == "interrupted" and row["run_uid"] == killed["run_uid"]
+    assert _record.load_manifest(killed["path"])["metadata"]["owner"]["pid"] == dead.pid   # kept on the controller
+    members = _members(res["path"])
+    manifest = json.loads(members["hand-case-handoff/runs/%s/manifest.json" % killed["run_id"]][1])
+    assert "owner" not in manifest["metadata"] and manifest["metadata"]["owner_withheld"] is True
+    assert manifest["run_uid"] == killed["run_uid"]
+    assert not any(name.endswith("/open.json") for name in members)
+    assert str(case) not in json.dumps(facts["runs"])
