@@ -46,7 +46,8 @@ from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import 
     STARTUP_FUNC_WORDS, STARTUP_FUNCS, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE, WHERE_OR)
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_parse import (
     CARETS_RX, CHAIN, CODE_STARTS, EXC_RX, FRAME_RX, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING,
-    MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX, PROCESS_HDR_RX, RAY_REPEAT_RX, STOP_RX, SUBJECT_RX,
+    MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX,
+    RAY_REPEAT_RX, STOP_RX, SUBJECT_RX,
     TB_START, TEE_RX, TS_BYTES_RX, Line, clean, cut, parse_line, strip_wrappers, tkey)
 
 __all__ = ("ANSWER_STAGES", "ERROR_CLASSES", "STAGES", "LogStageError", "cause_stage", "classify_files",
@@ -557,7 +558,7 @@ class _Scan(object):
     def _add(self, kind, cls, placed, text, lineno, line_ts, key, tkey_own, proc, pid, hint, context, rec_key,
              oom_seen=False, origin=None):
         stage, basis, conf = placed
-        if kind in (FAILURE, ERROR_LINE) and cls == "other" and stage == "config":
+        if kind in (FAILURE, ERROR_LINE) and cls == "other" and stage == "config" and basis != BASIS_INFERRED:
             cls = "config_error"
         if self.until is not None and (origin or lineno) > self.until:
             # printed after the server was stopped (the record, or its traceback, began after the cutoff):
@@ -712,6 +713,9 @@ class _Scan(object):
             if after_file and not EXC_RX.match(stripped):
                 # the source line of a frame whose indentation was lost (pasted logs)
                 return True
+            if _cut_record(stripped):
+                # the paste ends inside the logger prefix of the traceback's next line: not its exception
+                return True
             tb.entries[-1][0] = stripped
             tb.entries[-1][1] = lineno
             tb.state = "message"
@@ -822,17 +826,29 @@ class _Scan(object):
             return
         if tb.header is not None:
             sig, text, lineno, line = tb.header
+            inner = _match_failure(text, LEVEL_ERROR)
+            if inner is not None:
+                # the header quotes the error itself (V0 "Exception in worker ... while processing method
+                # init_device: <error>, Traceback ..."): its traceback's exception is not in the log
+                sig = inner
             self._sig_candidate(sig, line, lineno, text, context=tb.context, frames=frames, rec_key=rec_key,
                                 hint=tb.hint(text))
             return
-        if (frames or tb.serving) and rec_key is not None:
+        prev = self.rec_cand.get(rec_key) if rec_key is not None else None
+        if (frames or tb.serving) and prev is not None:
             # a logged error whose traceback was cut before its exception: its frames still place it
-            prev = self.rec_cand.get(rec_key)
-            if prev is not None and prev["basis"] != BASIS_MESSAGE:
+            if prev["basis"] != BASIS_MESSAGE:
                 hint = (tb.serving, CONF_MEDIUM, True) if tb.serving and not tb.startup else None
                 stage, basis, conf = self._stage_for(WHERE, None, prev["cls"], frames, None, hint)
                 if basis == BASIS_FRAMES or (basis == BASIS_INFERRED and prev["basis"] in (None, BASIS_INFERRED)):
                     prev["stage"], prev["basis"], prev["srank"], prev["conf"] = stage, basis, _RANK[stage], conf
+        elif prev is None and rec_key is not None and tb.rec[0] in ("ERROR", "CRITICAL") and tb.context:
+            # an ERROR record that is a traceback whose exception the paste cut away (the record's first line, the
+            # message of logger.exception, was not pasted): the record is an error of its own, placed by its frames
+            hint = (tb.serving, CONF_MEDIUM, True) if tb.serving and not tb.startup else None
+            placed = self._stage_for(WHERE, None, "other", frames, None, hint)
+            self._add(ERROR_LINE, "other", placed, tb.context[0], tb.lineno, tb.ts, tb.tkey, tb.tkey_own, proc,
+                      tb.pid, None, tb.context, rec_key, origin=tb.lineno)
 
     # -- one line ---------------------------------------------------------------------------------------------
     def segment(self, raw, lineno):
@@ -849,12 +865,19 @@ class _Scan(object):
             text = strip_wrappers(text, line)
         elif "[repeated " in text:
             text = RAY_REPEAT_RX.sub("", text)
+        if text[:1] in "E>" and len(text) > 4:
+            # pytest's report: "E   " lines carry the exception, ">   " marks the failing source line
+            m = PYTEST_E_RX.match(text)
+            if m:
+                text = text[m.end():]
+            elif PYTEST_SRC_RX.match(text):
+                text = " " + text[1:]
         if text[:1] == "[":
             m = TEE_RX.match(text)
             if m:
                 line.tee = m.group(1)
                 text = text[m.end():]
-        glued = _GLUED_RX.search(text) if ("it/s]" in text or "s/it]" in text) else None
+        glued = _GLUED_RX.search(text) if ("/s]" in text or "s/it]" in text) else None
         if glued is not None:
             # a record glued onto a progress bar whose carriage return was lost in a paste: two segments
             self._segment_text(text[:glued.start() + 1], line, lineno)
@@ -1006,6 +1029,13 @@ class _Scan(object):
             self._finish_tb(self.streams.pop(key))
 
 
+def _cut_record(stripped):
+    """True for what is left of a vLLM logger prefix cut short by the end of a paste (``ERROR 11-05 03:3``,
+    ``ERROR 10-09 09:39:54 [hermes_tool_parser.py:``): no message, so never an exception or an error."""
+    m = _CUT_RECORD_RX.match(stripped)
+    return m is not None and any(w.startswith(m.group(1)) for w in _LEVEL_WORDS)
+
+
 def _frame_line(stripped):
     """The match of a traceback frame line (also one whose ``File "`` was cut), or None."""
     if '", line ' not in stripped:
@@ -1014,6 +1044,8 @@ def _frame_line(stripped):
 
 
 # a vLLM record glued after a progress bar's "]" (the bar's carriage return lost in a paste)
+_LEVEL_WORDS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_CUT_RECORD_RX = re.compile(r"^([A-Z]{2,8})(?: \d\d?(?:-\d{0,2}(?: [\d:]{0,8}(?:[.,]\d*)?)?)?)?(?: \[[^\]\s]*)?$")
 _GLUED_RX = re.compile(r"\](?=\s*(?:\([^)]*pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d )")
 # an ERROR record with an empty message (logger.exception of an exception without text) heads its traceback
 _EMPTY_ERROR_SIG = Signature(-2, HEADER, "", None, "other", WHERE, None, (), None)

@@ -42,6 +42,11 @@ JOURNAL_ANY_RX = re.compile(r"^\S{1,6} ?[ \d]?\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]
 CI_COLUMN_RX = re.compile(r"^ {0,4}\| ?")
 BRACKET_RFC3339_RX = re.compile(r"^\[(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)((?:[.,]\d+)?)(Z|[+-]\d\d:?\d\d)?\] ")
 COMPOSE_RX = re.compile(r"^([A-Za-z0-9][\w.-]*)\s+\| ?")
+# a log viewer's copied line numbers (Buildkite's and GitHub Actions' raw views: "3597<TAB>...")
+LINENO_TAB_RX = re.compile(r"^\d{1,7}\t")
+# pytest's failure report: "E   <exception line>" and ">   <the failing source line>"
+PYTEST_E_RX = re.compile(r"^E {3,}(?=\S)")
+PYTEST_SRC_RX = re.compile(r"^> {3,}(?=\S)")
 RAY_REPEAT_RX = re.compile(r"\s*\[repeated \d+x across cluster\]")
 VLLM_RX = re.compile(
     r"\((?P<proc>[A-Za-z][\w\-]*(?: (?:rank=\d+|TP\d+))?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) "
@@ -80,7 +85,8 @@ PYWARN_RX = re.compile(r"^\S+\.py:\d+: \w*Warning: ")
 FRAME_RX = re.compile(r'^\s*(?:File ")?(?P<path>[^"]*)", line \d+, in (?P<func>\S+)')
 PROCESS_HDR_RX = re.compile(r"^Process (\S+):$")
 EXC_RX = re.compile(
-    r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Warning|Failure|Failed)(?:\([\w.]*\))?(?::|$)")
+    r"^(?:(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Warning|Failure|Failed)|"
+    r"(?:[A-Za-z_]\w*\.)*(?:Base)?ExceptionGroup)(?:\([\w.]*\))?(?::|$)")
 CARETS_RX = re.compile(r"^[\^~ ]+$")
 TB_START = "Traceback (most recent call last)"
 CODE_STARTS = ('File "', "raise ", "^^^", "~~~")
@@ -166,6 +172,11 @@ def strip_wrappers(text, line):
     for dummy in range(3):
         changed = False
         c0 = text[:1]
+        if c0.isdigit() and "\t" in text[1:8]:
+            m = LINENO_TAB_RX.match(text)
+            if m:
+                text = text[m.end():]
+                c0 = text[:1]
         if c0.isdigit() and text[4:5] == "-" and text[10:11] == "T":
             m = JOURNAL_RX.match(text)
             if m:

@@ -203,6 +203,10 @@ SIGNATURES = (
      "the driver libraries are not visible in this container"),
     (FAILURE, "cannot open shared object file", None, "import_error", WHERE_OR, "environment", (AT_WARNING,),
      "a shared library of the install is missing"),
+    # vllm/_custom_ops.py: logger.warning("Failed to import from vllm._C with %r", e) on import; the kernels the
+    # engine needs are then missing (a build for another torch/CUDA, a missing library)
+    (FAILURE, "Failed to import from vllm._C", None, "import_error", FIXED, "environment", (AT_WARNING,),
+     "vLLM's compiled ops do not load: the wheel was built for another torch/CUDA, or a library is missing"),
     (FAILURE, "undefined symbol", None, "import_error", WHERE_OR, "environment", (),
      "binary built against another torch/CUDA (ABI mismatch)"),
     (FAILURE, "PackageNotFoundError", None, "import_error", WHERE_OR, "environment", (), None),
@@ -256,8 +260,10 @@ SIGNATURES = (
     (FAILURE, "is larger than the number of available GPUs", r"World size \(\d+\) is larger than the number of available GPUs",
      "config_error", FIXED, "config", (),
      "more ranks than GPUs on this node: use --nnodes/Ray or fewer ranks"),
-    (FAILURE, "Bfloat16 is only supported on GPUs with compute capability", None, "config_error", FIXED, "config", (),
-     "use --dtype half on this GPU"),
+    # the dtype check of the worker's device init (V0 worker.py _check_if_gpu_supports_dtype, V1 gpu_worker.py
+    # init_device -> platforms/cuda.py check_if_supports_dtype): raised at cuda_init, the fix is --dtype (CAUSES)
+    (FAILURE, "Bfloat16 is only supported on GPUs with compute capability", None, "config_error", FIXED, "cuda_init",
+     (), "use --dtype half on this GPU"),
     (FAILURE, "Configuration mismatch detected for engine", None, "config_error", FIXED, "config", (), None),
     (FAILURE, "Could not detect config format", None, "missing_file", FIXED, "config", (), None),
     (FAILURE, "Failed to load mistral '", None, "config_error", FIXED, "config", (), None),
@@ -275,6 +281,9 @@ SIGNATURES = (
     (FAILURE, "is not a local folder and is not a valid model identifier", None,
      "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "validation error for", r"\d+ validation errors? for \w+", "config_error", FIXED, "config", (GENERIC,), None),
+    # VllmConfig's scheduler budget check (vllm/config/vllm.py _set_max_num_scheduled_tokens), raised as the config
+    # is built: "max_num_scheduled_tokens is set to %d, which does not allow any tokens to be scheduled"
+    (FAILURE, "which does not allow any tokens to be scheduled", None, "config_error", FIXED, "config", (), None),
     # --- cuda_init: platform, device discovery, CUDA context, memory pre-check ----------------------------------
     (FAILURE, "Failed to infer device type", None, "cuda_error", FIXED, "cuda_init", (),
      "NVML is not usable here: no /dev/nvidia*, driver libraries not mounted or NVIDIA_VISIBLE_DEVICES empty"),
@@ -445,6 +454,18 @@ SIGNATURES = (
     (FAILURE, "CUDA error", r"CUDA error: \S", "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (GENERIC, AT_WARNING), None),
     (FAILURE, "CUDADriverError", None, "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (GENERIC,), None),
     (FAILURE, "Fatal Python error", None, "other", WHERE, None, (), None),
+    # abseil's failure signal handler (installed by Ray in its workers): "*** SIGSEGV received at time=%d on cpu %d ***"
+    (FAILURE, " received at time=", r"\*\*\* SIG[A-Z]+ received at time=\d+", "other", WHERE, None, (),
+     "a process died on a signal (native code crashed); the frames printed after it say where"),
+    # a device-side assertion of a CUDA kernel (device printf of assert(): "%s:%d: %s: block: [%d,%d,%d], thread:
+    # [%d,%d,%d] Assertion `%s` failed."), e.g. PyTorch's CUDA_KERNEL_ASSERT in an index or gather kernel
+    (FAILURE, "Assertion `", r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion `.*` failed", "cuda_error",
+     WHERE, None, (), "a CUDA kernel's device-side assertion (often an index out of range): CUDA_LAUNCH_BLOCKING=1 "
+     "shows the kernel"),
+    # a stub loader that cannot resolve a CUDA library's symbol ("Invalid handle. Cannot load symbol cublasLtGetVersion":
+    # the tsl/XLA CUDA stubs of JAX/TensorFlow installed beside vLLM): the CUDA libraries do not match
+    (FAILURE, "Cannot load symbol", r"Cannot load symbol \w+", "driver_mismatch", WHERE, None, (AT_WARNING,),
+     "a CUDA library in the environment lacks a symbol another library needs (mixed CUDA library versions)"),
     (FAILURE, "Segmentation fault", None, "other", WHERE, None, (), "a crash in native code"),
     # --- api_ready / request --------------------------------------------------------------------------------
     (FAILURE, "Application startup failed", None, "other", FIXED, "api_ready", (AT_WARNING,), None),
@@ -586,6 +607,10 @@ FRAMES = (
     ("verify_with_parallel_config", "vllm/config", "config", "ModelConfig.verify_with_parallel_config"),
     ("__post_init__", "vllm/config", "config", "the config dataclasses' validation (vllm/config.py, vllm/config/*.py)"),
     ("get_config", "vllm/transformers_utils/config.py", "config", "transformers_utils/config.py: get_config (HF config)"),
+    ("_try_inspect_model_cls", "vllm/model_executor/models/registry.py", "config",
+     "models/registry.py: the model class is inspected (in a subprocess) while ModelConfig resolves the architecture"),
+    ("inspect_model_cls", "vllm/model_executor/models/registry.py", "config", "models/registry.py: inspect_model_cls"),
+    ("_run_in_subprocess", "vllm/model_executor/models/registry.py", "config", "models/registry.py: _run_in_subprocess"),
     # cuda_init: executor and worker processes, Ray placement, device and CUDA context
     ("init_device", "vllm", "cuda_init", "vllm/worker/worker.py (V0), vllm/v1/worker/gpu_worker.py: Worker.init_device"),
     ("_check_if_gpu_supports_dtype", "vllm", "cuda_init", "gpu_worker.py / worker.py: _check_if_gpu_supports_dtype"),
@@ -646,6 +671,8 @@ FRAMES = (
     ("init_app_state", "vllm/entrypoints", "api_ready", "entrypoints/openai/api_server.py: init_app_state"),
     ("build_app", "vllm/entrypoints", "api_ready", "entrypoints/openai/api_server.py: build_app"),
     ("serve_http", "vllm/entrypoints", "api_ready", "entrypoints/launcher.py: serve_http (uvicorn start)"),
+    ("warmup", "vllm/entrypoints", "api_ready",
+     "entrypoints/openai/ chat handler: warmup (chat-template warm-up run by init_app_state before the server is up)"),
     # request: serving - the engine loop, the output handler, the OpenAI handlers
     ("execute_model", "vllm", "request", "gpu_worker.py, gpu_model_runner.py, executors: execute_model"),
     ("execute_model_async", "vllm", "request", "vllm/executor/*.py (V0): execute_model_async"),
@@ -655,6 +682,14 @@ FRAMES = (
     ("_log_task_completion", "vllm/engine", "request", "async_llm_engine.py (V0): the engine loop's end"),
     ("_raise_exception_on_finish", "vllm/engine", "request", "async_llm_engine.py (<=0.3): the engine loop's end"),
     ("output_handler", "vllm/v1/engine", "request", "vllm/v1/engine/async_llm.py: AsyncLLM output_handler"),
+    ("run_busy_loop", "vllm/v1/engine", "request", "vllm/v1/engine/core.py: EngineCoreProc.run_busy_loop (after start-up)"),
+    ("_process_engine_step", "vllm/v1/engine", "request", "vllm/v1/engine/core.py: _process_engine_step"),
+    ("run_engine_loop", "vllm/engine", "request",
+     "vllm/engine/multiprocessing/engine.py (V0): MQLLMEngine.run_engine_loop (after start-up)"),
+    ("start_worker_execution_loop", "vllm/worker", "request", "vllm/worker/worker_base.py (V0): the workers' execute loop"),
+    ("_verify_args", "vllm/sampling_params.py", "request", "vllm/sampling_params.py: SamplingParams._verify_args (a request's)"),
+    ("get_output", "vllm/v1/worker/gpu_model_runner.py", "request",
+     "gpu_model_runner.py: AsyncGPUModelRunnerOutput.get_output (the output copy of a scheduled batch)"),
     ("create_completion", "vllm/entrypoints", "request", "entrypoints/openai/serving_completion.py"),
     ("create_chat_completion", "vllm/entrypoints", "request", "entrypoints/openai/serving_chat.py"),
     ("completion_stream_generator", "vllm/entrypoints", "request", "entrypoints/openai/serving_completion.py"),
@@ -717,6 +752,8 @@ SERVING_FRAMES = (
      "the OpenAI server's request handlers, chat-template rendering and (<=0.11) tool parsers (vllm/entrypoints/)"),
     ("vllm/tool_parsers/", "request", "tool-call parsers (vllm/tool_parsers/, >=0.12)"),
     ("vllm/reasoning/", "request", "reasoning parsers (vllm/reasoning/)"),
+    ("vllm/vllm_flash_attn/", "request", "the flash-attention kernels' Python wrappers (vllm/vllm_flash_attn/)"),
+    ("vllm/sampling_params.py", "request", "SamplingParams built and checked for each request (vllm/sampling_params.py)"),
 )
 # start-up functions that pass through the same files (building the model, starting the API server, CLI
 # validation, warm-ups): with one of these in the traceback, serving-only frames place nothing
@@ -746,6 +783,23 @@ STAGE_WORDS = (
      "request", "medium", "tool_parsers/*_tool_parser.py extract_tool_calls(_streaming)"),
     ("Error in ", r"Error in (?:chat completion|completion|streaming|preprocessing|applying chat template|"
      r"extracting reasoning|reasoning)", "request", "medium", "entrypoints/openai/serving_*.py logger.exception"),
+    # vllm/v1/engine/async_llm.py: logger.exception("AsyncLLM output_handler failed.") - the handler that moves the
+    # engine core's outputs to the requests' streams: the engine died under submitted requests
+    ("output_handler failed", None, "request", "medium", "v1/engine/async_llm.py AsyncLLM.output_handler"),
+    # vllm/v1/engine/core.py run_engine_core: "EngineCore encountered a fatal error." is logged only once the engine
+    # core was built (before, it logs "EngineCore failed to start."): the busy loop that serves requests failed
+    ("encountered a fatal error", r"EngineCore encountered a fatal error", "request", "medium",
+     "v1/engine/core.py run_engine_core (after start-up)"),
+    # V0 model_runner_base.py dump_input_on_failure wraps execute_model: "Error in model execution: %s"
+    ("xecution", r"Error in model execution|input(?:s)? of failed execution", "request", "medium",
+     "worker/model_runner_base.py (V0): dump_input_on_failure, the wrapper of execute_model"),
+    # vllm/model_executor/models/registry.py _try_inspect_model_cls, while ModelConfig resolves the architecture
+    ("Error in inspecting model architecture", None, "config", "medium",
+     "models/registry.py _try_inspect_model_cls (ModelConfig)"),
+    # an error about one of vLLM's config classes (vllm/config/*.py): they exist while the config is built
+    ("Config", r"\b(?:Model|Cache|Parallel|Scheduler|Device|Load|LoRA|Speculative|Decoding|StructuredOutputs|"
+     r"Observability|KVTransfer|KVEvents|Compilation|MultiModal|Pooler|Vllm)Config\b", "config", "low",
+     "vllm/config/*.py: the engine's config classes"),
     # decoding JSON happens in the tool parsers and in request validation (JSON schema, tool arguments)
     ("JSONDecodeError", None, "request", "low", "json.decoder.JSONDecodeError raised in tool parsers and requests"),
     # the decode attention kernels run only once a KV cache holds a request's tokens
@@ -803,5 +857,7 @@ CAUSES = (
     ("/dev/shm", r"/dev/shm\S*.*No space left on device|No space left on device.*/dev/shm", "environment",
      "a full /dev/shm (the container's shm size)"),
     ("Error while creating shared memory segment", None, "environment", "NCCL transport/shm: /dev/shm too small"),
+    ("Bfloat16 is only supported on GPUs", None, "config",
+     "the device init's dtype check: the model's dtype (--dtype) does not suit this GPU"),
 )
 CAUSE_CLASSES = {"driver_mismatch": "environment", "import_error": "environment"}

@@ -287,6 +287,13 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # public corpus dev cases (issue 24): c203 (Ray worker, abseil's signal handler), c165 (a gather kernel's
+    # device-side assertion), c177 (a CUDA library stub that cannot resolve a symbol)
+    ("[2025-04-17 15:09:14,925 E 812 812] logging.cc:447: *** SIGSEGV received at time=1744873754 on cpu 137 ***",
+     FAILURE, "other"),
+    ("/pytorch/aten/src/ATen/native/cuda/ScatterGatherKernel.cu:144: operator(): block: [0,0,0], thread: [0,0,0] "
+     "Assertion `idx_dim >= 0 && idx_dim < index_size && \"index out of bounds\"` failed.", FAILURE, "cuda_error"),
+    ("Invalid handle. Cannot load symbol cublasLtGetVersion", FAILURE, "driver_mismatch"),
     ("RuntimeError: Worker failed with error 'boom', please check the stack trace above for the root cause", CONSEQUENCE, "engine_dead"),
     ("Engine core proc EngineCore_0 died unexpectedly, shutting down client.", CONSEQUENCE, "engine_dead"),
     ("failed (exitcode: -9) local_rank: 3 (pid: 4242) of binary: /usr/bin/python3", CONSEQUENCE, "other"),

@@ -2,7 +2,7 @@
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The classifier on the public corpus (tests/fixtures/public-corpus: real logs pasted in public vLLM issues,
-labelled by hand).  The corpus has two splits: ``dev`` (the 48 cases the rules were written from) and ``test``
+labelled by hand).  The corpus has two splits: ``dev`` (the 99 cases the rules are written from) and ``test``
 (cases labelled blind and committed before any rule change).  On ``dev`` the accuracy must not fall below what it
 reaches now (a regression floor) and must stay far above the naive "first line that looks like an error" baseline.
 The ``test`` figures are printed (``pytest -s``) and reported in docs/classifier.md, never asserted: a floor on
@@ -21,12 +21,15 @@ from ansible_collections.repro.vllm.plugins.module_utils._logstage import ANSWER
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 CORPUS = os.path.join(ROOT, "tests", "fixtures", "public-corpus")
 
-# what the classifier reached on the dev split when the floor was set (hits out of 48); raise these when it gets better.
+# what the classifier reached on the dev split when the floor was set (hits out of 99); raise these when it gets better.
 # Issue 24 placed collective timeouts by what timed out (docs/classifier.md, "Collective timeouts"): c20 (SeqNum=2,
 # 134217728 elements: the profiling run's first forward all-reduce after init's one-element warm-up) is answered
 # engine_init and c22 (SeqNum=4967570: serving) request, against their labels (distributed_init) set under the
 # earlier rule; their labels are left as they were set (the lead decides on relabelling), so stage fell 47 -> 45.
-FLOOR = {"stage": 45, "class": 48, "line": 48}
+# The second dev batch (c154-c204, 51 cases labelled blind before the classifier ran on them) scored stage 74/99,
+# class 85/99, line 83/99 with the rules of that day; the rules written from its misses (docs/classifier.md, "Rules
+# from the second dev batch") reach the floor below.
+FLOOR = {"stage": 93, "class": 93, "line": 95}
 SPLITS = ("dev", "test")
 
 
