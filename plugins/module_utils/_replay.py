@@ -460,8 +460,9 @@ def package_case_verdict(summary, attempt):
 
 def secret_names(replay):
     """Every secret variable the package names: summary.json ``secret_variable_names`` and the environment
-    variables its replayed attempt holds as redaction markers."""
-    names = set(str(n) for n in (replay or {}).get("secret_variable_names") or [])
+    variables its replayed attempt holds as redaction markers. A command option of that list (``argv --api-key``)
+    is not a variable: it is supplied with repro_vllm_replay_secret_args, and replay_step refuses it when it is not."""
+    names = set(str(n) for n in (replay or {}).get("secret_variable_names") or [] if not str(n).startswith("argv "))
     env = ((replay or {}).get("attempt") or {}).get("env") or {}
     names.update(k for k, v in env.items() if _is_redacted(v))
     return sorted(names)

@@ -224,7 +224,7 @@ def test_attempt_case_verdict_is_the_fallback_of_a_format_1_package():
 
 
 def test_missing_secrets_are_named_and_may_explain_a_difference():
-    replay = {"secret_variable_names": ["HF_TOKEN", "WANDB_API_KEY"],
+    replay = {"secret_variable_names": ["HF_TOKEN", "WANDB_API_KEY", "argv --api-key"],
               "attempt": {"env": {"HF_TOKEN": "<redacted:hf_token:0123abcd>", "VLLM_API_KEY": "<redacted:api_key:89abcdef>",
                                   "HF_HUB_OFFLINE": "1"}}}
     assert _replay.secret_names(replay) == ["HF_TOKEN", "VLLM_API_KEY", "WANDB_API_KEY"]
