@@ -7,6 +7,10 @@
   rules, every run against its manifest) and unpack it into a NEW case ``<case>-replay-<UTC stamp>`` under the
   records root; the runs stay frozen as they came, the package's own files go to ``package/``, and ``origin.json``
   says where it all came from. Nothing of an earlier case is touched; a tampered package leaves nothing behind.
+  In check mode (module ``state: checked``) the same checks run in a scratch folder that is removed again, and
+  what replay.yml decides before the unpack is returned (the attempt, the profile file's text, summary.json).
+* ``choose_profile`` / ``profile_override`` / ``precheck``: the profile (exactly one of a name and a file; the
+  receiver's extra variable wins) and the refusals replay.yml makes before anything is unpacked.
 * ``select_attempt`` / ``replay_step``: the attempt to replay (the package's last failing attempt, else its last
   good one) and the step the attempt role runs with it - the same argv (image by digest), the same environment
   minus the secrets the receiver supplies, the same fixed request.
