@@ -137,7 +137,7 @@ def unpack(package, records_root, stamp=None, check_mode=False):
     existing = set(os.listdir(records_root)) if os.path.isdir(records_root) else set()
     case_id = replay_case_id(original, stamp, existing)
     case_dir = os.path.join(records_root, case_id)
-    result = {"case_id": case_id, "case_dir": case_dir, "original_case": original, "runs": run_ids,
+    result = {"case_id": case_id, "case_dir": case_dir, "original_case": original, "runs": run_ids, "stamp": stamp,
               "package": {"name": os.path.basename(package), "path": package, "sha256": digest,
                           "sha256_file_checked": sha_checked},
               "profile_file": None, "summary": {}, "changed": True, "files_checked": 0}

@@ -78,6 +78,11 @@ case_id:
   returned: always
   type: str
   sample: gb300-oom-replay-20261201T101500Z
+stamp:
+  description: The UTC time in its name; give it to the unpack after a check, so both name the same case.
+  returned: always
+  type: str
+  sample: 20261201T101500Z
 case_dir:
   description: Its folder on the controller.
   returned: always
@@ -155,7 +160,7 @@ def main():
     checked = module.check_mode or p["state"] == "checked"
     try:
         res = _replay.unpack(p["package"], p["records_root"], stamp=p["stamp"], check_mode=checked)
-        out = dict(changed=not checked, case_id=res["case_id"], case_dir=res["case_dir"],
+        out = dict(changed=not checked, case_id=res["case_id"], case_dir=res["case_dir"], stamp=res["stamp"],
                    original_case=res["original_case"], runs=res["runs"], package=res["package"],
                    profile_file=res["profile_file"], files_checked=res["files_checked"])
         if checked:

@@ -314,8 +314,10 @@ def test_a_checked_package_says_before_the_unpack_what_replay_yml_decides(tmp_pa
     assert checked["profile"] and checked["summary"]["format"] >= 1
     chosen = _replay.choose_profile(checked["profile_file"], {"name": "cpu-smoke"}, checked["profile"])
     assert chosen["source"] == "package_profile_file"
-    # unpacked, the same file is where the check said
-    unpacked = _replay.unpack(pkg["path"], str(root), stamp="20261201T020202Z")
+    # unpacked with the check's stamp: the same case, the same file where the check said
+    assert checked["stamp"] == "20261201T020202Z"
+    unpacked = _replay.unpack(pkg["path"], str(root), stamp=checked["stamp"])
+    assert unpacked["case_id"] == checked["case_id"]
     assert unpacked["profile_file"] == checked["profile_file"] and os.path.isfile(unpacked["profile_file"])
     assert _replay.profile_vars(chosen, unpacked) == {"profile": "", "profile_file": unpacked["profile_file"]}
 
