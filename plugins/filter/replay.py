@@ -12,7 +12,7 @@ import os
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils import _record, _replay
+from ansible_collections.repro.vllm.plugins.module_utils import _compat, _record, _replay
 
 
 def records_root(root=None):
@@ -24,22 +24,45 @@ def records_root(root=None):
         raise AnsibleFilterError("records_root: %s" % exc)
 
 
-def replay_profile(replay):
-    """See module_utils/_replay.py choose_profile; reads the package's unpacked profile file when it is there
-    (not in check mode, where nothing is unpacked)."""
+def replay_profile(replay, given_profile=None, given_file=None):
+    """See module_utils/_replay.py choose_profile and profile_override. Reads the package's profile file where it
+    is unpacked, else the text the checked package returned (``profile_text``: replay.yml chooses before the
+    unpack). A compatibility profile of the package is validated here (``_compat.validate_profile``), so a broken
+    one is refused before anything is unpacked."""
     if not isinstance(replay, dict):
         raise AnsibleFilterError("replay_profile: give the result of repro.vllm.replay")
     path = replay.get("profile_file")
     data = None
-    if path and os.path.isfile(path):
-        try:
+    try:
+        if path and os.path.isfile(path):
             with open(path, "r", encoding="utf-8") as f:
                 data = yaml.safe_load(f)
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise AnsibleFilterError("replay_profile: the package's profile file %s cannot be read as YAML (%s); "
-                                     "give -e repro_vllm_profile=<name> to judge the hosts against a profile of "
-                                     "this collection" % (path, exc))
-    return _replay.choose_profile(path, data, replay.get("profile"))
+        elif path and replay.get("profile_text") is not None:
+            data = yaml.safe_load(replay["profile_text"])
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise AnsibleFilterError("replay_profile: the package's profile file %s cannot be read as YAML (%s); "
+                                 "give -e repro_vllm_profile=<name> to judge the hosts against a profile of "
+                                 "this collection" % (os.path.basename(path), " ".join(str(exc).split())))
+    chosen = _replay.choose_profile(path, data, replay.get("profile"))
+    try:
+        final = _replay.profile_override(chosen, given_profile, given_file)
+    except _replay.ReplayError as exc:
+        raise AnsibleFilterError("replay_profile: %s" % exc)
+    if final["source"] == "package_profile_file":
+        try:
+            _compat.validate_profile(data, "the package's profile/%s" % os.path.basename(path))
+        except _compat.ProfileError as exc:
+            raise AnsibleFilterError("replay_profile: %s; nothing was unpacked. Give -e repro_vllm_profile=<name> (or "
+                                     "-e repro_vllm_profile_file=<your file>) to judge the hosts against another "
+                                     "profile" % exc)
+    return final
+
+
+def replay_profile_vars(final, replay, check_mode=False):
+    """See module_utils/_replay.py profile_vars."""
+    if not isinstance(final, dict):
+        raise AnsibleFilterError("replay_profile_vars: give what repro.vllm.replay_profile returned")
+    return _replay.profile_vars(final, replay, bool(check_mode))
 
 
 def replay_step(attempt, secret_env=None, secret_args=None, port=None):
@@ -59,6 +82,20 @@ def replay_plan(replay, play_hosts, secret_env=None, secret_args=None, port=None
         raise AnsibleFilterError("replay_plan: %s" % exc)
 
 
+def replay_precheck(replay, play_hosts, secret_env=None, secret_args=None, port=None):
+    """See module_utils/_replay.py precheck (before the unpack)."""
+    try:
+        return _replay.precheck(replay, list(play_hosts or []), secret_env=secret_env, secret_args=secret_args,
+                                port=_port(port))
+    except (_replay.ReplayError, KeyError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError("replay_precheck: %s; nothing was unpacked" % exc)
+
+
+def replay_handed_on_lines(case_id, handed_result=None):
+    """See module_utils/_replay.py handed_on_lines."""
+    return _replay.handed_on_lines(case_id, handed_result)
+
+
 def _port(port):
     return int(port) if port not in (None, "", 0, "0") else None
 
@@ -68,20 +105,20 @@ def replay_pairs(nodes, play_hosts):
     return _replay.node_pairs(nodes, list(play_hosts or []))
 
 
-def replay_verdict(package, here, diff=None):
+def replay_verdict(package, here, diff=None, package_verdict=None, missing=None):
     """See module_utils/_replay.py replay_verdict."""
     if not isinstance(package, dict) or not isinstance(here, dict):
         raise AnsibleFilterError("replay_verdict: give the package's attempt and the replayed attempt (dicts)")
-    return _replay.replay_verdict(package, here, diff)
+    return _replay.replay_verdict(package, here, diff, package_verdict=package_verdict, missing=missing)
 
 
-def replay_document(replay, head, diff=None, case_id=None):
+def replay_document(replay, head, diff=None, case_id=None, secret_env=None):
     """See module_utils/_replay.py replay_document."""
     if not isinstance(head, dict) or head.get("run") is None:
         return None  # the attempt did not run (check mode, or a stop before it)
     if not isinstance(replay, dict) or "attempt" not in replay:
         raise AnsibleFilterError("replay_document: give the result of repro.vllm.replay")
-    return _replay.replay_document(replay, head, diff, case_id=case_id)
+    return _replay.replay_document(replay, head, diff, case_id=case_id, secret_env=secret_env)
 
 
 def replay_unpacked_lines(replay, profile):
@@ -101,4 +138,5 @@ class FilterModule:
         return {"records_root": records_root, "replay_profile": replay_profile, "replay_step": replay_step,
                 "replay_plan": replay_plan, "replay_pairs": replay_pairs, "replay_verdict": replay_verdict,
                 "replay_document": replay_document, "replay_unpacked_lines": replay_unpacked_lines,
-                "replay_lines": replay_lines}
+                "replay_lines": replay_lines, "replay_precheck": replay_precheck,
+                "replay_handed_on_lines": replay_handed_on_lines, "replay_profile_vars": replay_profile_vars}

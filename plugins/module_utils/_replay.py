@@ -7,10 +7,16 @@
   rules, every run against its manifest) and unpack it into a NEW case ``<case>-replay-<UTC stamp>`` under the
   records root; the runs stay frozen as they came, the package's own files go to ``package/``, and ``origin.json``
   says where it all came from. Nothing of an earlier case is touched; a tampered package leaves nothing behind.
+  In check mode (module ``state: checked``) the same checks run in a scratch folder that is removed again, and
+  what replay.yml decides before the unpack is returned (the attempt, the profile file's text, summary.json).
+* ``choose_profile`` / ``profile_override`` / ``precheck``: the profile (exactly one of a name and a file; the
+  receiver's extra variable wins) and the refusals replay.yml makes before anything is unpacked.
 * ``select_attempt`` / ``replay_step``: the attempt to replay (the package's last failing attempt, else its last
   good one) and the step the attempt role runs with it - the same argv (image by digest), the same environment
   minus the secrets the receiver supplies, the same fixed request.
-* ``replay_verdict``: reproduced / different / not_reproduced, with the environment differences next to it.
+* ``replay_verdict``: reproduced / different / not_reproduced from the package's case verdict and the replay's
+  (``package_verdict`` / ``replay_verdict``, the case vocabulary of summary.json format 2), with the environment
+  differences and the secret variables the receiver did not supply next to it.
 
 Controller side; Python standard library only.
 """
@@ -131,7 +137,7 @@ def unpack(package, records_root, stamp=None, check_mode=False):
     existing = set(os.listdir(records_root)) if os.path.isdir(records_root) else set()
     case_id = replay_case_id(original, stamp, existing)
     case_dir = os.path.join(records_root, case_id)
-    result = {"case_id": case_id, "case_dir": case_dir, "original_case": original, "runs": run_ids,
+    result = {"case_id": case_id, "case_dir": case_dir, "original_case": original, "runs": run_ids, "stamp": stamp,
               "package": {"name": os.path.basename(package), "path": package, "sha256": digest,
                           "sha256_file_checked": sha_checked},
               "profile_file": None, "summary": {}, "changed": True, "files_checked": 0}
@@ -139,12 +145,14 @@ def unpack(package, records_root, stamp=None, check_mode=False):
     if profile:
         result["profile_file"] = os.path.join(case_dir, PACKAGE_DIR, profile[0])
     if check_mode:
-        # the manifests are still checked, in a scratch folder outside the records root that is removed again
+        # the manifests are still checked, in a scratch folder outside the records root that is removed again; what
+        # replay.yml decides before the unpack (the attempt, the profile, the secrets) is read there too
         scratch = tempfile.mkdtemp(prefix="repro-vllm-replay-check-")
         try:
             _extract(package, top, scratch)
             result["files_checked"] = sum(_verify_run(os.path.join(scratch, "runs", rid), rid, package)
                                           for rid in run_ids)
+            result.update(_read_package(scratch, os.path.join(scratch, "runs"), run_ids, profile))
         finally:
             _remove_tree(scratch)
         result["changed"] = False
@@ -189,6 +197,30 @@ def unpack(package, records_root, stamp=None, check_mode=False):
         _remove_tree(case_dir)
         raise
     return result
+
+
+PROFILE_TEXT_MAX = 256 * 1024
+
+
+def _read_package(folder, runs_dir, run_ids, profile_members):
+    """What a checked (not unpacked) package says before anything is written: its summary.json, the text of its
+    ``profile/<file>`` (None when there is none or it is over PROFILE_TEXT_MAX bytes), the attempt to replay (its
+    paths None: the scratch folder they pointed into is removed) and the profile its manifest names."""
+    out = {"summary": {}, "profile_text": None}
+    summary_path = os.path.join(folder, "summary.json")
+    if os.path.isfile(summary_path):
+        with open(summary_path, "rb") as f:
+            out["summary"] = json.loads(f.read().decode("utf-8"))
+    if profile_members:
+        path = os.path.join(folder, *profile_members[0].split("/"))
+        if os.path.getsize(path) <= PROFILE_TEXT_MAX:
+            with open(path, "rb") as f:
+                out["profile_text"] = f.read().decode("utf-8", errors="replace")
+    attempt = select_attempt(runs_dir, run_ids)
+    out["profile"] = (_evidence.read_run(attempt["path"])["metadata"] or {}).get("profile")
+    attempt.update(path=None, environment_run=None)
+    out["attempt"] = attempt
+    return out
 
 
 def _extract(package, top, dest_dir):
@@ -271,6 +303,7 @@ def select_attempt(case_dir, run_ids=None):
             "argv": [str(a) for a in outcome.get("argv") or []], "env": dict(outcome.get("env") or {}),
             "request": outcome.get("request") or {}, "image": (head or {}).get("image"),
             "image_digest": (head or {}).get("image_digest"), "ok": res["ok"], "stage": res["stage"],
+            "layer": outcome.get("layer"),
             "error_class": res["error_class"], "first_error": res["first_error"],
             "identity": (chosen["parts"].get("changes.json") or {}).get("current"),
             "environment_run": env_run["path"], "environment_run_id": env_run["run"]}
@@ -392,34 +425,103 @@ def differences(diff):
     return out
 
 
-def replay_verdict(package, here, diff=None):
-    """``{"verdict", "package", "here", "differences", "summary"}``.
+# the case verdict of summary.json format 2 (first match wins in this order), and those that are a failure
+CASE_VERDICTS = ("boundary", "collective_failed", "fails_at_minimal", "fails_at_layer", "refused", "incomplete",
+                 "healthy")
+FAILED_CASE_VERDICTS = ("boundary", "collective_failed", "fails_at_minimal", "fails_at_layer")
 
-    ``package`` and ``here`` are attempt results (``ok``, ``stage``, ``error_class``, ``first_error``: the package's
-    outcome.json, the replay's attempt). Healthy here: ``not_reproduced``; failed here at the package's stage
-    with its error class: ``reproduced``; any other failure here: ``different`` (both first errors side by side).
-    ``diff`` is the run diff of the package's environment against the receiver's (``_diff.run_diff``)."""
+
+def attempt_case_verdict(result, layer=None):
+    """The case verdict (CASE_VERDICTS) that one attempt supports, from what replay compares: ``ok``, ``stage``,
+    ``error_class``, ``refused`` and the ladder ``layer`` of the attempt.
+
+    This is the fallback for format-1 packages, whose summary.json carries no ``verdict``, and the verdict of the
+    replay's own attempt (which replays one attempt of the package, so ``layer`` is the package attempt's layer).
+    A refused attempt is ``refused``; a healthy one ``healthy``; one that never got a stage or an error class
+    (interrupted, not classified) ``incomplete``; a failure of a ladder layer ``fails_at_layer``; any other failure
+    ``fails_at_minimal``. ``boundary`` and ``collective_failed`` need runs replay does not replay, so they come
+    only from a format-2 summary.json."""
+    if not isinstance(result, dict):
+        return "incomplete"
+    if result.get("refused"):
+        return "refused"
+    if result.get("ok"):
+        return "healthy"
+    if result.get("stage") in (None, "") and result.get("error_class") in (None, ""):
+        return "incomplete"
+    return "fails_at_layer" if (layer or result.get("layer")) else "fails_at_minimal"
+
+
+def package_case_verdict(summary, attempt):
+    """(verdict, where from) of the package: summary.json's top-level ``verdict`` (format 2 and later), else
+    attempt_case_verdict of the package's replayed attempt (format 1: ``attempt``)."""
+    summary = summary if isinstance(summary, dict) else {}
+    fmt = summary.get("format")
+    if isinstance(fmt, int) and fmt >= 2 and summary.get("verdict") in CASE_VERDICTS:
+        return summary["verdict"], "summary.json"
+    return attempt_case_verdict(attempt), "attempt"
+
+
+def secret_names(replay):
+    """Every secret variable the package names: summary.json ``secret_variable_names`` and the environment
+    variables its replayed attempt holds as redaction markers. A command option of that list (``argv --api-key``)
+    is not a variable: it is supplied with repro_vllm_replay_secret_args, and replay_step refuses it when it is not."""
+    names = set(str(n) for n in (replay or {}).get("secret_variable_names") or [] if not str(n).startswith("argv "))
+    env = ((replay or {}).get("attempt") or {}).get("env") or {}
+    names.update(k for k, v in env.items() if _is_redacted(v))
+    return sorted(names)
+
+
+def missing_secrets(replay, secret_env=None):
+    """The package's secret variables (secret_names) that the receiver did not supply in ``secret_env``."""
+    supplied = set(secret_env or {})
+    return [n for n in secret_names(replay) if n not in supplied]
+
+
+def replay_verdict(package, here, diff=None, package_verdict=None, missing=None):
+    """``{"verdict", "package_verdict", "replay_verdict", "package", "here", "differences", "missing_secrets",
+    "summary"}``.
+
+    ``package`` and ``here`` are attempt results (``ok``, ``stage``, ``error_class``, ``first_error``, ``layer``:
+    the package's outcome.json, the replay's attempt). ``package_verdict`` is the package's case verdict
+    (package_case_verdict; derived from ``package`` when not given); the replay's is attempt_case_verdict of
+    ``here`` with the package attempt's layer. ``reproduced``: both verdicts match and, for a failure, so do the
+    stage and the error class (a healthy package replayed healthy included); ``not_reproduced``: the package
+    failed and the replay is healthy; ``different`` otherwise (both first errors side by side). ``diff`` is the
+    run diff of the package's environment against the receiver's (``_diff.run_diff``); ``missing`` the package's
+    secret variables the receiver did not supply (missing_secrets): a verdict other than ``reproduced`` says the
+    difference may come from them."""
     p, h = _side(package), _side(here)
-    if h["ok"]:
-        verdict = "not_reproduced"
-    elif not p["ok"] and (p["stage"], p["error_class"]) == (h["stage"], h["error_class"]):
+    pv = package_verdict if package_verdict in CASE_VERDICTS else attempt_case_verdict(package)
+    rv = attempt_case_verdict(here, layer=(package or {}).get("layer"))
+    same_failure = (p["stage"], p["error_class"]) == (h["stage"], h["error_class"])
+    if pv == rv and (rv not in FAILED_CASE_VERDICTS or same_failure):
         verdict = "reproduced"
+    elif pv in FAILED_CASE_VERDICTS and rv == "healthy":
+        verdict = "not_reproduced"
     else:
         verdict = "different"
     diffs = differences(diff)
+    missing = sorted(set(missing or []))
 
-    def text(side):
-        return "healthy" if side["ok"] else "failed at %s (%s)" % (side["stage"], side["error_class"] or "no class")
+    def text(side, case):
+        if side["ok"] or case in ("healthy", "refused", "incomplete"):
+            return case
+        return "failed at %s (%s; %s)" % (side["stage"], side["error_class"] or "no class", case)
 
-    summary = "%s: the package %s, here %s" % (verdict.replace("_", " "), text(p), text(h))
+    summary = "%s: the package %s, here %s" % (verdict.replace("_", " "), text(p, pv), text(h, rv))
     if diffs:
         summary += "; not the same here: %s" % ", ".join(sorted({d["variable"] for d in diffs}))
     else:
         summary += "; no difference in the environment compared"
-    return {"verdict": verdict,
+    if missing:
+        summary += "; the package's secret variable(s) %s not supplied here (repro_vllm_secret_env)" % ", ".join(missing)
+        if verdict != "reproduced":
+            summary += ": the difference may come from them"
+    return {"verdict": verdict, "package_verdict": pv, "replay_verdict": rv,
             "package": {k: p[k] for k in ("stage", "error_class", "first_error")},
             "here": {k: h[k] for k in ("stage", "error_class", "first_error")},
-            "differences": diffs, "summary": summary}
+            "differences": diffs, "missing_secrets": missing, "summary": summary}
 
 
 def not_the_same_lines(diff):
@@ -444,21 +546,63 @@ ENVIRONMENT_FACTS = ("driver", "kernel_module", "cuda_driver", "gpu_model", "gpu
 DEFAULT_PROFILE = "cpu-smoke"
 
 
+PROFILE_SOURCES = ("package_profile_file", "package_variables_file", "package_manifest", "default",
+                   "repro_vllm_profile", "repro_vllm_profile_file")
+
+
 def choose_profile(profile_file, data, manifest_profile=None):
-    """Which profile the receiving hosts are judged against: ``{"profile", "profile_file"}``.
+    """Which profile the receiving hosts are judged against: ``{"profile", "profile_file", "source"}``, exactly one
+    of ``profile`` and ``profile_file`` non-empty (the compatibility role refuses both).
 
     ``profile_file`` is the package's unpacked ``profile/<file>`` (or None) and ``data`` its parsed content (None
-    when there is no file, or it is not read yet, as in check mode). A compatibility profile (a mapping with
-    ``name`` and no ``repro_vllm_*`` key) is used as the profile file; the runs' variables file (``repro_vllm_*``
-    keys) gives its ``repro_vllm_profile``; otherwise the profile named in the replayed run's manifest, else
-    ``cpu-smoke``."""
+    when there is no file or it could not be read). A compatibility profile (a mapping with ``name`` and no
+    ``repro_vllm_*`` key) is used as the profile file (``profile`` empty); the runs' variables file
+    (``repro_vllm_*`` keys) gives its ``repro_vllm_profile``; otherwise the profile named in the replayed run's
+    manifest, else ``cpu-smoke``. ``source`` says which (PROFILE_SOURCES)."""
     fallback = manifest_profile or DEFAULT_PROFILE
+    source = "package_manifest" if manifest_profile else "default"
     if not profile_file or not isinstance(data, dict):
-        return {"profile": fallback, "profile_file": ""}
+        return {"profile": fallback, "profile_file": "", "source": source}
     run_vars = [k for k in data if isinstance(k, str) and k.startswith("repro_vllm_")]
     if "name" in data and not run_vars:
-        return {"profile": fallback, "profile_file": profile_file}
-    return {"profile": str(data.get("repro_vllm_profile") or fallback), "profile_file": ""}
+        return {"profile": "", "profile_file": profile_file, "source": "package_profile_file"}
+    if data.get("repro_vllm_profile"):
+        return {"profile": str(data["repro_vllm_profile"]), "profile_file": "", "source": "package_variables_file"}
+    return {"profile": fallback, "profile_file": "", "source": source}
+
+
+def profile_override(chosen, given_profile=None, given_file=None):
+    """The profile after the receiver's own choice: ``chosen`` (choose_profile) unless ``repro_vllm_profile`` or
+    ``repro_vllm_profile_file`` is an extra variable of the replay.
+
+    replay.yml sets both variables to ``chosen`` and reads them back: a value other than the one it set can only
+    come from an extra variable, which outranks what the playbook sets (``given_profile`` / ``given_file`` are
+    the values read back). The receiver's profile name wins with no file, the receiver's file with no name;
+    both given is refused before the package is unpacked."""
+    given_profile = (given_profile or "").strip() if isinstance(given_profile, str) else given_profile
+    given_file = (given_file or "").strip() if isinstance(given_file, str) else given_file
+    by_name = bool(given_profile) and given_profile != chosen.get("profile")
+    by_file = bool(given_file) and given_file != chosen.get("profile_file")
+    if by_name and by_file:
+        raise ReplayError("give either -e repro_vllm_profile (%s) or -e repro_vllm_profile_file (%s) to override the "
+                          "package's profile, not both; nothing was unpacked" % (given_profile, given_file))
+    if by_name:
+        return {"profile": str(given_profile), "profile_file": "", "source": "repro_vllm_profile"}
+    if by_file:
+        return {"profile": "", "profile_file": str(given_file), "source": "repro_vllm_profile_file"}
+    return dict(chosen)
+
+
+def profile_vars(final, replay, check_mode=False):
+    """``{"profile", "profile_file"}`` replay.yml sets for the roles after the unpack: ``final`` (profile_override)
+    with the package's own profile file where the unpack put it (``replay`` is what the unpack returned). In check
+    mode nothing is unpacked, so the package's file is not there: the profile its manifest names (else
+    ``cpu-smoke``) stands in for it."""
+    if final.get("source") != "package_profile_file":
+        return {"profile": final.get("profile") or "", "profile_file": final.get("profile_file") or ""}
+    if check_mode:
+        return {"profile": (replay or {}).get("profile") or DEFAULT_PROFILE, "profile_file": ""}
+    return {"profile": "", "profile_file": (replay or {}).get("profile_file") or ""}
 
 
 def receivers(play_hosts):
@@ -494,6 +638,7 @@ def attempt_plan(replay, play_hosts, secret_env=None, secret_args=None, port=Non
             "the package's %s ran on %d node(s) (%s) but this play has %d (%s); add hosts to the inventory or "
             "repro_vllm_targets" % (attempt["run"], len(nodes), ", ".join(nodes), len(hosts), ", ".join(hosts)))
     plan = replay_step(attempt, secret_env=secret_env, secret_args=secret_args, port=port)
+    plan["missing_secrets"] = missing_secrets(replay, secret_env)
     package = replay.get("package") or {}
     plan["step"] = {
         "name": "replay", "purpose": "replay", "layer": None, "nodes": hosts[:len(nodes)],
@@ -507,6 +652,23 @@ def attempt_plan(replay, play_hosts, secret_env=None, secret_args=None, port=Non
         "enforce_one_variable": False, "via_gateway": False, "layers_applied": [],
     }
     return plan
+
+
+def precheck(replay, play_hosts, secret_env=None, secret_args=None, port=None):
+    """attempt_plan on the receiving hosts of a play that also holds the controller (receivers), for replay.yml to
+    refuse a package it cannot replay here (too few hosts, a secret option not supplied, an unreadable command)
+    before anything is unpacked. ``replay`` is the checked package (unpack in check mode)."""
+    return attempt_plan(replay, receivers(play_hosts), secret_env=secret_env, secret_args=secret_args, port=port)
+
+
+def handed_on_lines(case_id, handed_result=None):
+    """Console lines about a case handed on by an earlier workflow node (``repro_vllm_result`` in the extra
+    variables): the replay makes its own case ``case_id`` and writes nothing into the handed-on one."""
+    if not isinstance(handed_result, dict) or not handed_result.get("case_id"):
+        return []
+    return ["replay | the workflow handed on case %s (repro_vllm_result of %s): ignored - a replay makes its own case "
+            "%s and writes nothing into %s" % (handed_result["case_id"], handed_result.get("purpose") or "an earlier node",
+                                               case_id, handed_result["case_id"])]
 
 
 def unpacked_lines(replay, profile):
@@ -524,14 +686,17 @@ def unpacked_lines(replay, profile):
     ]
 
 
-def replay_document(replay, head, diff=None, case_id=None):
+def replay_document(replay, head, diff=None, case_id=None, secret_env=None):
     """replay.json: the verdict of the package's attempt against the replayed one (``head``, the attempt fact of
-    the first host that ran it), with where it came from; None when the attempt did not run."""
+    the first host that ran it), with where it came from; None when the attempt did not run. ``secret_env`` is
+    the receiver's secret environment (only its names are read): missing_secrets."""
     if not isinstance(head, dict) or head.get("run") is None:
         return None
     attempt = replay["attempt"]
-    doc = replay_verdict(attempt, head, diff)
-    doc.update(origin=replay.get("origin"), package_run="%s/%s" % (replay["original_case"], attempt["run"]),
+    pv, pv_from = package_case_verdict(replay.get("summary"), attempt)
+    doc = replay_verdict(attempt, head, diff, package_verdict=pv, missing=missing_secrets(replay, secret_env))
+    doc.update(package_verdict_from=pv_from, origin=replay.get("origin"),
+               package_run="%s/%s" % (replay["original_case"], attempt["run"]),
                run="%s/%s" % (case_id or replay["case_id"], head["run"]),
                diff=(diff or {}).get("summary") if diff else None)
     return doc

@@ -6,10 +6,12 @@
 # Do not use this from other collections or standalone plugins/modules!
 """The result a playbook hands to the next node of an AWX workflow (``set_stats``).
 
-In an AWX workflow the ``set_stats`` data of one job become the extra variables of the next one, where they
-outrank every other variable.  So the data are a closed contract: exactly ``repro_vllm_result`` (a dict),
-``repro_vllm_case_id`` (the deliberate chaining key: the next job works on the same case) and, from the
-hand-off, ``repro_vllm_package``.  A role variable such as ``repro_vllm_run_path`` must never be among them: the
+In an AWX workflow the ``set_stats`` data of one job become the extra variables of the next one (AWX passes each
+node's data on to every later node), where they outrank every other variable.  So the data are a closed contract:
+exactly ``repro_vllm_result`` (a dict), ``repro_vllm_case_id`` (the deliberate chaining key: the next job works on
+the same case) and, from the hand-off, ``repro_vllm_package``.  The hand-off does not hand the case id on: the node
+after it replays the package (replay.yml makes a case of its own, and a case id among its extra variables would
+outrank it) or uploads it; ``repro_vllm_result.case_id`` still names the case.  A role variable such as ``repro_vllm_run_path`` must never be among them: the
 next job would write into a run that is frozen.
 
 The result names the case, every run the job made (controller paths, and their copies on the records sink when
@@ -38,6 +40,9 @@ DECISION_FILES = ("compatibility.json", "score.json", "isolation.json", "audit.j
 
 # The only keys ever passed on to the next job.
 STATS_KEYS = ("repro_vllm_result", "repro_vllm_case_id", "repro_vllm_package")
+
+# Purposes whose next node works on a case of its own (replay.yml after handoff.yml): no repro_vllm_case_id.
+CASE_NOT_HANDED_ON = ("handoff",)
 
 
 class WorkflowResultError(ValueError):
@@ -157,7 +162,10 @@ def _case_verdict(runs):
 
 def build_result(purpose, case_id, runs, fields=None, package="", decisions=None, sink="", records_root="",
                  sink_error=""):
-    """The ``set_stats`` data of a playbook: ``{repro_vllm_result, repro_vllm_case_id[, repro_vllm_package]}``."""
+    """The ``set_stats`` data of a playbook: ``{repro_vllm_result[, repro_vllm_case_id][, repro_vllm_package]}``
+    (no case id for CASE_NOT_HANDED_ON). ``records_root`` is the controller folder of all cases (the result role
+    always gives it, so a job that made no run, such as the hand-off, names it too); without it, the folder above
+    the last run's case."""
     if not purpose or not isinstance(purpose, str):
         raise WorkflowResultError("the result needs the playbook's purpose (fingerprint, reproduce, audit, diff, handoff)")
     if not case_id or not isinstance(case_id, str):
@@ -188,7 +196,9 @@ def build_result(purpose, case_id, runs, fields=None, package="", decisions=None
                           "error": sink_error or None}
     if package:
         result["package"] = package
-    stats = {"repro_vllm_result": redact_data(result), "repro_vllm_case_id": case_id}
+    stats = {"repro_vllm_result": redact_data(result)}
+    if purpose not in CASE_NOT_HANDED_ON:
+        stats["repro_vllm_case_id"] = case_id
     if package:
         stats["repro_vllm_package"] = package
     return stats

@@ -51,6 +51,15 @@ options:
   stamp:
     description: The UTC time in the replay case's name (C(YYYYMMDDTHHMMSSZ)); now when not given.
     type: str
+  state:
+    description:
+      - C(unpacked) checks the package and unpacks it into the new case.
+      - C(checked) checks it in a scratch folder outside O(records_root) that is removed again, and returns what
+        C(playbooks/replay.yml) decides before the unpack (the attempt, the profile, the secret variables), so a
+        package refused for any of those leaves nothing behind. Check mode does the same.
+    type: str
+    choices: [unpacked, checked]
+    default: unpacked
 """
 
 EXAMPLES = r"""
@@ -69,6 +78,11 @@ case_id:
   returned: always
   type: str
   sample: gb300-oom-replay-20261201T101500Z
+stamp:
+  description: The UTC time in its name; give it to the unpack after a check, so both name the same case.
+  returned: always
+  type: str
+  sample: 20261201T101500Z
 case_dir:
   description: Its folder on the controller.
   returned: always
@@ -94,6 +108,16 @@ profile:
   description: The compatibility profile the replayed attempt was judged against (its manifest), or null.
   returned: success
   type: str
+profile_text:
+  description: The text of the package's C(profile/<file>) (null when there is none, or when it is over 256 KiB).
+  returned: success and O(state=checked) or check mode
+  type: str
+summary:
+  description:
+    - From the package's C(summary.json) - C(format), C(verdict), C(verdict_detail), C(verdict_sentence) (format 2;
+      null in a format-1 package).
+  returned: success
+  type: dict
 secret_variable_names:
   description: Names (never values) of the secret variables the package's summary lists.
   returned: success
@@ -104,7 +128,7 @@ attempt:
     - The attempt replayed - C(run), C(step), C(nodes), C(argv), C(env) (redacted as in the package), C(request),
       C(image), C(image_digest), C(ok), C(stage), C(error_class), C(first_error), C(identity),
       C(environment_run) (the package run the receiver's fingerprint is compared with).
-  returned: success and not in check mode
+  returned: success (its paths null with O(state=checked) or in check mode)
   type: dict
 files_checked:
   description: Files whose size and sha256 were verified against the manifests.
@@ -128,21 +152,26 @@ def main():
             package=dict(type="path", required=True),
             records_root=dict(type="path", required=True),
             stamp=dict(type="str"),
+            state=dict(type="str", choices=["unpacked", "checked"], default="unpacked"),
         ),
         supports_check_mode=True,
     )
     p = module.params
+    checked = module.check_mode or p["state"] == "checked"
     try:
-        res = _replay.unpack(p["package"], p["records_root"], stamp=p["stamp"], check_mode=module.check_mode)
-        out = dict(changed=not module.check_mode, case_id=res["case_id"], case_dir=res["case_dir"],
+        res = _replay.unpack(p["package"], p["records_root"], stamp=p["stamp"], check_mode=checked)
+        out = dict(changed=not checked, case_id=res["case_id"], case_dir=res["case_dir"], stamp=res["stamp"],
                    original_case=res["original_case"], runs=res["runs"], package=res["package"],
                    profile_file=res["profile_file"], files_checked=res["files_checked"])
-        if not module.check_mode:
+        if checked:
+            out.update(attempt=res["attempt"], profile=res["profile"], profile_text=res["profile_text"])
+        else:
             attempt = _replay.select_attempt(res["case_dir"], res["runs"])
             manifest = _evidence.read_run(attempt["path"])["metadata"]
-            summary = res["summary"] or {}
-            out.update(attempt=attempt, origin=res["origin"], profile=manifest.get("profile"),
-                       secret_variable_names=sorted(summary.get("secret_variable_names") or []))
+            out.update(attempt=attempt, origin=res["origin"], profile=manifest.get("profile"))
+        summary = res["summary"] or {}
+        out.update(secret_variable_names=sorted(summary.get("secret_variable_names") or []),
+                   summary={k: summary.get(k) for k in ("format", "verdict", "verdict_detail", "verdict_sentence")})
         module.exit_json(**out)
     except (_replay.ReplayError, RecordError, _evidence.EvidenceError) as exc:
         module.fail_json(msg="replay | %s" % exc)

@@ -52,14 +52,24 @@ def checkout(dest):
         shutil.copy2(src, os.path.join(dest, rel))
 
 
+def documented_install():
+    """The install line of docs/awx.md section 1 (``ANSIBLE_COLLECTIONS_PATH="$DIR" ansible-galaxy ... -p "$DIR"``)."""
+    with open(os.path.join(ROOT, "docs", "awx.md")) as f:
+        lines = [ln.strip() for ln in f if ln.strip().startswith('ANSIBLE_COLLECTIONS_PATH="$DIR" ansible-galaxy collection install')]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
 def project_update(project, pdd):
-    """AWX's project update for collections, run inside the checkout."""
+    """AWX's project update for collections, run inside the checkout: the install line docs/awx.md gives, run
+    after ``. scripts/env.sh`` (whose collections path holds this checkout's development link, so ``-p`` alone
+    would install nothing)."""
     target = os.path.join(pdd, "requirements_collections")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(ANSIBLE_COLLECTIONS_PATH=target, ANSIBLE_FORCE_COLOR="false", ANSIBLE_NOCOLOR="1")
-    done = subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "-r",
-                           "collections/requirements.yml", "--collections-path", target],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False)
+    env.update(ANSIBLE_FORCE_COLOR="false", ANSIBLE_NOCOLOR="1", DIR=target)
+    script = '. "%s" && export PATH="%s:$PATH" && %s' % (os.path.join(ROOT, "scripts", "env.sh"), BIN, documented_install())
+    done = subprocess.run(["bash", "-c", script], cwd=project, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "repro.vllm" in done.stdout and "was installed successfully" in done.stdout, done.stdout
     return target
@@ -157,6 +167,7 @@ def check_result(artifact_data, purpose, case, work):
     assert artifact_data["repro_vllm_case_id"] == case
     result = artifact_data["repro_vllm_result"]
     assert result["purpose"] == purpose and result["case_id"] == case and result["schema_version"] == 1
+    assert result["records_root"] == str(work / "records"), result
     assert result["runs"] and result["last_run"] == result["runs"][-1]
     for run in result["runs"]:
         assert run.startswith(str(work / "records" / case) + "/"), run
@@ -380,9 +391,12 @@ def test_workflow_audit_then_handoff(tmp_path, monkeypatch, this_project):
     hand = job.run("playbooks/handoff.yml", localhost_inventory(), nxt, ident="handoff")
     assert hand.status == "successful", hand.stdout()[-6000:]
     data = hand.artifact_data
-    assert set(data) == CHAIN_KEYS and data["repro_vllm_case_id"] == "wf"
+    # the hand-off hands no case id on (the node after it, replay.yml, makes a case of its own); its result names
+    # the case and the records root (null before: the hand-off makes no run)
+    assert set(data) == {"repro_vllm_result", "repro_vllm_package"}
     out = data["repro_vllm_result"]
     assert out["purpose"] == "handoff" and out["case_id"] == "wf" and out["package"] == data["repro_vllm_package"]
+    assert out["records_root"] == str(tmp_path / "records") and out["runs"] == []
     assert "drift" not in out  # the audit's result was replaced, not merged
     package = data["repro_vllm_package"]
     assert os.path.isfile(package) and package.endswith(".tar.gz"), package
@@ -390,6 +404,63 @@ def test_workflow_audit_then_handoff(tmp_path, monkeypatch, this_project):
         names = tar.getnames()
     assert any("/runs/run-001/" in "/%s/" % n for n in names), names[:20]
     assert check_frozen(result["last_run"]) == check_frozen(handed["repro_vllm_result"]["last_run"])
+
+
+def test_workflow_handoff_then_replay(tmp_path, monkeypatch, this_project, real_vllm):
+    """handoff.yml -> replay.yml as an AWX workflow, each an AWX-layout job on the CPU vLLM of inventories/localhost.
+    The case is made first by reproduce.yml (a command that fails in config within seconds: --max-model-len beyond
+    the tiny model's). The hand-off node starts the workflow with the case id of its job template; the replay
+    node's extra variables are its own plus the hand-off's artifact_data: it unpacks the package into a case of its
+    own, says the handed-on case is ignored, and reproduces the failure. A workflow that also ran reproduce.yml
+    before the hand-off hands its repro_vllm_case_id on to every later node (AWX passes each node's artifacts on
+    to all that follow): that replay is refused before the unpack and leaves nothing behind."""
+    _clean_ansible_env(monkeypatch)
+    job = AwxJob(tmp_path / "pdd", this_project)
+    inventory = os.path.join(ROOT, "inventories", "localhost")
+    made = _reproduce_vars(tmp_path, "chain", free_port())
+    made.update(repro_vllm_platform_args=["--max-model-len", "99999", "--enforce-eager"], repro_vllm_fail_on_finding=False)
+    rep = job.run("playbooks/reproduce.yml", inventory, made, ident="reproduce")
+    assert rep.status == "successful", rep.stdout()[-6000:]
+    assert check_result(rep.artifact_data, "reproduce", "chain", tmp_path)["classification"]["stage"] == "config"
+
+    # node 1: the hand-off, its case id from its job template
+    hand = job.run("playbooks/handoff.yml", localhost_inventory(),
+                   {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_case_id": "chain"}, ident="handoff")
+    assert hand.status == "successful", hand.stdout()[-6000:]
+    handed = hand.artifact_data
+    assert set(handed) == {"repro_vllm_result", "repro_vllm_package"}
+    assert handed["repro_vllm_result"]["records_root"] == str(tmp_path / "records")
+
+    # node 2: the replay, on a records root of its own (what a receiver's AWX has)
+    receiver = tmp_path / "receiver"
+    nxt = {"repro_vllm_records_root": str(receiver), "repro_vllm_remote_root": str(tmp_path / "remote"),
+           "repro_vllm_nvidia_smi_path": made["repro_vllm_nvidia_smi_path"], "repro_vllm_replay_port": free_port()}
+    nxt.update(handed)
+    rpl = job.run("playbooks/replay.yml", inventory, nxt, ident="replay")
+    assert rpl.status == "successful", rpl.stdout()[-6000:]
+    data = rpl.artifact_data
+    result = data["repro_vllm_result"]
+    case = data["repro_vllm_case_id"]
+    assert case.startswith("chain-replay-") and result["case_id"] == case and result["purpose"] == "replay"
+    assert result["records_root"] == str(receiver) and result["last_run"].startswith(str(receiver / case) + "/")
+    assert result["replay"]["verdict"] == "reproduced", result["replay"]
+    assert result["replay"]["package_verdict"] == result["replay"]["replay_verdict"] == "fails_at_minimal"
+    assert "replay | the workflow handed on case chain (repro_vllm_result of handoff): ignored - a replay makes its own " \
+        "case %s and writes nothing into chain" % case in rpl.stdout()
+    for run in result["runs"]:
+        check_frozen(run)
+    assert not (receiver / "chain").exists()
+
+    # the same replay node in a workflow reproduce -> handoff -> replay: reproduce's case id reaches it too
+    both = dict(rep.artifact_data)
+    both.update(handed)
+    late = dict(nxt, repro_vllm_records_root=str(tmp_path / "receiver-late"))
+    late.update(both)
+    refused = job.run("playbooks/replay.yml", inventory, late, ident="replay-late")
+    assert refused.status == "failed"
+    msgs = [res.get("msg", "") for _h, ev, res in refused.results("the case id is the replay case") if ev == "runner_on_failed"]
+    assert msgs and "drop -e repro_vllm_case_id" in msgs[0] and "Nothing was unpacked" in msgs[0], msgs
+    assert not (tmp_path / "receiver-late").exists() or os.listdir(str(tmp_path / "receiver-late")) == []
 
 
 def test_wrong_survey_value_fails_first(tmp_path, monkeypatch, this_project):

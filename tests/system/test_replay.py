@@ -7,8 +7,14 @@ the EDITED r570 copy (tests/fixtures/edited-2026-11-29-570.195.03-h200, labelled
 tests/fixtures/README.md), so every replay sees "another driver branch" among what is not the same here; the
 cpu-smoke profile has no driver boundary, so the replay goes on.
 
+The failing case ran with a secret variable (HF_TOKEN, an obviously fake value) that its replay does not supply:
+the replay names it (console, replay.json missing_secrets) and reproduces the failure anyway. The same case packed
+again with a compatibility profile file (repro_vllm_handoff_profile_file) replays against that file, and the
+override docs/replay.md gives (-e repro_vllm_profile) works on it (in check mode: nothing unpacked or started).
+
 vLLM starts: the failing package (--max-model-len beyond the tiny model's limit) fails in config within seconds on
-both sides; the healthy package costs one full start on node01 and one on node02 (its replay)."""
+both sides (three times: the sender, two replays); the healthy package costs one full start on node01 and one on
+node02 (its replay)."""
 from __future__ import annotations
 
 import hashlib
@@ -46,12 +52,21 @@ def _settings(work, vllm, port, case, max_model_len):
     }
 
 
+# the fake secret of the failing case (a name the package lists, a value that is obviously not a token)
+FAKE_TOKEN = "FAKE-not-a-token-replay-test"
+
+
 def _pack(work, inv, case, settings):
     r = run_playbook(work, "playbooks/reproduce.yml", inv, settings, ident="reproduce-" + case)
     out = r.stdout.read()
     assert r.status == "successful", out[-5000:]
-    h = run_playbook(work, "playbooks/handoff.yml", inv, {"repro_vllm_records_root": str(work / "sender"),
-                                                          "repro_vllm_case_id": case}, ident="handoff-" + case)
+    return _handoff(work, inv, case)
+
+
+def _handoff(work, inv, case, ident=None, **extra):
+    v = {"repro_vllm_records_root": str(work / "sender"), "repro_vllm_case_id": case}
+    v.update(extra)
+    h = run_playbook(work, "playbooks/handoff.yml", inv, v, ident=ident or "handoff-" + case)
     assert h.status == "successful", h.stdout.read()[-4000:]
     pkg = [res for _h, ev, res in task_results(h, "Handoff | pack") if ev == "runner_on_ok"][0]["package"]
     return pkg
@@ -65,7 +80,9 @@ def _replay(work, inv, package, ident, limit=None, **extra):
     if not limit:
         v["repro_vllm_targets"] = "node02"
     v.update(extra)
-    return run_playbook(work, "playbooks/replay.yml", inv, v, ident=ident, cmdline="--limit %s" % limit if limit else None)
+    check = v.pop("check", False)
+    cmdline = " ".join((["--limit %s" % limit] if limit else []) + (["--check"] if check else [])) or None
+    return run_playbook(work, "playbooks/replay.yml", inv, v, ident=ident, cmdline=cmdline)
 
 
 def _stats(runner):
@@ -75,10 +92,10 @@ def _stats(runner):
     return {}
 
 
-def _replay_case(work, original):
-    names = [n for n in os.listdir(str(work / "receiver")) if n.startswith(original + "-replay-")]
+def _replay_case(work, original, root="receiver"):
+    names = [n for n in os.listdir(str(work / root)) if n.startswith(original + "-replay-")]
     assert len(names) == 1, names
-    return work / "receiver" / names[0]
+    return work / root / names[0]
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +123,9 @@ def work(hosts, real_vllm, tmp_path_factory):
 def failing(work):
     w, inv = work["dir"], work["inv"]
     port = free_port()
-    pkg = _pack(w, inv, "ctx-too-long", _settings(w, work["vllm"], port, "ctx-too-long", 99999))
+    settings = _settings(w, work["vllm"], port, "ctx-too-long", 99999)
+    settings["repro_vllm_secret_env"] = {"HF_TOKEN": FAKE_TOKEN}
+    pkg = _pack(w, inv, "ctx-too-long", settings)
     # --limit node02, no repro_vllm_targets: the receiver is picked by the limit alone
     r = _replay(w, inv, pkg, "replay-failing", limit="node02")
     return {"package": pkg, "runner": r, "out": r.stdout.read()}
@@ -156,6 +175,16 @@ def test_failing_package_reproduces_on_the_other_host_with_the_driver_difference
     assert drivers == [{"host": "node01->node02", "variable": "driver", "from": "580.159.04", "to": "570.195.03"}]
     assert "replay | what is not the same here | node01->node02 | driver | package: 580.159.04 | here: 570.195.03" in out
     assert doc["origin"]["sha256"] == origin["sha256"]
+    # both case verdicts (derived from the attempts: this package's summary.json has no verdict of its own unless it
+    # is format 2), and the secret the package names that this replay did not supply, named but not blamed
+    assert doc["package_verdict"] == doc["replay_verdict"] == "fails_at_minimal"
+    assert doc["package_verdict_from"] == ("summary.json" if _json(case / "package" / "summary.json")["format"] >= 2
+                                           else "attempt")
+    assert "HF_TOKEN" in _json(case / "package" / "summary.json")["secret_variable_names"]
+    assert doc["missing_secrets"] == ["HF_TOKEN"]
+    assert "HF_TOKEN not supplied here" in doc["summary"] and "may come from them" not in doc["summary"]
+    assert "replay | WARNING: the package names the secret variable(s) HF_TOKEN and this replay does not supply them" in out
+    assert FAKE_TOKEN not in out
     # the same document in set_stats, under repro_vllm_result.replay
     stats = _stats(r)
     assert stats["repro_vllm_case_id"] == case.name
@@ -172,12 +201,59 @@ def test_healthy_package_replays_healthy(work, healthy):
     assert r.status == "successful", out[-6000:]
     case = _replay_case(work["dir"], "tiny-ok")
     doc = _json(case / "run-007" / "replay.json")
-    assert doc["verdict"] == "not_reproduced"
+    # a healthy package replayed healthy is reproduced (it answered not_reproduced before)
+    assert doc["verdict"] == "reproduced" and doc["package_verdict"] == doc["replay_verdict"] == "healthy"
+    assert doc["missing_secrets"] == []
     assert doc["package"] == {"stage": "none", "error_class": None, "first_error": None}
     assert doc["here"] == {"stage": "none", "error_class": None, "first_error": None}
     attempt = _json(case / "run-006" / "outcome.json")
     assert attempt["ok"] is True and attempt["statuses"] == [200] and attempt["nodes"] == ["node02"]
-    assert _stats(r)["repro_vllm_result"]["replay"]["verdict"] == "not_reproduced"
+    assert _stats(r)["repro_vllm_result"]["replay"]["verdict"] == "reproduced"
+    assert _stats(r)["repro_vllm_result"]["records_root"] == str(work["dir"] / "receiver")
+
+
+def test_package_with_a_profile_file_replays_and_the_override_works(work, failing, tmp_path):
+    """handoff.yml with repro_vllm_handoff_profile_file (a compatibility profile of the receiver's own making: the
+    collection's cpu-smoke under another name) packs profile/<file>; replay.yml judges node02 against that file
+    (it stopped with "give either repro_vllm_profile or repro_vllm_profile_file, not both" and left a half-unpacked
+    case each try). The receiver supplies the secret this time: nothing is missing. Then the override of
+    docs/replay.md, -e repro_vllm_profile=cpu-smoke, in check mode: the hosts are judged against cpu-smoke, nothing
+    is unpacked. Then an extra repro_vllm_case_id is refused before the unpack: nothing is left behind."""
+    w, inv = work["dir"], work["inv"]
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles", "cpu-smoke.yml")) as f:
+        text = f.read()
+    prof = tmp_path / "smoke-from-file.yml"
+    prof.write_text(text.replace("name: cpu-smoke", "name: smoke-from-file"))  # the one change: its name
+    pkg = _handoff(w, inv, "ctx-too-long", ident="handoff-profile", repro_vllm_handoff_profile_file=str(prof))
+    r = _replay(w, inv, pkg, "replay-profile", repro_vllm_records_root=str(w / "receiver-profile"),
+                repro_vllm_secret_env={"HF_TOKEN": FAKE_TOKEN})
+    out = r.stdout.read()
+    assert r.status == "successful", out[-6000:]
+    case = _replay_case(w, "ctx-too-long", "receiver-profile")
+    assert os.path.isfile(str(case / "package" / "profile" / "smoke-from-file.yml"))
+    assert "(package_profile_file)" in out
+    compat = _json(case / "run-004" / "compatibility.json")
+    assert compat["profile"] == "smoke-from-file", compat.get("profile")
+    doc = _json(case / "run-007" / "replay.json")
+    assert doc["verdict"] == "reproduced" and doc["missing_secrets"] == [] and "not supplied" not in doc["summary"]
+    assert "replay | WARNING: the package names the secret" not in out and FAKE_TOKEN not in out
+
+    # the override, in check mode: the package is checked, the profile named on the command line is the one judged
+    r = _replay(w, inv, pkg, "replay-override", repro_vllm_records_root=str(w / "receiver-override"),
+                repro_vllm_profile="cpu-smoke", repro_vllm_secret_env={"HF_TOKEN": FAKE_TOKEN}, check=True)
+    out = r.stdout.read()
+    assert r.status == "successful", out[-6000:]
+    assert "profile cpu-smoke (repro_vllm_profile)" in out and "compatibility | profile cpu-smoke" in out
+    assert "not both" not in out
+    assert not (w / "receiver-override").exists() or os.listdir(str(w / "receiver-override")) == []
+
+    # a case id among the extra variables (what an AWX node after reproduce.yml receives) is refused before the unpack
+    r = _replay(w, inv, pkg, "replay-case-id", repro_vllm_records_root=str(w / "receiver-caseid"),
+                repro_vllm_case_id="ctx-too-long")
+    assert r.status == "failed"
+    msgs = [res.get("msg", "") for _h, ev, res in task_results(r, "the case id is the replay case") if ev == "runner_on_failed"]
+    assert msgs and "drop -e repro_vllm_case_id" in msgs[0] and "Nothing was unpacked" in msgs[0], msgs
+    assert not (w / "receiver-caseid").exists() or os.listdir(str(w / "receiver-caseid")) == []
 
 
 def _tamper(src, dest, member_suffix):

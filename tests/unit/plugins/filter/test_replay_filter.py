@@ -22,7 +22,8 @@ ATTEMPT = {"run": "run-002", "argv": ["vllm", "serve", "/m", "--port", "8391", "
 
 def test_filters_are_registered():
     assert set(F.FilterModule().filters()) == {"records_root", "replay_profile", "replay_step", "replay_plan", "replay_pairs",
-                                               "replay_verdict", "replay_document", "replay_unpacked_lines", "replay_lines"}
+                                               "replay_verdict", "replay_document", "replay_unpacked_lines", "replay_lines",
+                                               "replay_precheck", "replay_handed_on_lines", "replay_profile_vars"}
 
 
 def test_records_root_is_resolved_against_the_working_directory_never_pwd(tmp_path, monkeypatch):
@@ -39,13 +40,63 @@ def test_replay_profile_reads_the_package_file_when_it_is_there(tmp_path):
     prof = tmp_path / "package" / "profile" / "cpu-smoke.yml"
     prof.parent.mkdir(parents=True)
     shutil.copy(os.path.join(PROFILES, "cpu-smoke.yml"), str(prof))
+    # the file alone: never both a name and a file (the compatibility role refuses both)
     assert F.replay_profile({"profile_file": str(prof), "profile": "kimi-k3-h200"}) == \
-        {"profile": "kimi-k3-h200", "profile_file": str(prof)}
-    # check mode: nothing unpacked, the file is not there
-    assert F.replay_profile({"profile_file": str(tmp_path / "gone.yml")}) == {"profile": "cpu-smoke", "profile_file": ""}
+        {"profile": "", "profile_file": str(prof), "source": "package_profile_file"}
+    # no file (and no text of it): the manifest's profile, else cpu-smoke
+    assert F.replay_profile({"profile_file": str(tmp_path / "gone.yml")}) == \
+        {"profile": "cpu-smoke", "profile_file": "", "source": "default"}
     prof.write_text("name: [unclosed\n")  # the change this test makes: a profile file that is not YAML
     with pytest.raises(AnsibleFilterError, match="cannot be read as YAML"):
         F.replay_profile({"profile_file": str(prof)})
+
+
+def test_replay_profile_before_the_unpack_reads_the_checked_text_and_takes_the_receivers_override(tmp_path):
+    with open(os.path.join(PROFILES, "cpu-smoke.yml")) as f:
+        text = f.read()
+    checked = {"profile_file": str(tmp_path / "c" / "package" / "profile" / "cpu-smoke.yml"), "profile_text": text,
+               "profile": "kimi-k3-h200"}
+    chosen = F.replay_profile(checked)
+    assert chosen == {"profile": "", "profile_file": checked["profile_file"], "source": "package_profile_file"}
+    # replay.yml set both variables to the choice and reads them back: an extra variable shows as another value
+    assert F.replay_profile(checked, "cpu-smoke", checked["profile_file"]) == \
+        {"profile": "cpu-smoke", "profile_file": "", "source": "repro_vllm_profile"}
+    assert F.replay_profile(checked, "", "/mine/p.yml") == \
+        {"profile": "", "profile_file": "/mine/p.yml", "source": "repro_vllm_profile_file"}
+    assert F.replay_profile(checked, "", checked["profile_file"]) == chosen
+    with pytest.raises(AnsibleFilterError, match="not both; nothing was unpacked"):
+        F.replay_profile(checked, "cpu-smoke", "/mine/p.yml")
+    # a package's compatibility profile that is not a valid profile is refused before the unpack, naming the override
+    broken = dict(checked, profile_text=text.replace("gpu_count_min: 0", "gpu_count_min: many"))
+    with pytest.raises(AnsibleFilterError, match="gpu_count_min.*nothing was unpacked.*repro_vllm_profile=<name>"):
+        F.replay_profile(broken)
+    # ... and its override works without reading it
+    assert F.replay_profile(broken, "cpu-smoke", checked["profile_file"])["profile"] == "cpu-smoke"
+    # after the unpack: the file where the unpack put it; in check mode the manifest's profile stands in
+    unpacked = {"profile_file": "/r/c-replay-x/package/profile/cpu-smoke.yml", "profile": "kimi-k3-h200"}
+    assert F.replay_profile_vars(chosen, unpacked) == {"profile": "", "profile_file": unpacked["profile_file"]}
+    assert F.replay_profile_vars(chosen, checked, True) == {"profile": "kimi-k3-h200", "profile_file": ""}
+    assert F.replay_profile_vars({"profile": "cpu-smoke", "profile_file": "", "source": "repro_vllm_profile"}, unpacked) == \
+        {"profile": "cpu-smoke", "profile_file": ""}
+
+
+def test_precheck_refuses_before_the_unpack_on_the_receivers_of_the_play():
+    with pytest.raises(AnsibleFilterError, match="ran on 2 node.*but this play has 1 \\(node02\\).*nothing was unpacked"):
+        F.replay_precheck({"attempt": dict(ATTEMPT, nodes=["n1", "n2"])}, ["node02", "localhost"],
+                          secret_args={"--api-key": "FAKE"})
+    with pytest.raises(AnsibleFilterError, match="--api-key.*nothing was unpacked"):
+        F.replay_precheck({"attempt": dict(ATTEMPT, nodes=["n1"])}, ["node02", "localhost"])
+    plan = F.replay_precheck({"attempt": dict(ATTEMPT, nodes=["n1"], env={"HF_TOKEN": "<redacted:hf_token:0123abcd>"}),
+                              "secret_variable_names": ["HF_TOKEN", "WANDB_API_KEY"]},
+                             ["node02", "localhost"], secret_env={"WANDB_API_KEY": "FAKE"}, secret_args={"--api-key": "FAKE"})
+    assert plan["step"]["nodes"] == ["node02"] and plan["missing_secrets"] == ["HF_TOKEN"]
+
+
+def test_a_case_handed_on_is_named_as_ignored():
+    assert F.replay_handed_on_lines("c-replay-x", None) == []
+    lines = F.replay_handed_on_lines("c-replay-x", {"purpose": "handoff", "case_id": "c"})
+    assert lines == ["replay | the workflow handed on case c (repro_vllm_result of handoff): ignored - a replay makes "
+                     "its own case c-replay-x and writes nothing into c"]
 
 
 def test_replay_plan_stops_on_too_few_hosts_naming_them():

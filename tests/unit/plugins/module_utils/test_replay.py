@@ -160,7 +160,8 @@ def _result(ok, stage, cls, line=None):
 def test_verdicts():
     pkg = _result(False, "config", "config_error", "Value error, max_model_len")
     same = _replay.replay_verdict(pkg, _result(False, "config", "config_error", "Value error, max_model_len"))
-    assert same["verdict"] == "reproduced" and same["differences"] == []
+    assert same["verdict"] == "reproduced" and same["differences"] == [] and same["missing_secrets"] == []
+    assert same["package_verdict"] == same["replay_verdict"] == "fails_at_minimal"
     assert same["package"]["first_error"]["file"] == "run-002/hosts/n1/logs/server.log"
     assert "context" not in same["package"]["first_error"]
     other = _replay.replay_verdict(pkg, _result(False, "weight_loading", "missing_file", "No such file"))
@@ -169,9 +170,76 @@ def test_verdicts():
     healthy = _replay.replay_verdict(pkg, _result(True, "none", None))
     assert healthy["verdict"] == "not_reproduced" and healthy["here"] == {"stage": "none", "error_class": None,
                                                                           "first_error": None}
-    assert _replay.replay_verdict(_result(True, "none", None), _result(True, "none", None))["verdict"] == "not_reproduced"
+    assert (healthy["package_verdict"], healthy["replay_verdict"]) == ("fails_at_minimal", "healthy")
+    # a healthy package replayed healthy is reproduced (the answer was not_reproduced before)
+    both = _replay.replay_verdict(_result(True, "none", None), _result(True, "none", None))
+    assert both["verdict"] == "reproduced" and both["package_verdict"] == both["replay_verdict"] == "healthy"
+    assert both["summary"].startswith("reproduced: the package healthy, here healthy")
     assert _replay.replay_verdict(_result(True, "none", None), pkg)["verdict"] == "different"
     assert set(_replay.VERDICTS) == {"reproduced", "different", "not_reproduced"}
+
+
+@pytest.mark.parametrize("package,here,package_verdict,verdict,pv,rv", [
+    # a ladder layer's failure: the replay of that attempt is a failure of the same layer
+    (dict(ok=False, stage="config", error_class="config_error", layer="long_context"),
+     dict(ok=False, stage="config", error_class="config_error"), None, "reproduced", "fails_at_layer", "fails_at_layer"),
+    (dict(ok=False, stage="config", error_class="config_error", layer="long_context"),
+     dict(ok=True, stage="none", error_class=None), None, "not_reproduced", "fails_at_layer", "healthy"),
+    # the same verdict but another error class is a different failure
+    (dict(ok=False, stage="config", error_class="config_error"),
+     dict(ok=False, stage="engine_init", error_class="oom"), None, "different", "fails_at_minimal", "fails_at_minimal"),
+    # summary.json format 2 names the package's verdict: a boundary is no attempt failure, so it never matches one
+    (dict(ok=False, stage="config", error_class="config_error"),
+     dict(ok=False, stage="config", error_class="config_error"), "boundary", "different", "boundary", "fails_at_minimal"),
+    (dict(ok=False, stage="engine_init", error_class="nccl"),
+     dict(ok=True, stage="none", error_class=None), "collective_failed", "not_reproduced", "collective_failed", "healthy"),
+    # a package that was only incomplete or refused did not fail: a healthy replay is different, not "not reproduced"
+    (dict(ok=False, stage=None, error_class=None), dict(ok=True, stage="none", error_class=None), None, "different",
+     "incomplete", "healthy"),
+    (dict(ok=False, stage="config", error_class="config_error"), dict(ok=True, stage="none", error_class=None), "refused",
+     "different", "refused", "healthy"),
+    (dict(ok=True, stage="none", error_class=None), dict(ok=False, stage=None, error_class=None), None, "different",
+     "healthy", "incomplete"),
+    # an unknown verdict in a summary is not trusted: derived from the attempt
+    (dict(ok=True, stage="none", error_class=None), dict(ok=True, stage="none", error_class=None), "splendid",
+     "reproduced", "healthy", "healthy"),
+])
+def test_verdict_mapping(package, here, package_verdict, verdict, pv, rv):
+    doc = _replay.replay_verdict(package, here, package_verdict=package_verdict)
+    assert (doc["verdict"], doc["package_verdict"], doc["replay_verdict"]) == (verdict, pv, rv)
+    assert doc["verdict"] in _replay.VERDICTS
+    assert {doc["package_verdict"], doc["replay_verdict"]} <= set(_replay.CASE_VERDICTS)
+
+
+def test_attempt_case_verdict_is_the_fallback_of_a_format_1_package():
+    assert _replay.attempt_case_verdict(None) == "incomplete"
+    assert _replay.attempt_case_verdict({"ok": False, "refused": True, "stage": "config"}) == "refused"
+    assert _replay.attempt_case_verdict({"ok": False, "stage": "ready", "error_class": "expectation_not_met"},
+                                        layer="prefix_cache") == "fails_at_layer"
+    fail = {"ok": False, "stage": "config", "error_class": "config_error"}
+    assert _replay.package_case_verdict({"format": 1}, fail) == ("fails_at_minimal", "attempt")
+    assert _replay.package_case_verdict({"format": 2, "verdict": "boundary"}, fail) == ("boundary", "summary.json")
+    assert _replay.package_case_verdict({"format": 2}, fail) == ("fails_at_minimal", "attempt")
+    assert _replay.package_case_verdict(None, dict(fail, ok=True)) == ("healthy", "attempt")
+
+
+def test_missing_secrets_are_named_and_may_explain_a_difference():
+    replay = {"secret_variable_names": ["HF_TOKEN", "WANDB_API_KEY", "argv --api-key"],
+              "attempt": {"env": {"HF_TOKEN": "<redacted:hf_token:0123abcd>", "VLLM_API_KEY": "<redacted:api_key:89abcdef>",
+                                  "HF_HUB_OFFLINE": "1"}}}
+    assert _replay.secret_names(replay) == ["HF_TOKEN", "VLLM_API_KEY", "WANDB_API_KEY"]
+    assert _replay.missing_secrets(replay, {"HF_TOKEN": "FAKE"}) == ["VLLM_API_KEY", "WANDB_API_KEY"]
+    assert _replay.missing_secrets(replay, None) == ["HF_TOKEN", "VLLM_API_KEY", "WANDB_API_KEY"]
+    pkg = _result(False, "weight_loading", "auth_error", "401 Unauthorized")
+    doc = _replay.replay_verdict(pkg, _result(True, "none", None), missing=["HF_TOKEN"])
+    assert doc["verdict"] == "not_reproduced" and doc["missing_secrets"] == ["HF_TOKEN"]
+    assert doc["summary"].endswith("the package's secret variable(s) HF_TOKEN not supplied here (repro_vllm_secret_env): "
+                                   "the difference may come from them")
+    # named, but not blamed, when the failure came back anyway
+    same = _replay.replay_verdict(pkg, dict(pkg), missing=["HF_TOKEN"])
+    assert same["verdict"] == "reproduced" and "HF_TOKEN not supplied here" in same["summary"]
+    assert "may come from them" not in same["summary"]
+    assert _replay.replay_verdict(pkg, dict(pkg))["missing_secrets"] == []
 
 
 def test_another_driver_branch_is_a_difference(tmp_path):
@@ -188,7 +256,7 @@ def test_another_driver_branch_is_a_difference(tmp_path):
     lines = _replay.not_the_same_lines(diff)
     assert any("| driver | package: 580.159.04 | here: 570.172.08" in line for line in lines), lines
     doc = _replay.replay_verdict(_result(True, "none", None), _result(True, "none", None), diff)
-    assert doc["verdict"] == "not_reproduced" and "driver" in doc["summary"]
+    assert doc["verdict"] == "reproduced" and "driver" in doc["summary"]
     # the full run diff is unchanged by the restriction's existence
     assert "facts" not in _diff.run_diff(a, b)
     json.dumps(doc)
@@ -197,16 +265,68 @@ def test_another_driver_branch_is_a_difference(tmp_path):
 # ------------------------------------------------------------------ the choices replay.yml leaves to _replay
 def test_choose_profile_from_what_the_package_carries():
     compat = {"name": "kimi-k3-h200", "gpu_models": ["NVIDIA H200"]}
+    # a compatibility profile of the package: the file alone (a name beside it was refused: "not both")
     assert _replay.choose_profile("/c/package/profile/kimi.yml", compat, "cpu-smoke") == \
-        {"profile": "cpu-smoke", "profile_file": "/c/package/profile/kimi.yml"}
+        {"profile": "", "profile_file": "/c/package/profile/kimi.yml", "source": "package_profile_file"}
     # the runs' variables file: its repro_vllm_profile, the file itself is not a profile
     run_vars = {"name": "x", "repro_vllm_profile": "kimi-k3-gb300", "repro_vllm_model": "/m"}
     assert _replay.choose_profile("/c/package/profile/vars.yml", run_vars, "cpu-smoke") == \
-        {"profile": "kimi-k3-gb300", "profile_file": ""}
+        {"profile": "kimi-k3-gb300", "profile_file": "", "source": "package_variables_file"}
     assert _replay.choose_profile("/c/p/vars.yml", {"repro_vllm_model": "/m"}, "kimi-k3-b300")["profile"] == "kimi-k3-b300"
-    # no file, or not read (check mode): the replayed run's manifest, else cpu-smoke
-    assert _replay.choose_profile(None, None, "kimi-k3-h200") == {"profile": "kimi-k3-h200", "profile_file": ""}
-    assert _replay.choose_profile("/c/p/x.yml", None, None) == {"profile": "cpu-smoke", "profile_file": ""}
+    # no file, or not read: the replayed run's manifest, else cpu-smoke
+    assert _replay.choose_profile(None, None, "kimi-k3-h200") == \
+        {"profile": "kimi-k3-h200", "profile_file": "", "source": "package_manifest"}
+    assert _replay.choose_profile("/c/p/x.yml", None, None) == {"profile": "cpu-smoke", "profile_file": "", "source": "default"}
+    for chosen in (_replay.choose_profile("/c/package/profile/kimi.yml", compat, "cpu-smoke"),
+                   _replay.choose_profile(None, None, "kimi-k3-h200")):
+        assert bool(chosen["profile"]) != bool(chosen["profile_file"])
+
+
+def test_profile_override_is_the_receivers_extra_variable():
+    chosen = {"profile": "", "profile_file": "/c/package/profile/kimi.yml", "source": "package_profile_file"}
+    assert _replay.profile_override(chosen, "", "/c/package/profile/kimi.yml") == chosen
+    assert _replay.profile_override(chosen, None, None) == chosen
+    assert _replay.profile_override(chosen, "cpu-smoke", "/c/package/profile/kimi.yml") == \
+        {"profile": "cpu-smoke", "profile_file": "", "source": "repro_vllm_profile"}
+    named = {"profile": "kimi-k3-h200", "profile_file": "", "source": "package_manifest"}
+    assert _replay.profile_override(named, "kimi-k3-h200", "") == named
+    assert _replay.profile_override(named, "kimi-k3-h200", "my.yml") == \
+        {"profile": "", "profile_file": "my.yml", "source": "repro_vllm_profile_file"}
+    with pytest.raises(_replay.ReplayError, match="not both"):
+        _replay.profile_override(named, "cpu-smoke", "my.yml")
+
+
+def test_a_checked_package_says_before_the_unpack_what_replay_yml_decides(tmp_path):
+    """A package made with a profile file (repro_vllm_handoff_profile_file: the collection's cpu-smoke profile):
+    the check returns the attempt, the profile's text and the summary's secret names, and writes nothing."""
+    case_dir = copy_case(tmp_path / "sender", "cpu-fail")
+    prof = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "profiles", "cpu-smoke.yml")
+    pkg = _handoff.build_package(os.path.dirname(case_dir), "cpu-fail", profile_file=prof, stamp="20261201T010101Z")
+    root = tmp_path / "receiver"
+    checked = _replay.unpack(pkg["path"], str(root), stamp="20261201T020202Z", check_mode=True)
+    assert not root.exists()
+    assert checked["profile_file"] == os.path.join(str(root), "cpu-fail-replay-20261201T020202Z", "package", "profile",
+                                                   "cpu-smoke.yml")
+    with open(prof) as f:
+        assert checked["profile_text"] == f.read()
+    att = checked["attempt"]
+    assert att["run"] == "run-005" and att["stage"] == "config" and att["path"] is None and att["environment_run"] is None
+    assert checked["profile"] and checked["summary"]["format"] >= 1
+    chosen = _replay.choose_profile(checked["profile_file"], {"name": "cpu-smoke"}, checked["profile"])
+    assert chosen["source"] == "package_profile_file"
+    # unpacked with the check's stamp: the same case, the same file where the check said
+    assert checked["stamp"] == "20261201T020202Z"
+    unpacked = _replay.unpack(pkg["path"], str(root), stamp=checked["stamp"])
+    assert unpacked["case_id"] == checked["case_id"]
+    assert unpacked["profile_file"] == checked["profile_file"] and os.path.isfile(unpacked["profile_file"])
+    assert _replay.profile_vars(chosen, unpacked) == {"profile": "", "profile_file": unpacked["profile_file"]}
+
+
+def test_a_package_without_an_attempt_is_refused_before_the_unpack(tmp_path):
+    pkg = _package(tmp_path, "cpu-ok", runs=["run-001"])  # the fingerprint run alone
+    with pytest.raises(_replay.ReplayError, match="holds no attempt run"):
+        _replay.unpack(pkg["path"], str(tmp_path / "receiver"), check_mode=True)
+    assert not (tmp_path / "receiver").exists()
 
 
 def test_node_pairs_take_the_receivers_in_order_never_the_controller_beside_them():
@@ -239,6 +359,15 @@ def test_replay_document_names_both_runs_or_is_none_when_nothing_ran(tmp_path):
     here = {"run": "run-009", "ok": False, "stage": "config", "error_class": "config_error", "first_error": None}
     doc = _replay.replay_document(unpacked, here, {"hosts": {}, "summary": "no difference"}, case_id="c-replay-x")
     assert doc["verdict"] == "reproduced" and doc["package_run"] == "cpu-fail/run-005"
+    assert (doc["package_verdict"], doc["replay_verdict"], doc["package_verdict_from"]) == \
+        ("fails_at_minimal", "fails_at_minimal", "attempt")
+    assert doc["missing_secrets"] == []
+    # a format-2 summary.json names the package's verdict; a secret it names and the receiver left out is listed
+    v2 = dict(unpacked, summary={"format": 2, "verdict": "fails_at_minimal"}, secret_variable_names=["HF_TOKEN"])
+    doc2 = _replay.replay_document(v2, dict(here, ok=True, stage="none", error_class=None), secret_env={})
+    assert doc2["package_verdict_from"] == "summary.json" and doc2["verdict"] == "not_reproduced"
+    assert doc2["missing_secrets"] == ["HF_TOKEN"] and doc2["summary"].endswith("the difference may come from them")
+    assert _replay.replay_document(v2, here, secret_env={"HF_TOKEN": "FAKE"})["missing_secrets"] == []
     assert doc["run"] == "c-replay-x/run-009" and doc["diff"] == "no difference" and doc["origin"] == unpacked["origin"]
     assert _replay.replay_document(unpacked, here)["diff"] is None
     lines = _replay.unpacked_lines(unpacked, "cpu-smoke")

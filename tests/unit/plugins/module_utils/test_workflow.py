@@ -30,6 +30,19 @@ def test_package_is_a_chaining_key_only_when_made():
     assert stats["repro_vllm_result"]["package"] == stats["repro_vllm_package"]
 
 
+def test_the_hand_off_hands_no_case_id_on_and_every_result_names_the_records_root():
+    """replay.yml after handoff.yml makes a case of its own; a case id among its extra variables would outrank it.
+    The hand-off makes no run, so its records root comes from the role (it was null)."""
+    stats = w.build_result("handoff", "case-a", [], package="/srv/records/case-a/handoff/x.tar.gz",
+                           records_root="/srv/records")
+    assert set(stats) == {"repro_vllm_result", "repro_vllm_package"}
+    assert stats["repro_vllm_result"]["case_id"] == "case-a" and stats["repro_vllm_result"]["records_root"] == "/srv/records"
+    assert stats["repro_vllm_result"]["runs"] == [] and stats["repro_vllm_result"]["last_run"] is None
+    for purpose in ("fingerprint", "reproduce", "audit", "diff", "replay"):
+        assert w.build_result(purpose, "case-a", RUNS, records_root="/srv/records")["repro_vllm_case_id"] == "case-a"
+    assert w.build_result("handoff", "case-a", [])["repro_vllm_result"]["records_root"] is None
+
+
 def test_runs_are_kept_in_order_once_and_without_trailing_slash():
     assert w.merge_runs(RUNS[:1], RUNS + RUNS[:1]) == ["/srv/records/case-a/run-001", "/srv/records/case-a/run-002"]
     with pytest.raises(w.WorkflowResultError):
