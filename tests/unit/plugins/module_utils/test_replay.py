@@ -359,8 +359,12 @@ def test_replay_document_names_both_runs_or_is_none_when_nothing_ran(tmp_path):
     here = {"run": "run-009", "ok": False, "stage": "config", "error_class": "config_error", "first_error": None}
     doc = _replay.replay_document(unpacked, here, {"hosts": {}, "summary": "no difference"}, case_id="c-replay-x")
     assert doc["verdict"] == "reproduced" and doc["package_run"] == "cpu-fail/run-005"
+    # the package is made by this collection's hand-off: its summary.json (format 2) says the case's verdict itself
     assert (doc["package_verdict"], doc["replay_verdict"], doc["package_verdict_from"]) == \
-        ("fails_at_minimal", "fails_at_minimal", "attempt")
+        ("fails_at_minimal", "fails_at_minimal", "summary.json")
+    # a format-1 package (no verdict in summary.json): the verdict its replayed attempt supports
+    v1 = dict(unpacked, summary={"format": 1})
+    assert _replay.replay_document(v1, here, case_id="c-replay-x")["package_verdict_from"] == "attempt"
     assert doc["missing_secrets"] == []
     # a format-2 summary.json names the package's verdict; a secret it names and the receiver left out is listed
     v2 = dict(unpacked, summary={"format": 2, "verdict": "fails_at_minimal"}, secret_variable_names=["HF_TOKEN"])
