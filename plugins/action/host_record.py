@@ -20,14 +20,16 @@ from ansible_collections.repro.vllm.plugins.module_utils import _hostrecord, _re
 MODULE = "repro.vllm.host_record"
 # options that only the module needs; everything else stays on the controller
 _MODULE_KEYS = ("gather", "image", "nvidia_smi_path", "command_timeout", "files", "log_max_bytes",
-                "inline_max_bytes", "staging_root")
+                "inline_max_bytes", "staging_root", "collect_env_argv", "collect_env_timeout")
 _TRACE_CHARS = 4000
 
 ARGUMENT_SPEC = dict(
     run_path=dict(type="path", required=True),
     part_dir=dict(type="str"),
     stage=dict(type="str", default="fingerprint"),
-    gather=dict(type="list", elements="str", default=[], choices=["basics", "gpu", "container"]),
+    gather=dict(type="list", elements="str", default=[], choices=["basics", "gpu", "container", "collect_env"]),
+    collect_env_argv=dict(type="list", elements="str", default=[]),
+    collect_env_timeout=dict(type="float", default=120.0),
     image=dict(type="str", default=""),
     nvidia_smi_path=dict(type="str", default=""),
     command_timeout=dict(type="float", default=10.0),
@@ -117,6 +119,11 @@ class ActionModule(ActionBase):
                             "repro_vllm_command_timeout or raise repro_vllm_task_timeout"
                             % (host, args["command_timeout"], timeout))
             ctx["record_error"] = True
+        elif timeout and "collect_env" in args["gather"] and args["collect_env_timeout"] >= timeout:
+            ctx["error"] = ("%s: collect_env_timeout %ss must be smaller than the task timeout %ss; lower "
+                            "repro_vllm_collect_env_timeout or raise repro_vllm_task_timeout"
+                            % (host, args["collect_env_timeout"], timeout))
+            ctx["record_error"] = True
         elif args["log_max_bytes"] < 1024:
             ctx["error"] = "%s: log_max_bytes %s is too small; keep at least 1024 bytes of each file" % (
                 host, args["log_max_bytes"])
@@ -197,6 +204,8 @@ class ActionModule(ActionBase):
             parts["env.json"] = _record.render_json(basics.get("env") or {})
         if remote.get("container") is not None:
             parts["container.json"] = _record.render_json(remote["container"])
+        if remote.get("collect_env") is not None:
+            parts["collect_env.json"] = _record.render_json(remote["collect_env"])
         for name, value in (args["data"] or {}).items():
             parts[name] = _record.render_json(_redact.redact_data(value, key=ctx.get("key")))
         for f in remote.get("files") or []:

@@ -24,7 +24,7 @@ from ansible_collections.repro.vllm.plugins.module_utils._record import MANIFEST
 RUN_PARTS = ("stages.json", "request.json", "outcome.json", "changes.json", "fleet.json", "compatibility.json",
              "score.json", "isolation.json", "audit.json", "diff.json", "repeat.json", "collective.json")
 HOST_PARTS = ("fingerprint.json", "container.json", "env.json", "command.json", "server.json", "service.json",
-              "unreachable.json", "failed.json")
+              "collect_env.json", "unreachable.json", "failed.json")
 # logs are read for restart evidence only, and only this much of each
 LOG_READ_LIMIT = 4 * 1024 * 1024
 

@@ -239,6 +239,23 @@ def _run_row(run):
             "summary": outcome.get("summary") or (run["parts"].get("stages.json") or {}).get("summary")}
 
 
+def collect_env_item(runs):
+    """vLLM's own report of the serving environment (hosts/<head>/collect_env.json of the play's minimal start): the
+    newest run that holds one that ran; unknown, with the reason and how, when none did."""
+    why = "no run of the case holds it (made before this collection captured it, or repro_vllm_collect_env: false)"
+    for run in reversed(runs):
+        for host, parts in sorted((run.get("hosts") or {}).items()):
+            ce = parts.get("collect_env.json")
+            if not isinstance(ce, dict):
+                continue
+            if ce.get("status") == "ok" and ce.get("output"):
+                return {"value": ce["output"], "host": host, "python": ce.get("python"),
+                        "source": _cite(run, host, "collect_env.json")}
+            why = "it did not run on %s (%s: %s)" % (host, ce.get("status"), ce.get("msg") or "no message")
+    return _unknown("%s; run 'python -m vllm.collect_env' with the python beside the vllm binary of the command (or "
+                    "inside the image) on the serving host and attach its output" % why)
+
+
 def _host_item(runs, picker, how, prefer=None):
     """Per host, the newest run's answer from ``picker(run, host, view)`` -> dict or None; runs holding the
     ``prefer`` part for that host (the fingerprint) are asked first."""
@@ -447,10 +464,7 @@ def collect_facts(case_id, runs, verdict=None):
         return got or None
     items["versions"] = _host_item(runs, versions, "run 'python -m vllm.collect_env' (or vllm's collect_env.py) in "
                                                    "the serving image or venv and attach its output")
-    # vLLM's own report of the serving environment: no step of this collection runs it yet, so it is unknown
-    items["versions"]["collect_env"] = _unknown(
-        "no run of this collection captures vLLM's collect_env yet: run 'python -m vllm.collect_env' with the python "
-        "beside the vllm binary of the command (or inside the image) on the serving host and attach its output")
+    items["versions"]["collect_env"] = collect_env_item(runs)
 
     def gpus(run, host, view):
         if view["gpu_present"] is None and not view["sources"].get("gpus"):
@@ -912,6 +926,9 @@ def _item_md(key, item):
         ce = item.get("collect_env") or {}
         if ce.get("value") == "unknown":
             lines.append("vLLM's `collect_env` output: **unknown** - how to get it: %s" % ce.get("how"))
+        elif ce.get("value"):
+            lines.append(_details("vLLM's `collect_env` output on %s (%s)" % (ce.get("host"), ce.get("source")),
+                                  _fence(ce["value"])))
     elif key == "gpus":
         lines.append(_md_table(["host", "count", "names", "CUDA_VISIBLE_DEVICES", "compute capability",
                                 "foreign processes", "source"],

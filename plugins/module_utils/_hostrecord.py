@@ -223,3 +223,61 @@ def host_status(gpu=None, container=None):
         reasons.append("container runtime timed out: %s" % "; ".join(
             " ".join(t) if isinstance(t, list) else str(t) for t in ct["timed_out"]))
     return ("degraded" if reasons else "ok"), reasons
+
+
+# ------------------------------------------------------------------ vLLM's own report of the serving environment
+_CONTAINER_CLIS = ("docker", "podman", "nerdctl", "enroot", "srun")
+
+
+def serving_python(argv, path_env=None):
+    """(python, why_not) for the environment a server command runs in: the interpreter of its ``vllm`` script (the
+    script's ``#!`` line, found on PATH when the command names it bare), or the command's own python
+    (``python -m vllm.entrypoints...``). None with the reason when the server runs in an image or nothing is found."""
+    argv = [str(a) for a in (argv or [])]
+    if not argv:
+        return None, "no server command"
+    exe = argv[0]
+    base = os.path.basename(exe)
+    if base in _CONTAINER_CLIS:
+        return None, ("the server runs through %s (in an image): run 'python -m vllm.collect_env' inside that image"
+                      % base)
+    if os.sep not in exe:
+        for d in (path_env if path_env is not None else os.environ.get("PATH", "")).split(os.pathsep):
+            cand = os.path.join(d, exe)
+            if d and os.path.isfile(cand) and os.access(cand, os.X_OK):
+                exe = cand
+                break
+        else:
+            return None, "%s is not on this host's PATH" % exe
+    if base.startswith("python"):
+        return exe, None
+    try:
+        with open(exe, "rb") as f:
+            first = f.readline(512).decode("utf-8", "replace").strip()
+    except OSError as exc:
+        return None, "cannot read %s: %s" % (exe, exc.strerror or exc)
+    if first.startswith("#!"):
+        interp = first[2:].strip().split()
+        if interp and os.path.basename(interp[0]) == "env" and len(interp) > 1:
+            return interp[1], None
+        if interp:
+            return interp[0], None
+    return None, "%s is not a Python script (no #! line): cannot tell its Python" % exe
+
+
+def collect_env(argv, timeout, key=None, runner=None):
+    """Run vLLM's ``python -m vllm.collect_env`` with the serving environment's Python, under ``timeout``.
+
+    Returns {status: ok|failed|timed_out|not_found|skipped, python, rc, duration_ms, output (redacted), stderr_tail
+    (redacted), msg}. Never raises."""
+    python, why = serving_python(argv)
+    if python is None:
+        return {"status": "skipped", "python": None, "rc": None, "duration_ms": 0, "output": "", "stderr_tail": "",
+                "msg": why}
+    if runner is None:
+        from ansible_collections.repro.vllm.plugins.module_utils._cmd import run_cmd as runner
+    res = runner([python, "-m", "vllm.collect_env"], timeout=timeout)
+    status = res["status"] if res["status"] != "ok" or res.get("rc") == 0 else "failed"
+    return {"status": status, "python": python, "rc": res.get("rc"), "duration_ms": res.get("duration_ms"),
+            "output": redact_text(res.get("stdout") or "", key=key),
+            "stderr_tail": redact_text((res.get("stderr") or "")[-2000:], key=key), "msg": res.get("msg") or ""}

@@ -466,8 +466,9 @@ def score_markdown(score):
     """The score's section of a run sheet: total out of the applicable maximum, band, one table row per item."""
     meaning = {"reproduce": "begin controlled reproduction", "collect": "collect the missing evidence first",
                "invalid": "not a valid diagnostic baseline"}
-    out = ["## Baseline score: %d/%d (%s: %s)" % (score["score"], score.get("max", FULL), score["band"],
-                                                 meaning[score["band"]]), "",
+    title = "## Baseline score: %d/%d (%s: %s)" % (score["score"], score.get("max", FULL), score["band"],
+                                                  meaning[score["band"]])
+    out = [title, "",
            "| item | points | evidence | missing | how |", "|---|---|---|---|---|"]
     for item in score["items"]:
         points = "n/a" if item["points"] is None else "%d/2" % item["points"]

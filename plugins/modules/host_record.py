@@ -67,12 +67,25 @@ options:
     description:
       - What the module gathers on the host. C(basics) - OS, kernel, Python and the redacted environment
         (C(env.json)); C(gpu) - the facts of C(repro.vllm.gpu_facts); C(container) - the facts of
-        C(repro.vllm.container_facts) for O(image) (C(container.json)). C(fingerprint.json) is written when
+        C(repro.vllm.container_facts) for O(image) (C(container.json)); C(collect_env) - vLLM's own report of the
+        serving environment for O(collect_env_argv) (C(collect_env.json)). C(fingerprint.json) is written when
         C(basics) or C(gpu) is gathered.
     type: list
     elements: str
-    choices: [basics, gpu, container]
+    choices: [basics, gpu, container, collect_env]
     default: []
+  collect_env_argv:
+    description:
+      - With C(collect_env) in O(gather), the server command whose Python runs vLLM's own C(python -m vllm.collect_env)
+        (the interpreter of its C(vllm) script, or the command's own python). A command that runs an image (docker,
+        podman, ...) is skipped with the reason. The output is redacted on the host and written as C(collect_env.json).
+    type: list
+    elements: str
+    default: []
+  collect_env_timeout:
+    description: Seconds C(vllm.collect_env) may run (it imports torch; about 7 s on an H200 host).
+    type: float
+    default: 120
   image:
     description:
       - Image reference whose digests C(container) records. Empty - C(container.json) says it was skipped.
@@ -280,7 +293,9 @@ def _gather_container(image, timeout):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            gather=dict(type="list", elements="str", default=[], choices=["basics", "gpu", "container"]),
+            gather=dict(type="list", elements="str", default=[], choices=["basics", "gpu", "container", "collect_env"]),
+            collect_env_argv=dict(type="list", elements="str", default=[]),
+            collect_env_timeout=dict(type="float", default=120.0),
             image=dict(type="str", default=""),
             nvidia_smi_path=dict(type="str", default=""),
             command_timeout=dict(type="float", default=10.0),
@@ -348,6 +363,9 @@ def main():
         if "container" in p["gather"]:
             out["container"] = (_gather_container(p["image"].strip(), p["command_timeout"]) if p["image"].strip()
                                 else {"skipped": True, "reason": "no image given (repro_vllm_image)"})
+        if "collect_env" in p["gather"]:
+            out["collect_env"] = _hostrecord.collect_env(p["collect_env_argv"], p["collect_env_timeout"],
+                                                         key=p["redact_key"] or None)
         stage = {"path": None}
 
         def stage_dir():

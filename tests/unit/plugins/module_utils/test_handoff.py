@@ -270,3 +270,19 @@ def test_a_run_a_killed_play_left_open_is_sealed_and_packed_a_live_one_left_out_
     assert manifest["run_uid"] == killed["run_uid"]
     assert not any(name.endswith("/open.json") for name in members)
     assert str(case) not in json.dumps(facts["runs"])
+
+
+def test_the_versions_item_holds_vllms_collect_env_or_says_why_not(case):
+    res = _handoff.build_package(str(case), CASE, stamp="20261202T020202Z")
+    ce = res["summary"]["items"]["versions"]["collect_env"]
+    assert ce["value"] == "unknown" and "no run of the case holds it" in ce["how"]
+    run = _record.create_run(str(case), CASE)
+    _record.write_part(run["path"], "hosts/localhost/collect_env.json",
+                       data={"status": "ok", "python": "/opt/vllm/bin/python", "output": "vLLM Version : 0.32.0\n"})
+    _record.freeze(run["path"], "0.1.0", metadata={"status": "ok"})
+    res = _handoff.build_package(str(case), CASE, stamp="20261202T030303Z")
+    ce = res["summary"]["items"]["versions"]["collect_env"]
+    assert ce["value"] == "vLLM Version : 0.32.0\n" and ce["host"] == "localhost"
+    assert ce["source"] == "runs/%s/hosts/localhost/collect_env.json" % run["run_id"]
+    md = _members(res["path"])["hand-case-handoff/summary.md"][1].decode()
+    assert "vLLM's `collect_env` output on localhost" in md and "vLLM Version : 0.32.0" in md

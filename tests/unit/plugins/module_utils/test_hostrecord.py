@@ -9,6 +9,7 @@ import base64
 import hashlib
 import os
 import stat
+import sys
 
 import pytest
 
@@ -139,3 +140,42 @@ def test_refused_version_flag_alone_is_not_degraded(monkeypatch):
     monkeypatch.setenv("REPRO_VLLM_REPLAY_DIR", os.path.join(ROOT, "tests", "fixtures", "h200-1gpu-busy"))
     facts = _gpu.gather({"nvidia_smi_path": REPLAY, "command_timeout": 10})
     assert facts["gpu_query"]["status"] == "ok" and h.host_status(facts, {}) == ("ok", [])
+
+
+# ------------------------------------------------------------------ vLLM's collect_env in the serving environment
+def _fake_vllm(tmp_path, body):
+    """A real 'vllm' script whose #! line names this interpreter, and a real package vllm.collect_env beside it."""
+    pkg = tmp_path / "site" / "vllm"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "collect_env.py").write_text(body)
+    script = tmp_path / "bin" / "vllm"
+    script.parent.mkdir()
+    script.write_text("#!%s\nimport sys\n" % sys.executable)
+    script.chmod(0o755)
+    return str(script), str(tmp_path / "site")
+
+
+def test_collect_env_runs_with_the_python_of_the_commands_vllm(tmp_path, monkeypatch):
+    script, site = _fake_vllm(tmp_path, "print('vLLM Version : 9.9.9')\nprint('HF_TOKEN=hf_' + 'a' * 34)\n")
+    monkeypatch.setenv("PYTHONPATH", site)
+    res = h.collect_env([script, "serve", "/m", "--port", "8011"], timeout=60)
+    assert res["status"] == "ok" and res["python"] == sys.executable and res["rc"] == 0
+    assert "vLLM Version : 9.9.9" in res["output"] and "hf_" + "a" * 34 not in res["output"]
+    # found on PATH when the command names it bare
+    monkeypatch.setenv("PATH", os.path.dirname(script) + os.pathsep + os.environ["PATH"])
+    assert h.serving_python(["vllm", "serve", "m"]) == (sys.executable, None)
+
+
+def test_collect_env_says_why_when_it_cannot_or_does_not_run(tmp_path, monkeypatch):
+    script, site = _fake_vllm(tmp_path, "import sys\nsys.stderr.write('boom\\n')\nsys.exit(3)\n")
+    monkeypatch.setenv("PYTHONPATH", site)
+    failed = h.collect_env([script, "serve", "m"], timeout=60)
+    assert failed["status"] == "failed" and failed["rc"] == 3 and "boom" in failed["stderr_tail"]
+    image = h.collect_env(["docker", "run", "--gpus", "all", "vllm/vllm-openai:v0.32.0"], timeout=5)
+    assert image["status"] == "skipped" and "inside that image" in image["msg"]
+    missing = h.collect_env(["no-such-vllm-here", "serve"], timeout=5)
+    assert missing["status"] == "skipped" and "PATH" in missing["msg"]
+    slow, _site = _fake_vllm(tmp_path / "slow", "import time\ntime.sleep(30)\n")
+    monkeypatch.setenv("PYTHONPATH", _site)
+    assert h.collect_env([slow, "serve"], timeout=1)["status"] == "timed_out"

@@ -288,7 +288,8 @@ def test_freeze_manifest_and_modes(run):
         man = json.load(f)
     assert man == res["manifest"]
     assert man["schema_version"] == r.SCHEMA_VERSION and man["collection_version"] == "0.1.0"
-    assert man["case_id"] == "case1" and man["run_id"] == "run-001" and {k: v for k, v in man["metadata"].items() if k not in ("run_uid", "opened", "owner")} == {"host": "node1"}
+    assert man["case_id"] == "case1" and man["run_id"] == "run-001"
+    assert {k: v for k, v in man["metadata"].items() if k not in ("run_uid", "opened", "owner")} == {"host": "node1"}
     assert man["created"].endswith("Z") and "T" in man["created"]
     assert [f["path"] for f in man["files"]] == ["hosts/node1/env.json", "hosts/node2/logs/server.log", "notes.md"]
     notes = [f for f in man["files"] if f["path"] == "notes.md"][0]

@@ -16,8 +16,13 @@ import time
 import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils import _judge, _lease, _server
-from ansible_collections.repro.vllm.tests.unit.plugins.modules.test_vllm_server_unit import (  # noqa: F401 (fixtures)
-    cleanup, free_port, prog, run_module, session_pids, start_args)
+from ansible_collections.repro.vllm.tests.unit.plugins.modules import test_vllm_server_unit as _unit
+from ansible_collections.repro.vllm.tests.unit.plugins.modules.test_vllm_server_unit import (
+    free_port, run_module, session_pids, start_args)
+
+# the stand-in server program and the session cleanup of the vllm_server unit tests, as fixtures here too
+prog = _unit.prog
+cleanup = _unit.cleanup
 
 
 def _started(tmp_path, prog, name, lease_dir, run_uid, node="node1", lease=60, **info):
@@ -54,7 +59,7 @@ def test_a_run_lease_holds_one_entry_per_node_and_is_released_with_its_last_serv
 def test_the_sweep_stops_only_the_abandoned_and_refuses_what_a_live_run_holds(tmp_path, prog, cleanup):
     leases = str(tmp_path / "leases")
     live, live_port = _started(tmp_path, prog, "live", leases, "1111111111111111")
-    gone, _ = _started(tmp_path, prog, "gone", leases, "2222222222222222")
+    gone = _started(tmp_path, prog, "gone", leases, "2222222222222222")[0]
     cleanup.extend([live["sid"], gone["sid"]])
     # the second run's play is gone: its lease is moved into the past (as if nobody renewed it), its server still runs
     path = os.path.join(leases, "2222222222222222.json")
