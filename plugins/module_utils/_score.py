@@ -466,8 +466,8 @@ def score_markdown(score):
     """The score's section of a run sheet: total out of the applicable maximum, band, one table row per item."""
     meaning = {"reproduce": "begin controlled reproduction", "collect": "collect the missing evidence first",
                "invalid": "not a valid diagnostic baseline"}
-    title = "## Baseline score: %d/%d (%s: %s)" % (score["score"], score.get("max", FULL), score["band"],
-                                                  meaning[score["band"]])
+    fill = (score["score"], score.get("max", FULL), score["band"], meaning[score["band"]])
+    title = "## Baseline score: %d/%d (%s: %s)" % fill
     out = [title, "",
            "| item | points | evidence | missing | how |", "|---|---|---|---|---|"]
     for item in score["items"]:
