@@ -87,16 +87,3 @@ def test_host_isolation_against_each_hosts_previous_run(tmp_path):
 def test_bad_input():
     with pytest.raises(_audit.AuditError):
         _audit.audit(None)
-
-
-def test_a_host_the_open_run_expects_but_that_left_no_folder_is_audited_as_missing(tmp_path):
-    from ansible_collections.repro.vllm.plugins.filter.decisions import fleet_audit
-    run = _fleet(tmp_path, {"n1": "run-001", "n2": "run-001"}, "run-023")
-    # unreachable before its record task wrote a folder; the open run is not frozen, its manifest names no hosts yet
-    without = fleet_audit(run["path"])["audit"]
-    assert sorted(without["hosts"]) == ["n1", "n2"] and without["unreachable"] == []
-    result = fleet_audit(run["path"], hosts=["n1", "n2", "n9"])["audit"]
-    assert sorted(result["hosts"]) == ["n1", "n2", "n9"] and result["unreachable"] == ["n9"]
-    assert result["hosts"]["n9"]["status"] == "missing" and result["hosts"]["n9"]["facts"] is None
-    assert _audit.drift_lines(result) == [
-        "audit | n9 | NOT AUDITED | missing: no fingerprint of it in the run, so neither drift nor a match can be said"]

@@ -183,8 +183,13 @@ def test_console_and_sheet(complete):
 
 
 def _profile(name):
-    from ansible_collections.repro.vllm.plugins.action.compatibility import load_profile
-    return load_profile(name, None)
+    """A shipped profile, read and validated with module_utils alone (ansible-test runs these tests without the
+    controller's packages; the compatibility action loads it the same way)."""
+    import yaml
+    from ansible_collections.repro.vllm.plugins.module_utils import _compat
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "profiles", name + ".yml")
+    with open(path) as f:
+        return _compat.validate_profile(yaml.safe_load(f), "profiles/%s.yml" % name, builtin=True)
 
 
 def test_items_that_cannot_apply_under_the_profile(complete):

@@ -208,21 +208,6 @@ def test_fingerprint_only_cases_are_healthy_and_say_nothing_started(case, tmp_pa
     assert ans["verdict"] == "healthy" and "no server was started" in ans["verdict_sentence"]
 
 
-def test_workflow_result_and_filter_say_the_same_sentence(tmp_path):
-    from ansible_collections.repro.vllm.plugins.filter.case_verdict import case_verdict as case_verdict_filter
-    from ansible_collections.repro.vllm.plugins.module_utils._workflow import build_result
-    root = _copy(tmp_path, "cpu-layer")
-    case = root / "cpu-layer"
-    res, md, summary = _pack(root, "cpu-layer")
-    stats = build_result("reproduce", "cpu-layer", [str(case / "run-006"), str(case / "run-007")])
-    got = stats["repro_vllm_result"]
-    assert got["case_verdict"] == "fails_at_layer" and got["verdict_detail"] == summary["verdict_detail"]
-    assert got["verdict_sentence"] == summary["verdict_sentence"] == md.splitlines()[0][len("# [Bug]: "):]
-    # the filter takes the case folder or a run in it; exclude leaves a run out (one still being written)
-    assert case_verdict_filter(str(case / "run-004"))["verdict_sentence"] == summary["verdict_sentence"]
-    assert case_verdict_filter(str(case), exclude=["run-004", "run-005", "run-006"])["verdict"] == "healthy"
-
-
 def test_derivation_with_secret_options_passes_the_scan():
     # the shape derive_minimal gives for a production command with --api-key and a kept --hf-token (both redacted)
     from ansible_collections.repro.vllm.plugins.module_utils._command import derive_minimal

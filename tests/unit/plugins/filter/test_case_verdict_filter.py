@@ -1,0 +1,21 @@
+# -*- coding: utf-8 -*-
+"""The case_verdict filter and the workflow result say the hand-off's sentence (controller side: a filter plugin, so
+not among the module_utils tests, which ansible-test runs without ansible's controller packages)."""
+from __future__ import annotations
+
+from ansible_collections.repro.vllm.plugins.filter.case_verdict import case_verdict as case_verdict_filter
+from ansible_collections.repro.vllm.plugins.module_utils._workflow import build_result
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.test_verdict import _copy, _pack
+
+
+def test_workflow_result_and_filter_say_the_same_sentence(tmp_path):
+    root = _copy(tmp_path, "cpu-layer")
+    case = root / "cpu-layer"
+    res, md, summary = _pack(root, "cpu-layer")
+    stats = build_result("reproduce", "cpu-layer", [str(case / "run-006"), str(case / "run-007")])
+    got = stats["repro_vllm_result"]
+    assert got["case_verdict"] == "fails_at_layer" and got["verdict_detail"] == summary["verdict_detail"]
+    assert got["verdict_sentence"] == summary["verdict_sentence"] == md.splitlines()[0][len("# [Bug]: "):]
+    # the filter takes the case folder or a run in it; exclude leaves a run out (one still being written)
+    assert case_verdict_filter(str(case / "run-004"))["verdict_sentence"] == summary["verdict_sentence"]
+    assert case_verdict_filter(str(case), exclude=["run-004", "run-005", "run-006"])["verdict"] == "healthy"
