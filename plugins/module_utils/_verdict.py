@@ -40,10 +40,10 @@ Python standard library only (controller: filters, the hand-off module, the work
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
+from ansible_collections.repro.vllm.plugins.module_utils import _evidence
 from ansible_collections.repro.vllm.plugins.module_utils._command import EXTRA_LAYER_ORDER, LADDER_ORDER
 
 VERDICTS = ("boundary", "collective_failed", "fails_at_minimal", "fails_at_layer", "refused", "incomplete", "healthy")
@@ -59,14 +59,11 @@ class VerdictError(Exception):
 
 
 def _load(path):
+    """A run's JSON part (None when absent), read the one way records are read (_evidence)."""
     try:
-        with open(path, "rb") as f:
-            return json.loads(f.read().decode("utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise VerdictError("%s cannot be read as JSON (%s): verify the run (repro.vllm.run_record state=verify)"
-                           % (path, exc))
+        return _evidence._load_json(path)  # pylint: disable=protected-access
+    except _evidence.EvidenceError as exc:
+        raise VerdictError(str(exc))
 
 
 def read_light(path):
