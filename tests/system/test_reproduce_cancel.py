@@ -111,6 +111,16 @@ def test_sigint_then_the_lease_stops_the_server(real_vllm, tmp_path):
     record = json.loads(expired[0].read_text())
     assert record["stop"]["remaining"] == [] and len(record["processes"]) >= 2
     assert record["expired_at"] >= record["lease_until"]
+    # the interrupted run is still open (nothing sealed it yet): the hand-off seals it, since its play is gone, and
+    # packs the case naming it
+    interrupted = [p for p in (tmp_path / "records" / "cancel-int").iterdir() if (p / "open.json").is_file()]
+    assert len(interrupted) == 1, sorted(p.name for p in (tmp_path / "records" / "cancel-int").iterdir())
+    hand = _play(tmp_path, "handoff.yml", {"repro_vllm_records_root": str(tmp_path / "records"),
+                                           "repro_vllm_case_id": "cancel-int"})
+    assert hand.returncode == 0, hand.stdout.decode()
+    sealed = json.loads((interrupted[0] / "manifest.json").read_text())["metadata"]
+    assert sealed["status"] == "incomplete" and sealed["seal_reason"] == "interrupted"
+    assert sealed["sealed_by"] == {"play": "handoff"} and sealed["sealed_because"] == "its play's process is gone"
 
 
 def _play(work, playbook, extra, timeout=300):
