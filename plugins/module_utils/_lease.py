@@ -75,14 +75,28 @@ class _Locked(object):
         self.fd = None
 
     def __enter__(self):
-        os.makedirs(os.path.dirname(self.path), mode=0o1777, exist_ok=True)
+        folder = os.path.dirname(self.path)
+        if not os.path.isdir(folder):
+            os.makedirs(folder, exist_ok=True)
+            # every user's plays lease their servers here (like /tmp: anyone may add, only the owner removes)
+            _chmod_quietly(folder, 0o1777)
+        fresh = not os.path.exists(self.path)
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        if fresh:
+            _chmod_quietly(self.path, 0o666)
         fcntl.flock(self.fd, fcntl.LOCK_EX)
         return self
 
     def __exit__(self, *exc):
         fcntl.flock(self.fd, fcntl.LOCK_UN)
         os.close(self.fd)
+
+
+def _chmod_quietly(path, mode):
+    try:
+        os.chmod(path, mode)
+    except OSError:
+        pass  # another user made it first: its mode is theirs
 
 
 def read_json(path):
