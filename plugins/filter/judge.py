@@ -75,6 +75,17 @@ def layer_status(attempt, last_good=None):
                                _mapping(last_good, "last_good", "layer_status"))
 
 
+def layer_skip(layer, skip=None, production=None, production_given=False, values=None, play_hosts=0,
+               last_good_nodes=0):
+    return _judge.layer_skip(_mapping(layer, "the input (the layer)", "layer_skip"), skip=skip or [],
+                             production=production or {}, production_given=bool(production_given),
+                             values=values or {}, play_hosts=int(play_hosts), last_good_nodes=int(last_good_nodes))
+
+
+def rollback_row(attempt):
+    return _judge.rollback_row(_mapping(attempt, "the input (the rollback attempt)", "rollback_row"))
+
+
 def reproduction_finding(runs):
     return _judge.reproduction_finding(_listing(runs, "the input (runs)", "reproduction_finding"))
 
@@ -121,7 +132,8 @@ class FilterModule:
     def filters(self):
         return {"attempt_verdict": attempt_verdict, "layer_observation": layer_observation,
                 "prefix_cache_evidence": prefix_cache_evidence, "memory_compare": memory_compare,
-                "metric_total": metric_total, "layer_status": layer_status,
+                "metric_total": metric_total, "layer_status": layer_status, "layer_skip": layer_skip,
+                "rollback_row": rollback_row,
                 "reproduction_finding": reproduction_finding, "latest_run": latest_run,
                 "ladder_layers": ladder_layers, "leftover_report": leftover_report,
                 "repeat_target": repeat_target, "repeat_comparison": repeat_comparison}

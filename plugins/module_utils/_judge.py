@@ -631,6 +631,47 @@ def layer_status(attempt, last_good):
     return {"status": status, "stop": status in ("refused", "failed"), "stop_reason": reason}
 
 
+def layer_skip(layer, skip=None, production=None, production_given=False, values=None, play_hosts=0,
+               last_good_nodes=0):
+    """Why a ladder layer cannot run here, or "" when it can: the first of these that holds.
+
+    ``layer``: the layer's data with its overrides (name, production_only, requires, requires_nodes); ``skip``: the
+    names repro_vllm_ladder_skip leaves out; ``production``: the production command's own items per layer (they stand
+    in for the variables a layer needs); ``production_given``: a production command is given and the ladder uses it;
+    ``values``: the value of each variable the layer requires (name -> value; empty, None or missing is unset);
+    ``play_hosts``: hosts in the play; ``last_good_nodes``: nodes the last good run spans.
+    """
+    layer = layer or {}
+    name = layer.get("name")
+    from_production = list(((production or {}).get(name)) or [])
+    if name in (skip or []):
+        return "left out by repro_vllm_ladder_skip"
+    if layer.get("production_only") and not from_production:
+        return "the production command has nothing for it" + (
+            "" if production_given else " (no production command, or repro_vllm_ladder_production is false)")
+    required = [] if from_production else list(layer.get("requires") or [])
+    unset = [v for v in required if not (values or {}).get(v)]
+    if unset:
+        return "needs %s to be set" % ", ".join(unset)
+    needs = int(layer.get("requires_nodes") or 0)
+    if play_hosts < needs:
+        return "needs %d hosts in the play; it has %d" % (needs, play_hosts)
+    if "requires_nodes" in layer and last_good_nodes >= play_hosts:
+        return "the last good run already spans %d nodes" % last_good_nodes
+    return ""
+
+
+def rollback_row(attempt):
+    """The ladder's result row of a rollback attempt: ok when the earlier state came back, else failed."""
+    attempt = attempt or {}
+    back = bool(attempt.get("earlier_state_returned"))
+    return {"layer": "rollback", "status": "ok" if back else "failed", "run": attempt.get("run"),
+            "stage": attempt.get("stage"), "error_class": attempt.get("error_class"),
+            "earlier_state_returned": attempt.get("earlier_state_returned"),
+            "reason": ("the earlier state came back: " if back else "the earlier state did NOT come back: ")
+            + str(attempt.get("summary") or "")}
+
+
 def reproduction_finding(runs):
     """The play's closing classification: the first failed run (rollbacks and refusals aside), the refusals and
     the last rollback."""
