@@ -676,10 +676,9 @@ def freeze(run_dir, collection_version, metadata=None, case_id=None, run_id=None
             _make_read_only(run_dir)
         return {"path": run_dir, "manifest_path": manifest_path, "manifest": res["manifest"], "changed": False}
     opened = read_open(run_dir) or {}
+    # metadata.status: a run's is one of RUN_STATUSES (run_record's status option checks it); a host part's is the
+    # host's (ok, degraded, failed, unreachable) - both are kept as given
     metadata = dict(metadata or {})
-    status = metadata.get("status")
-    if status is not None and status not in RUN_STATUSES:
-        raise RecordError("metadata.status %r of %s is not one of %s" % (status, run_dir, ", ".join(RUN_STATUSES)))
     run_uid = opened.get("run_uid") or metadata.get("run_uid")
     if run_uid:
         metadata["run_uid"] = run_uid

@@ -721,6 +721,15 @@ def port_in_use(host, port):
         sock.close()
 
 
+def host_gpu_devices(dev="/dev"):
+    """The NVIDIA GPU device nodes of this host (/dev/nvidia0, ...): a host has GPUs to share when it has these,
+    whatever nvidia-smi binary may be on its PATH."""
+    try:
+        return sorted(n for n in os.listdir(dev) if n.startswith("nvidia") and n[6:].isdigit())
+    except OSError:
+        return []
+
+
 def visible_gpus(env):
     """The GPUs a server's environment names (CUDA_VISIBLE_DEVICES as a list), or None when it names none (all)."""
     value = (env or {}).get("CUDA_VISIBLE_DEVICES")

@@ -52,7 +52,7 @@ options:
       - V(swept) looks at every run lease in O(lease_dir) before an attempt starts (no server is started) - servers
         whose lease ran out are stopped and released (RV(cleaned)); live servers of other runs are never touched and
         are returned in RV(live), and in RV(conflicts) when they hold this attempt's API port (from O(argv)) or GPUs
-        (C(CUDA_VISIBLE_DEVICES) of O(env); on a host with GPUs). With O(only_run_uid), that run's servers are
+        (C(CUDA_VISIBLE_DEVICES) of O(env); on a host with GPU device nodes, C(/dev/nvidia<N>)). With O(only_run_uid), that run's servers are
         stopped whatever their lease (playbooks/stop.yml).
     type: str
     choices: [started, stopped, checked, swept]
@@ -786,7 +786,7 @@ def run_swept(module, result):
     p = module.params
     listen = srv.listen_port([str(a) for a in (p["argv"] or [])]) if p["argv"] else None
     gpus = srv.visible_gpus(p["env"])
-    host_has_gpus = srv.find_nvidia_smi(p["nvidia_smi_path"]) is not None
+    host_has_gpus = bool(srv.host_gpu_devices())
     swept = srv.sweep_leases(p["lease_dir"], p["run_uid"], port=listen[1] if listen else None, gpus=gpus,
                              host_has_gpus=host_has_gpus, grace=p["stop_grace"], check_mode=module.check_mode,
                              only_run_uid=p["only_run_uid"])

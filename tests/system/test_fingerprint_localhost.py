@@ -33,14 +33,14 @@ def test_localhost_run_is_frozen_verified_and_redacted(tmp_path):
     assert r.status == "successful", r.stdout.read()
     run = tmp_path / "records" / "lh" / "run-001"
     manifest = check_frozen(str(run))
-    assert manifest["schema_version"] == 2 and manifest["collection_version"] == _galaxy_version()
+    assert manifest["schema_version"] == 3 and manifest["collection_version"] == _galaxy_version()
     paths = {e["path"] for e in manifest["files"]}
     assert {"fleet.json", "notes.md", "hosts/localhost/fingerprint.json", "hosts/localhost/env.json",
             "hosts/localhost/container.json", "hosts/localhost/manifest.json"} <= paths
     # the host's own sub-record verifies too (it was checked on the controller after the fetch)
     host_manifest = check_frozen(str(run / "hosts" / "localhost"))
     assert (host_manifest["case_id"], host_manifest["run_id"]) == ("lh", "run-001")
-    assert host_manifest["collection_version"] == _galaxy_version() and host_manifest["schema_version"] == 2
+    assert host_manifest["collection_version"] == _galaxy_version() and host_manifest["schema_version"] == 3
     assert not (tmp_path / "remote").exists()  # nothing is staged on the host for a fingerprint
     fp = json.loads((run / "hosts" / "localhost" / "fingerprint.json").read_text())
     gpu = fp["gpu"]

@@ -74,7 +74,7 @@ def test_same_case_from_two_controllers_at_once_into_fresh_roots(fleet, tmp_path
         assert {n: h["status"] for n, h in _fleet(run).items()} == dict.fromkeys(fleet.names, "ok")
         for name in fleet.names:
             man = check_frozen(str(run / "hosts" / name))
-            assert (man["case_id"], man["run_id"], man["schema_version"]) == ("twice", "run-001", 2)
+            assert (man["case_id"], man["run_id"], man["schema_version"]) == ("twice", "run-001", 3)
             assert man["collection_version"] not in ("unknown", "") and man["metadata"]["host"] == name
     assert (oct(old.stat().st_mode), old.stat().st_mtime_ns, sorted(os.listdir(old))) == before
     old.chmod(0o755)

@@ -122,3 +122,16 @@ def test_the_verdict_of_a_refused_and_of_a_port_in_use_attempt(outcome):
     assert (busy["stage"], busy["error_class"], busy["status"]) == ("environment", "port_in_use", "failed")
     assert busy["first_error"]["line"] == "port 8011"
     assert socket  # noqa
+
+
+def test_gpus_are_a_conflict_only_on_a_host_with_gpu_device_nodes(tmp_path):
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "nvidiactl").write_text("")
+    assert _server.host_gpu_devices(str(dev)) == []           # a driver's control node alone is no GPU
+    (dev / "nvidia0").write_text("")
+    (dev / "nvidia1").write_text("")
+    assert _server.host_gpu_devices(str(dev)) == ["nvidia0", "nvidia1"]
+    assert _server._gpus_overlap(None, ["0"], host_has_gpus=True)            # pylint: disable=protected-access
+    assert not _server._gpus_overlap(["1"], ["0"], host_has_gpus=True)       # pylint: disable=protected-access
+    assert not _server._gpus_overlap(None, None, host_has_gpus=False)        # pylint: disable=protected-access
