@@ -153,6 +153,13 @@ options:
         before each request. What the supervisor stopped is reported in RV(lease_expired).
     type: float
     default: 0
+  check_port:
+    description:
+      - With O(state=started), test before the start that the server's API port (from O(argv)) can be bound; when
+        anything holds it nothing is started and the result is RV(outcome=port_in_use), stage C(environment).
+      - V(false) lets vLLM meet the busy port itself (its own C([Errno 98]) failure, as the classifier's tests need).
+    type: bool
+    default: true
   lease_file:
     description:
       - The run's host-wide lease file, C(<lease_dir>/<run_uid>.json), one entry per O(node). Without it the lease
@@ -578,7 +585,7 @@ def run_started(module, result, state_file):
         module.fail_json(msg="vllm_server: cannot create %s: %s; choose a writable log_path/state_file" % (log_dir, exc),
                          **result)
     listen = srv.listen_port(argv)
-    busy = srv.port_in_use(*listen) if listen else None
+    busy = srv.port_in_use(*listen) if listen and p["check_port"] else None
     if busy:
         # named before anything starts: never a start that "times out" on a port another program holds
         holders = ", ".join("pid %s %s" % (h["pid"], (h.get("cmdline") or h.get("comm") or "")[:120])
@@ -823,6 +830,7 @@ def main():
             command_timeout=dict(type="float", default=10.0),
             classify=dict(type="bool", default=True),
             lease=dict(type="float", default=0.0),
+            check_port=dict(type="bool", default=True),
             lease_file=dict(type="path"),
             lease_info=dict(type="dict"),
             lease_dir=dict(type="path", default="/var/tmp/repro-vllm/.leases"),

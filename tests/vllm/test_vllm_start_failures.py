@@ -5,9 +5,10 @@ than memory (split from test_vllm_server_real.py so the gate's two xdist workers
 
 from __future__ import annotations
 
+import os
 import socket
 
-from conftest import assert_classified, start_failing
+from conftest import assert_classified, server_args, start_failing
 
 
 def test_missing_weights(ansible, vllm_env, tmp_path):
@@ -23,7 +24,13 @@ def test_port_already_in_use(ansible, vllm_env, tmp_path):
     blocker.listen(1)
     port = blocker.getsockname()[1]
     try:
-        res = start_failing(ansible, vllm_env, tmp_path, port=port)
+        # the module's own test before the start names the holder and starts nothing
+        named = ansible.run("vllm_server", server_args(vllm_env, tmp_path / "named", port))
+        assert named["outcome"] == "port_in_use" and named["pid"] is None, named.get("msg")
+        assert (named["stage"], named["error_class"]) == ("environment", "port_in_use")
+        assert [h["pid"] for h in named["port_in_use"]["holders"]] == [os.getpid()]
+        # and vLLM's own failure on a busy port, classified from its log
+        res = start_failing(ansible, vllm_env, tmp_path, port=port, check_port=False)
     finally:
         blocker.close()
     assert res["exit_code"] == 1
