@@ -558,9 +558,9 @@ def test_layer_skip_runs_a_layer_that_can_run_and_takes_production_items_for_its
 
 def test_rollback_row_says_whether_the_earlier_state_came_back():
     back = j.rollback_row({"run": "run-007", "stage": "none", "error_class": None, "earlier_state_returned": True,
-                                "summary": "run-007 rollback: ok"})
+                           "summary": "run-007 rollback: ok"})
     assert back == {"layer": "rollback", "status": "ok", "run": "run-007", "stage": "none", "error_class": None,
                     "earlier_state_returned": True, "reason": "the earlier state came back: run-007 rollback: ok"}
     lost = j.rollback_row({"run": "run-008", "stage": "engine_init", "earlier_state_returned": False,
-                                "summary": "x"})
+                           "summary": "x"})
     assert lost["status"] == "failed" and lost["reason"].startswith("the earlier state did NOT come back")
