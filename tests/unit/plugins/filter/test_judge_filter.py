@@ -33,7 +33,11 @@ def test_filters_refuse_wrong_types():
     assert set(judge.FilterModule().filters()) == {
         "attempt_verdict", "layer_observation", "prefix_cache_evidence", "memory_compare", "metric_total",
         "layer_status", "reproduction_finding", "latest_run", "ladder_layers", "leftover_report", "repeat_target",
-        "repeat_comparison"}
+        "repeat_comparison", "layer_skip", "rollback_row"}
+    with pytest.raises(AnsibleFilterError, match="layer_skip: the input"):
+        judge.layer_skip(["tool_calling"])
+    with pytest.raises(AnsibleFilterError, match="rollback_row: the input"):
+        judge.rollback_row("run-007")
     with pytest.raises(AnsibleFilterError, match="repeat_target: the input"):
         judge.repeat_target({"run": "run-002"})
     with pytest.raises(AnsibleFilterError, match="repeat_comparison: repeat"):
