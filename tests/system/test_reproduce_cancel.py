@@ -76,13 +76,15 @@ def _cancel_with_server_up(work, port, case, sig, lease=LEASE):
     try:
         _wait_for(lines, "minimal | server ready", 400, seen)
         os.killpg(proc.pid, sig)
-        _drain(proc, lines, seen, timeout=60)
+        # the server is up right after the cancel; that the play's always: did not stop it afterwards is shown by
+        # the supervisor's lease-expired record (it found the processes and stopped them) or by the next play
+        assert _live_servers(port), "\n".join(seen[-30:])
+        # a loaded CI machine was seen to need more than a minute for ansible-playbook to end after SIGINT
+        _drain(proc, lines, seen, timeout=240)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode != 0
-    # nothing of the play stopped the server: it is still up right after the cancel
-    assert _live_servers(port), "\n".join(seen[-30:])
     return seen
 
 
