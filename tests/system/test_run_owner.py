@@ -76,7 +76,8 @@ def test_two_plays_of_one_case_on_one_host_never_touch_each_other(real_vllm, tmp
     for name, proc in (("a", a), ("b", b)):
         text = "\n".join(out[name])
         assert proc.returncode == 0, text
-        assert "cleaned:" not in text and "REFUSED" not in text and "FAILED" not in text, text
+        # neither cleaned a server of this case (another test's abandoned server on the host may be cleaned)
+        assert "cleaned: server of %s/" % CASE not in text and "REFUSED" not in text and "FAILED" not in text, text
     uids = {}
     for name, work in (("a", a_dir), ("b", b_dir)):
         run = _attempt_run(work)
@@ -85,7 +86,7 @@ def test_two_plays_of_one_case_on_one_host_never_touch_each_other(real_vllm, tmp
         outcome = json.loads((run / "outcome.json").read_text())
         assert outcome["ok"] is True and outcome["stage"] == "none", outcome["summary"]
         server = json.loads((run / "hosts" / "localhost" / "server.json").read_text())
-        assert server["leftovers_cleaned"] == [] and server["refusal"] is None
+        assert [c for c in server["leftovers_cleaned"] if c["case_id"] == CASE] == [] and server["refusal"] is None
         uids[name] = manifest["run_uid"]
         assert server["run_uid"] == uids[name]
         # the host folder of the run is gone once the controller holds its verified copy
