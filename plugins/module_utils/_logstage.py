@@ -162,11 +162,13 @@ _METHOD_RXS = tuple(re.compile(rx) for rx in METHOD_MESSAGES)
 
 def frame_stage(func, path):
     """The stage of a traceback frame (function ``func`` in file ``path``), or None when it is not mapped."""
-    rows = _FRAME_STAGES.get(func)
-    if not rows:
-        return None
+    return _stage_by_path(_FRAME_STAGES.get(func), path)
+
+
+def _stage_by_path(rows, path):
+    """The stage of the first (path part, stage) row whose part is in ``path``, or None."""
     path = path.replace("\\", "/")
-    for part, stage in rows:
+    for part, stage in rows or ():
         if part in path:
             return stage
     return None
@@ -195,11 +197,7 @@ _CAUSES = tuple((key, re.compile(rx) if rx else None, stage) for key, rx, stage,
 
 def _serving_frame(path):
     """The stage of a serving-only frame (the forward pass, sampler, attention, request handlers, parsers), or None."""
-    path = path.replace("\\", "/")
-    for part, stage in _SERVING_FRAMES:
-        if part in path:
-            return stage
-    return None
+    return _stage_by_path(_SERVING_FRAMES, path)
 
 
 def collective_stage(text):
