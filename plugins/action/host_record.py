@@ -20,7 +20,7 @@ from ansible_collections.repro.vllm.plugins.module_utils import _hostrecord, _re
 MODULE = "repro.vllm.host_record"
 # options that only the module needs; everything else stays on the controller
 _MODULE_KEYS = ("gather", "image", "nvidia_smi_path", "command_timeout", "files", "log_max_bytes",
-                "inline_max_bytes", "staging_root", "collect_env_argv", "collect_env_timeout")
+                "inline_max_bytes", "staging_root", "collect_env_argv", "collect_env_timeout", "collect_env_container")
 _TRACE_CHARS = 4000
 
 ARGUMENT_SPEC = dict(
@@ -30,6 +30,7 @@ ARGUMENT_SPEC = dict(
     gather=dict(type="list", elements="str", default=[], choices=["basics", "gpu", "container", "collect_env"]),
     collect_env_argv=dict(type="list", elements="str", default=[]),
     collect_env_timeout=dict(type="float", default=120.0),
+    collect_env_container=dict(type="dict"),
     image=dict(type="str", default=""),
     nvidia_smi_path=dict(type="str", default=""),
     command_timeout=dict(type="float", default=10.0),
@@ -186,9 +187,14 @@ class ActionModule(ActionBase):
                                % (ctx["part_abs"], _record.describe_problems(checked)))
         staging = self._cleanup(remote.get("staging_dir"), args["remove_src"], mod_args, task_vars,
                                 args.get("remove_empty_parents") or 0)
-        return {"changed": True, "host_status": status, "reasons": reasons, "part_path": ctx["part_abs"],
-                "files": frozen["manifest"]["files"], "missing_files": missing, "summary": summary,
-                "collection_version": ctx["version"], "staging": staging, "msg": self._line(ctx, summary, frozen)}
+        out = {"changed": True, "host_status": status, "reasons": reasons, "part_path": ctx["part_abs"],
+               "files": frozen["manifest"]["files"], "missing_files": missing, "summary": summary,
+               "collection_version": ctx["version"], "staging": staging, "msg": self._line(ctx, summary, frozen)}
+        container = remote.get("container")
+        if container and not container.get("skipped"):
+            # the image as the play resolved it at its fingerprint: the attempts run that image, by digest
+            out["ansible_facts"] = {"repro_vllm_container": container}
+        return out
 
     def _parts(self, ctx, args, remote):
         """{relative name: bytes} of the part, {name: manifest notes}, [missing optional files]."""

@@ -731,6 +731,9 @@ def image_digest(facts, reference=None):
     itself (``repo@sha256:...``, also ``reference`` when no facts were gathered), else None.
     """
     facts = facts if isinstance(facts, dict) else {}
+    if facts.get("run_ref") and (facts.get("image_repo_digest") or facts.get("image_id")):
+        # the pin of a container runtime (module_utils/_runtime.py): the image an attempt runs
+        return facts.get("image_repo_digest") or facts.get("image_id")
     for key in ("repo_digests", "config_digests"):
         values = facts.get(key) or []
         if values:

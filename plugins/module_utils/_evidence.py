@@ -171,7 +171,7 @@ def host_view(run, host):
     view = {k: None for k in (
         "status", "driver", "kernel_module", "cuda_driver", "gpu_present", "gpu_model", "gpu_count",
         "compute_capability", "gpu_map", "visible_devices", "foreign_processes", "memory_used_mib", "os", "kernel",
-        "image", "image_digest", "image_by_digest", "image_vllm", "image_torch", "image_cuda", "argv", "env",
+        "image", "image_digest", "image_id", "image_by_digest", "image_vllm", "image_torch", "image_cuda", "argv", "env",
         "env_set_by_run", "inherited_env", "host_env", "service")}
     view["present"] = h is not None
     view["sources"] = {}
@@ -217,7 +217,18 @@ def host_view(run, host):
         for group in ("driver", "gpus"):
             view["sources"][group] = src
     container = h.get("container.json")
-    if container and not container.get("skipped"):
+    ran = ((h.get("server.json") or {}).get("container") or {}) if isinstance(h.get("server.json"), dict) else {}
+    if ran.get("image_id"):
+        # the server ran in a container: the image that ran (by id, and its repo digest where the runtime lists one)
+        view["image"] = ran.get("image")
+        view["image_digest"] = ran.get("image_repo_digest") or ran.get("image_id")
+        view["image_id"] = ran.get("image_id")
+        view["image_by_digest"] = True
+        view["sources"]["image"] = cite(run, host, "server.json")
+        if container and not container.get("skipped"):
+            probe = _probe(container)
+            view.update(image_vllm=probe.get("vllm"), image_torch=probe.get("torch"), image_cuda=probe.get("torch_cuda"))
+    elif container and not container.get("skipped"):
         view["image"] = container.get("reference")
         view["image_digest"] = image_digest(container)
         view["image_by_digest"] = bool(container.get("by_digest"))

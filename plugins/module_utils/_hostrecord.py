@@ -265,18 +265,43 @@ def serving_python(argv, path_env=None):
     return None, "%s is not a Python script (no #! line): cannot tell its Python" % exe
 
 
-def collect_env(argv, timeout, key=None, runner=None):
-    """Run vLLM's ``python -m vllm.collect_env`` with the serving environment's Python, under ``timeout``.
+def collect_env_container_argv(container):
+    """``<runtime> run --rm --entrypoint python3 [the run's arguments] IMAGE -m vllm.collect_env``: vLLM's report from
+    inside the image that ran (``container`` as vllm_server returned it), or None when it names no image."""
+    container = container or {}
+    if not (container.get("binary") and container.get("run_ref")):
+        return None
+    args = [str(a) for a in container.get("args") or []]
+    keep = []
+    i = 0
+    while i < len(args):  # the server's own name, labels and entrypoint are not the report's
+        if args[i] in ("--name", "--label", "--entrypoint"):
+            i += 2
+            continue
+        keep.append(args[i])
+        i += 1
+    return ([container["binary"], "run", "--rm", "--entrypoint", "python3"] + keep
+            + [container["run_ref"], "-m", "vllm.collect_env"])
+
+
+def collect_env(argv, timeout, key=None, runner=None, container=None):
+    """Run vLLM's ``python -m vllm.collect_env`` with the serving environment's Python, under ``timeout``; with a
+    ``container`` (vllm_server's record of the server's container), inside a new container of the same image.
 
     Returns {status: ok|failed|timed_out|not_found|skipped, python, rc, duration_ms, output (redacted), stderr_tail
     (redacted), msg}. Never raises."""
-    python, why = serving_python(argv)
+    in_image = collect_env_container_argv(container)
+    if in_image:
+        python, why, cmd = "python3 in %s" % container["run_ref"], None, in_image
+    else:
+        python, why = serving_python(argv)
+        cmd = [python, "-m", "vllm.collect_env"]
     if python is None:
         return {"status": "skipped", "python": None, "rc": None, "duration_ms": 0, "output": "", "stderr_tail": "",
                 "msg": why}
     if runner is None:
         from ansible_collections.repro.vllm.plugins.module_utils._cmd import run_cmd as runner
-    res = runner([python, "-m", "vllm.collect_env"], timeout=timeout)
+    res = runner(cmd, timeout=timeout)
     status = res["status"] if res["status"] != "ok" or res.get("rc") == 0 else "failed"
     return {"status": status, "python": python, "rc": res.get("rc"), "duration_ms": res.get("duration_ms"),
             "output": redact_text(res.get("stdout") or "", key=key),

@@ -42,6 +42,7 @@ from ansible_collections.repro.vllm.plugins.module_utils._lease import (  # noqa
     write_json_atomic)
 from ansible_collections.repro.vllm.plugins.module_utils._logstage import classify_files
 from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_argv, redact_env, redact_text
+from ansible_collections.repro.vllm.plugins.module_utils._runtime import Runtime
 
 DEFAULT_INHERIT_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
 HEALTH_ROUTE = "/health"
@@ -267,10 +268,15 @@ def parse_gpu_memory(text):
     return gpus
 
 
-def memory_sample(sid, pgid, min_start_ticks, nvidia_smi=None, gpu_timeout=5.0):
+def memory_sample(sid, pgid, min_start_ticks, nvidia_smi=None, gpu_timeout=5.0, container_sid=None):
+    """One sample of the server's memory; ``members`` are the processes of its session. With ``container_sid``
+    (the host pid of the container's first process, a session leader) the container's processes count too."""
     members = session_members(sid, pgid, min_start_ticks)
-    sample = {"t": round(time.time(), 3), "rss_bytes": sum(proc_rss_bytes(m["pid"]) for m in members),
-              "pids": len(members), "gpus": None}
+    inside = session_members(container_sid) if container_sid else []
+    sample = {"t": round(time.time(), 3), "rss_bytes": sum(proc_rss_bytes(m["pid"]) for m in members + inside),
+              "pids": len(members) + len(inside), "gpus": None}
+    if container_sid:
+        sample["container_pids"] = len(inside)
     if nvidia_smi:
         res = run_cmd([nvidia_smi] + GPU_QUERY, timeout=gpu_timeout)
         if res["status"] == "ok":
@@ -333,16 +339,20 @@ def _set_title(title):
         pass
 
 
-def _lease_check(lease_file, expired_file, sid, pgid, start_ticks, grace, node=None):
+def _lease_check(lease_file, expired_file, sid, pgid, start_ticks, grace, node=None, container=None):
     """Stop the whole group when the lease has passed; True once it did (or there was nothing left to stop).
 
-    ``lease_file``: the run's host-wide lease (this ``node``'s entry) or the server's ``<state_file>.lease``."""
+    ``lease_file``: the run's host-wide lease (this ``node``'s entry) or the server's ``<state_file>.lease``.
+    ``container`` ({runtime, binary, name}): the server's container, stopped and removed by name first (a killed
+    client leaves it running otherwise)."""
     lease = node_entry(lease_file, node) if lease_file else None
     if not lease or lease.get("until") is None or time.time() <= float(lease["until"]):
         return False
     members = session_members(sid, pgid, start_ticks)
     record = {"expired_at": round(time.time(), 3), "lease_until": lease.get("until"), "renewed_at": lease.get("renewed_at"),
-              "renewed_by": lease.get("by"), "processes": describe(members), "stop": None}
+              "renewed_by": lease.get("by"), "processes": describe(members), "stop": None, "container": None}
+    if container:
+        record["container"] = stop_container(container, grace)
     if members:
         record["stop"] = stop_group(sid, pgid, start_ticks, grace)
     try:
@@ -357,20 +367,25 @@ def _lease_check(lease_file, expired_file, sid, pgid, start_ticks, grace, node=N
 
 
 def _supervise(proc, server_start_ticks, exit_file, memory_path, interval, nvidia_smi, gpu_timeout, lease_file=None,
-               lease_expired_file=None, stop_grace=10.0, node=None):
+               lease_expired_file=None, stop_grace=10.0, node=None, container=None):
     """Reap the server, record its exit, sample memory until the session is empty; stop the whole group when
     its lease (``lease_file``) runs out without the play renewing it. Runs in the supervisor, which needs no
-    controller: a play killed with SIGKILL or cut off from the node still leaves no server behind."""
+    controller: a play killed with SIGKILL or cut off from the node still leaves no server behind.
+
+    With a ``container`` the session holds only the runtime's client: when the client is gone (killed) while the
+    container still exists, the supervisor stays until the lease runs out and then stops and removes the container."""
     sid = pgid = proc.pid
     exit_code = None
     next_sample = 0.0
     next_lease = 0.0
+    next_container = 0.0
+    container_sid = None
     lease_done = lease_file is None
     while True:
         if not lease_done and time.monotonic() >= next_lease:
             next_lease = time.monotonic() + 1.0
             lease_done = _lease_check(lease_file, lease_expired_file, sid, pgid, server_start_ticks, stop_grace,
-                                      node=node)
+                                      node=node, container=container)
         if exit_code is None:
             rc = proc.poll()
             if rc is not None:
@@ -378,9 +393,15 @@ def _supervise(proc, server_start_ticks, exit_file, memory_path, interval, nvidi
                 write_json_atomic(exit_file, {"exit_code": rc, "exit_signal": signal_name(rc),
                                               "exited_at": round(time.time(), 3), "pid": proc.pid})
         now = time.monotonic()
+        if container and container_sid is None and now >= next_container and exit_code is None:
+            # the container's processes are not in the client's session: sample them through its first process
+            next_container = now + 2.0
+            seen = _runtime_of(container).inspect(container["name"])
+            container_sid = (seen or {}).get("pid") or None
         if now >= next_sample:
             if interval and interval > 0 and memory_path:
-                sample, members = memory_sample(sid, pgid, server_start_ticks, nvidia_smi, gpu_timeout)
+                sample, members = memory_sample(sid, pgid, server_start_ticks, nvidia_smi, gpu_timeout,
+                                                container_sid=container_sid)
                 try:
                     with open(memory_path, "a") as f:
                         f.write(json.dumps(sample, sort_keys=True) + "\n")
@@ -389,13 +410,19 @@ def _supervise(proc, server_start_ticks, exit_file, memory_path, interval, nvidi
             else:
                 members = session_members(sid, pgid, server_start_ticks)
             if exit_code is not None and not members:
-                return
+                if not container or lease_done:
+                    return
+                if time.monotonic() >= next_container:
+                    # the client is gone: wait for the lease only while the container is still there
+                    next_container = time.monotonic() + 5.0
+                    if not container_exists(container):
+                        return
             next_sample = now + (interval if interval and interval > 0 else 1.0)
         time.sleep(0.1 if exit_code is None else 0.5)
 
 
 def spawn(argv, env, log_path, cwd, state_file, memory_path, interval=1.0, nvidia_smi=None, gpu_timeout=5.0,
-          lease=False, stop_grace=10.0, lease_file=None, node=None):
+          lease=False, stop_grace=10.0, lease_file=None, node=None, container=None):
     """Start ``argv`` in its own session under a detached supervisor.
 
     With ``lease``, the supervisor follows ``lease_file`` (the run's host-wide lease, ``node``'s entry), or the
@@ -442,7 +469,8 @@ def spawn(argv, env, log_path, cwd, state_file, memory_path, interval=1.0, nvidi
             os.close(wfd)
             _supervise(proc, start_ticks, exit_file, memory_path, interval, nvidia_smi, gpu_timeout,
                        lease_file=(lease_file or lease_file_for(state_file)) if lease else None,
-                       lease_expired_file=lease_expired_file_for(state_file), stop_grace=stop_grace, node=node)
+                       lease_expired_file=lease_expired_file_for(state_file), stop_grace=stop_grace, node=node,
+                       container=container)
         except BaseException:  # pylint: disable=broad-except
             code = 1
         finally:
@@ -470,6 +498,34 @@ def spawn(argv, env, log_path, cwd, state_file, memory_path, interval=1.0, nvidi
             pass
     info.update(supervisor_pid=child, started_at=started_at, t0=t0)
     return info
+
+
+def _runtime_of(container):
+    return Runtime(container.get("runtime"), container.get("binary"))
+
+
+def container_exists(container):
+    """Whether the runtime still holds the container ({runtime, binary, name}); True when it cannot tell."""
+    rt = _runtime_of(container)
+    res = rt.call(["container", "inspect", container["name"]])
+    if res["status"] == "ok":
+        return True
+    text = (res.get("stderr") or "") + (res.get("stdout") or "")
+    return not ("no such" in text.lower() or "no container" in text.lower())
+
+
+def stop_container(container, grace, logs_path=None):
+    """Stop (``stop -t``) and remove the server's container by name, saving its timestamped log to ``logs_path``
+    first when given. Returns {name, stopped, removed, errors, logs_saved, existed}."""
+    rt = _runtime_of(container)
+    name = container["name"]
+    existed = rt.inspect(name)
+    out = {"name": name, "existed": existed is not None, "stopped": False, "removed": False, "errors": [],
+           "logs_saved": False}
+    if existed is None:
+        return out
+    out.update(rt.stop(name, grace, logs_path=logs_path))
+    return out
 
 
 def reap_quietly(pid):
@@ -784,18 +840,45 @@ def sweep_leases(lease_dir, own_run_uid, port=None, gpus=None, host_has_gpus=Fal
     return {"cleaned": cleaned, "conflicts": conflicts, "live": live}
 
 
+def stop_run_containers(container, run_uid, grace):
+    """Stop and remove a run's containers: the one named in its lease, and any other the runtime finds by the
+    run's label (``repro.vllm.run_uid``). Returns the list of stop records of the containers that existed."""
+    rt = _runtime_of(container)
+    names = [container["name"]] if container.get("name") else []
+    for cid in rt.labelled(run_uid) if run_uid else []:
+        found = rt.inspect(cid)
+        if found and found.get("name") not in names:
+            names.append(found.get("name") or cid)
+    out = []
+    for name in names:
+        rec = stop_container(dict(container, name=name), grace)
+        if rec["existed"]:
+            out.append(rec)
+    return out
+
+
 def _stop_leased(path, node, entry, who, grace, check_mode, expired):
     st = read_json(entry.get("state_file") or "") or {}
     members = session_members(st["sid"], st.get("pgid"), st.get("start_ticks")) if st.get("sid") else []
     stop = None
+    container = entry.get("container") or st.get("container")
+    containers = []
+    if container and not check_mode:
+        # by name and by label: a client killed with the controller leaves its container running
+        containers = stop_run_containers(container, who["run_uid"], grace)
     if members and not check_mode:
         stop = stop_group(st["sid"], st.get("pgid"), st.get("start_ticks"), grace)
     remaining = [m["pid"] for m in (stop or {}).get("remaining", [])] if stop else (
         [m["pid"] for m in members] if check_mode else [])
-    if not check_mode and not remaining:
+    left = [c["name"] for c in containers if not c["removed"]]
+    if not check_mode and not remaining and not left:
         release_node(path, node)
     why = "its lease ran out at %s" % _when(entry.get("until")) if expired else "stop asked for run %s" % who["run_uid"]
-    if stop:
+    if containers:
+        how = "container %s stopped and removed now%s" % (
+            ", ".join(c["name"] for c in containers),
+            "" if not left else " (NOT removed: %s)" % "; ".join(e for c in containers for e in c["errors"]))
+    elif stop:
         how = "stopped now: %d process(es) (%s)" % (len(stop["initial"]), ", ".join(
             "%s %s" % (p.get("pid"), p.get("comm")) for p in stop["initial"][:6]))
     elif entry.get("expired_at"):
@@ -804,9 +887,10 @@ def _stop_leased(path, node, entry, who, grace, check_mode, expired):
         how = "no process of it was left"
     line = "server of %s/%s (run_uid %s, %s, pid %s) - %s: %s" % (
         who["case_id"], who["run_id"], who["run_uid"], node, who["pid"], why, how)
-    return dict(who, run="%s/%s" % (who["case_id"], who["run_id"]), outcome="stopped" if stop else "not_running",
+    return dict(who, run="%s/%s" % (who["case_id"], who["run_id"]),
+                outcome="stopped" if stop or containers else "not_running",
                 stopped_now=(stop or {}).get("initial") or [], lease_expired=entry.get("expired_at"),
-                remaining_pids=remaining, line=line)
+                remaining_pids=remaining, containers=containers, containers_left=left, line=line)
 
 
 def _when(unix):

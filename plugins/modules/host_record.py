@@ -82,6 +82,12 @@ options:
     type: list
     elements: str
     default: []
+  collect_env_container:
+    description:
+      - The server's container as M(repro.vllm.vllm_server) returned it (C(runtime), C(binary), C(run_ref), C(args)).
+        With it, C(python3 -m vllm.collect_env) runs in a new container of the same image and arguments
+        (C(run --rm --entrypoint python3)), so the report is the image's, whatever O(collect_env_argv) says.
+    type: dict
   collect_env_timeout:
     description: Seconds C(vllm.collect_env) may run (it imports torch; about 7 s on an H200 host).
     type: float
@@ -296,6 +302,7 @@ def main():
             gather=dict(type="list", elements="str", default=[], choices=["basics", "gpu", "container", "collect_env"]),
             collect_env_argv=dict(type="list", elements="str", default=[]),
             collect_env_timeout=dict(type="float", default=120.0),
+            collect_env_container=dict(type="dict"),
             image=dict(type="str", default=""),
             nvidia_smi_path=dict(type="str", default=""),
             command_timeout=dict(type="float", default=10.0),
@@ -365,7 +372,8 @@ def main():
                                 else {"skipped": True, "reason": "no image given (repro_vllm_image)"})
         if "collect_env" in p["gather"]:
             out["collect_env"] = _hostrecord.collect_env(p["collect_env_argv"], p["collect_env_timeout"],
-                                                         key=p["redact_key"] or None)
+                                                         key=p["redact_key"] or None,
+                                                         container=p["collect_env_container"])
         stage = {"path": None}
 
         def stage_dir():

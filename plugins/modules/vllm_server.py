@@ -183,6 +183,58 @@ options:
   only_run_uid:
     description: With O(state=swept), stop the servers of this run alone, whether their lease is live or not.
     type: str
+  container:
+    description:
+      - Run the server in a container of its exact image instead of as a process (issue "the server in its exact
+        image"). Without it, or with O(container.runtime=process), a O(argv) that is itself C(docker run IMAGE ...)
+        or C(podman run IMAGE ...) still runs in that runtime and image.
+      - The container is C(<runtime> run --name repro-vllm-<run_uid>-<node>) of the image pinned by digest (the
+        repo digest where the runtime lists one, else the image id), labelled C(repro.vllm.run_uid), C(.case),
+        C(.run), C(.controller) and C(.node), with every variable of O(env)/O(secret_env) passed as C(-e NAME)
+        (never a value on the command line), the GPUs of C(CUDA_VISIBLE_DEVICES) passed by the runtime's own means,
+        every existing host path of O(argv) mounted read-only at the same path, and host networking unless
+        O(container.args) names a network.
+      - O(state=stopped), the lease and O(state=swept) stop (C(stop -t)) and remove the container by name and by
+        its run label, after its log (C(logs --timestamps)) is saved as C(container.log) beside O(log_path).
+    type: dict
+    suboptions:
+      runtime:
+        description: V(podman), V(docker), or V(process) (the server runs as a process unless O(argv) is a run command).
+        type: str
+        choices: [process, podman, docker]
+        default: process
+      image:
+        description: The image reference (C(repro_vllm_image)); a run command in O(argv) names its own.
+        type: str
+      executable:
+        description: Path of the runtime's client; found on C(PATH) when not given.
+        type: path
+      args:
+        description:
+          - More C(run) arguments (C(repro_vllm_container_args)), for example C(--shm-size 1g), C(--ipc=host), or the
+            engine flags a host needs such as C(--cgroup-manager cgroupfs). Recorded with the run.
+        type: list
+        elements: str
+        default: []
+      pin:
+        description:
+          - The image as the play resolved it first - the fingerprint's C(repro_vllm_container) facts
+            (M(repro.vllm.container_facts)) or RV(container.pin) of an earlier attempt of the play. The attempt runs
+            that image; when the reference now names another image (a tag moved), the start is refused (RV(outcome)
+            V(refused), and a conflict with O(state=swept)) unless O(container.allow_moved_tag).
+          - Without it the image the reference names now is pinned, and returned in RV(container.pin).
+        type: dict
+      allow_moved_tag:
+        description: Run the pinned image even though the reference now names another one (both are recorded).
+        type: bool
+        default: false
+      labels:
+        description: The run's labels - C(run_uid), C(case), C(run), C(controller); C(run_uid) is required.
+        type: dict
+      probe:
+        description: Once the server is ready, look from inside the container (C(exec ... python3)) at the GPUs, C(CUDA_VISIBLE_DEVICES) and the libcuda the server mapped.
+        type: bool
+        default: true
   fail_on_error:
     description:
       - Fail the task when the server did not become ready (O(state=started)), failed after it was ready
@@ -432,6 +484,15 @@ stop:
   description: Details of a stop (signals sent, processes found before, seconds), null when nothing was stopped.
   returned: always
   type: dict
+container:
+  description:
+    - With a container runtime, what ran - C(runtime), C(runtime_version), C(name), C(id) (the container's),
+      C(image) (the reference), C(image_repo_digest) (null when the runtime lists none), C(image_id), C(run_ref)
+      (what was started: digest or id), C(pinned_by), C(pin) (keep it for the play's next attempts), C(tag_moved),
+      C(args) (every C(run) argument the attempt added or kept), C(dropped) (production run options the attempt sets
+      itself), C(probe) (the in-container view), C(log_path) (C(container.log)) and C(stop); null for a process.
+  returned: always
+  type: dict
 actions:
   description: What the module did or, in check mode, would do.
   returned: always
@@ -444,6 +505,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.repro.vllm.plugins.module_utils import _lease
+from ansible_collections.repro.vllm.plugins.module_utils import _runtime as rtm
 from ansible_collections.repro.vllm.plugins.module_utils import _server as srv
 
 
@@ -464,7 +526,7 @@ def _base_result(state_file=None, log_path=None):
         "state_file": state_file, "memory_path": None, "memory": None, "stage": None, "error_class": None,
         "first_error": None, "classification": None, "classification_error": None, "stage_marks": [],
         "remaining_pids": [], "remaining": [], "stop": None, "actions": [], "log_lines": None, "log_bytes": None,
-        "lease_until": None, "lease_expired": None, "port_in_use": None,
+        "lease_until": None, "lease_expired": None, "port_in_use": None, "container": None,
     }
 
 
@@ -520,6 +582,72 @@ def _memory(result):
         result["memory"] = srv.read_memory(result["memory_path"])
 
 
+# the runtime's client needs these where they are set (rootless podman's runtime dir, a remote engine)
+_CLIENT_ENV = ("XDG_RUNTIME_DIR", "DOCKER_HOST", "DOCKER_CONFIG", "CONTAINER_HOST", "CONTAINERS_CONF")
+
+
+def _container_plan(module, argv, env_names, result):
+    """The container this start runs (None for a process): the command read for the runtime, the image pinned,
+    a moved tag, the name and labels, and the ``run`` argv. Fails the task on a conflicting or unusable request."""
+    p = module.params
+    c = p["container"] or {}
+    try:
+        spec = rtm.split_command(argv, c.get("runtime"), c.get("image") or None)
+    except (rtm.RuntimeSpecError, ValueError) as exc:
+        module.fail_json(msg="vllm_server: refused: %s" % exc, **result)
+    if spec is None:
+        return None
+    labels = dict((k, v) for k, v in (c.get("labels") or {}).items() if v not in (None, ""))
+    if not labels.get("run_uid"):
+        module.fail_json(msg="vllm_server: container.labels.run_uid is required with a container runtime (the run's "
+                         "run_uid names and labels the container)", **result)
+    rt = rtm.Runtime(spec["runtime"], c.get("executable"), timeout=max(30.0, p["command_timeout"]))
+    if not rt.binary:
+        module.fail_json(msg="vllm_server: the container runtime %s is not on this host's PATH (%s); install it, give "
+                         "container.executable, or run the server as a process (repro_vllm_server_runtime: process)"
+                         % (spec["runtime"], os.environ.get("PATH", "")), **result)
+    now = rt.resolve(spec["image"])
+    pin = rtm.pin_from_facts(spec["runtime"], spec["image"], c.get("pin"))
+    if pin is None and now is None:
+        module.fail_json(msg="vllm_server: %s does not hold the image %s on this host; bring it first (%s pull %s, or "
+                         "%s load -i <file> from a saved image)" % (spec["runtime"], spec["image"], spec["runtime"],
+                                                                     spec["image"], spec["runtime"]), **result)
+    if pin is None:
+        pin = dict(now, runtime=spec["runtime"], pinned_by="first attempt")
+    moved = rtm.moved_tag(pin, now)
+    name = rtm.container_name(labels["run_uid"], p["node"] or labels.get("node"))
+    labels["node"] = p["node"] or labels.get("node") or ""
+    full_labels = rtm.run_labels(labels["run_uid"], labels.get("case"), labels.get("run"), labels.get("controller"),
+                                 labels.get("node"))
+    gpus = srv.visible_gpus(p["env"])
+    run_argv = rtm.run_argv(rt.binary, spec, pin["run_ref"], name, full_labels, rtm.container_env_names(env_names),
+                            gpus=gpus, host_has_gpus=bool(srv.host_gpu_devices()), container_args=c.get("args"))
+    record = {"runtime": spec["runtime"], "binary": rt.binary, "name": name, "id": None, "image": spec["image"],
+              "image_repo_digest": pin.get("image_repo_digest"), "image_id": pin.get("image_id"),
+              "run_ref": pin["run_ref"], "pinned_by": pin.get("pinned_by"), "pin": pin, "tag_moved": moved,
+              "args": srv.redacted_argv(run_argv[2:run_argv.index(pin["run_ref"])]), "dropped": spec["dropped"],
+              "labels": full_labels, "probe": None, "runtime_version": None, "log_path": None, "stop": None}
+    return {"spec": spec, "rt": rt, "argv": run_argv, "record": record, "moved": moved}
+
+
+def _container_seen(plan, result, probe):
+    """What ran: the container's id and the image it runs (by id, then its repo digest), the runtime's version and
+    the in-container probe."""
+    rt, rec = plan["rt"], plan["record"]
+    seen = rt.inspect(rec["name"])
+    if seen:
+        rec["id"] = seen.get("id")
+        if seen.get("image_id"):
+            # the image the container runs, by its id: its repo digest as the runtime lists it now
+            ran = rt.image_record(seen["image_id"])
+            rec["image_id"] = seen["image_id"]
+            rec["image_repo_digest"] = rtm.pinned_reference(rec["image"], (ran or {}).get("repo_digests") or [])
+    rec["runtime_version"] = rt.version()
+    if probe and seen and seen.get("running"):
+        rec["probe"] = rt.probe(rec["name"])
+    result["container"] = rec
+
+
 def run_started(module, result, state_file):
     p = module.params
     argv = [str(a) for a in (p["argv"] or [])]
@@ -531,8 +659,19 @@ def run_started(module, result, state_file):
     log_dir = os.path.dirname(log_path)
     extra = dict(p["env"] or {})
     extra.update(p["secret_env"] or {})
-    env, inherited = srv.build_env(extra, p["inherit_env"])
-    base_url = (p["base_url"] or srv.derive_base_url(argv)).rstrip("/")
+    plan = _container_plan(module, argv, sorted(extra), result)
+    inherit = list(p["inherit_env"]) + ([k for k in _CLIENT_ENV if k not in p["inherit_env"]] if plan else [])
+    env, inherited = srv.build_env(extra, inherit)
+    vllm_argv = plan["spec"]["vllm_argv"] if plan else argv
+    if plan:
+        argv = plan["argv"]
+        result["container"] = plan["record"]
+        plan["record"]["log_path"] = os.path.join(log_dir, "container.log")
+        if plan["moved"] and not (p["container"] or {}).get("allow_moved_tag"):
+            result.update(outcome="refused", changed=False, argv=srv.redacted_argv(argv))
+            result["msg"] = "vllm_server: refused: %s" % rtm.moved_line(plan["moved"])
+            return
+    base_url = (p["base_url"] or srv.derive_base_url(vllm_argv)).rstrip("/")
     red_argv = srv.redacted_argv(argv)
     result.update(argv=red_argv, env=srv.redacted_env(env), inherited_env_names=inherited, base_url=base_url,
                   log_path=log_path, memory_path=os.path.join(log_dir, "memory.jsonl"))
@@ -584,7 +723,7 @@ def run_started(module, result, state_file):
     except OSError as exc:
         module.fail_json(msg="vllm_server: cannot create %s: %s; choose a writable log_path/state_file" % (log_dir, exc),
                          **result)
-    listen = srv.listen_port(argv)
+    listen = srv.listen_port(vllm_argv)
     busy = srv.port_in_use(*listen) if listen and p["check_port"] else None
     if busy:
         # named before anything starts: never a start that "times out" on a port another program holds
@@ -597,17 +736,27 @@ def run_started(module, result, state_file):
                                                                                          busy["error"], holders))
         return
     nvidia_smi = srv.find_nvidia_smi(p["nvidia_smi_path"])
+    container = None
+    if plan:
+        container = {"runtime": plan["record"]["runtime"], "binary": plan["record"]["binary"],
+                     "name": plan["record"]["name"]}
     lease_file = p["lease_file"] or srv.lease_file_for(state_file)
     node = p["node"] or ""
     if p["lease"] > 0:
         # the lease covers the wait for readiness; the supervisor stops the group when nobody renews it
         result["lease_until"] = _renew(p, lease_file, state_file, p["ready_timeout"] + p["lease"], "vllm_server start",
-                                       dict(_lease_info(p, env, listen), state_file=state_file, log_path=log_path))
+                                       dict(_lease_info(p, env, listen, container), state_file=state_file,
+                                            log_path=log_path))
+    if plan:
+        if plan["rt"].exists(container["name"]):
+            # the same run_uid and node: a container this run left from a start the play retried
+            plan["rt"].call(["rm", "-f", container["name"]], timeout=60.0)
+            result["actions"].append("removed this run's earlier container %s" % container["name"])
     try:
         info = srv.spawn(argv, env, log_path, cwd, state_file, result["memory_path"],
                          interval=p["memory_interval"], nvidia_smi=nvidia_smi,
                          gpu_timeout=p["command_timeout"], lease=p["lease"] > 0, stop_grace=p["stop_grace"],
-                         lease_file=lease_file, node=node)
+                         lease_file=lease_file, node=node, container=container)
     except OSError as exc:
         module.fail_json(msg="vllm_server: could not start %s (log %s): %s" % (exe, log_path, exc), **result)
     if "error" in info:
@@ -619,19 +768,21 @@ def run_started(module, result, state_file):
           "supervisor_pid": info["supervisor_pid"], "argv": red_argv, "env": result["env"],
           "inherited_env_names": inherited, "base_url": base_url, "log_path": log_path,
           "memory_path": result["memory_path"], "started_at": round(info["started_at"], 3), "ready": False,
-          "time_to_ready_s": None, "stopped": False, "node": p["node"]}
+          "time_to_ready_s": None, "stopped": False, "node": p["node"], "container": container}
     srv.write_json_atomic(state_file, st)
     if p["lease"] > 0 and p["lease_file"]:
-        _lease.update_node(lease_file, node, pid=pid)
+        _lease.update_node(lease_file, node, pid=pid, container=container)
 
     headers = {}
-    key = srv.api_key_from(argv, env)
+    key = srv.api_key_from(vllm_argv, env)
     if key:
         headers["Authorization"] = "Bearer %s" % key
     waited = srv.wait_ready(base_url, pid, info.get("start_ticks"), srv.exit_file_for(state_file), info["t0"],
                             p["ready_timeout"], headers=headers)
     result.update(outcome=waited["outcome"], health_status=waited["health_status"],
                   models_status=waited["models_status"], last_probe_error=waited["last_probe_error"])
+    if plan:
+        _container_seen(plan, result, (p["container"] or {}).get("probe", True) and waited["outcome"] == "ready")
     if waited["outcome"] == "ready":
         result.update(ready=True, alive=True, time_to_ready_s=waited["time_to_ready_s"])
         if p["lease"] > 0:
@@ -640,6 +791,8 @@ def run_started(module, result, state_file):
         srv.write_json_atomic(state_file, st)
     else:
         # exited or timed out: stop whatever is left of the group and prove it is gone
+        if plan:
+            plan["record"]["stop"] = srv.stop_container(container, p["stop_grace"], plan["record"]["log_path"])
         stop = srv.stop_group(pid, pid, info.get("start_ticks"), p["stop_grace"])
         result["stop"] = stop
         if stop["signalled"]:
@@ -729,14 +882,24 @@ def run_stopped(module, result, state_file):
         return
     _fill_from_state(result, st)
     result["lease_expired"] = srv.read_json(srv.lease_expired_file_for(state_file))
+    container = st.get("container")
+    if container:
+        # the container first, by name (its client ends with it); its log is saved before it is removed
+        logs = os.path.join(os.path.dirname(st["log_path"]), "container.log")
+        result["container"] = dict(container, log_path=logs, stop=None)
+        if not module.check_mode:
+            result["container"]["stop"] = srv.stop_container(container, p["stop_grace"], logs)
+            result["changed"] = result["changed"] or result["container"]["stop"]["existed"]
     members = _members(st)
     exit_file = srv.exit_file_for(state_file)
     if not members:
-        result["outcome"] = "not_running"
+        result["outcome"] = "stopped" if result["changed"] else "not_running"
         _exit(result, srv.read_json(exit_file))
         result["actions"].append("no process of session %s is left; nothing to stop" % st["sid"])
         _memory(result)
-        _release(module, result)
+        if not (container and (result["container"]["stop"] or {}).get("existed")
+                and not result["container"]["stop"]["removed"]):
+            _release(module, result)
         return
     result["changed"] = True
     result["actions"].append("SIGTERM to the API server %s, then to process group %s, SIGKILL after %ss, then "
@@ -757,21 +920,29 @@ def run_stopped(module, result, state_file):
     _log_size(result, st["log_path"])
     _classify(result, st["log_path"], p["node"] or st.get("node"), p["classify"])
     _memory(result)
-    if not result["remaining_pids"]:
+    left = container and result["container"]["stop"] and result["container"]["stop"]["existed"] and \
+        not result["container"]["stop"]["removed"]
+    if not result["remaining_pids"] and not left:
         _release(module, result)
+    if left:
+        result["msg"] = ("vllm_server: the container %s could not be removed (%s); remove it by hand (%s rm -f %s)"
+                         % (container["name"], "; ".join(result["container"]["stop"]["errors"]), container["runtime"],
+                            container["name"]))
     if result["remaining_pids"]:
         fill = (result["remaining_pids"], st["sid"], result["remaining"])
         result["msg"] = ("vllm_server: processes %s of session %s are still alive after SIGKILL (%s); they may be in "
                          "uninterruptible I/O (state D) or owned by another user" % fill)
 
 
-def _lease_info(p, env, listen):
+def _lease_info(p, env, listen, container=None):
     info = dict(p["lease_info"] or {})
     if listen and info.get("port") is None:
         info["port"] = listen[1]
     if "gpus" not in info:
         info["gpus"] = srv.visible_gpus(env)
     info.setdefault("host", p["node"])
+    if container:
+        info["container"] = container
     return info
 
 
@@ -791,12 +962,20 @@ def _release(module, result):
 
 def run_swept(module, result):
     p = module.params
-    listen = srv.listen_port([str(a) for a in (p["argv"] or [])]) if p["argv"] else None
+    argv = [str(a) for a in (p["argv"] or [])]
+    plan = _container_plan(module, argv, sorted(p["env"] or {}), result) if argv else None
+    if plan:
+        argv = plan["spec"]["vllm_argv"]
+        result["container"] = plan["record"]
+    listen = srv.listen_port(argv) if argv else None
     gpus = srv.visible_gpus(p["env"])
     host_has_gpus = bool(srv.host_gpu_devices())
     swept = srv.sweep_leases(p["lease_dir"], p["run_uid"], port=listen[1] if listen else None, gpus=gpus,
                              host_has_gpus=host_has_gpus, grace=p["stop_grace"], check_mode=module.check_mode,
                              only_run_uid=p["only_run_uid"])
+    if plan and plan["moved"] and not (p["container"] or {}).get("allow_moved_tag"):
+        swept["conflicts"].append({"holds": ["image %s moved" % plan["moved"]["reference"]],
+                                   "tag_moved": plan["moved"], "line": rtm.moved_line(plan["moved"])})
     result.update(swept)
     result["changed"] = bool(swept["cleaned"])
     result["remaining_pids"] = [pid for c in swept["cleaned"] for pid in c["remaining_pids"]]
@@ -836,6 +1015,16 @@ def main():
             lease_dir=dict(type="path", default="/var/tmp/repro-vllm/.leases"),
             run_uid=dict(type="str"),
             only_run_uid=dict(type="str"),
+            container=dict(type="dict", options=dict(
+                runtime=dict(type="str", default="process", choices=["process", "podman", "docker"]),
+                image=dict(type="str"),
+                executable=dict(type="path"),
+                args=dict(type="list", elements="str", default=[]),
+                pin=dict(type="dict"),
+                allow_moved_tag=dict(type="bool", default=False),
+                labels=dict(type="dict"),
+                probe=dict(type="bool", default=True),
+            )),
         ),
         required_if=[("state", "started", ("argv", "log_path")), ("state", "swept", ("run_uid", "only_run_uid"), True)],
         supports_check_mode=True,
