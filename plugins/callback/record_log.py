@@ -41,6 +41,17 @@ _PLUGINS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PRELOADED = []
 
 
+def _routed_filters():
+    """Filter names meta/runtime.yml routes (deprecated, redirected or removed)."""
+    try:
+        import yaml  # pylint: disable=import-outside-toplevel
+        with open(os.path.join(os.path.dirname(_PLUGINS), "meta", "runtime.yml")) as f:
+            data = yaml.safe_load(f) or {}
+        return set(((data.get("plugin_routing") or {}).get("filter") or {}).keys())
+    except Exception:  # pylint: disable=broad-exception-caught
+        return set()  # unreadable: every name is preloaded, as before
+
+
 def preload_plugins(display=None):
     """Load this collection's filter and action plugins once, in the controller's main process, before any task.
 
@@ -53,6 +64,7 @@ def preload_plugins(display=None):
         return
     _PRELOADED.append(True)
     from ansible.plugins.loader import action_loader, filter_loader  # pylint: disable=import-outside-toplevel
+    routed = _routed_filters()
     for kind in ("filter", "action"):
         folder = os.path.join(_PLUGINS, kind)
         for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
@@ -64,7 +76,9 @@ def preload_plugins(display=None):
                     continue
                 module = importlib.import_module("ansible_collections.repro.vllm.plugins.filter." + name[:-3])
                 for filter_name in sorted(module.FilterModule().filters()):
-                    filter_loader.get("repro.vllm." + filter_name)
+                    # a deprecated or redirected name warns when it is loaded: only where a playbook uses it
+                    if filter_name not in routed:
+                        filter_loader.get("repro.vllm." + filter_name)
             except Exception as exc:  # pylint: disable=broad-exception-caught
                 if display is not None:
                     display.vvvv("repro.vllm: %s plugin %s not preloaded: %s" % (kind, name, exc))
