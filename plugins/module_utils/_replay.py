@@ -298,6 +298,7 @@ def select_attempt(case_dir, run_ids=None):
     nodes = [str(n) for n in outcome.get("nodes") or _evidence.run_hosts(chosen)]
     identity = (((chosen["parts"].get("changes.json") or {}).get("current") or {}).get("hosts") or {})
     head = identity.get(nodes[0]) if nodes else None
+    server = ((chosen["hosts"].get(nodes[0]) or {}).get("server.json") or {}) if nodes else {}
     res = _result_of(chosen)
     return {"run": chosen["run"], "path": chosen["path"], "step": outcome.get("step"), "nodes": nodes,
             "argv": [str(a) for a in outcome.get("argv") or []], "env": dict(outcome.get("env") or {}),
@@ -306,7 +307,22 @@ def select_attempt(case_dir, run_ids=None):
             "layer": outcome.get("layer"),
             "error_class": res["error_class"], "first_error": res["first_error"],
             "identity": (chosen["parts"].get("changes.json") or {}).get("current"),
+            "container": server.get("container") if isinstance(server, dict) else None,
             "environment_run": env_run["path"], "environment_run_id": env_run["run"]}
+
+
+def container_pin(attempt):
+    """(runtime, pin) for replaying an attempt whose server ran in a container: the package's image, matched on the
+    receiver by its image id (vllm_server refuses when the receiver does not hold it, saying how to bring it);
+    ("process", None) for a server that ran as a process."""
+    ran = attempt.get("container") or {}
+    if not (ran.get("runtime") and ran.get("image_id")):
+        return "process", None
+    return ran["runtime"], {"runtime": ran["runtime"], "reference": ran.get("image"), "image_id": ran["image_id"],
+                            "image_repo_digest": ran.get("image_repo_digest"),
+                            # by id: an image brought with save/load is held under its id, not always its digest
+                            "run_ref": ran["image_id"], "by": "image_id",
+                            "pinned_by": "the package (%s)" % attempt.get("run")}
 
 
 def _is_redacted(value):
@@ -361,7 +377,11 @@ def replay_step(attempt, secret_env=None, secret_args=None, port=None):
     except CommandError as exc:
         raise ReplayError("the command of %s cannot be read: %s" % (attempt["run"], exc))
     image = None
-    if parsed["runtime"]:
+    runtime, pin = container_pin(attempt)
+    if pin:
+        # the container runtime runs the pinned image by id; the command keeps the reference it was recorded with
+        image = pin["reference"] = parsed["image"] or pin["reference"]
+    elif parsed["runtime"]:
         image = by_digest(parsed["image"], attempt.get("image_digest"))
         parsed["image"] = image
     if port:
@@ -386,7 +406,8 @@ def replay_step(attempt, secret_env=None, secret_args=None, port=None):
     request = dict(attempt["request"] or {})
     request.pop("repeat", None)
     request.update(repeat=1)
-    return {"argv": argv, "env": env, "image": image, "host": str(opts.get("--host") or "127.0.0.1"),
+    return {"argv": argv, "env": env, "image": image, "runtime": runtime, "container_pin": pin,
+            "host": str(opts.get("--host") or "127.0.0.1"),
             "port": int(str(opts.get("--port") or 8000)), "request": request, "secret_env_needed": needed,
             "secret_env_supplied": supplied, "secret_env_missing": not_supplied}
 

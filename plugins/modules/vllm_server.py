@@ -489,7 +489,8 @@ container:
     - With a container runtime, what ran - C(runtime), C(runtime_version), C(name), C(id) (the container's),
       C(image) (the reference), C(image_repo_digest) (null when the runtime lists none), C(image_id), C(run_ref)
       (what was started: digest or id), C(pinned_by), C(pin) (keep it for the play's next attempts), C(tag_moved),
-      C(args) (every C(run) argument the attempt added or kept), C(dropped) (production run options the attempt sets
+      C(args) (every C(run) argument the attempt added or kept), C(user_args) (O(container.args) and the production
+      command's kept run options), C(dropped) (production run options the attempt sets
       itself), C(probe) (the in-container view), C(log_path) (C(container.log)) and C(stop); null for a process.
   returned: always
   type: dict
@@ -614,6 +615,15 @@ def _container_plan(module, argv, env_names, result):
                                                                      spec["image"], spec["runtime"]), **result)
     if pin is None:
         pin = dict(now, runtime=spec["runtime"], pinned_by="first attempt")
+    elif now is None or now.get("image_id") != pin.get("image_id"):
+        # the pinned image must be on this host (a replay of a package's image, a tag moved since the fingerprint)
+        if pin.get("image_id") and rt.image_record(pin["image_id"]) is None:
+            module.fail_json(msg="vllm_server: %s does not hold the image %s (%s, pinned by %s) on this host; bring that "
+                             "image (on a host that has it: %s save -o image.tar %s; here: %s load -i image.tar), or "
+                             "start a new play to pin what %s names here"
+                             % (spec["runtime"], pin["image_id"], pin.get("image_repo_digest") or pin.get("reference"),
+                                pin.get("pinned_by") or "the play", spec["runtime"],
+                                pin.get("image_repo_digest") or pin["image_id"], spec["runtime"], spec["image"]), **result)
     moved = rtm.moved_tag(pin, now)
     name = rtm.container_name(labels["run_uid"], p["node"] or labels.get("node"))
     labels["node"] = p["node"] or labels.get("node") or ""
@@ -626,6 +636,7 @@ def _container_plan(module, argv, env_names, result):
               "image_repo_digest": pin.get("image_repo_digest"), "image_id": pin.get("image_id"),
               "run_ref": pin["run_ref"], "pinned_by": pin.get("pinned_by"), "pin": pin, "tag_moved": moved,
               "args": srv.redacted_argv(run_argv[2:run_argv.index(pin["run_ref"])]), "dropped": spec["dropped"],
+              "user_args": srv.redacted_argv([str(a) for a in c.get("args") or []] + list(spec["options"])),
               "labels": full_labels, "probe": None, "runtime_version": None, "log_path": None, "stop": None}
     return {"spec": spec, "rt": rt, "argv": run_argv, "record": record, "moved": moved}
 

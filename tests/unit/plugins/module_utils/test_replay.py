@@ -378,3 +378,23 @@ def test_replay_document_names_both_runs_or_is_none_when_nothing_ran(tmp_path):
     assert lines[2] == "replay | replaying run-005 (%s): failed at config (config_error) in the package; profile cpu-smoke" \
         % unpacked["attempt"]["step"]
     assert "checked against its .sha256" in lines[0] and unpacked["case_dir"] in lines[1]
+
+
+def test_a_package_whose_server_ran_in_a_container_replays_in_that_image_by_id():
+    image_id = "sha256:" + "1" * 64
+    ran = {"runtime": "podman", "image": "localhost/repro-vllm-cpu:0.32.0", "image_id": image_id,
+           "image_repo_digest": "localhost/repro-vllm-cpu@sha256:" + "2" * 64, "run_ref": "x"}
+    attempt = {"run": "run-003", "argv": ["vllm", "serve", "/m", "--port", "8011"], "env": {},
+               "request": {}, "image_digest": None, "container": ran}
+    step = _replay.replay_step(attempt)
+    assert step["runtime"] == "podman" and step["image"] == "localhost/repro-vllm-cpu:0.32.0"
+    pin = step["container_pin"]
+    assert pin["image_id"] == image_id and pin["run_ref"] == image_id and pin["reference"] == step["image"]
+    assert pin["pinned_by"] == "the package (run-003)"
+    # a production run command keeps its reference (the runtime runs the pinned id), never rewritten to a digest
+    run_cmd = dict(attempt, argv=["podman", "run", "--shm-size", "1g", "localhost/repro-vllm-cpu:0.32.0", "/m"])
+    step = _replay.replay_step(run_cmd)
+    assert step["argv"][4] == "localhost/repro-vllm-cpu:0.32.0" and step["container_pin"]["image_id"] == image_id
+    # a process replays as a process
+    plain = _replay.replay_step(dict(attempt, container=None))
+    assert plain["runtime"] == "process" and plain["container_pin"] is None
