@@ -443,8 +443,11 @@ def collect_facts(case_id, runs, verdict=None):
 
     def image(run, host, view):
         if view["image"] or view["image_digest"]:
-            return {"image": view["image"], "digest": view["image_digest"], "by_digest": view["image_by_digest"],
-                    "source": view["sources"].get("image")}
+            out = {"image": view["image"], "digest": view["image_digest"], "by_digest": view["image_by_digest"],
+                   "source": view["sources"].get("image")}
+            if view.get("image_id"):
+                out["image_id"] = view["image_id"]  # the server ran in this image (server.json container)
+            return out
         if view["argv"] and not view["image"]:
             return {"image": "none (bare process, no container)", "digest": None, "by_digest": None,
                     "source": view["sources"].get("command")}
@@ -1141,6 +1144,15 @@ def render_markdown(facts, pics, runs, redactions):
         out.append("Isolation decision: unknown - how to get it: run the decide role (playbooks/diff.yml) on this "
                    "case to write isolation.json")
     out += ["", "## To run it again", ""]
+    ran_in = sorted({(v.get("image"), v.get("image_id")) for v in
+                     ((facts.get("items") or {}).get("image") or {}).get("hosts", {}).values()
+                     if isinstance(v, dict) and v.get("image_id")})
+    for ref, image_id in ran_in:
+        out.append("The server ran in the image `%s` (id `%s`): playbooks/replay.yml runs that image by its id. Where the "
+                   "receiving host does not hold it, bring it (`podman save -o image.tar %s` on a host that has it, "
+                   "`podman load -i image.tar` on the receiver; `docker save`/`docker load` alike)."
+                   % (ref, image_id, image_id))
+        out.append("")
     names = facts.get("secret_variable_names") or []
     out.append("Secrets the command and request need (names only; set them yourself): %s"
                % (", ".join("`%s`" % n for n in names) if names else "none recorded"))

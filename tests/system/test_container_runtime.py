@@ -5,6 +5,7 @@
 - The ladder to prefix_caching runs in the image: every attempt's record names the image that ran (its id and repo
   digest as pinned by the play's fingerprint), the in-container probe and the container's timestamped log, vLLM's
   collect_env comes from inside the image, the verdict is the process runtime's (healthy), and no container is left.
+  Its hand-off replayed on the same host runs in the package's image (by image id) and answers `reproduced`.
 - The image's tag moves to another build while the play runs: the next attempt is refused, naming both images.
 - SIGKILL of the play and of the runtime's client with the server up: the container is stopped and removed once the
   lease has run out, by the supervisor, without any play.
@@ -22,7 +23,7 @@ import threading
 import time
 import uuid
 
-from conftest import COLLECTIONS, PODMAN_GLOBAL, ROOT, free_port
+from conftest import COLLECTIONS, PODMAN_GLOBAL, ROOT, free_port, run_playbook, task_results
 
 from test_reproduce_cancel import _drain, _wait_for
 
@@ -109,6 +110,28 @@ def test_the_ladder_runs_in_the_pinned_image_and_records_what_ran(vllm_cpu_image
     env = _json(runs[0] / "hosts" / "localhost" / "collect_env.json")
     assert env["status"] == "ok" and env["python"].startswith("python3 in localhost/repro-vllm-cpu@sha256:"), env
     assert _containers("repro.vllm.case=%s" % case) == []
+
+    # the hand-off of this container case, replayed on the same host: in the package's image, matched by image id
+    common = {"repro_vllm_container_args": CONTAINER_ARGS}
+    h = run_playbook(tmp_path, "playbooks/handoff.yml", INVENTORY,
+                     dict(common, repro_vllm_records_root=str(tmp_path / "records"), repro_vllm_case_id=case),
+                     ident="handoff")
+    assert h.status == "successful", h.stdout.read()[-4000:]
+    package = [res for _h, ev, res in task_results(h, "Handoff | pack") if ev == "runner_on_ok"][0]["package"]
+    r = run_playbook(tmp_path, "playbooks/replay.yml", INVENTORY,
+                     dict(common, repro_vllm_records_root=str(tmp_path / "receiver"),
+                          repro_vllm_remote_root=str(tmp_path / "remote"), repro_vllm_package=package,
+                          repro_vllm_replay_port=free_port()), ident="replay")
+    out = r.stdout.read()
+    assert r.status == "successful", out[-5000:]
+    replayed = [p for p in (tmp_path / "receiver").iterdir() if p.name.startswith(case + "-replay-")]
+    assert len(replayed) == 1, list((tmp_path / "receiver").iterdir())
+    doc = _json(sorted(replayed[0].glob("run-*/replay.json"))[-1])
+    assert doc["verdict"] == "reproduced", doc
+    attempt = _attempts(replayed[0])[-1]
+    again = _json(attempt / "hosts" / "localhost" / "server.json")["container"]
+    assert again["image_id"] == image_id and again["run_ref"] == image_id, again
+    assert again["pinned_by"].startswith("the package ("), again
 
 
 def test_a_tag_moved_during_the_play_is_refused_naming_both_images(vllm_cpu_image, tmp_path):

@@ -286,3 +286,29 @@ def test_the_versions_item_holds_vllms_collect_env_or_says_why_not(case):
     assert ce["source"] == "runs/%s/hosts/localhost/collect_env.json" % run["run_id"]
     md = _members(res["path"])["hand-case-handoff/summary.md"][1].decode()
     assert "vLLM's `collect_env` output on localhost" in md and "vLLM Version : 0.32.0" in md
+
+
+def test_a_case_whose_server_ran_in_its_image_hands_on_the_image_that_ran(tmp_path):
+    """tests/fixtures/frozen-runs/cpu-podman: reproduce.yml in containers of localhost/repro-vllm-cpu:0.32.0 (real
+    podman). The image item, the evidence view and the replay's choice read the image that ran from server.json."""
+    from ansible_collections.repro.vllm.plugins.module_utils import _evidence, _replay
+    from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import case as copy_case
+    path = copy_case(tmp_path, "cpu-podman")
+    image_id = "sha256:023eaa2548efd7e7f0560d5b7a773ba43f849a5d2daba9d441650667f6d8cdba"
+    digest = "localhost/repro-vllm-cpu@sha256:525e4a9c26173c0de3f3ea6d654b9debac206d3d94dc8a7a223e779337bcd927"
+    view = _evidence.host_view(_evidence.read_run(os.path.join(path, "run-003")), "localhost")
+    assert view["image"] == "localhost/repro-vllm-cpu:0.32.0" and view["image_id"] == image_id
+    assert view["image_digest"] == digest and view["image_by_digest"] is True
+    assert view["sources"]["image"] == "run-003/hosts/localhost/server.json"
+    res = _handoff.build_package(os.path.dirname(path), "cpu-podman")
+    members = _members(res["path"])
+    facts = json.loads(members["cpu-podman-handoff/summary.json"][1].decode())
+    md = members["cpu-podman-handoff/summary.md"][1].decode()
+    assert facts["verdict"] == "healthy"
+    image = facts["items"]["image"]["hosts"]["localhost"]
+    assert image["image_id"] == image_id and image["digest"] == digest
+    assert "podman save -o image.tar %s" % image_id in md and "podman load -i image.tar" in md
+    attempt = _replay.select_attempt(path)
+    assert attempt["run"] == "run-003" and attempt["container"]["image_id"] == image_id
+    step = _replay.replay_step(attempt)
+    assert step["runtime"] == "podman" and step["container_pin"]["run_ref"] == image_id
