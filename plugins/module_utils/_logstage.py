@@ -1257,14 +1257,17 @@ class _CombinedFinds(object):
                     cand = n
             if cand < 0:
                 return -1
-            start = max(buf.rfind(b"\n", look, cand), buf.rfind(b"\r", look, cand)) + 1
+            # the segment around the candidate (each search bounded by the line, never to the block's end)
+            start = buf.rfind(b"\n", look, cand) + 1
             if start < look:
                 start = look
-            e_n = buf.find(b"\n", cand, end)
-            e_r = buf.find(b"\r", cand, end)
-            stop = min(e_n, e_r) if (e_n >= 0 and e_r >= 0) else max(e_n, e_r)
+            start = buf.rfind(b"\r", start, cand) + 1 or start
+            stop = buf.find(b"\n", cand, end)
             if stop < 0:
                 stop = end
+            e_r = buf.find(b"\r", cand, stop)
+            if e_r >= 0:
+                stop = e_r
             if self.exact.search(buf, start, stop) is not None:
                 return start
             # no anchor in this segment (and none before it, or the search would have hit earlier)
