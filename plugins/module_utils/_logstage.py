@@ -15,9 +15,9 @@ stage markers, the frame -> stage map), ``_logstage_parse`` (wrappers and log fo
 ``docs/classifier.md``):
 
 * **Streaming.** A file is read once, in binary blocks; memory holds one block, the bounded context of the
-  tracebacks that are open and a bounded list of candidate errors, never the log.  A cheap prefilter (a few
-  substring searches over the whole block, in C) skips the lines that cannot matter; only the lines it hits
-  are decoded (``errors="replace"``) and parsed.  Inside an open traceback every line is read; a log small
+  tracebacks that are open and a bounded list of candidate errors, never the log.  A cheap prefilter (on a
+  long region one search of all its anchors at once, else one substring search per anchor, in C) skips the
+  lines that cannot matter; only the lines it hits are decoded (``errors="replace"``) and parsed.  Inside an open traceback every line is read; a log small
   enough to be a paste (:data:`FULL_PARSE_BYTES`) is read line by line without the prefilter.
 * **Rules.** Stage progress comes from vLLM's own marker lines; failures from signatures built from vLLM,
   PyTorch, NCCL, CUDA and container-runtime source strings.  The root cause is the earliest failure in time;
@@ -1157,8 +1157,7 @@ def _scan_block(scan, buf, end, pos=0):
     scan._buf = buf
     scan._slow_end = pos
     anchors = None
-    nexts = None
-    find = buf.find
+    finder = None
     count = buf.count
     while pos < end:
         if scan.streams or scan.full:
@@ -1167,23 +1166,162 @@ def _scan_block(scan, buf, end, pos=0):
         cur = scan.anchors()
         if cur is not anchors:
             anchors = cur
-            nexts = [find(a, pos, end) for a in anchors]
-        best = -1
-        for i, n in enumerate(nexts):
-            if 0 <= n < pos:
-                n = find(anchors[i], pos, end)
-                nexts[i] = n
-            if n >= 0 and (best < 0 or n < best):
-                best = n
-        if best < 0:
+            finder = None                # free the previous translated copy first
+            finder = _finder(buf, pos, end, anchors)
+        start = finder.next_line(pos)
+        if start < 0:
             scan.lineno += count(b"\n", pos, end)
             pos = end
             break
-        start = max(buf.rfind(b"\n", pos, best), buf.rfind(b"\r", pos, best)) + 1
-        if start < pos:
-            start = pos
         scan.lineno += count(b"\n", pos, start)
         pos = _one_segment(scan, buf, start, end)
+
+
+# The prefilter's question, for ``pos``: where does the segment start (after the last line end or carriage
+# return before it, not before ``pos``) that holds the first anchor occurrence at or after ``pos``?  Two
+# finders give the same answer: one substring search per anchor (cheap on a short region), or, on a long
+# region, one search of all anchors at once (below), whose hits are checked against the anchors themselves.
+
+_COMBINED_MIN = 512 * 1024       # a region at least this long gets the combined search
+_SAMPLE = 16 * 1024              # bytes of each of the three samples that pick the key bytes
+_KEY_SHARE_MAX = 0.2             # key bytes above this share of the sample: one search per anchor instead
+_REJECT_MAX = 2048               # segments the combined search hit without an anchor, then one search per anchor
+_RX_CACHE = {}
+
+
+class _AnchorFinds(object):
+    """One ``bytes.find`` per anchor; each anchor's next occurrence is kept until ``pos`` passes it."""
+
+    __slots__ = ("buf", "end", "anchors", "nexts")
+
+    def __init__(self, buf, pos, end, anchors):
+        self.buf = buf
+        self.end = end
+        self.anchors = anchors
+        self.nexts = [buf.find(a, pos, end) for a in anchors]
+
+    def first(self, pos):
+        """The first anchor occurrence at or after ``pos`` (-1: none)."""
+        best = -1
+        nexts = self.nexts
+        for i, n in enumerate(nexts):
+            if 0 <= n < pos:
+                n = self.buf.find(self.anchors[i], pos, self.end)
+                nexts[i] = n
+            if n >= 0 and (best < 0 or n < best):
+                best = n
+        return best
+
+    def next_line(self, pos):
+        best = self.first(pos)
+        if best < 0:
+            return -1
+        buf = self.buf
+        start = max(buf.rfind(b"\n", pos, best), buf.rfind(b"\r", pos, best)) + 1
+        return start if start > pos else pos
+
+
+class _CombinedFinds(object):
+    """All anchors in one pass.  Each anchor is searched from one of its bytes on (``key``: the one rarest in a
+    sample of the region, at least three bytes before the anchor's end); the block is translated once so that
+    every key byte reads as ``\\x01``, which gives the compiled alternation of those suffixes one literal first
+    byte to look for (the regex engine's fast path).  A hit is a candidate only (a key byte stands for all of
+    them), so its segment is searched for the anchors themselves; a segment without one is skipped whole.
+    One-byte anchors are searched on their own."""
+
+    __slots__ = ("buf", "end", "tb", "rx", "exact", "single", "rejected", "fallback", "anchors")
+
+    def __init__(self, buf, pos, end, anchors, table, rx, exact, single):
+        self.buf = buf
+        self.end = end
+        self.anchors = anchors
+        self.tb = buf.translate(table)
+        self.rx = rx
+        self.exact = exact
+        self.single = _AnchorFinds(buf, pos, end, single) if single else None
+        self.rejected = 0
+        self.fallback = None
+
+    def next_line(self, pos):
+        if self.fallback is not None:
+            return self.fallback.next_line(pos)
+        buf = self.buf
+        end = self.end
+        look = pos
+        while True:
+            m = self.rx.search(self.tb, look, end)
+            cand = m.start() if m is not None else -1
+            if self.single is not None:
+                n = self.single.first(look)
+                if n >= 0 and (cand < 0 or n < cand):
+                    cand = n
+            if cand < 0:
+                return -1
+            # the segment around the candidate (each search bounded by the line, never to the block's end)
+            start = buf.rfind(b"\n", look, cand) + 1
+            if start < look:
+                start = look
+            start = buf.rfind(b"\r", start, cand) + 1 or start
+            stop = buf.find(b"\n", cand, end)
+            if stop < 0:
+                stop = end
+            e_r = buf.find(b"\r", cand, stop)
+            if e_r >= 0:
+                stop = e_r
+            if self.exact.search(buf, start, stop) is not None:
+                return start
+            # no anchor in this segment (and none before it, or the search would have hit earlier)
+            if stop >= end:
+                return -1
+            self.rejected += 1
+            if self.rejected > _REJECT_MAX:
+                self.tb = None
+                self.fallback = _AnchorFinds(buf, stop, end, self.anchors)
+                return self.fallback.next_line(pos)
+            look = stop
+
+
+def _compiled(key, pattern):
+    rx = _RX_CACHE.get(key)
+    if rx is None:
+        if len(_RX_CACHE) > 64:
+            _RX_CACHE.clear()
+        rx = _RX_CACHE[key] = re.compile(pattern)
+    return rx
+
+
+def _finder(buf, pos, end, anchors):
+    """The finder for ``anchors`` over ``buf[pos:end]``."""
+    size = end - pos
+    if size < _COMBINED_MIN:
+        return _AnchorFinds(buf, pos, end, anchors)
+    step = max(0, (size - _SAMPLE) // 2)
+    sample = b"".join(buf[pos + i * step:pos + i * step + _SAMPLE] for i in range(3))
+    counts = {}
+    keys = set()
+    suffixes = []
+    single = []
+    for a in anchors:
+        if len(a) < 2:
+            single.append(a)
+            continue
+        for c in a:
+            if c not in counts:
+                counts[c] = sample.count(bytes((c,)))
+        k = min(range(len(a) - min(3, len(a)) + 1), key=lambda i: (counts[a[i]], i))
+        keys.add(a[k])
+        suffixes.append(a[k:])
+    if not suffixes or sum(counts[c] for c in keys) > _KEY_SHARE_MAX * len(sample):
+        return _AnchorFinds(buf, pos, end, anchors)
+    table = bytearray(range(256))
+    table[1] = 2
+    for c in keys:
+        table[c] = 1
+    table = bytes(table)
+    alts = tuple(sorted(set(s.translate(table) for s in suffixes)))
+    rx = _compiled(alts, b"|".join(re.escape(s) for s in alts))
+    exact = _compiled(anchors, b"|".join(re.escape(a) for a in anchors))
+    return _CombinedFinds(buf, pos, end, anchors, table, rx, exact, tuple(single))
 
 
 def _one_segment(scan, buf, pos, end):
