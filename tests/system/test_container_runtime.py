@@ -52,7 +52,9 @@ def _play(work, port, case, image, lease=120, until="prefix_caching", fingerprin
              "repro_vllm_case_id": case, "repro_vllm_port": port, "repro_vllm_fingerprint": fingerprint,
              "repro_vllm_ladder_until": until, "repro_vllm_server_lease": lease,
              "repro_vllm_server_runtime": "podman", "repro_vllm_image": image,
-             "repro_vllm_container_args": CONTAINER_ARGS}
+             "repro_vllm_container_args": CONTAINER_ARGS,
+             # two starts at once on 2 cores (xdist) take longer than the inventory's 300 s at times
+             "repro_vllm_ready_timeout": 600}
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
                ANSIBLE_NOCOLOR="1", PYTHONUNBUFFERED="1")
     cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY,
@@ -161,7 +163,8 @@ def test_a_tag_moved_during_the_play_is_refused_naming_both_images(vllm_cpu_imag
         _podman("rmi", tag, other, check=False)
     text = "\n".join(seen)
     runs = _attempts(tmp_path / "records" / case)
-    first, second = runs[0], runs[1]
+    assert len(runs) == 2, text[-3000:]
+    first, second = runs
     assert _json(first / "outcome.json")["ok"] is True, text[-3000:]
     assert _json(first / "hosts" / "localhost" / "server.json")["container"]["image_id"] == pinned
     assert _json(second / "manifest.json")["metadata"]["status"] == "refused", text[-3000:]
