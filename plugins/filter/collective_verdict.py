@@ -38,4 +38,4 @@ class FilterModule:
     """repro.vllm collective checkpoint verdict."""
 
     def filters(self):
-        return {"collective_verdict": collective_verdict, "collective_log_paths": collective_log_paths}
+        return {"collective_verdict": collective_verdict, "_collective_log_paths": collective_log_paths}

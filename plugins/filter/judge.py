@@ -130,10 +130,10 @@ class FilterModule:
     """repro.vllm judgement of an attempt."""
 
     def filters(self):
-        return {"attempt_verdict": attempt_verdict, "layer_observation": layer_observation,
-                "prefix_cache_evidence": prefix_cache_evidence, "memory_compare": memory_compare,
-                "metric_total": metric_total, "layer_status": layer_status, "layer_skip": layer_skip,
-                "rollback_row": rollback_row,
-                "reproduction_finding": reproduction_finding, "latest_run": latest_run,
-                "ladder_layers": ladder_layers, "leftover_report": leftover_report,
-                "repeat_target": repeat_target, "repeat_comparison": repeat_comparison}
+        return {"attempt_verdict": attempt_verdict, "_layer_observation": layer_observation,
+                "_prefix_cache_evidence": prefix_cache_evidence, "_memory_compare": memory_compare,
+                "_metric_total": metric_total, "_layer_status": layer_status, "_layer_skip": layer_skip,
+                "_rollback_row": rollback_row,
+                "_reproduction_finding": reproduction_finding, "_latest_run": latest_run,
+                "_ladder_layers": ladder_layers, "leftover_report": leftover_report,
+                "_repeat_target": repeat_target, "_repeat_comparison": repeat_comparison}

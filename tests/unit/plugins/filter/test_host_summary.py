@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.repro.vllm.plugins.filter.host_summary import fleet_summary, host_summary, host_summary_line, service_hosts
+from ansible_collections.repro.vllm.plugins.filter.fleet_hosts import fleet_summary, host_summary, host_summary_line, service_hosts
 
 H200 = {"present": True,
         "driver": {"userspace_version": "580.159.04", "kernel_module_version": "580.159.04",
