@@ -1,0 +1,192 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The close of one attempt, decided in one place (issue 22 items 6 and 7): was it refused, what the one
+classification of every node's log is given, the attempt's verdict and its record, the run-level parts that go into
+the run, the status and the manifest metadata it is frozen with.
+
+The roles/attempt/tasks/close.yml play used to decide all of this in Jinja; the action ``repro.vllm.attempt_close``
+reads the play's values and calls these functions, and the role only writes, freezes and verifies what they return.
+Standard library only (plus the collection's own module_utils).
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible_collections.repro.vllm.plugins.module_utils import _judge
+from ansible_collections.repro.vllm.plugins.module_utils._diff import record_scrub
+from ansible_collections.repro.vllm.plugins.module_utils._redact import load_case_key, redact_data
+
+CLIENT = "repro.vllm.api_request (Python urllib, one fixed route, fixed timeout)"
+# keys of the log_stage module's result that are Ansible's, not the classification
+RESULT_KEYS = ("changed", "failed", "invocation")
+
+
+class AttemptCloseError(Exception):
+    """A value the close needs is missing or has the wrong shape; the message names it."""
+
+
+def _mapping(value, what):
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise AttemptCloseError("%s must be a mapping, got %s" % (what, type(value).__name__))
+    return value
+
+
+def refused(nodes, refusals):
+    """True when a node of the step was refused before anything started (another live run holds its port or GPUs):
+    ``refusals`` maps node -> its refusal (None or empty when it was not refused)."""
+    refusals = refusals or {}
+    return any(refusals.get(node) for node in nodes)
+
+
+def log_paths(run_path, nodes):
+    """Each node's server log in the open run, in the order of ``nodes``."""
+    return [os.path.join(run_path, "hosts", node, "logs", "server.log") for node in nodes]
+
+
+def log_until(nodes, reports):
+    """The stop cutoff of each node's log: its line count at the server's last liveness check (the ``alive`` answer
+    of vllm_server, ``log_lines``), None where there was no check. What the log holds after it was printed while the
+    play stopped the server (log_stage's ``after_stop``), never the failure."""
+    out = []
+    for node in nodes:
+        alive = ((reports or {}).get(node) or {}).get("alive") or {}
+        out.append(alive.get("log_lines") if isinstance(alive, dict) else None)
+    return out
+
+
+def _facts(step, run_id, run_path, case_id, identity, diff, checkpoint, debug):
+    return {
+        "case_id": case_id,
+        "run": run_id,
+        "path": run_path,
+        "step": step.get("name"),
+        "purpose": step.get("purpose"),
+        "layer": step.get("layer"),
+        "refused": False,
+        "nodes": step.get("nodes"),
+        "expected": step.get("expected"),
+        "checkpoint": checkpoint,
+        "debug": bool(debug),
+        "rollback_of": step.get("rollback_of"),
+        "repeat_of": step.get("repeat_of"),
+        "layers_applied": step.get("layers_applied", []),
+        "identity": identity,
+        "changes": diff,
+        "argv": step.get("argv"),
+        "env": step.get("env"),
+        "request": step.get("request"),
+    }
+
+
+def judge(step, run_id, run_path, case_id, stages, reports, exchanges, checkpoint, identity=None, diff=None,
+          debug=False, check_mode=False):
+    """The attempt as outcome.json and the play keep it: the step's facts with the verdict of
+    ``_judge.attempt_verdict`` over them, and (a second clean run) ``repeat``, how it compares with the run it
+    repeats (``_judge.repeat_comparison``). ``stages`` is the one classification (empty when nothing was
+    classified: check mode, a refused attempt); ``reports`` maps node -> what the node reported (None = nothing)."""
+    step = _mapping(step, "the step")
+    nodes = list(step.get("nodes") or [])
+    verdict = _judge.attempt_verdict(dict(step, run=run_id), _mapping(stages, "stages"),
+                                     {node: (reports or {}).get(node) or {} for node in nodes},
+                                     list(exchanges or []), checkpoint=checkpoint or None, check_mode=bool(check_mode),
+                                     via_gateway=bool(step.get("via_gateway", False)))
+    attempt = dict(_facts(step, run_id, run_path, case_id, identity, diff, checkpoint, debug), **verdict)
+    if step.get("repeat_of") is not None and not check_mode:
+        previous = step.get("previous")
+        if not isinstance(previous, dict):
+            raise AttemptCloseError("the step repeats %r but has no previous attempt (step.previous) to compare with"
+                                    % (step.get("repeat_of"),))
+        attempt["repeat"] = _judge.repeat_comparison(previous, attempt)
+    return attempt
+
+
+def _as_int(value):
+    """As Jinja's ``int`` filter reads a number: 0 when it is none."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _first_sent(exchanges):
+    for ex in exchanges or []:
+        if ex.get("label") == "request":
+            return ex.get("request")
+    return None
+
+
+def parts(step, attempt, run_path, stages, exchanges, api_url=None, identity=None, diff=None, was_refused=False,
+          case_key=None):
+    """The run-level parts of the attempt's run, in the order they are written: stages.json (not for a refused
+    attempt, which classified nothing), request.json, changes.json, repeat.json (a second clean run),
+    outcome.json, responses/<label>-<NN>.json (one per request sent) and the checkpoint's evidence
+    (prefix_cache.json or observation.json). Every part is scrubbed of secret shapes (``record_scrub``); the
+    outcome's argv and env are redacted with the case's key (``case_key``) first."""
+    step = _mapping(step, "the step")
+    request = _mapping(step.get("request"), "the step's request")
+    previous = step.get("previous") or {}
+    out = []
+    if not was_refused:
+        answer = {k: v for k, v in _mapping(stages, "stages").items() if k not in RESULT_KEYS}
+        out.append({"part": "stages.json", "json": record_scrub(answer)})
+    out.append({"part": "request.json", "json": {
+        "route": request.get("route"),
+        "base_url": request.get("base_url") or api_url,
+        "concurrency": request.get("concurrency", 1),
+        "timeout": request.get("timeout"),
+        "repeat": request.get("repeat", 1),
+        "body": record_scrub(request.get("body")),
+        "client": CLIENT,
+        "sent": _first_sent(exchanges),
+    }})
+    out.append({"part": "changes.json", "json": record_scrub({
+        "previous_run": previous.get("run"),
+        "previous_path": previous.get("path"),
+        "step": step.get("name"),
+        "changed_variable": step.get("changed", []),
+        "diff": diff,
+        "current": identity,
+        "previous": previous.get("identity"),
+    })})
+    if attempt.get("repeat") is not None:
+        out.append({"part": "repeat.json", "json": record_scrub(attempt["repeat"])})
+    outcome = {k: v for k, v in attempt.items() if k not in ("identity", "changes")}
+    outcome["argv"] = redact_data(attempt.get("argv"), case_key or None)
+    outcome["env"] = redact_data(attempt.get("env"), case_key or None)
+    out.append({"part": "outcome.json", "json": record_scrub(outcome)})
+    for ex in exchanges or []:
+        if ex.get("skipped"):
+            continue
+        out.append({"part": "responses/%s-%02d.json" % (ex.get("label"), _as_int(ex.get("index"))),
+                    "json": record_scrub(ex)})
+    checkpoint = attempt.get("checkpoint")
+    if checkpoint is not None:
+        kind = checkpoint.get("kind") if isinstance(checkpoint, dict) else None
+        out.append({"part": "prefix_cache.json" if kind == "prefix_cache" else "observation.json", "json": checkpoint})
+    return out
+
+
+def freeze_args(step, attempt, case_id, profile):
+    """The status (``ok``, ``failed``, ``refused``: the verdict's) and the manifest metadata the run is frozen with;
+    a second clean run names the run it repeats (``repeats``)."""
+    status = attempt["status"] if "status" in attempt else ("ok" if attempt.get("ok") else "failed")
+    metadata = {"case_id": case_id, "profile": profile, "purpose": step.get("purpose"), "step": step.get("name"),
+                "hosts": step.get("nodes")}
+    repeat_of = step.get("repeat_of")
+    if repeat_of is not None:
+        metadata["repeats"] = repeat_of.get("run") if isinstance(repeat_of, dict) else None
+    return {"status": status, "metadata": metadata}
+
+
+def kept_step(step):
+    """The step as the play remembers it (a second clean run repeats it): without the attempt it compared with."""
+    return {k: v for k, v in step.items() if k != "previous"}
+
+
+def case_key_of(run_path):
+    """The case's redaction key (the case folder is the run's parent), as repro.vllm.redact(case_dir=...) reads it."""
+    return load_case_key(os.path.dirname(run_path))
