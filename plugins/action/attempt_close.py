@@ -5,9 +5,9 @@
 
 On the controller, once per attempt: reads what each node of the step reported (the play's host variables
 ``_repro_vllm_node_report``, ``_repro_vllm_refusal``; the head node's ``_repro_vllm_exchanges``,
-``_repro_vllm_checkpoint``, ``_repro_vllm_api_url``), classifies every node's log together (the one classification,
+``_repro_vllm_checkpoint``, ``_repro_vllm_api_url``, ``_repro_vllm_node_argv``), classifies every node's log together (the one classification,
 module_utils/_logstage.py, as the log_stage module does), and hands everything to module_utils/_attempt.py, which
-decides the verdict, the parts and the freeze. It writes nothing: the role writes, freezes and verifies.
+decides the verdict, the parts (the run sheet notes.md too) and the freeze. It writes nothing: the role writes, freezes and verifies.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ ARGSPEC = {
     "identity": {"type": "raw"},
     "diff": {"type": "raw"},
     "debug": {"type": "bool", "default": False},
+    "debug_env": {"type": "dict"},
 }
 
 
@@ -85,6 +86,9 @@ class ActionModule(ActionBase):
                                                  api_url=_host_var(hostvars, head, "_repro_vllm_api_url"),
                                                  identity=args["identity"], diff=args["diff"],
                                                  was_refused=was_refused, case_key=key)
+                result["parts"].append({"part": "notes.md", "content": _attempt.notes(
+                    step, attempt, args["case_id"], args["profile"], diff=args["diff"], debug_on=args["debug"],
+                    debug_env=args["debug_env"], argv=_host_var(hostvars, head, "_repro_vllm_node_argv"), case_key=key)})
         except _attempt.AttemptCloseError as exc:
             raise AnsibleActionFail("attempt_close: %s" % exc)
         result.update(changed=False, refused=was_refused, stages=stages, attempt=attempt,

@@ -190,3 +190,93 @@ def kept_step(step):
 def case_key_of(run_path):
     """The case's redaction key (the case folder is the run's parent), as repro.vllm.redact(case_dir=...) reads it."""
     return load_case_key(os.path.dirname(run_path))
+
+
+def _text(value):
+    """A value as Ansible's templating prints it into a text (the run sheet used to be a template): none as
+    nothing."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+def _join(values, sep):
+    return sep.join(_text(v) for v in values or [])
+
+
+def notes(step, attempt, case_id, profile, diff=None, debug_on=False, debug_env=None, argv=None, case_key=None):
+    """notes.md, the run sheet of the attempt's run: the step (input condition, changed variable, expected, rollback),
+    what was observed, the head node's command and the environment (redacted with the case's key), and the files."""
+    s, a = step, attempt
+    nodes = list(s.get("nodes") or [])
+    debug = ("on for this run only: " + ", ".join(_text(k) for k in (debug_env or {}))) if debug_on else "off"
+    env = redact_data(s.get("env"), case_key or None) or {}
+    command = redact_data(argv if argv is not None else s.get("argv"), case_key or None) or []
+    lines = [
+        "# Run sheet: %s / %s — %s" % (_text(case_id), _text(a.get("run")), _text(s.get("name"))),
+        "",
+        "| | |",
+        "|---|---|",
+        "| purpose | %s |" % _text(s.get("purpose")),
+        "| profile | %s |" % _text(profile),
+        "| nodes | %s (head: %s) |" % (_join(nodes, ", "), _text(nodes[0]) if nodes else ""),
+        "| input condition | %s |" % _text(s.get("input")),
+        "| changed variable | %s |" % (_join(s.get("changed", []), ", ") or "none (baseline)"),
+        "| compared with | %s |" % _text((diff or {}).get("summary")),
+        "| debug logging | %s |" % debug,
+        "| expected | %s |" % _text(s.get("expected")),
+        "| observed | %s |" % _text(a.get("summary")).replace("|", "\\|"),
+        "| rollback | %s |" % _text(s.get("rollback")),
+        "",
+        "## Command (head, secrets redacted)",
+        "",
+        "```",
+        _join(command, " "),
+        "```",
+        "",
+        "Environment set by the run: %s" % (" ".join("%s=%s" % (_text(k), _text(v)) for k, v in env.items()) or "(none)"),
+        "",
+        "## Observed",
+        "",
+    ]
+    ready_in = a.get("time_to_ready_s") or {}
+    start = []
+    for node, outcome in (a.get("start_outcomes") or {}).items():
+        seconds = ready_in.get(node)
+        start.append("%s %s%s" % (_text(node), _text(outcome), "" if seconds is None else " in %s s" % _text(seconds)))
+    lines.append("- start: " + "; ".join(start))
+    lines.append("- classifier: %s" % _text(a.get("classifier_summary")))
+    alive_lines = a.get("lines_when_last_alive") or {}
+    for e in a.get("after_stop") or []:
+        lines.append("- not counted: `%s` (%s, line %s) was logged after the last liveness check (%s lines), while this "
+                     "play stopped the server" % (_text(e.get("line")), _text(e.get("node")), _text(e.get("lineno")),
+                                                  _text(alive_lines.get(e.get("node"), "?"))))
+    error = (" (%s, %s)" % (_text(a.get("error_class")), _text(a.get("component")))) if a.get("error_class") else ""
+    lines.append("- stage of this attempt: %s%s; answered by: %s" % (_text(a.get("stage")), error, _text(a.get("component"))))
+    lines.append("- request: %s%s" % (_join(a.get("statuses"), ", ") or "not sent",
+                                      " — failed after it was ready" if a.get("failed_after_ready") else ""))
+    if a.get("task_errors"):
+        lines.append("- task errors: %s" % _join(a["task_errors"], "; "))
+    checkpoint = a.get("checkpoint")
+    if checkpoint:
+        kind = "prefix-caching checkpoint" if checkpoint.get("kind") == "prefix_cache" else "expected observation"
+        lines.append("- %s: %s" % (kind, _text(checkpoint.get("summary"))))
+    repeat = a.get("repeat")
+    if repeat:
+        lines.append("- second clean run of %s (%s): same stage %s, same error class %s — %s (`repeat.json`)"
+                     % (_text(repeat.get("repeats")), _text(repeat.get("step")), "yes" if repeat.get("same_stage") else "NO",
+                        "yes" if repeat.get("same_error_class") else "NO", _text(repeat.get("summary"))))
+    back = a.get("rollback_of")
+    if back:
+        lines.append("- rollback of %s (%s, stage %s): the earlier state of %s (stage %s) %s"
+                     % (_text(back.get("layer")), _text(back.get("failed_run")), _text(back.get("failed_stage")),
+                        _text(back.get("good_run")), _text(back.get("good_stage")),
+                        "came back" if a.get("earlier_state_returned") else "did NOT come back"))
+    extra = ", `repeat.json`" if repeat else ""
+    if checkpoint:
+        extra += ", `prefix_cache.json`" if checkpoint.get("kind") == "prefix_cache" else ", `observation.json`"
+    lines += ["",
+              "Files: `hosts/<host>/command.json`, `hosts/<host>/logs/server.log`, `hosts/<host>/memory.jsonl`, "
+              "`hosts/<host>/server.json`,",
+              "`stages.json`, `request.json`, `responses/`, `changes.json`, `outcome.json`%s." % extra]
+    return "\n".join(lines) + "\n"

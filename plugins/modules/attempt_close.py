@@ -20,7 +20,8 @@ description:
     run, compares it with the run it repeats.
   - Returns the attempt (the content of C(outcome.json) before redaction), the run-level parts to write
     (C(stages.json), C(request.json), C(changes.json), C(repeat.json), C(outcome.json), C(responses/*),
-    C(prefix_cache.json) or C(observation.json)), already scrubbed and redacted, and the C(status) and C(metadata)
+    C(prefix_cache.json) or C(observation.json), and the run sheet C(notes.md) with the head node's command
+    C(_repro_vllm_node_argv)), already scrubbed and redacted, and the C(status) and C(metadata)
     the run is frozen with. It writes nothing; the role hands the parts to M(repro.vllm.run_record) C(state=freeze).
   - This is an action plugin; it always runs on the controller. It is the attempt role's plumbing, not an interface
     for playbooks of your own (docs/architecture.md, "Public surface").
@@ -62,6 +63,9 @@ options:
     description: Whether debug logging was on for this run.
     type: bool
     default: false
+  debug_env:
+    description: The debug variables set for this run only (their names go into the run sheet).
+    type: dict
 seealso:
   - module: repro.vllm.log_stage
   - module: repro.vllm.run_record

@@ -168,3 +168,28 @@ def test_the_checkpoint_evidence_is_named_by_its_kind(tmp_path):
     assert parts["prefix_cache.json"] == {"kind": "prefix_cache"}
     _a, parts, _o = _close(tmp_path / "b", "fail_b_no_weights.log", reports, checkpoint={"kind": "observation"})
     assert "observation.json" in parts
+
+
+def test_the_run_sheet_says_what_was_tried_and_seen_with_secrets_redacted(tmp_path):
+    reports = {"node1": {"started": {"ready": False, "outcome": "exited"}, "alive": None, "task_error": None}}
+    step = _step(changed=["max_tokens"], input="the minimal command", rollback="none (first step)",
+                 rollback_of={"layer": "prefix_caching", "failed_run": "run-003", "failed_stage": "engine_init",
+                              "good_run": "run-002", "good_stage": "none"})
+    attempt, _parts, _order = _close(tmp_path, "fail_b_no_weights.log", reports, step=step)
+    run = str(tmp_path / "records" / "case" / "run-002")
+    text = _attempt.notes(step, attempt, "case", "cpu-smoke", diff={"summary": "first run"}, debug_on=True,
+                          debug_env={"VLLM_LOGGING_LEVEL": "DEBUG"}, case_key=_attempt.case_key_of(run))
+    assert text.startswith("# Run sheet: case / run-002 — minimal\n") and text.endswith(".\n")
+    assert "| changed variable | max_tokens |" in text and "| debug logging | on for this run only: VLLM_LOGGING_LEVEL |" in text
+    assert "| observed | %s |" % attempt["summary"].replace("|", "\\|") in text
+    assert "- stage of this attempt: %s (%s, server); answered by: server" % (attempt["stage"], attempt["error_class"]) in text
+    assert "- request: not sent" in text and "- start: node1 exited\n" in text
+    assert "did NOT come back" in text
+    assert FAKE_TOKEN not in text and "VLLM_CPU_KVCACHE_SPACE=1" in text and "vllm serve /models/tiny --hf-token <redacted:" in text
+    # a refused attempt: no stage, nobody answered - printed as nothing, as the template printed none
+    refused, _p, _o = _close(tmp_path / "r", "healthy_startup.log",
+                             {"node1": {"started": None, "alive": None, "task_error": None, "refusal": "port held"}},
+                             refusals={"node1": "port held"})
+    sheet = _attempt.notes(_step(), refused, "case", "cpu-smoke", diff={"summary": "x"})
+    assert "- stage of this attempt: ; answered by: \n" in sheet and "| debug logging | off |" in sheet
+    assert "- start: node1 not started\n" in sheet
