@@ -87,6 +87,25 @@ def fleet_summary(hosts, records):
     return out
 
 
+def fleet_close(fleet, run_path, fail_on_incomplete=True, compat_error=None):
+    """How a run of the record role closes, from its fleet.json ``hosts`` (fleet_summary): ``status`` (``ok`` when
+    every host is ok, else ``failed``), ``incomplete`` (the hosts that are not ok), ``lines`` (one line per host),
+    ``complete`` (``ok/all``) and ``why`` - the reasons the play fails once the run is frozen: a host not complete
+    (when ``fail_on_incomplete``), and ``compat_error`` (the compatibility judge itself failed: no
+    compatibility.json)."""
+    fleet = list(fleet or [])
+    incomplete = [h.get("host") for h in fleet if h.get("status") != "ok"]
+    why = []
+    if fail_on_incomplete and incomplete:
+        why.append("not every host is complete in it: %s (degraded, failed, unreachable or lost; see fleet.json and "
+                   "hosts/<host>/*.json in %s)" % (", ".join(str(h) for h in incomplete), run_path))
+    if compat_error is not None:
+        why.append("it has no compatibility.json: %s" % compat_error)
+    return {"status": "failed" if incomplete else "ok", "incomplete": incomplete,
+            "lines": [host_summary_line(h) for h in fleet], "complete": "%d/%d" % (len(fleet) - len(incomplete), len(fleet)),
+            "why": why}
+
+
 def service_hosts(hosts, services):
     """The hosts (in order) whose ``repro_vllm_service`` names a production server: fingerprint.yml and audit.yml
     freeze those hosts' servers in a play of their own, so a fleet that names none pays nothing per host.
@@ -107,4 +126,4 @@ class FilterModule:
 
     def filters(self):
         return {"_host_summary": host_summary, "_host_summary_line": host_summary_line, "_fleet_summary": fleet_summary,
-                "_service_hosts": service_hosts}
+                "_service_hosts": service_hosts, "_fleet_close": fleet_close}
