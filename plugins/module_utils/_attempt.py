@@ -280,3 +280,82 @@ def notes(step, attempt, case_id, profile, diff=None, debug_on=False, debug_env=
               "`hosts/<host>/server.json`,",
               "`stages.json`, `request.json`, `responses/`, `changes.json`, `outcome.json`%s." % extra]
     return "\n".join(lines) + "\n"
+
+
+# keys of a vllm_server result that stay out of server.json (the classification is the run's, env and argv are in
+# command.json, the rest is Ansible's or the async job's)
+SERVER_DROP = ("classification", "invocation", "env", "argv", "ansible_job_id", "results_file", "started", "finished",
+               "changed", "failed")
+DEBUG_NOTE = "one run only; the next run starts without these variables"
+
+
+def _kept(result):
+    return {k: v for k, v in (result or {}).items() if k not in SERVER_DROP} if isinstance(result, dict) else {}
+
+
+def host_parts(host, step, is_head=False, rank=-1, argv=None, debug_env=None, secret_env=None, started=None,
+               alive=None, stopped=None, task_error=None, leftovers=None, run_uid=None, refusal=None, sweep=None,
+               gateway_logs=None, derived=None, base=None, inherit_env=None, log_path=None, host_dir=None,
+               collect_env=False):
+    """One node's part of the attempt's run, as collect.yml hands it to host_record: ``command`` (command.json: the
+    node's place, the command and environment as started, debug logging, the gateway's logs, the minimal command's
+    derivation), ``server`` (server.json: vllm_server's answers at start, after the requests and at the stop, the
+    sweep's leftovers and live runs, the refusal), ``files`` (the server log, the memory series, the gateway's logs
+    on the head) and ``gather`` (vLLM's collect_env, once per play: the head of the minimal start)."""
+    step = _mapping(step, "the step")
+    debug_env = dict(debug_env or {})
+    started_env = (started or {}).get("env") if isinstance(started, dict) else None
+    gateway = {}
+    if is_head and _truthy(step.get("via_gateway", False)):
+        for i, path in enumerate(gateway_logs or [], 1):
+            gateway["logs/gateway/%d-%s" % (i, os.path.basename(str(path)))] = path
+    minimal = step.get("name") == "minimal"
+    command = {
+        "host": host,
+        "step": step.get("name"),
+        "layer": step.get("layer"),
+        "role": "head" if is_head else "worker",
+        "node_rank": int(rank),
+        "nodes": step.get("nodes"),
+        "argv": [a if isinstance(a, str) else str(a) for a in argv or []],
+        "env_set_by_run": _merged(step.get("env"), debug_env),
+        "secret_env_names": list((secret_env or {}).keys()),
+        "env": _merged(started_env, step.get("env"), debug_env, secret_env) if started_env else {},
+        "inherited_env_names": (started.get("inherited_env_names", inherit_env) if isinstance(started, dict)
+                                else inherit_env),
+        "debug": {"on": len(debug_env) > 0, "variables": debug_env, "trace_function": "VLLM_TRACE_FUNCTION" in debug_env,
+                  "note": DEBUG_NOTE},
+        "gateway_logs": gateway,
+        "minimal_derivation": (derived or (base or {}).get("derived")) if minimal else None,
+    }
+    server = {
+        "start": _kept(started),
+        "after_requests": _kept(alive),
+        "stop": _kept(stopped),
+        "task_error": task_error,
+        "leftovers_cleaned": leftovers,
+        "run_uid": run_uid,
+        "refusal": refusal,
+        "other_live_runs": (sweep or {}).get("live", []) if isinstance(sweep, dict) else [],
+    }
+    pid = started.get("pid") if isinstance(started, dict) else None
+    files = [{"src": log_path, "part": "logs/server.log", "required": pid is not None},
+             {"src": "%s/logs/memory.jsonl" % host_dir, "part": "memory.jsonl"}]
+    files += [{"part": part, "src": src} for part, src in gateway.items()]
+    return {"command": command, "server": server, "files": files, "gateway_logs": gateway,
+            "gather": ["collect_env"] if collect_env and is_head and minimal else []}
+
+
+def _merged(*dicts):
+    """Ansible's ``combine``: later keys win."""
+    out = {}
+    for d in dicts:
+        out.update(d or {})
+    return out
+
+
+def _truthy(value):
+    """As Ansible's ``bool`` filter reads a flag."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("yes", "on", "1", "true", "y", "t")
+    return bool(value)

@@ -193,3 +193,45 @@ def test_the_run_sheet_says_what_was_tried_and_seen_with_secrets_redacted(tmp_pa
     sheet = _attempt.notes(_step(), refused, "case", "cpu-smoke", diff={"summary": "x"})
     assert "- stage of this attempt: ; answered by: \n" in sheet and "| debug logging | off |" in sheet
     assert "- start: node1 not started\n" in sheet
+
+
+def test_a_nodes_part_holds_the_command_as_started_and_the_servers_answers():
+    step = _step(name="minimal", nodes=["node1", "node2"], env={"VLLM_CPU_KVCACHE_SPACE": "1"})
+    started = {"pid": 4242, "ready": True, "outcome": "ready", "env": {"PATH": "/usr/bin", "VLLM_CPU_KVCACHE_SPACE": "2"},
+               "inherited_env_names": ["PATH"], "classification": {"stage": "none"}, "argv": ["vllm"], "changed": True}
+    part = _attempt.host_parts("node1", step, is_head=True, rank="0", argv=["vllm", "serve", "--port", 8000],
+                               debug_env={"VLLM_LOGGING_LEVEL": "DEBUG"}, secret_env={"HF_TOKEN": FAKE_TOKEN},
+                               started=started, alive={"log_lines": 80, "changed": False}, stopped={"outcome": "stopped"},
+                               leftovers=[], run_uid="0123456789abcdef", sweep={"live": [{"run": "case/run-001"}]},
+                               base={"derived": {"removed": ["--api-key"]}}, inherit_env=["PATH", "HOME"],
+                               log_path="/v/runs/u/hosts/node1/logs/server.log", host_dir="/v/runs/u/hosts/node1",
+                               collect_env=True)
+    cmd, srv = part["command"], part["server"]
+    assert cmd["role"] == "head" and cmd["node_rank"] == 0 and cmd["argv"] == ["vllm", "serve", "--port", "8000"]
+    # what the run set wins over what the server inherited; the secret values are there for host_record to redact
+    assert cmd["env"] == {"PATH": "/usr/bin", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "DEBUG",
+                          "HF_TOKEN": FAKE_TOKEN}
+    assert cmd["env_set_by_run"] == {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "DEBUG"}
+    assert cmd["secret_env_names"] == ["HF_TOKEN"] and cmd["inherited_env_names"] == ["PATH"]
+    assert cmd["debug"]["on"] is True and cmd["debug"]["trace_function"] is False
+    assert cmd["minimal_derivation"] == {"removed": ["--api-key"]} and cmd["gateway_logs"] == {}
+    assert srv["start"] == {"pid": 4242, "ready": True, "outcome": "ready", "inherited_env_names": ["PATH"]}
+    assert srv["after_requests"] == {"log_lines": 80} and srv["other_live_runs"] == [{"run": "case/run-001"}]
+    assert part["files"][0] == {"src": "/v/runs/u/hosts/node1/logs/server.log", "part": "logs/server.log", "required": True}
+    assert part["gather"] == ["collect_env"]
+
+
+def test_a_worker_that_never_started_and_the_gateways_logs_on_the_head():
+    step = _step(name="gateway", nodes=["node1", "node2"], via_gateway="yes")
+    worker = _attempt.host_parts("node2", step, rank=1, argv=["vllm"], started=None, refusal="port held",
+                                 gateway_logs=["/var/log/nginx/error.log"], collect_env=True, host_dir="/h")
+    assert worker["command"]["role"] == "worker" and worker["command"]["env"] == {}
+    assert worker["server"]["start"] == {} and worker["server"]["refusal"] == "port held"
+    assert worker["files"][0]["required"] is False and len(worker["files"]) == 2 and worker["gather"] == []
+    assert worker["command"]["minimal_derivation"] is None
+    head = _attempt.host_parts("node1", step, is_head=True, rank=0, argv=["vllm"], started={"pid": 1},
+                               gateway_logs=["/var/log/nginx/access.log", "/var/log/nginx/error.log"], host_dir="/h")
+    assert head["gateway_logs"] == {"logs/gateway/1-access.log": "/var/log/nginx/access.log",
+                                    "logs/gateway/2-error.log": "/var/log/nginx/error.log"}
+    assert head["files"][2:] == [{"part": "logs/gateway/1-access.log", "src": "/var/log/nginx/access.log"},
+                                 {"part": "logs/gateway/2-error.log", "src": "/var/log/nginx/error.log"}]
