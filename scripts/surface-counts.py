@@ -1,6 +1,7 @@
 #!/usr/bin/env python
 """Count what issue 22 item 7 asks to shrink, in a checkout of this collection (default: this one):
-role task lines, set_fact tasks, Jinja expressions that carry logic (in roles/ and playbooks/), public filters and
+role task lines, set_fact tasks, Jinja expressions that carry logic (in roles/ and playbooks/), filters (public:
+no leading underscore and no deprecation in meta/runtime.yml; private: a leading underscore; deprecated names) and
 how many places in roles/ and playbooks/ call each.
 
     python3 scripts/surface-counts.py [TREE] [--json]
@@ -51,6 +52,20 @@ def public_filters(tree):
     return sorted(set(names))
 
 
+def deprecated_filters(tree):
+    """Filter names meta/runtime.yml deprecates (a redirect to a private name, or a plain deprecation)."""
+    path = os.path.join(tree, "meta", "runtime.yml")
+    if not os.path.isfile(path):
+        return []
+    try:
+        import yaml
+    except ImportError:
+        return []
+    with open(path) as fh:
+        routing = ((yaml.safe_load(fh) or {}).get("plugin_routing") or {}).get("filter") or {}
+    return sorted(n for n, e in routing.items() if isinstance(e, dict) and "deprecation" in e)
+
+
 def counts(tree):
     tasks = yaml_files(tree, "roles/*/tasks/**/*.yml")
     task_lines = sum(len(open(p).read().splitlines()) for p in tasks)
@@ -60,13 +75,18 @@ def counts(tree):
     exprs = [(m.group(1) or m.group(2) or "") for t in text.values() for m in EXPR.finditer(t)]
     logic = sum(1 for e in exprs if carries_logic(e))
     filters = public_filters(tree)
+    deprecated = deprecated_filters(tree)
+    public = [n for n in filters if not n.startswith("_") and n not in deprecated]
     callers = {}
     for name in filters:
         rx = re.compile(r"repro\.vllm\.%s\b" % re.escape(name))
         callers[name] = sum(len(rx.findall(t)) for t in text.values())
     return {"role_task_lines": task_lines, "role_task_files": len(tasks), "set_fact": set_facts,
-            "jinja_expressions": len(exprs), "jinja_with_logic": logic, "public_filters": len(filters),
+            "jinja_expressions": len(exprs), "jinja_with_logic": logic, "filters": len(filters),
+            "public_filters": len(public), "private_filters": sum(1 for n in filters if n.startswith("_")),
+            "deprecated_filter_names": len(deprecated),
             "filters_with_one_caller_or_none": sum(1 for n in filters if callers[n] <= 1),
+            "public_filters_with_one_caller_or_none": sum(1 for n in public if callers[n] <= 1),
             "filter_callers": callers}
 
 
@@ -77,8 +97,9 @@ def main(argv):
         print(json.dumps(res, indent=2, sort_keys=True))
         return 0
     for key in ("role_task_files", "role_task_lines", "set_fact", "jinja_expressions", "jinja_with_logic",
-                "public_filters", "filters_with_one_caller_or_none"):
-        print("%-32s %d" % (key, res[key]))
+                "filters", "public_filters", "private_filters", "deprecated_filter_names",
+                "filters_with_one_caller_or_none", "public_filters_with_one_caller_or_none"):
+        print("%-40s %d" % (key, res[key]))
     return 0
 
 

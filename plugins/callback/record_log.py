@@ -30,6 +30,8 @@ import json
 import os
 import time
 
+import yaml
+
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.repro.vllm.plugins.module_utils._redact import load_case_key, redact_data, redact_text
@@ -41,15 +43,15 @@ _PLUGINS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PRELOADED = []
 
 
-def _routed_filters():
-    """Filter names meta/runtime.yml routes (deprecated, redirected or removed)."""
+def _deprecated_filters():
+    """The filter names meta/runtime.yml deprecates: the preload leaves them out, so a play that never calls one
+    prints no deprecation warning for it (ansible-core warns whenever such a name is looked up)."""
     try:
-        import yaml  # pylint: disable=import-outside-toplevel
-        with open(os.path.join(os.path.dirname(_PLUGINS), "meta", "runtime.yml")) as f:
-            data = yaml.safe_load(f) or {}
-        return set(((data.get("plugin_routing") or {}).get("filter") or {}).keys())
-    except Exception:  # pylint: disable=broad-exception-caught
-        return set()  # unreadable: every name is preloaded, as before
+        with open(os.path.join(os.path.dirname(_PLUGINS), "meta", "runtime.yml")) as fh:
+            routing = (yaml.safe_load(fh) or {}).get("plugin_routing", {}).get("filter", {})
+    except (OSError, yaml.YAMLError, AttributeError):
+        return set()
+    return {name for name, entry in routing.items() if isinstance(entry, dict) and "deprecation" in entry}
 
 
 def preload_plugins(display=None):
@@ -64,7 +66,7 @@ def preload_plugins(display=None):
         return
     _PRELOADED.append(True)
     from ansible.plugins.loader import action_loader, filter_loader  # pylint: disable=import-outside-toplevel
-    routed = _routed_filters()
+    deprecated = _deprecated_filters()
     for kind in ("filter", "action"):
         folder = os.path.join(_PLUGINS, kind)
         for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
@@ -76,8 +78,7 @@ def preload_plugins(display=None):
                     continue
                 module = importlib.import_module("ansible_collections.repro.vllm.plugins.filter." + name[:-3])
                 for filter_name in sorted(module.FilterModule().filters()):
-                    # a deprecated or redirected name warns when it is loaded: only where a playbook uses it
-                    if filter_name not in routed:
+                    if filter_name not in deprecated:
                         filter_loader.get("repro.vllm." + filter_name)
             except Exception as exc:  # pylint: disable=broad-exception-caught
                 if display is not None:

@@ -61,4 +61,4 @@ class FilterModule:
     """repro.vllm command builders."""
 
     def filters(self):
-        return {"minimal_build": minimal_build, "needs_remote_code": needs_remote_code, "node_placement": node_placement}
+        return {"_minimal_build": minimal_build, "_needs_remote_code": needs_remote_code, "_node_placement": node_placement}

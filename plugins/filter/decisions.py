@@ -130,4 +130,4 @@ class FilterModule:
 
     def filters(self):
         return {"baseline_score": baseline_score, "run_diff": run_diff, "isolation_decision": isolation_decision,
-                "fleet_audit": fleet_audit, "decision_report": decision_report}
+                "fleet_audit": fleet_audit, "_decision_report": decision_report}

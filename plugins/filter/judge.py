@@ -90,6 +90,17 @@ def reproduction_finding(runs):
     return _judge.reproduction_finding(_listing(runs, "the input (runs)", "reproduction_finding"))
 
 
+def reproduction_summary(runs, ladder=None, stop_reason=""):
+    return _judge.reproduction_summary(_listing(runs, "the input (runs)", "reproduction_summary"),
+                                       _listing(ladder, "ladder", "reproduction_summary"), stop_reason or "")
+
+
+def reproduction_result(verdict):
+    if verdict is not None and not isinstance(verdict, dict):
+        raise AnsibleFilterError("reproduction_result: the input must be the play's verdict (a dict) or none")
+    return _judge.reproduction_result(verdict)
+
+
 def repeat_target(runs):
     return _judge.repeat_target(_listing(runs, "the input (runs)", "repeat_target"))
 
@@ -130,10 +141,11 @@ class FilterModule:
     """repro.vllm judgement of an attempt."""
 
     def filters(self):
-        return {"attempt_verdict": attempt_verdict, "layer_observation": layer_observation,
-                "prefix_cache_evidence": prefix_cache_evidence, "memory_compare": memory_compare,
-                "metric_total": metric_total, "layer_status": layer_status, "layer_skip": layer_skip,
-                "rollback_row": rollback_row,
-                "reproduction_finding": reproduction_finding, "latest_run": latest_run,
-                "ladder_layers": ladder_layers, "leftover_report": leftover_report,
-                "repeat_target": repeat_target, "repeat_comparison": repeat_comparison}
+        return {"attempt_verdict": attempt_verdict, "_layer_observation": layer_observation,
+                "_prefix_cache_evidence": prefix_cache_evidence, "_memory_compare": memory_compare,
+                "_metric_total": metric_total, "_layer_status": layer_status, "_layer_skip": layer_skip,
+                "_rollback_row": rollback_row,
+                "_reproduction_finding": reproduction_finding, "_reproduction_summary": reproduction_summary,
+                "_reproduction_result": reproduction_result, "_latest_run": latest_run,
+                "_ladder_layers": ladder_layers, "leftover_report": leftover_report,
+                "_repeat_target": repeat_target, "_repeat_comparison": repeat_comparison}

@@ -80,5 +80,5 @@ class FilterModule:
     """repro.vllm server command helpers."""
 
     def filters(self):
-        return {"minimal_command": minimal_command, "command_apply": command_apply, "command_refused": command_refused,
-                "ladder_apply": ladder_apply, "derivation_lines": derivation_lines, "unknown_refusal": unknown_refusal}
+        return {"minimal_command": minimal_command, "_command_apply": command_apply, "_command_refused": command_refused,
+                "_ladder_apply": ladder_apply, "_derivation_lines": derivation_lines, "_unknown_refusal": unknown_refusal}

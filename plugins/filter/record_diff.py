@@ -41,4 +41,4 @@ class FilterModule:
     """repro.vllm run comparison."""
 
     def filters(self):
-        return {"record_diff": record_diff, "record_identity": record_identity, "record_scrub": record_scrub}
+        return {"record_diff": record_diff, "_record_identity": record_identity, "_record_scrub": record_scrub}

@@ -61,7 +61,7 @@ def replay_profile(replay, given_profile=None, given_file=None):
 def replay_profile_vars(final, replay, check_mode=False):
     """See module_utils/_replay.py profile_vars."""
     if not isinstance(final, dict):
-        raise AnsibleFilterError("replay_profile_vars: give what repro.vllm.replay_profile returned")
+        raise AnsibleFilterError("replay_profile_vars: give what repro.vllm._replay_profile returned")
     return _replay.profile_vars(final, replay, bool(check_mode))
 
 
@@ -135,8 +135,8 @@ class FilterModule:
     """repro.vllm replay."""
 
     def filters(self):
-        return {"records_root": records_root, "replay_profile": replay_profile, "replay_step": replay_step,
-                "replay_plan": replay_plan, "replay_pairs": replay_pairs, "replay_verdict": replay_verdict,
-                "replay_document": replay_document, "replay_unpacked_lines": replay_unpacked_lines,
-                "replay_lines": replay_lines, "replay_precheck": replay_precheck,
-                "replay_handed_on_lines": replay_handed_on_lines, "replay_profile_vars": replay_profile_vars}
+        return {"_records_root": records_root, "_replay_profile": replay_profile, "_replay_step": replay_step,
+                "_replay_plan": replay_plan, "_replay_pairs": replay_pairs, "replay_verdict": replay_verdict,
+                "_replay_document": replay_document, "_replay_unpacked_lines": replay_unpacked_lines,
+                "_replay_lines": replay_lines, "_replay_precheck": replay_precheck,
+                "_replay_handed_on_lines": replay_handed_on_lines, "_replay_profile_vars": replay_profile_vars}

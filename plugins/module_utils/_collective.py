@@ -367,3 +367,30 @@ def judge(node_results, classification):
     return {"ok": ok, "stage": "none" if ok else stage, "error_class": error_class,
             "first_error": classification.get("first_error"), "summary": summary, "ranks_ok": right,
             "world_size": world, "failed_nodes": sorted(bad), "timed_out_nodes": timed_out}
+
+
+def log_inputs(run_path, nodes, parts):
+    """What log_stage classifies for the checkpoint: every node's rank logs and torchrun.log in the run
+    (``paths``) and their names (``labels``: ``<host>/rank<N>``, ``<host>/torchrun``), the nodes in order; ``parts``
+    holds each node's collective_run result in the same order."""
+    paths, labels = [], []
+    for host, part in zip(nodes, parts):
+        files = list((part or {}).get("logs") or [])
+        node_paths, node_labels = classify_inputs(os.path.join(str(run_path), "hosts", str(host), "logs"), files,
+                                                  str(host))
+        paths += node_paths
+        labels += node_labels
+    return {"paths": paths, "labels": labels}
+
+
+def close(nodes, parts, classification, run=None, nproc_per_node=None, backend=None, master=None, timeout_s=None):
+    """The checkpoint's run closed: the ``verdict`` (judge over every node), the ``status`` it is frozen with
+    (``ok`` or ``failed``) and its run-level ``parts``: collective.json (the verdict with the job's shape: run, nodes,
+    ranks per node, backend, rendezvous, timeout) and stages.json (the one classification)."""
+    classification = classification or {}
+    verdict = judge(dict((str(h), p) for h, p in zip(nodes, parts)), classification)
+    document = dict(verdict, run=run, nodes=list(nodes), nproc_per_node=nproc_per_node, backend=backend,
+                    master=master, timeout_s=timeout_s)
+    stages = dict((k, v) for k, v in classification.items() if k not in ("changed", "failed", "invocation"))
+    return {"verdict": verdict, "status": "ok" if verdict.get("ok") else "failed",
+            "parts": [{"part": "collective.json", "json": document}, {"part": "stages.json", "json": stages}]}

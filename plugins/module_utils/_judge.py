@@ -672,6 +672,36 @@ def rollback_row(attempt):
             + str(attempt.get("summary") or "")}
 
 
+def reproduction_summary(runs, ladder=None, stop_reason=""):
+    """reproduce.yml's closing summary: the finding (reproduction_finding) with every run's summary line
+    (``runs``), the ladder's rows and why it stopped, the console's closing line (``line``) and the lines that list
+    every run and ladder layer (``lines``)."""
+    runs = list(runs or [])
+    ladder = list(ladder or [])
+    finding = reproduction_finding(runs)
+    out = dict(finding, runs=[r.get("summary") for r in runs], ladder=ladder, ladder_stopped=stop_reason)
+    out["line"] = "reproduce | case %s | record %s (last run %s) | classification: %s" % (
+        finding["case_id"], finding["record"] or "-", finding["last_run_id"] or "-", finding["classification"])
+    out["lines"] = out["runs"] + ["%s: %s" % (row.get("layer"), row.get("status")) for row in ladder]
+    return out
+
+
+def reproduction_result(verdict):
+    """The fields reproduce.yml hands to the next workflow node (repro_vllm_result): the classification, the
+    finding's line, refused, why the ladder stopped and the second clean run - all none without a verdict."""
+    if verdict is None:
+        return {"classification": None, "finding": None, "refused": None, "ladder_stopped": None, "repeat": None}
+    repeat = verdict.get("repeat")
+    return {
+        "classification": {"stage": verdict.get("stage"), "error_class": verdict.get("error_class")},
+        "finding": verdict.get("line"),
+        "refused": verdict.get("refused"),
+        "ladder_stopped": verdict.get("ladder_stopped"),
+        "repeat": None if repeat is None else dict((k, repeat.get(k)) for k in
+                                                   ("run", "repeats", "same_stage", "same_error_class", "repeated")),
+    }
+
+
 def reproduction_finding(runs):
     """The play's closing classification: the first failed run (rollbacks and refusals aside), the refusals and
     the last rollback."""

@@ -343,6 +343,16 @@ def _created_unix(manifest):
     return stamp.replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
+def prune_split(paths, run_uids):
+    """Which of a host's run folders (``<remote_root>/runs/<run_uid>``, as found there) are removed: those whose
+    name is one of ``run_uids`` (prunable_runs). Returns ``remove`` (the paths, in the order found), ``removed``
+    (their run_uids) and ``kept`` (how many stay: open, not held by this controller, not verified or too young)."""
+    wanted = set(run_uids or [])
+    remove = [p for p in paths or [] if os.path.basename(str(p).rstrip("/")) in wanted]
+    return {"remove": remove, "removed": [os.path.basename(str(p).rstrip("/")) for p in remove],
+            "kept": len(list(paths or [])) - len(remove)}
+
+
 def prunable_runs(root, older_than, now=None):
     """The run_uids whose host folders may go: runs under ``root`` (every case) that are frozen, verify, and were
     frozen more than ``older_than`` seconds ago. An open run, a run that does not verify and a run without a run_uid

@@ -14,7 +14,7 @@ import yaml
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.repro.vllm.plugins.filter.argument_spec import ROLES, argument_spec, load_role_specs
+from ansible_collections.repro.vllm.plugins.filter.playbook_spec import ROLES, argument_spec, load_role_specs
 from ansible_collections.repro.vllm.plugins.module_utils._argspec import ArgSpecError, merge_role_specs
 
 PLAYBOOKS = os.path.join(os.path.dirname(ROLES), "playbooks")
@@ -55,7 +55,7 @@ def _validated_roles(playbook):
     assert first["hosts"] == "localhost" or task.get("run_once") is True
     assert first["gather_facts"] is False and first["any_errors_fatal"] is True
     template = task["ansible.builtin.validate_argument_spec"]["argument_spec"]
-    m = re.match(r"^\{\{ (\[.*\]) \| repro\.vllm\.argument_spec \}\}$", " ".join(template.split()))
+    m = re.match(r"^\{\{ (\[.*\]) \| repro\.vllm\._argument_spec \}\}$", " ".join(template.split()))
     assert m, template
     return set(yaml.safe_load(m.group(1)))
 
@@ -124,7 +124,7 @@ def test_bad_input_is_named(roles, words):
 def test_every_role_defaults_the_records_root_the_same_way_and_resolves_it_in_python():
     """One records root per play: a role default built from $PWD (or any lookup) would differ from the record role's
     under ansible-runner, so the later runs of a play could land in another root than its first. Every role that
-    defaults the root says ``records``, and every task that reads it resolves it with repro.vllm.records_root."""
+    defaults the root says ``records``, and every task that reads it resolves it with repro.vllm._records_root."""
     defaults = {}
     for role in sorted(os.listdir(ROLES)):
         path = os.path.join(ROLES, role, "defaults", "main.yml")
@@ -148,7 +148,7 @@ def test_every_role_defaults_the_records_root_the_same_way_and_resolves_it_in_py
             # open prints): the one place the raw value is passed on
             text = text.replace('root: "{{ repro_vllm_records_root }}"', "")
             for span in re.finditer(r"\{\{.*?\}\}", text, re.S):
-                for m in re.finditer(r"repro_vllm_records_root\b(\s*\|\s*repro\.vllm\.records_root)?", span.group(0)):
+                for m in re.finditer(r"repro_vllm_records_root\b(\s*\|\s*repro\.vllm\._records_root)?", span.group(0)):
                     if not m.group(1):
                         unresolved.append("%s: %s" % (os.path.join(base, name), span.group(0)[:120]))
     assert unresolved == [], unresolved

@@ -76,7 +76,7 @@ def test_derivation_lines_mask_secrets_and_the_filter_prefixes_the_host():
     assert d["overridden"] == [] and not any("replaced by" in line for line in lines)
     with pytest.raises(AnsibleFilterError, match="minimal_command answer"):
         derivation_lines(["vllm", "serve"])
-    assert {"derivation_lines", "unknown_refusal"} <= set(FilterModule().filters())
+    assert {"_derivation_lines", "_unknown_refusal"} <= set(FilterModule().filters())
 
 
 # --- unknown options: refused unless allowed --------------------------------------------------------------------

@@ -18,7 +18,7 @@ from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_rec
 
 def test_registered():
     assert set(FilterModule().filters()) == {"baseline_score", "run_diff", "isolation_decision", "fleet_audit",
-                                             "decision_report"}
+                                             "_decision_report"}
 
 
 def test_score_and_isolation_of_a_case_folder(tmp_path):

@@ -31,9 +31,9 @@ def test_filters_refuse_wrong_types():
     with pytest.raises(AnsibleFilterError, match="metric name"):
         judge.metric_total("x 1", "")
     assert set(judge.FilterModule().filters()) == {
-        "attempt_verdict", "layer_observation", "prefix_cache_evidence", "memory_compare", "metric_total",
-        "layer_status", "reproduction_finding", "latest_run", "ladder_layers", "leftover_report", "repeat_target",
-        "repeat_comparison", "layer_skip", "rollback_row"}
+        "attempt_verdict", "_layer_observation", "_prefix_cache_evidence", "_memory_compare", "_metric_total",
+        "_layer_status", "_reproduction_finding", "_latest_run", "_ladder_layers", "leftover_report", "_repeat_target",
+        "_repeat_comparison", "_layer_skip", "_rollback_row", "_reproduction_summary", "_reproduction_result"}
     with pytest.raises(AnsibleFilterError, match="layer_skip: the input"):
         judge.layer_skip(["tool_calling"])
     with pytest.raises(AnsibleFilterError, match="rollback_row: the input"):

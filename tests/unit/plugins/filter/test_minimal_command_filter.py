@@ -47,5 +47,5 @@ def test_errors_are_filter_errors(call):
 
 
 def test_filters_registered():
-    assert set(FilterModule().filters()) == {"minimal_command", "command_apply", "command_refused", "ladder_apply",
-                                             "derivation_lines", "unknown_refusal"}
+    assert set(FilterModule().filters()) == {"minimal_command", "_command_apply", "_command_refused", "_ladder_apply",
+                                             "_derivation_lines", "_unknown_refusal"}

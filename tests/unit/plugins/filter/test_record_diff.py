@@ -126,7 +126,7 @@ def test_bad_input():
 
 
 def test_filters_registered():
-    assert set(FilterModule().filters()) == {"record_diff", "record_identity", "record_scrub"}
+    assert set(FilterModule().filters()) == {"record_diff", "_record_identity", "_record_scrub"}
 
 
 def test_scrub_masks_strings_not_counts():

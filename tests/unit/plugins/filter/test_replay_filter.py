@@ -21,9 +21,9 @@ ATTEMPT = {"run": "run-002", "argv": ["vllm", "serve", "/m", "--port", "8391", "
 
 
 def test_filters_are_registered():
-    assert set(F.FilterModule().filters()) == {"records_root", "replay_profile", "replay_step", "replay_plan", "replay_pairs",
-                                               "replay_verdict", "replay_document", "replay_unpacked_lines", "replay_lines",
-                                               "replay_precheck", "replay_handed_on_lines", "replay_profile_vars"}
+    assert set(F.FilterModule().filters()) == {"_records_root", "_replay_profile", "_replay_step", "_replay_plan", "_replay_pairs",
+                                               "replay_verdict", "_replay_document", "_replay_unpacked_lines", "_replay_lines",
+                                               "_replay_precheck", "_replay_handed_on_lines", "_replay_profile_vars"}
 
 
 def test_records_root_is_resolved_against_the_working_directory_never_pwd(tmp_path, monkeypatch):

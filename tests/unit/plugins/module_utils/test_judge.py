@@ -564,3 +564,26 @@ def test_rollback_row_says_whether_the_earlier_state_came_back():
     lost = j.rollback_row({"run": "run-008", "stage": "engine_init", "earlier_state_returned": False,
                            "summary": "x"})
     assert lost["status"] == "failed" and lost["reason"].startswith("the earlier state did NOT come back")
+
+
+def test_reproduction_summary_and_result_of_a_play():
+    ok = {"case_id": "c", "run": "run-002", "path": "/r/c/run-002", "step": "minimal", "ok": True, "stage": "none",
+          "summary": "run-002 minimal: ok"}
+    bad = {"case_id": "c", "run": "run-003", "path": "/r/c/run-003", "step": "prefix_caching", "ok": False,
+           "stage": "engine_init", "error_class": "oom", "component": "server", "first_error": {"line": "OOM"},
+           "summary": "run-003 prefix_caching: FAILED"}
+    ladder = [{"layer": "prefix_caching", "status": "failed"}]
+    s = j.reproduction_summary([ok, bad], ladder, "failed at prefix_caching")
+    assert s["finding"] == bad and s["runs"] == ["run-002 minimal: ok", "run-003 prefix_caching: FAILED"]
+    assert s["line"] == ("reproduce | case c | record /r/c (last run run-003) | classification: stage engine_init "
+                         "(oom, server) at prefix_caching in run-003: OOM")
+    assert s["lines"] == s["runs"] + ["prefix_caching: failed"] and s["ladder_stopped"] == "failed at prefix_caching"
+    assert j.reproduction_result(s) == {"classification": {"stage": "engine_init", "error_class": "oom"},
+                                        "finding": s["line"], "refused": False, "ladder_stopped": "failed at prefix_caching",
+                                        "repeat": None}
+    assert j.reproduction_result(None) == dict.fromkeys(("classification", "finding", "refused", "ladder_stopped",
+                                                         "repeat"))
+    repeat = {"run": "run-004", "repeats": "run-003", "same_stage": True, "same_error_class": True, "repeated": True,
+              "summary": "the failure repeated", "a": {}}
+    assert j.reproduction_result(dict(s, repeat=repeat))["repeat"] == {
+        "run": "run-004", "repeats": "run-003", "same_stage": True, "same_error_class": True, "repeated": True}

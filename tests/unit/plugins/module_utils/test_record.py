@@ -577,3 +577,12 @@ def test_prunable_runs_are_frozen_verified_old_and_have_a_run_uid(root):
     assert [n["run"] for n in res["not_verified"]] == ["case1/%s" % tampered["run_id"]]
     # not old enough yet: nothing
     assert r.prunable_runs(root, 7 * 86400)["run_uids"] == []
+
+
+def test_prune_split_removes_only_the_folders_of_prunable_runs():
+    found = ["/var/tmp/repro-vllm/runs/0123456789abcdef", "/var/tmp/repro-vllm/runs/fedcba9876543210/",
+             "/var/tmp/repro-vllm/runs/0123456789abcdef0", "/var/tmp/repro-vllm/runs/x0123456789abcdef"]
+    split = r.prune_split(found, ["0123456789abcdef", "fedcba9876543210", "1111111111111111"])
+    assert split == {"remove": found[:2], "removed": ["0123456789abcdef", "fedcba9876543210"], "kept": 2}
+    assert r.prune_split(found, []) == {"remove": [], "removed": [], "kept": 4}
+    assert r.prune_split([], ["0123456789abcdef"]) == {"remove": [], "removed": [], "kept": 0}

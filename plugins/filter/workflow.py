@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.repro.vllm.plugins.module_utils._workflow import (
+    WorkflowResultError, build_result, merge_runs, parse_sink, read_decisions, sink_path)
+
+
+def workflow_result(purpose, case_id, runs, fields=None, package="", decisions=None, sink="", records_root="",
+                    sink_error=""):
+    try:
+        return build_result(purpose, case_id, runs, fields=fields, package=package, decisions=decisions, sink=sink,
+                            records_root=records_root, sink_error=sink_error)
+    except WorkflowResultError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def workflow_runs(earlier, new):
+    try:
+        return merge_runs(earlier, new)
+    except WorkflowResultError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def workflow_decisions(runs):
+    """The decision files at the root of the job's runs on the controller (_workflow.read_decisions)."""
+    try:
+        return read_decisions(runs)
+    except WorkflowResultError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def records_sink(sink, run=None):
+    try:
+        host, path = parse_sink(sink)
+        return {"host": host, "path": path, "run_path": sink_path(sink, run) if run else None}
+    except WorkflowResultError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+class FilterModule:
+    def filters(self):
+        return {"_workflow_result": workflow_result, "_workflow_runs": workflow_runs, "_records_sink": records_sink,
+                "_workflow_decisions": workflow_decisions}
