@@ -343,8 +343,10 @@ def host_parts(host, step, is_head=False, rank=-1, argv=None, debug_env=None, se
     }
     pid = started.get("pid") if isinstance(started, dict) else None
     files = [{"src": log_path, "part": "logs/server.log", "required": pid is not None},
-             {"src": "%s/logs/memory.jsonl" % host_dir, "part": "memory.jsonl"},
-             {"src": "%s/logs/container.log" % host_dir, "part": "logs/container.log"}]
+             {"src": "%s/logs/memory.jsonl" % host_dir, "part": "memory.jsonl"}]
+    if server["container"]:
+        # the runtime's own log with its timestamps, saved when the container was stopped
+        files.append({"src": "%s/logs/container.log" % host_dir, "part": "logs/container.log"})
     files += [{"part": part, "src": src} for part, src in gateway.items()]
     return {"command": command, "server": server, "files": files, "gateway_logs": gateway,
             "gather": ["collect_env"] if collect_env and is_head and minimal else []}

@@ -235,3 +235,17 @@ def test_a_worker_that_never_started_and_the_gateways_logs_on_the_head():
                                     "logs/gateway/2-error.log": "/var/log/nginx/error.log"}
     assert head["files"][2:] == [{"part": "logs/gateway/1-access.log", "src": "/var/log/nginx/access.log"},
                                  {"part": "logs/gateway/2-error.log", "src": "/var/log/nginx/error.log"}]
+
+
+def test_a_server_that_ran_in_a_container_brings_its_record_and_its_log():
+    step = {"name": "minimal", "nodes": ["n1"], "env": {}}
+    ran = {"runtime": "podman", "name": "repro-vllm-0123456789abcdef-n1", "image_id": "sha256:" + "1" * 64,
+           "stop": None}
+    part = _attempt.host_parts("n1", step, is_head=True, rank=0, argv=["vllm"], started={"pid": 7, "container": ran},
+                               stopped={"container": dict(ran, stop={"existed": True, "removed": True})}, host_dir="/h",
+                               log_path="/h/logs/server.log")
+    assert part["server"]["container"]["image_id"] == "sha256:" + "1" * 64
+    assert part["server"]["container"]["stop"] == {"existed": True, "removed": True}
+    assert {"src": "/h/logs/container.log", "part": "logs/container.log"} in part["files"]
+    plain = _attempt.host_parts("n1", step, is_head=True, rank=0, argv=["vllm"], started={"pid": 7}, host_dir="/h")
+    assert plain["server"]["container"] is None and len(plain["files"]) == 2
