@@ -65,6 +65,14 @@ podman_() { podman "${GLOBAL[@]}" "$@"; }
 read -r -a RUNFLAGS <<<"${REPRO_VLLM_PODMAN_RUN_FLAGS---ulimit nofile=1024:1024 --ulimit nproc=1000:1000}"
 
 command -v podman >/dev/null 2>&1 || die "podman is not on PATH (scripts/setup-test-deps.sh installs it)"
+# 0: the tag exists, 1: it does not; anything else is podman refusing its flags or its store, said before any work
+exists_rc=0
+podman_ image exists "$TAG" 2>"${TMPDIR:-/tmp}/build-vllm-cpu-image.$$.err" || exists_rc=$?
+if [ "$exists_rc" -gt 1 ]; then
+  err=$(tail -n 3 "${TMPDIR:-/tmp}/build-vllm-cpu-image.$$.err"); rm -f "${TMPDIR:-/tmp}/build-vllm-cpu-image.$$.err"
+  die "podman ${GLOBAL[*]} image exists $TAG answered rc $exists_rc: $err (are REPRO_VLLM_PODMAN_GLOBAL_FLAGS right?)"
+fi
+rm -f "${TMPDIR:-/tmp}/build-vllm-cpu-image.$$.err"
 if [ ! -x "$VENV/bin/python" ] || [ ! -f "$VENV/.repro-vllm-complete" ]; then
   die "no CPU vLLM at $VENV: run scripts/setup-vllm-cpu.sh first"
 fi
