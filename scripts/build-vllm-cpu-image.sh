@@ -65,6 +65,14 @@ podman_() { podman "${GLOBAL[@]}" "$@"; }
 read -r -a RUNFLAGS <<<"${REPRO_VLLM_PODMAN_RUN_FLAGS---ulimit nofile=1024:1024 --ulimit nproc=1000:1000}"
 
 command -v podman >/dev/null 2>&1 || die "podman is not on PATH (scripts/setup-test-deps.sh installs it)"
+# 0: the tag exists, 1: it does not; anything else is podman refusing its flags or its store, said before any work
+exists_rc=0
+podman_ image exists "$TAG" 2>"${TMPDIR:-/tmp}/build-vllm-cpu-image.$$.err" || exists_rc=$?
+if [ "$exists_rc" -gt 1 ]; then
+  err=$(tail -n 3 "${TMPDIR:-/tmp}/build-vllm-cpu-image.$$.err"); rm -f "${TMPDIR:-/tmp}/build-vllm-cpu-image.$$.err"
+  die "podman ${GLOBAL[*]} image exists $TAG answered rc $exists_rc: $err (are REPRO_VLLM_PODMAN_GLOBAL_FLAGS right?)"
+fi
+rm -f "${TMPDIR:-/tmp}/build-vllm-cpu-image.$$.err"
 if [ ! -x "$VENV/bin/python" ] || [ ! -f "$VENV/.repro-vllm-complete" ]; then
   die "no CPU vLLM at $VENV: run scripts/setup-vllm-cpu.sh first"
 fi
@@ -121,7 +129,8 @@ if [ "$have" = "$INPUTS" ] && [ "$FORCE" = 0 ]; then
   say "$TAG is up to date (inputs sha256 $INPUTS): nothing to do"
   exit 0
 fi
-if [ -n "$have" ]; then say "$TAG exists with other inputs ($have): rebuilding"; else say "no $TAG yet: building"; fi
+old_id=$(podman_ image inspect --format '{{.Id}}' "$TAG" 2>/dev/null || true)
+if [ -n "$old_id" ]; then say "$TAG exists with other inputs (${have:-no inputs label}): rebuilding"; else say "no $TAG yet: building"; fi
 
 # --- the root filesystem -------------------------------------------------------------------------------------
 # Hard links, not copies: the build context costs no disk, and what is rewritten in it (the .pyc files, the
@@ -216,4 +225,9 @@ podman_ build -q -t "$TAG" "$CTX" >"$CTX/build.log" 2>&1 || { tail -n 20 "$CTX/b
 ver=$(podman_ run --rm "${RUNFLAGS[@]}" --network none --entrypoint python "$TAG" -c \
   'import importlib.metadata as m, sys; print(sys.executable, m.version("vllm"))' 2>&1) \
   || { podman_ untag "$TAG" >/dev/null 2>&1 || true; die "the built image does not run python ($TAG untagged): $ver"; }
+# the build it replaced is 2.6 GB: removed once nothing names it (a container or another tag keeps it)
+if [ -n "$old_id" ] && [ "$old_id" != "$(podman_ image inspect --format '{{.Id}}' "$TAG")" ] \
+   && [ -z "$(podman_ image inspect --format '{{join .RepoTags " "}}' "$old_id" 2>/dev/null)" ]; then
+  if podman_ rmi "$old_id" >/dev/null 2>&1; then say "removed the build it replaced (${old_id:0:12})"; fi
+fi
 say "built $TAG ($(podman_ image inspect --format '{{.Id}}' "$TAG" | cut -c1-12), python and vllm in it: $ver)"
