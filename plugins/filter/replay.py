@@ -91,9 +91,9 @@ def replay_precheck(replay, play_hosts, secret_env=None, secret_args=None, port=
         raise AnsibleFilterError("replay_precheck: %s; nothing was unpacked" % exc)
 
 
-def replay_handed_on_lines(case_id, handed_result=None):
+def replay_handed_on_lines(case_id, handed_result=None, ignored_case_id=None):
     """See module_utils/_replay.py handed_on_lines."""
-    return _replay.handed_on_lines(case_id, handed_result)
+    return _replay.handed_on_lines(case_id, handed_result, ignored_case_id=ignored_case_id)
 
 
 def _port(port):
@@ -112,13 +112,14 @@ def replay_verdict(package, here, diff=None, package_verdict=None, missing=None)
     return _replay.replay_verdict(package, here, diff, package_verdict=package_verdict, missing=missing)
 
 
-def replay_document(replay, head, diff=None, case_id=None, secret_env=None):
+def replay_document(replay, head, diff=None, case_id=None, secret_env=None, ignored_case_id=None):
     """See module_utils/_replay.py replay_document."""
     if not isinstance(head, dict) or head.get("run") is None:
         return None  # the attempt did not run (check mode, or a stop before it)
     if not isinstance(replay, dict) or "attempt" not in replay:
         raise AnsibleFilterError("replay_document: give the result of repro.vllm.replay")
-    return _replay.replay_document(replay, head, diff, case_id=case_id, secret_env=secret_env)
+    return _replay.replay_document(replay, head, diff, case_id=case_id, secret_env=secret_env,
+                                   ignored_case_id=ignored_case_id)
 
 
 def replay_unpacked_lines(replay, profile):

@@ -682,14 +682,20 @@ def precheck(replay, play_hosts, secret_env=None, secret_args=None, port=None):
     return attempt_plan(replay, receivers(play_hosts), secret_env=secret_env, secret_args=secret_args, port=port)
 
 
-def handed_on_lines(case_id, handed_result=None):
-    """Console lines about a case handed on by an earlier workflow node (``repro_vllm_result`` in the extra
-    variables): the replay makes its own case ``case_id`` and writes nothing into the handed-on one."""
-    if not isinstance(handed_result, dict) or not handed_result.get("case_id"):
-        return []
-    return ["replay | the workflow handed on case %s (repro_vllm_result of %s): ignored - a replay makes its own case "
-            "%s and writes nothing into %s" % (handed_result["case_id"], handed_result.get("purpose") or "an earlier node",
-                                               case_id, handed_result["case_id"])]
+def handed_on_lines(case_id, handed_result=None, ignored_case_id=None):
+    """Console lines about a case handed on by an earlier workflow node: ``repro_vllm_result`` in the extra
+    variables, and ``ignored_case_id``, an extra ``repro_vllm_case_id`` other than the replay case (what a node after
+    reproduce.yml, or a workflow survey, gives). The replay makes its own case ``case_id`` and writes nothing into
+    either."""
+    lines = []
+    if isinstance(handed_result, dict) and handed_result.get("case_id"):
+        lines.append("replay | the workflow handed on case %s (repro_vllm_result of %s): ignored - a replay makes its own "
+                     "case %s and writes nothing into %s" % (handed_result["case_id"], handed_result.get("purpose")
+                                                             or "an earlier node", case_id, handed_result["case_id"]))
+    if ignored_case_id and ignored_case_id != case_id:
+        lines.append("replay | repro_vllm_case_id=%s ignored (an extra variable: in a workflow, handed on by an earlier "
+                     "node or a survey) - this replay's case is %s (replay.json ignored_case_id)" % (ignored_case_id, case_id))
+    return lines
 
 
 def unpacked_lines(replay, profile):
@@ -707,10 +713,11 @@ def unpacked_lines(replay, profile):
     ]
 
 
-def replay_document(replay, head, diff=None, case_id=None, secret_env=None):
+def replay_document(replay, head, diff=None, case_id=None, secret_env=None, ignored_case_id=None):
     """replay.json: the verdict of the package's attempt against the replayed one (``head``, the attempt fact of
     the first host that ran it), with where it came from; None when the attempt did not run. ``secret_env`` is
-    the receiver's secret environment (only its names are read): missing_secrets."""
+    the receiver's secret environment (only its names are read): missing_secrets. ``ignored_case_id``: an extra
+    ``repro_vllm_case_id`` the replay ignored (null when none was given)."""
     if not isinstance(head, dict) or head.get("run") is None:
         return None
     attempt = replay["attempt"]
@@ -719,5 +726,5 @@ def replay_document(replay, head, diff=None, case_id=None, secret_env=None):
     doc.update(package_verdict_from=pv_from, origin=replay.get("origin"),
                package_run="%s/%s" % (replay["original_case"], attempt["run"]),
                run="%s/%s" % (case_id or replay["case_id"], head["run"]),
-               diff=(diff or {}).get("summary") if diff else None)
+               diff=(diff or {}).get("summary") if diff else None, ignored_case_id=ignored_case_id or None)
     return doc

@@ -10,9 +10,10 @@ In an AWX workflow the ``set_stats`` data of one job become the extra variables 
 node's data on to every later node), where they outrank every other variable.  So the data are a closed contract:
 exactly ``repro_vllm_result`` (a dict), ``repro_vllm_case_id`` (the deliberate chaining key: the next job works on
 the same case) and, from the hand-off, ``repro_vllm_package``.  The hand-off does not hand the case id on: the node
-after it replays the package (replay.yml makes a case of its own, and a case id among its extra variables would
-outrank it) or uploads it; ``repro_vllm_result.case_id`` still names the case.  A role variable such as ``repro_vllm_run_path`` must never be among them: the
-next job would write into a run that is frozen.
+after it replays the package (replay.yml makes a case of its own and ignores a case id among its extra variables,
+which an earlier node such as reproduce.yml may still hand on) or uploads it; ``repro_vllm_result.case_id`` still
+names the case.  A role variable such as ``repro_vllm_run_path`` must never be among them: the next job would write
+into a run that is frozen.
 
 The result names the case, every run the job made (controller paths, and their copies on the records sink when
 there is one), the purpose, and what was decided where the job decided something.  Decisions come from the

@@ -409,11 +409,12 @@ def test_workflow_audit_then_handoff(tmp_path, monkeypatch, this_project):
 def test_workflow_handoff_then_replay(tmp_path, monkeypatch, this_project, real_vllm):
     """handoff.yml -> replay.yml as an AWX workflow, each an AWX-layout job on the CPU vLLM of inventories/localhost.
     The case is made first by reproduce.yml (a command that fails in config within seconds: --max-model-len beyond
-    the tiny model's). The hand-off node starts the workflow with the case id of its job template; the replay
-    node's extra variables are its own plus the hand-off's artifact_data: it unpacks the package into a case of its
-    own, says the handed-on case is ignored, and reproduces the failure. A workflow that also ran reproduce.yml
-    before the hand-off hands its repro_vllm_case_id on to every later node (AWX passes each node's artifacts on
-    to all that follow): that replay is refused before the unpack and leaves nothing behind."""
+    the tiny model's), as the first node of the workflow reproduce -> handoff -> replay. The hand-off node has the
+    case id of its job template; the replay node's extra variables are its own plus the artifact_data of both
+    earlier nodes, as AWX passes each node's artifacts on to all that follow: reproduce.yml's repro_vllm_case_id
+    and the hand-off's repro_vllm_result and repro_vllm_package. It unpacks the package into a case of its own,
+    says the handed-on case and case id are ignored (replay.json ignored_case_id), writes nothing into the
+    handed-on case, and reproduces the failure."""
     _clean_ansible_env(monkeypatch)
     job = AwxJob(tmp_path / "pdd", this_project)
     inventory = os.path.join(ROOT, "inventories", "localhost")
@@ -435,7 +436,9 @@ def test_workflow_handoff_then_replay(tmp_path, monkeypatch, this_project, real_
     receiver = tmp_path / "receiver"
     nxt = {"repro_vllm_records_root": str(receiver), "repro_vllm_remote_root": str(tmp_path / "remote"),
            "repro_vllm_nvidia_smi_path": made["repro_vllm_nvidia_smi_path"], "repro_vllm_replay_port": free_port()}
+    nxt.update(rep.artifact_data)  # repro_vllm_case_id=chain (and reproduce's result, replaced by the hand-off's)
     nxt.update(handed)
+    assert nxt["repro_vllm_case_id"] == "chain"
     rpl = job.run("playbooks/replay.yml", inventory, nxt, ident="replay")
     assert rpl.status == "successful", rpl.stdout()[-6000:]
     data = rpl.artifact_data
@@ -447,20 +450,13 @@ def test_workflow_handoff_then_replay(tmp_path, monkeypatch, this_project, real_
     assert result["replay"]["package_verdict"] == result["replay"]["replay_verdict"] == "fails_at_minimal"
     assert "replay | the workflow handed on case chain (repro_vllm_result of handoff): ignored - a replay makes its own " \
         "case %s and writes nothing into chain" % case in rpl.stdout()
+    assert "replay | repro_vllm_case_id=chain ignored (an extra variable: in a workflow, handed on by an earlier node " \
+        "or a survey) - this replay's case is %s (replay.json ignored_case_id)" % case in rpl.stdout()
+    assert result["replay"]["ignored_case_id"] == "chain" and result["replay"]["run"].startswith(case + "/")
     for run in result["runs"]:
         check_frozen(run)
+        assert run.startswith(str(receiver / case) + "/"), run
     assert not (receiver / "chain").exists()
-
-    # the same replay node in a workflow reproduce -> handoff -> replay: reproduce's case id reaches it too
-    both = dict(rep.artifact_data)
-    both.update(handed)
-    late = dict(nxt, repro_vllm_records_root=str(tmp_path / "receiver-late"))
-    late.update(both)
-    refused = job.run("playbooks/replay.yml", inventory, late, ident="replay-late")
-    assert refused.status == "failed"
-    msgs = [res.get("msg", "") for _h, ev, res in refused.results("the case id is the replay case") if ev == "runner_on_failed"]
-    assert msgs and "drop -e repro_vllm_case_id" in msgs[0] and "Nothing was unpacked" in msgs[0], msgs
-    assert not (tmp_path / "receiver-late").exists() or os.listdir(str(tmp_path / "receiver-late")) == []
 
 
 def test_wrong_survey_value_fails_first(tmp_path, monkeypatch, this_project):

@@ -11,6 +11,8 @@ The failing case ran with a secret variable (HF_TOKEN, an obviously fake value) 
 the replay names it (console, replay.json missing_secrets) and reproduces the failure anyway. The same case packed
 again with a compatibility profile file (repro_vllm_handoff_profile_file) replays against that file, and the
 override docs/replay.md gives (-e repro_vllm_profile) works on it (in check mode: nothing unpacked or started).
+That replay is also given the sender's case as an extra repro_vllm_case_id (what an AWX node after reproduce.yml
+receives): it is ignored, and said so.
 
 vLLM starts: the failing package (--max-model-len beyond the tiny model's limit) fails in config within seconds on
 both sides (three times: the sender, two replays); the healthy package costs one full start on node01 and one on
@@ -182,6 +184,7 @@ def test_failing_package_reproduces_on_the_other_host_with_the_driver_difference
                                            else "attempt")
     assert "HF_TOKEN" in _json(case / "package" / "summary.json")["secret_variable_names"]
     assert doc["missing_secrets"] == ["HF_TOKEN"]
+    assert doc["ignored_case_id"] is None and "ignored (an extra variable" not in out
     assert "HF_TOKEN not supplied here" in doc["summary"] and "may come from them" not in doc["summary"]
     assert "replay | WARNING: the package names the secret variable(s) HF_TOKEN and this replay does not supply them" in out
     assert FAKE_TOKEN not in out
@@ -216,9 +219,10 @@ def test_package_with_a_profile_file_replays_and_the_override_works(work, failin
     """handoff.yml with repro_vllm_handoff_profile_file (a compatibility profile of the receiver's own making: the
     collection's cpu-smoke under another name) packs profile/<file>; replay.yml judges node02 against that file
     (it stopped with "give either repro_vllm_profile or repro_vllm_profile_file, not both" and left a half-unpacked
-    case each try). The receiver supplies the secret this time: nothing is missing. Then the override of
-    docs/replay.md, -e repro_vllm_profile=cpu-smoke, in check mode: the hosts are judged against cpu-smoke, nothing
-    is unpacked. Then an extra repro_vllm_case_id is refused before the unpack: nothing is left behind."""
+    case each try). The receiver supplies the secret this time: nothing is missing. It is given the sender's case as
+    an extra repro_vllm_case_id (it was refused before): ignored, said on the console and in replay.json, and the
+    replay writes into its own case alone. Then the override of docs/replay.md, -e repro_vllm_profile=cpu-smoke, in
+    check mode: the hosts are judged against cpu-smoke, nothing is unpacked."""
     w, inv = work["dir"], work["inv"]
     with open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles", "cpu-smoke.yml")) as f:
         text = f.read()
@@ -226,16 +230,24 @@ def test_package_with_a_profile_file_replays_and_the_override_works(work, failin
     prof.write_text(text.replace("name: cpu-smoke", "name: smoke-from-file"))  # the one change: its name
     pkg = _handoff(w, inv, "ctx-too-long", ident="handoff-profile", repro_vllm_handoff_profile_file=str(prof))
     r = _replay(w, inv, pkg, "replay-profile", repro_vllm_records_root=str(w / "receiver-profile"),
-                repro_vllm_secret_env={"HF_TOKEN": FAKE_TOKEN})
+                repro_vllm_secret_env={"HF_TOKEN": FAKE_TOKEN}, repro_vllm_case_id="ctx-too-long")
     out = r.stdout.read()
     assert r.status == "successful", out[-6000:]
     case = _replay_case(w, "ctx-too-long", "receiver-profile")
+    # the extra case id is ignored: every run of the replay is in the replay case, nothing in ctx-too-long
+    assert not (w / "receiver-profile" / "ctx-too-long").exists()
+    assert "replay | repro_vllm_case_id=ctx-too-long ignored (an extra variable: in a workflow, handed on by an earlier " \
+        "node or a survey) - this replay's case is %s (replay.json ignored_case_id)" % case.name in out
+    assert "replay | case %s | reproduced" % case.name in out
+    assert _stats(r)["repro_vllm_result"]["case_id"] == _stats(r)["repro_vllm_case_id"] == case.name
+    assert _stats(r)["repro_vllm_result"]["last_run"] == str(case / "run-007")
     assert os.path.isfile(str(case / "package" / "profile" / "smoke-from-file.yml"))
     assert "(package_profile_file)" in out
     compat = _json(case / "run-004" / "compatibility.json")
     assert compat["profile"] == "smoke-from-file", compat.get("profile")
     doc = _json(case / "run-007" / "replay.json")
     assert doc["verdict"] == "reproduced" and doc["missing_secrets"] == [] and "not supplied" not in doc["summary"]
+    assert doc["ignored_case_id"] == "ctx-too-long" and doc["run"] == case.name + "/run-006"
     assert "replay | WARNING: the package names the secret" not in out and FAKE_TOKEN not in out
 
     # the override, in check mode: the package is checked, the profile named on the command line is the one judged
@@ -246,14 +258,6 @@ def test_package_with_a_profile_file_replays_and_the_override_works(work, failin
     assert "profile cpu-smoke (repro_vllm_profile)" in out and "compatibility | profile cpu-smoke" in out
     assert "not both" not in out
     assert not (w / "receiver-override").exists() or os.listdir(str(w / "receiver-override")) == []
-
-    # a case id among the extra variables (what an AWX node after reproduce.yml receives) is refused before the unpack
-    r = _replay(w, inv, pkg, "replay-case-id", repro_vllm_records_root=str(w / "receiver-caseid"),
-                repro_vllm_case_id="ctx-too-long")
-    assert r.status == "failed"
-    msgs = [res.get("msg", "") for _h, ev, res in task_results(r, "the case id is the replay case") if ev == "runner_on_failed"]
-    assert msgs and "drop -e repro_vllm_case_id" in msgs[0] and "Nothing was unpacked" in msgs[0], msgs
-    assert not (w / "receiver-caseid").exists() or os.listdir(str(w / "receiver-caseid")) == []
 
 
 def _tamper(src, dest, member_suffix):

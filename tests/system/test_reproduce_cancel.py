@@ -79,15 +79,14 @@ def _cancel_with_server_up(work, port, case, sig, lease=LEASE):
         # the server is up right after the cancel; that the play's always: did not stop it afterwards is shown by
         # the supervisor's lease-expired record (it found the processes and stopped them) or by the next play
         assert _live_servers(port), "\n".join(seen[-30:])
+        # ansible-core 2.21 can fail to end after SIGINT in two ways (docs/development.md, "ansible-playbook after
+        # SIGINT"): the interrupt is lost while a worker forks, or a worker it kills dies holding the results queue's
+        # lock and its shutdown waits for ever (seen here under parallel load). The console callback stops the first
+        # before the next task and ends the second after interrupt_grace (30 s), so the play ends within 90 s.
         try:
             _drain(proc, lines, seen, timeout=90)
         except subprocess.TimeoutExpired:
-            # Seen twice under parallel load (2026-12-02) and not explained yet: ansible-playbook did not end after
-            # SIGINT. What this test is about - the server's lease stops it without any play - does not depend on
-            # it, so the play is killed as a lost controller would be, and the test goes on (docs/development.md).
-            sys.stderr.write("ansible-playbook still ran 90 s after %s; SIGKILL\n" % sig)
-            os.killpg(proc.pid, signal.SIGKILL)
-            _drain(proc, lines, seen, timeout=60)
+            raise AssertionError("ansible-playbook still ran 90 s after %s:\n%s" % (sig, "\n".join(seen[-40:])))
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

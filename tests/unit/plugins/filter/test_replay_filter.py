@@ -97,6 +97,14 @@ def test_a_case_handed_on_is_named_as_ignored():
     lines = F.replay_handed_on_lines("c-replay-x", {"purpose": "handoff", "case_id": "c"})
     assert lines == ["replay | the workflow handed on case c (repro_vllm_result of handoff): ignored - a replay makes "
                      "its own case c-replay-x and writes nothing into c"]
+    # an extra repro_vllm_case_id (reproduce.yml's node hands it on to every later node): one line naming both cases
+    ignored = "replay | repro_vllm_case_id=c ignored (an extra variable: in a workflow, handed on by an earlier node or " \
+        "a survey) - this replay's case is c-replay-x (replay.json ignored_case_id)"
+    assert F.replay_handed_on_lines("c-replay-x", None, ignored_case_id="c") == [ignored]
+    assert F.replay_handed_on_lines("c-replay-x", {"purpose": "handoff", "case_id": "c"}, ignored_case_id="c") == lines + [ignored]
+    # the replay case itself given as the extra variable is not ignored; none given: nothing to say
+    assert F.replay_handed_on_lines("c-replay-x", None, ignored_case_id="c-replay-x") == []
+    assert F.replay_handed_on_lines("c-replay-x", None, ignored_case_id=None) == []
 
 
 def test_replay_plan_stops_on_too_few_hosts_naming_them():

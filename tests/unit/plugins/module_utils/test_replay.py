@@ -373,6 +373,9 @@ def test_replay_document_names_both_runs_or_is_none_when_nothing_ran(tmp_path):
     assert doc2["missing_secrets"] == ["HF_TOKEN"] and doc2["summary"].endswith("the difference may come from them")
     assert _replay.replay_document(v2, here, secret_env={"HF_TOKEN": "FAKE"})["missing_secrets"] == []
     assert doc["run"] == "c-replay-x/run-009" and doc["diff"] == "no difference" and doc["origin"] == unpacked["origin"]
+    # an extra repro_vllm_case_id the replay ignored is named; none given: null
+    assert doc["ignored_case_id"] is None
+    assert _replay.replay_document(unpacked, here, case_id="c-replay-x", ignored_case_id="cpu-fail")["ignored_case_id"] == "cpu-fail"
     assert _replay.replay_document(unpacked, here)["diff"] is None
     lines = _replay.unpacked_lines(unpacked, "cpu-smoke")
     assert lines[2] == "replay | replaying run-005 (%s): failed at config (config_error) in the package; profile cpu-smoke" \
