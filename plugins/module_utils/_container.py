@@ -734,6 +734,10 @@ def image_digest(facts, reference=None):
     if facts.get("run_ref") and (facts.get("image_repo_digest") or facts.get("image_id")):
         # the pin of a container runtime (module_utils/_runtime.py): the image an attempt runs
         return facts.get("image_repo_digest") or facts.get("image_id")
+    if facts.get("pinned_reference"):
+        # the repo digest of the reference's own repository (an image with several tags lists several), the one a
+        # container runtime's attempt pins and runs
+        return facts["pinned_reference"]
     for key in ("repo_digests", "config_digests"):
         values = facts.get(key) or []
         if values:

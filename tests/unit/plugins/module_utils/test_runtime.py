@@ -238,3 +238,17 @@ def test_a_moved_tag_names_both_images():
     line = rt.moved_line(moved)
     assert "sha256:" + "1" * 64 in line and "sha256:023eaa25" in line and "repro_vllm_allow_moved_tag" in line
     assert rt.moved_tag(now, now) is None
+
+
+def test_the_identity_digest_is_the_same_before_and_after_the_pin_with_several_tags():
+    """An image with two tags lists two repo digests: the fingerprint's facts and the attempt's pin name the same one
+    (the reference's own repository), so the one-variable check sees no image change between attempts."""
+    from ansible_collections.repro.vllm.plugins.module_utils._container import image_digest, pinned_reference
+    ref = "localhost/repro-vllm-moved-1234:t"
+    digests = ["localhost/repro-vllm-cpu@sha256:" + "a" * 64, "localhost/repro-vllm-moved-1234@sha256:" + "a" * 64]
+    facts = {"reference": ref, "repo_digests": digests, "config_digests": ["sha256:" + "1" * 64],
+             "pinned_reference": pinned_reference(ref, digests),
+             "runtimes": {"podman": {"image_present": True, "image": {
+                 "id": "1" * 64, "config_digest": "sha256:" + "1" * 64, "repo_digests": digests}}}}
+    pin = rt.pin_from_facts("podman", ref, facts)
+    assert image_digest(facts) == image_digest(pin) == "localhost/repro-vllm-moved-1234@sha256:" + "a" * 64
