@@ -29,12 +29,11 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vllm_server_overhead import ENV, REPO, argv_for, env_file, free_port, read_env  # noqa: E402
+from vllm_server_overhead import ENV, argv_for, free_port, setup  # noqa: E402
 
 IMAGE = "localhost/repro-vllm-cpu:0.32.0"
 TARGET_ADDED_S = 2.0
@@ -75,15 +74,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-cache-mount", action="store_true")
     opts = ap.parse_args()
-    path = env_file()
-    if not os.path.isfile(path):
-        raise SystemExit("%s missing: run scripts/setup-vllm-cpu.sh first" % path)
-    env = read_env(path)
-    vllm, model = env["REPRO_VLLM_CPU_VLLM"], env["REPRO_VLLM_CPU_MODEL"]
-    workdir = tempfile.mkdtemp(prefix="container-bench.")
-    collections = os.path.join(workdir, "collections")
-    os.makedirs(os.path.join(collections, "ansible_collections", "repro"))
-    os.symlink(REPO, os.path.join(collections, "ansible_collections", "repro", "vllm"))
+    vllm, model, workdir, collections = setup("container-bench.")
     rounds = []
     for i in range(opts.rounds):
         for kind in (("process", "podman") if i % 2 == 0 else ("podman", "process")):

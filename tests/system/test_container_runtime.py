@@ -15,17 +15,14 @@ from __future__ import annotations
 import glob
 import json
 import os
-import queue
 import signal
 import subprocess
-import sys
-import threading
 import time
 import uuid
 
-from conftest import COLLECTIONS, PODMAN_GLOBAL, ROOT, free_port, run_playbook, task_results
+from conftest import PODMAN_GLOBAL, ROOT, free_port, run_playbook, task_results
 
-from test_reproduce_cancel import _drain, _wait_for
+from test_reproduce_cancel import _drain, _start, _wait_for
 
 INVENTORY = os.path.join(ROOT, "inventories", "localhost")
 # what this VM needs beyond podman's defaults (docs/container.md): its global flags, rlimits no higher than the hard
@@ -48,28 +45,11 @@ def _containers(label):
 
 
 def _play(work, port, case, image, lease=120, until="prefix_caching", fingerprint=True):
-    extra = {"repro_vllm_records_root": str(work / "records"), "repro_vllm_remote_root": str(work / "remote"),
-             "repro_vllm_case_id": case, "repro_vllm_port": port, "repro_vllm_fingerprint": fingerprint,
-             "repro_vllm_ladder_until": until, "repro_vllm_server_lease": lease,
-             "repro_vllm_server_runtime": "podman", "repro_vllm_image": image,
-             "repro_vllm_container_args": CONTAINER_ARGS,
-             # two starts at once on 2 cores (xdist) take longer than the inventory's 300 s at times
-             "repro_vllm_ready_timeout": 600}
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
-               ANSIBLE_NOCOLOR="1", PYTHONUNBUFFERED="1")
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY,
-           os.path.join(ROOT, "playbooks", "reproduce.yml"), "-e", json.dumps(extra)]
-    proc = subprocess.Popen(cmd, cwd=str(work), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    lines = queue.Queue()
-
-    def pump():
-        for raw in proc.stdout:
-            lines.put(raw.decode("utf-8", "replace").rstrip("\n"))
-        lines.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
-    return proc, lines
+    return _start(work, port, case, lease, repro_vllm_fingerprint=fingerprint, repro_vllm_ladder_until=until,
+                  repro_vllm_request_timeout=120, repro_vllm_server_runtime="podman", repro_vllm_image=image,
+                  repro_vllm_container_args=CONTAINER_ARGS,
+                  # two starts at once on 2 cores (xdist) take longer than the inventory's 300 s at times
+                  repro_vllm_ready_timeout=600)
 
 
 def _json(path):

@@ -23,11 +23,13 @@ LEASE = 20
 REQUEST_TIMEOUT = 10
 
 
-def _start(work, port, case, lease=LEASE):
+def _start(work, port, case, lease=LEASE, **more):
+    """reproduce.yml on the localhost inventory in its own session; ``more``: further extra variables."""
     extra = {"repro_vllm_records_root": str(work / "records"), "repro_vllm_remote_root": str(work / "remote"),
              "repro_vllm_case_id": case, "repro_vllm_port": port, "repro_vllm_fingerprint": False,
              "repro_vllm_ladder_until": "", "repro_vllm_server_lease": lease,
              "repro_vllm_request_timeout": REQUEST_TIMEOUT}
+    extra.update(more)
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
                ANSIBLE_NOCOLOR="1", PYTHONUNBUFFERED="1")
     cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY,
