@@ -211,8 +211,8 @@ def run_argv(binary, spec, pinned_ref, name, labels, env_names, gpus=None, host_
 def container_env_names(env):
     """The names passed into the container: every variable of the step except the GPU selection (the runtime
     passes the assigned GPUs and renumbers them) and the client's own plumbing."""
-    return sorted(k for k in env if k not in ("CUDA_VISIBLE_DEVICES", "PATH", "HOME", "XDG_RUNTIME_DIR",
-                                               "DOCKER_HOST", "CONTAINER_HOST", "TMPDIR"))
+    plumbing = ("CUDA_VISIBLE_DEVICES", "PATH", "HOME", "XDG_RUNTIME_DIR", "DOCKER_HOST", "CONTAINER_HOST", "TMPDIR")
+    return sorted(k for k in env if k not in plumbing)
 
 
 # ----------------------------------------------------------------------------------------------- runtime answers

@@ -232,7 +232,9 @@ options:
         description: The run's labels - C(run_uid), C(case), C(run), C(controller); C(run_uid) is required.
         type: dict
       probe:
-        description: Once the server is ready, look from inside the container (C(exec ... python3)) at the GPUs, C(CUDA_VISIBLE_DEVICES) and the libcuda the server mapped.
+        description:
+          - Once the server is ready, look from inside the container (C(exec ... python3)) at the GPUs,
+            C(CUDA_VISIBLE_DEVICES) and the libcuda the server mapped.
         type: bool
         default: true
   fail_on_error:
@@ -488,7 +490,7 @@ container:
   description:
     - With a container runtime, what ran - C(runtime), C(runtime_version), C(name), C(id) (the container's),
       C(image) (the reference), C(image_repo_digest) (null when the runtime lists none), C(image_id), C(run_ref)
-      (what was started: digest or id), C(pinned_by), C(pin) (keep it for the play's next attempts), C(tag_moved),
+      (what was started, a digest or an id), C(pinned_by), C(pin) (keep it for the play's next attempts), C(tag_moved),
       C(args) (every C(run) argument the attempt added or kept), C(user_args) (O(container.args) and the production
       command's kept run options), C(dropped) (production run options the attempt sets
       itself), C(probe) (the in-container view), C(log_path) (C(container.log)) and C(stop); null for a process.
@@ -610,9 +612,9 @@ def _container_plan(module, argv, env_names, result):
     now = rt.resolve(spec["image"])
     pin = rtm.pin_from_facts(spec["runtime"], spec["image"], c.get("pin"))
     if pin is None and now is None:
+        fill = (spec["runtime"], spec["image"], spec["runtime"], spec["image"], spec["runtime"])
         module.fail_json(msg="vllm_server: %s does not hold the image %s on this host; bring it first (%s pull %s, or "
-                         "%s load -i <file> from a saved image)" % (spec["runtime"], spec["image"], spec["runtime"],
-                                                                     spec["image"], spec["runtime"]), **result)
+                         "%s load -i <file> from a saved image)" % fill, **result)
     if pin is None:
         pin = dict(now, runtime=spec["runtime"], pinned_by="first attempt")
     elif now is None or now.get("image_id") != pin.get("image_id"):

@@ -4,7 +4,7 @@
 """Two ways ansible-core 2.21 does not end after SIGINT, and what the console callback does about each
 (docs/development.md, "ansible-playbook after SIGINT").
 
-1. The interrupt is lost. 
+1. The interrupt is lost.
 ansible-core's SIGINT handler (TaskQueueManager._signal_handler) puts SIGINT back to its default and raises
 KeyboardInterrupt. When the signal arrives while the controller forks a task's worker, the handler runs inside one
 of the interpreter's fork hooks (the traceback names logging's ``_afterFork``); Python ignores an exception raised
