@@ -252,3 +252,18 @@ def test_the_identity_digest_is_the_same_before_and_after_the_pin_with_several_t
                  "id": "1" * 64, "config_digest": "sha256:" + "1" * 64, "repo_digests": digests}}}}
     pin = rt.pin_from_facts("podman", ref, facts)
     assert image_digest(facts) == image_digest(pin) == "localhost/repro-vllm-moved-1234@sha256:" + "a" * 64
+
+
+def test_the_containers_timestamped_log_classifies_like_the_streamed_server_log():
+    """frozen-runs/cpu-podman run-002: logs/server.log (the client's stream) and logs/container.log (``podman logs
+    --timestamps``, every line behind the runtime's RFC 3339 time) give the same answer."""
+    from ansible_collections.repro.vllm.plugins.module_utils._logstage import classify_files
+    logs = os.path.join(os.path.dirname(FIX), "frozen-runs", "cpu-podman", "run-002", "hosts", "localhost", "logs")
+    streamed = classify_files([os.path.join(logs, "server.log")])
+    stamped = classify_files([os.path.join(logs, "container.log")])
+    with open(os.path.join(logs, "container.log")) as f:
+        assert f.readline()[:4] == "2026" and "T" in f.readline()[:11]
+    assert stamped["stage"] == streamed["stage"] == "none"
+    assert stamped["stages_reached"] == streamed["stages_reached"]
+    marks = [(m["stage"], m["timestamp"]) for m in stamped["timeline"][0]["stage_marks"]]
+    assert marks == [(m["stage"], m["timestamp"]) for m in streamed["timeline"][0]["stage_marks"]]
