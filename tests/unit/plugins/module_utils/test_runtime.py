@@ -265,5 +265,9 @@ def test_the_containers_timestamped_log_classifies_like_the_streamed_server_log(
         assert f.readline()[:4] == "2026" and "T" in f.readline()[:11]
     assert stamped["stage"] == streamed["stage"] == "none"
     assert stamped["stages_reached"] == streamed["stages_reached"]
-    marks = [(m["stage"], m["timestamp"]) for m in stamped["timeline"][0]["stage_marks"]]
-    assert marks == [(m["stage"], m["timestamp"]) for m in streamed["timeline"][0]["stage_marks"]]
+    marks = {m["stage"]: m["timestamp"] for m in stamped["timeline"][0]["stage_marks"]}
+    same = {m["stage"]: m["timestamp"] for m in streamed["timeline"][0]["stage_marks"]}
+    assert list(marks) == list(same)
+    # every startup stage at the same second; the first request's mark (an access line without a vLLM time) takes
+    # its time from a neighbouring line, and podman's log merges stdout and stderr in another order than the stream
+    assert {k: v for k, v in marks.items() if k != "request"} == {k: v for k, v in same.items() if k != "request"}
