@@ -219,10 +219,10 @@ options:
       pin:
         description:
           - The image as the play resolved it first - the fingerprint's C(repro_vllm_container) facts
-            (M(repro.vllm.container_facts)) or RV(container.pin) of an earlier attempt of the play. The attempt runs
+            (M(repro.vllm.container_facts)) or the C(pin) of RV(container) of an earlier attempt of the play. The attempt runs
             that image; when the reference now names another image (a tag moved), the start is refused (RV(outcome)
             V(refused), and a conflict with O(state=swept)) unless O(container.allow_moved_tag).
-          - Without it the image the reference names now is pinned, and returned in RV(container.pin).
+          - Without it the image the reference names now is pinned, and returned in the C(pin) of RV(container).
         type: dict
       allow_moved_tag:
         description: Run the pinned image even though the reference now names another one (both are recorded).
@@ -288,7 +288,8 @@ EXAMPLES = r"""
 RETURN = r"""
 outcome:
   description:
-    - V(ready), V(exited) or V(timeout) for O(state=started) (V(running) when it was already running);
+    - V(ready), V(exited) or V(timeout) for O(state=started) (V(running) when it was already running, V(port_in_use)
+      when its port was taken, V(refused) when the image's tag moved since the play pinned it);
       V(running), V(unhealthy) or V(exited) for O(state=checked); V(stopped) or V(not_running) for O(state=stopped);
       V(planned) in check mode.
   returned: always

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 
-import ansible_collections.repro.vllm.plugins.callback.console as console
+from ansible_collections.repro.vllm.plugins.callback import console
 from ansible_collections.repro.vllm.plugins.callback.console import interrupt_lost, watch_interrupt
 
 # ansible_collections/repro/vllm/plugins/callback/console.py -> the folder that holds ansible_collections
@@ -96,11 +96,11 @@ def _play(tmp_path, stdout_callback, at_fork=0, driver=DRIVER, timeout=240, grac
                             cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     try:
-        text, _ = proc.communicate(timeout=timeout)
+        text = proc.communicate(timeout=timeout)[0]
         rc = proc.returncode
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        text, _ = proc.communicate()
+        text = proc.communicate()[0]
         rc = None
     return rc, text, sorted(os.listdir(str(out)))
 

@@ -140,7 +140,7 @@ def test_run_argv_names_labels_env_by_name_mounts_and_the_pinned_image(tmp_path)
     assert "-e PATH" not in text
     assert "--device nvidia.com/gpu=1 --device nvidia.com/gpu=3" in text
     assert "-v %s:%s:ro" % (model, model) in text and "-v %s:%s:ro" % (template, template) in text
-    assert "/nonexistent" not in text.split("--entrypoint")[0]
+    assert "/nonexistent" not in text.split("--entrypoint", maxsplit=1)[0]
     i = argv.index("localhost/repro-vllm-cpu@sha256:" + "a" * 64)
     assert argv[i - 2:i] == ["--entrypoint", "vllm"] and argv[i + 1] == "serve"
     assert argv[argv.index("--shm-size") + 1] == "1g"
