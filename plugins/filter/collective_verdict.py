@@ -9,6 +9,7 @@ from ansible.errors import AnsibleFilterError
 import os
 
 from ansible_collections.repro.vllm.plugins.module_utils._collective import classify_inputs, close, judge, log_inputs
+from ansible_collections.repro.vllm.plugins.module_utils._runtime import collective_container as _collective_container
 
 
 def collective_verdict(node_results, classification=None):
@@ -42,6 +43,11 @@ def _nodes_and_parts(nodes, parts, name):
     return list(nodes), list(parts)
 
 
+def collective_container(server_runtime, image, container_args=None, facts=None):
+    """See module_utils/_runtime.py collective_container."""
+    return _collective_container(server_runtime, image, container_args, facts)
+
+
 def collective_logs(nodes, parts, run_path):
     """See module_utils/_collective.py log_inputs."""
     nodes, parts = _nodes_and_parts(nodes, parts, "collective_logs")
@@ -63,4 +69,5 @@ class FilterModule:
 
     def filters(self):
         return {"collective_verdict": collective_verdict, "_collective_log_paths": collective_log_paths,
-                "_collective_logs": collective_logs, "_collective_close": collective_close}
+                "_collective_logs": collective_logs, "_collective_close": collective_close,
+                "_collective_container": collective_container}

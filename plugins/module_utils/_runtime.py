@@ -392,3 +392,14 @@ class Runtime(object):
         if res["status"] != STATUS_OK:
             return []
         return [line.strip() for line in res["stdout"].splitlines() if line.strip()]
+
+
+def collective_container(server_runtime, image, container_args=None, facts=None):
+    """The collective checkpoint's container when the server runs in one: {runtime, image, run_args} with the image
+    as the play's fingerprint pinned it (its ``pinned_reference``, a repo digest) where the facts name that
+    reference, else the reference itself; {} when the server runs as a process or names no image."""
+    if server_runtime not in RUNTIMES or not image:
+        return {}
+    facts = facts if isinstance(facts, dict) else {}
+    pinned = facts.get("pinned_reference") if facts.get("reference") == image else None
+    return {"runtime": server_runtime, "image": pinned or image, "run_args": [str(a) for a in container_args or []]}

@@ -271,3 +271,13 @@ def test_the_containers_timestamped_log_classifies_like_the_streamed_server_log(
     # every startup stage at the same second; the first request's mark (an access line without a vLLM time) takes
     # its time from a neighbouring line, and podman's log merges stdout and stderr in another order than the stream
     assert {k: v for k, v in marks.items() if k != "request"} == {k: v for k, v in same.items() if k != "request"}
+
+
+def test_the_collective_checkpoint_follows_the_servers_runtime_and_pinned_image():
+    facts = {"reference": REF, "pinned_reference": "localhost/repro-vllm-cpu@sha256:" + "a" * 64}
+    assert rt.collective_container("podman", REF, ["--shm-size", "1g"], facts) == {
+        "runtime": "podman", "image": "localhost/repro-vllm-cpu@sha256:" + "a" * 64, "run_args": ["--shm-size", "1g"]}
+    # facts of another reference: the reference itself; a process or no image: no container
+    assert rt.collective_container("docker", "vllm/vllm-openai:v0.11.0", None, facts)["image"] == "vllm/vllm-openai:v0.11.0"
+    assert rt.collective_container("process", REF, [], facts) == {}
+    assert rt.collective_container("podman", "", [], facts) == {}
