@@ -15,7 +15,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.repro.vllm.plugins.module_utils import _attempt
+from ansible_collections.repro.vllm.plugins.module_utils import _attempt, _record
 from ansible_collections.repro.vllm.plugins.module_utils._logstage import LogStageError, classify_files
 
 ARGSPEC = {
@@ -23,7 +23,6 @@ ARGSPEC = {
     "run_id": {"type": "str", "required": True},
     "run_path": {"type": "path", "required": True},
     "case_id": {"type": "str", "required": True},
-    "profile": {"type": "str"},
     "identity": {"type": "raw"},
     "diff": {"type": "raw"},
     "debug": {"type": "bool", "default": False},
@@ -86,12 +85,13 @@ class ActionModule(ActionBase):
                                                  api_url=_host_var(hostvars, head, "_repro_vllm_api_url"),
                                                  identity=args["identity"], diff=args["diff"],
                                                  was_refused=was_refused, case_key=key)
+                # the profile judged, as the run's open recorded it (repro.vllm.run_record state=create)
+                opened = (_record.read_open(args["run_path"]) or {}).get("run") or {}
                 result["parts"].append({"part": "notes.md", "content": _attempt.notes(
-                    step, attempt, args["case_id"], args["profile"], diff=args["diff"], debug_on=args["debug"],
+                    step, attempt, args["case_id"], _attempt.profile_text(opened), diff=args["diff"], debug_on=args["debug"],
                     debug_env=args["debug_env"], argv=_host_var(hostvars, head, "_repro_vllm_node_argv"), case_key=key)})
         except _attempt.AttemptCloseError as exc:
             raise AnsibleActionFail("attempt_close: %s" % exc)
         result.update(changed=False, refused=was_refused, stages=stages, attempt=attempt,
-                      step=_attempt.kept_step(step), **_attempt.freeze_args(step, attempt, args["case_id"],
-                                                                            args["profile"]))
+                      step=_attempt.kept_step(step), **_attempt.freeze_args(step, attempt, args["case_id"]))
         return result

@@ -122,7 +122,7 @@ class ActionModule(ActionBase):
         result.update(changed=False, enabled=args["enabled"], run_path=args["run_path"])
         if not args["enabled"]:
             # the run is not judged: nothing is loaded, and the result still has the keys a verdict has
-            result.update(verdict="unchecked", lines=[], compatibility={},
+            result.update(verdict="unchecked", lines=[], compatibility={}, judged=_record.judged_profile(None),
                           msg="not judged (repro_vllm_compatibility is false, or no profile was given)")
             return result
         try:
@@ -131,6 +131,8 @@ class ActionModule(ActionBase):
         except _compat.ProfileError as exc:
             raise AnsibleActionFail("compatibility profile refused before any host is touched: %s" % exc)
         result["profile"] = profile
+        # what every run of the play records as its profile (repro.vllm.run_record's profile takes this result)
+        result["judged"] = _record.judged_profile(profile)
         if args["state"] == "profile":
             result["msg"] = "profile %s (%s) is valid" % (profile["name"], profile["origin"])
             return result

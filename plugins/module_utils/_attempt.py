@@ -170,11 +170,11 @@ def parts(step, attempt, run_path, stages, exchanges, api_url=None, identity=Non
     return out
 
 
-def freeze_args(step, attempt, case_id, profile):
+def freeze_args(step, attempt, case_id):
     """The status (``ok``, ``failed``, ``refused``: the verdict's) and the manifest metadata the run is frozen with;
     a second clean run names the run it repeats (``repeats``)."""
     status = attempt["status"] if "status" in attempt else ("ok" if attempt.get("ok") else "failed")
-    metadata = {"case_id": case_id, "profile": profile, "purpose": step.get("purpose"), "step": step.get("name"),
+    metadata = {"case_id": case_id, "purpose": step.get("purpose"), "step": step.get("name"),
                 "hosts": step.get("nodes")}
     repeat_of = step.get("repeat_of")
     if repeat_of is not None:
@@ -202,6 +202,14 @@ def _text(value):
 
 def _join(values, sep):
     return sep.join(_text(v) for v in values or [])
+
+
+def profile_text(identity):
+    """The run sheet's profile cell from the identity the run's open recorded: the name and where it came from."""
+    identity = identity or {}
+    if not identity.get("profile_source"):
+        return "unknown (the run's open did not record it)"
+    return "%s (%s)" % (identity.get("profile") or "none", identity["profile_source"])
 
 
 def notes(step, attempt, case_id, profile, diff=None, debug_on=False, debug_env=None, argv=None, case_key=None):

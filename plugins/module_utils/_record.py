@@ -391,7 +391,7 @@ def prunable_runs(root, older_than, now=None):
 
 
 def create_run(root, case_id, create_root=True, max_attempts=10000, taken=None, owner=None,
-               owner_lease=DEFAULT_OWNER_LEASE):
+               owner_lease=DEFAULT_OWNER_LEASE, identity=None):
     """Create ``<root>/<case_id>/run-NNN`` (mode 0700) with the next free number and return
     dict(path, run_id, number, case_id).
 
@@ -402,6 +402,10 @@ def create_run(root, case_id, create_root=True, max_attempts=10000, taken=None, 
     ``taken``: run names that exist in another place keeping runs of this case (the records sink's listing, see
     :func:`taken_numbers`); the new number is above all of them too, so a controller that started with an empty
     records root does not make a second ``run-001`` of a case the sink already holds.
+
+    ``identity``: what the run is, decided once at its open and kept in its OPEN_FILE until :func:`freeze` writes
+    it into the manifest (RUN_IDENTITY: purpose, hosts, the profile judged, the collection version, the resolved
+    records root), so no close has to be told it again.
     """
     validate_case_id(case_id)
     elsewhere = taken_numbers(taken)
@@ -430,7 +434,8 @@ def create_run(root, case_id, create_root=True, max_attempts=10000, taken=None, 
         run_uid = new_run_uid()
         opened = time_now()
         _write_open(path, {"run_uid": run_uid, "case_id": case_id, "run_id": run_id, "opened": utc_now(),
-                           "owner": owner or {}, "lease_until": round(opened + float(owner_lease), 3)})
+                           "owner": owner or {}, "lease_until": round(opened + float(owner_lease), 3),
+                           "run": {k: v for k, v in (identity or {}).items() if k in RUN_IDENTITY}})
         return {"path": path, "run_id": run_id, "number": number, "case_id": case_id, "run_uid": run_uid}
     raise RecordError("gave up creating a run under %s after %d attempts (something keeps taking the numbers)"
                       % (case_dir, max_attempts))
@@ -670,6 +675,29 @@ def _make_read_only(run_dir):
     os.chmod(run_dir, FROZEN_DIR_MODE)
 
 
+# What a run's open decides once (create_run's ``identity``) and its freeze writes into the manifest: metadata keys,
+# plus the collection version (the manifest's own key). ``records_root`` stays in the open file's owner only.
+RUN_IDENTITY = ("purpose", "hosts", "profile", "profile_source", "collection_version", "records_root")
+
+
+def identity_metadata(metadata, identity, collection_version):
+    """``(metadata, collection_version)`` a run is frozen with: ``metadata`` as given, completed by what its open
+    decided (``identity``, from OPEN_FILE). The profile judged at the open wins over one a caller names (a profile
+    file's run was once frozen as ``cpu-smoke``, the role default); purpose and hosts fill only what is missing; the
+    open's collection version stands in for an unknown one."""
+    metadata = dict(metadata or {})
+    identity = identity or {}
+    if "profile_source" in identity:
+        metadata["profile"] = identity.get("profile")
+        metadata["profile_source"] = identity["profile_source"]
+    for key in ("purpose", "hosts"):
+        if identity.get(key) is not None:
+            metadata.setdefault(key, identity[key])
+    if collection_version in (None, "", "unknown") and identity.get("collection_version"):
+        collection_version = identity["collection_version"]
+    return metadata, collection_version or "unknown"
+
+
 def freeze(run_dir, collection_version, metadata=None, case_id=None, run_id=None, check_mode=False, file_notes=None):
     """Write ``manifest.json`` and make the run read-only (files 0444, dirs 0555).
 
@@ -688,7 +716,7 @@ def freeze(run_dir, collection_version, metadata=None, case_id=None, run_id=None
     opened = read_open(run_dir) or {}
     # metadata.status: a run's is one of RUN_STATUSES (run_record's status option checks it); a host part's is the
     # host's (ok, degraded, failed, unreachable) - both are kept as given
-    metadata = dict(metadata or {})
+    metadata, collection_version = identity_metadata(metadata, opened.get("run"), collection_version)
     run_uid = opened.get("run_uid") or metadata.get("run_uid")
     if run_uid:
         metadata["run_uid"] = run_uid
@@ -866,7 +894,7 @@ ARGUMENT_SPEC = dict(
     hosts=dict(type="list", elements="str"),
     hosts_pattern=dict(type="str"),
     purpose=dict(type="str"),
-    profile=dict(type="str"),
+    profile=dict(type="raw"),
     owner=dict(type="dict"),
     owner_lease=dict(type="float", default=float(DEFAULT_OWNER_LEASE)),
     seal_interrupted=dict(type="bool", default=False),
@@ -884,7 +912,49 @@ REQUIRED_IF = [
 MUTUALLY_EXCLUSIVE = [("content", "json", "src")]
 # what state=create hands back as given: with them the registered result is the run's whole identity
 # (the record role registers it as repro_vllm_run on every host of the play)
-IDENTITY_KEYS = ("hosts", "purpose", "profile")
+IDENTITY_KEYS = ("hosts", "purpose")
+
+
+# What a run's manifest says of the profile it was judged against (metadata.profile_source): a profile shipped in
+# profiles/, a user's file (repro_vllm_profile_file), or no judgement at all (metadata.profile is then null).
+# A bare name given to run_record (not the compatibility action's result) is recorded as "named".
+PROFILE_SHIPPED, PROFILE_FILE, PROFILE_NAMED, PROFILE_NOT_JUDGED = "shipped", "file", "named", "not judged"
+
+
+def judged_profile(value):
+    """``{"name", "source"}``: the profile a run was actually judged against, from what the compatibility action
+    returned (its registered result: ``enabled`` and the validated ``profile``), a validated profile, or a bare name.
+
+    Not judged (the action's ``enabled`` false, a skipped task, nothing given): ``{"name": None, "source": "not
+    judged"}``. A bare name: source ``named``. A profile file keeps its own name with source ``file``: its name is no shipped profile's, so nothing
+    may look it up in profiles/ by that name."""
+    if isinstance(value, str):
+        return {"name": value or None, "source": PROFILE_NAMED if value else PROFILE_NOT_JUDGED}
+    if not isinstance(value, dict):
+        return {"name": None, "source": PROFILE_NOT_JUDGED}
+    if isinstance(value.get("judged"), dict):
+        value = value["judged"]
+    if "source" in value and "name" in value and "origin" not in value:
+        return {"name": value["name"], "source": value["source"]}
+    if "enabled" in value or "skipped" in value:
+        if not value.get("enabled") or not isinstance(value.get("profile"), dict):
+            return {"name": None, "source": PROFILE_NOT_JUDGED}
+        value = value["profile"]
+    name = value.get("name")
+    if not name:
+        return {"name": None, "source": PROFILE_NOT_JUDGED}
+    origin = str(value.get("origin") or "")
+    shipped = origin == "profiles/%s.yml" % name
+    return {"name": name, "source": PROFILE_SHIPPED if shipped else PROFILE_FILE}
+
+
+def run_identity(p):
+    """A create's RUN_IDENTITY from its validated parameters, the judged profile normalised by
+    :func:`judged_profile` (a name, the compatibility action's registered result, or nothing = not judged)."""
+    judged = judged_profile(p.get("profile"))
+    return {"purpose": p.get("purpose"), "hosts": p.get("hosts"), "profile": judged["name"],
+            "profile_source": judged["source"], "collection_version": p.get("collection_version"),
+            "records_root": p.get("root")}
 
 
 def no_hosts_message(pattern, limit=None):
@@ -907,9 +977,12 @@ def run_task(p, check_mode=False):
                 return {}, no_hosts_message(p["hosts_pattern"])
             taken = p.get("taken") or []
             owner = p.get("owner") or controller_owner(p["root"])
+            identity = run_identity(p)
             res = (plan_run(p["root"], p["case_id"], taken=taken) if check_mode
-                   else create_run(p["root"], p["case_id"], taken=taken, owner=owner, owner_lease=p["owner_lease"]))
-            res = dict(res, changed=True, records_root=p["root"], owner=owner)
+                   else create_run(p["root"], p["case_id"], taken=taken, owner=owner, owner_lease=p["owner_lease"],
+                                   identity=identity))
+            res = dict(res, changed=True, records_root=p["root"], owner=owner,
+                       collection_version=p["collection_version"])
             if p.get("seal_interrupted"):
                 # runs of this case an earlier play opened and never closed (killed, lost controller): frozen now as
                 # incomplete, once their owner is provably gone; the new run is open and owned, never sealed here
@@ -919,6 +992,7 @@ def run_task(p, check_mode=False):
                 res["sealed"] = sealed["sealed"]
                 res["still_open"] = [o for o in sealed["open"] if o["run"] != res["run_id"]]
             res.update((k, p[k]) for k in IDENTITY_KEYS if p.get(k) is not None)
+            res["profile"] = {"name": identity["profile"], "source": identity["profile_source"]}
             return res, None
         if state == "prunable":
             found = prunable_runs(p["root"], p["older_than"])

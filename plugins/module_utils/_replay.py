@@ -217,7 +217,7 @@ def _read_package(folder, runs_dir, run_ids, profile_members):
             with open(path, "rb") as f:
                 out["profile_text"] = f.read().decode("utf-8", errors="replace")
     attempt = select_attempt(runs_dir, run_ids)
-    out["profile"] = (_evidence.read_run(attempt["path"])["metadata"] or {}).get("profile")
+    out["profile"] = manifest_profile(_evidence.read_run(attempt["path"])["metadata"])
     attempt.update(path=None, environment_run=None)
     out["attempt"] = attempt
     return out
@@ -565,6 +565,16 @@ ENVIRONMENT_FACTS = ("driver", "kernel_module", "cuda_driver", "gpu_model", "gpu
 
 # ------------------------------------------------------------------------------ the choices replay.yml makes
 DEFAULT_PROFILE = "cpu-smoke"
+
+
+def manifest_profile(metadata):
+    """The shipped profile a run's manifest names, or None: a run judged against a profile file (its name is no
+    shipped profile's: the package's profile/ file stands for it) or not judged at all names none. Runs made before
+    ``profile_source`` existed name the profile they were given."""
+    metadata = metadata or {}
+    if metadata.get("profile_source") in ("file", "not judged"):
+        return None
+    return metadata.get("profile") or None
 
 
 PROFILE_SOURCES = ("package_profile_file", "package_variables_file", "package_manifest", "default",

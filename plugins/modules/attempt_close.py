@@ -50,9 +50,6 @@ options:
     description: The case.
     type: str
     required: true
-  profile:
-    description: The compatibility profile, into the manifest's metadata.
-    type: str
   identity:
     description: The run's identity as the step planned it (C(changes.json) C(current)).
     type: raw
@@ -78,7 +75,6 @@ EXAMPLES = r"""
     run_id: "{{ _repro_vllm_run_id }}"
     run_path: "{{ _repro_vllm_run_path }}"
     case_id: "{{ repro_vllm_case_id }}"
-    profile: "{{ repro_vllm_profile }}"
   register: _repro_vllm_close
   delegate_to: localhost
   run_once: true
@@ -107,7 +103,9 @@ status:
   returned: always
   type: str
 metadata:
-  description: The manifest metadata - C(case_id), C(profile), C(purpose), C(step), C(hosts), and C(repeats).
+  description:
+    - The manifest metadata - C(case_id), C(purpose), C(step), C(hosts), and C(repeats). The freeze adds the profile
+      judged and the collection version the run's open recorded.
   returned: always
   type: dict
 step:

@@ -136,6 +136,15 @@ lines:
   returned: when O(state=check), or O(enabled=false)
   type: list
   elements: str
+judged:
+  description:
+    - The profile the run is judged against, as every run of the play records it (manifest C(metadata.profile) and
+      C(metadata.profile_source)); register this result and give it to M(repro.vllm.run_record)'s O(profile).
+    - C(name) is null and C(source) is C(not judged) when O(enabled=false); C(source) is C(shipped) for a profile of
+      the collection's profiles/ folder and C(file) for O(profile_file).
+  returned: always
+  type: dict
+  sample: {"name": "kimi-k3-h200", "source": "shipped"}
 enabled:
   description: O(enabled), as given.
   returned: always

@@ -96,8 +96,9 @@ options:
     default: false
   collection_version:
     description:
-      - Version of this collection, recorded in the manifest. Roles pass the galaxy version; a module on a
-        node cannot read C(galaxy.yml).
+      - Version of this collection, recorded in the manifest. Left out, the action fills in the version of
+        C(galaxy.yml) on the controller (a module on a node cannot read it); a run's freeze takes the version its
+        open recorded.
     type: str
     default: unknown
   metadata:
@@ -155,8 +156,13 @@ options:
     type: str
   profile:
     description:
-      - With O(state=create), the compatibility profile of the job. Returned as given.
-    type: str
+      - With O(state=create), the profile this run is judged against: the registered result of
+        M(repro.vllm.compatibility) (its RV(repro.vllm.compatibility#module:judged)), or a profile name. Left out, or
+        the result of a compatibility task that did not judge: the run is recorded as not judged.
+      - Kept in the open run and written by its freeze into C(manifest.json) as C(metadata.profile) (the name, null
+        when not judged) and C(metadata.profile_source) (C(shipped), C(file), C(named) or C(not judged)), whatever
+        the freeze's O(metadata) says of the profile.
+    type: raw
   owner:
     description:
       - With O(state=create), who opens the run (kept in the run's C(open.json) until its freeze, then in
@@ -335,10 +341,15 @@ purpose:
   type: str
   sample: fingerprint
 profile:
-  description: O(profile), as given.
-  returned: when O(state=create) and O(profile) is given
+  description: The profile the run records (C(name), null when not judged, and C(source)), from O(profile).
+  returned: when O(state=create)
+  type: dict
+  sample: {"name": "gb300-kimi-k3", "source": "file"}
+collection_version:
+  description: The collection version the run records (from this collection's galaxy.yml on the controller).
+  returned: always
   type: str
-  sample: gb300-kimi-k3
+  sample: 0.1.0
 part:
   description: The part written, relative to the run.
   returned: when O(state=write)

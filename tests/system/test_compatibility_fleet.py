@@ -76,6 +76,9 @@ def test_another_driver_branch_stops_reproduce_after_the_frozen_run(tmp_path, ss
     assert "compatibility.json" in [f["path"] for f in manifest["files"]]
     doc = json.loads((run / "compatibility.json").read_text())
     assert doc["profile"] == "my-h200-cu130" and doc["verdict"] == "fail"
+    # the manifest and fleet.json name the profile file that was judged, not the roles' default profile
+    assert (manifest["metadata"]["profile"], manifest["metadata"]["profile_source"]) == ("my-h200-cu130", "file")
+    assert json.loads((run / "fleet.json").read_text())["profile"] == "my-h200-cu130"
     assert [(v["host"], v["fact"]) for v in doc["violations"]] == [("node02", "driver_branch")]
     v = doc["violations"][0]
     assert v["found"] == "r570 (570.195.03, userspace)" and v["required"].startswith(">= r580")

@@ -142,12 +142,14 @@ def test_create_hands_back_the_runs_identity_and_refuses_a_pattern_that_matched_
     assert not res.get("failed"), res
     assert {k: res[k] for k in ("path", "run_id", "case_id", "hosts", "purpose", "profile", "records_root")} == {
         "path": os.path.join(root, "c", "run-001"), "run_id": "run-001", "case_id": "c",
-        "hosts": ["node01", "node02"], "purpose": "audit", "profile": "kimi-k3-h200", "records_root": root}
+        "hosts": ["node01", "node02"], "purpose": "audit", "profile": {"name": "kimi-k3-h200", "source": "named"},
+        "records_root": root}
     assert res["collection_version"] not in ("", "unknown")
     # a module run on a node (its own Python) hands back the same identity
     (tmp_path / "work").mkdir()
     there = _there(tmp_path / "work", dict(args, root=str(tmp_path / "there")))
-    assert {k: there[k] for k in ("hosts", "purpose", "profile")} == {k: args[k] for k in ("hosts", "purpose", "profile")}
+    assert {k: there[k] for k in ("hosts", "purpose")} == {k: args[k] for k in ("hosts", "purpose")}
+    assert there["profile"] == res["profile"]
     # no host matched: nothing is created, anywhere; the controller names the pattern and the --limit around it
     empty = {"groups": {"all": ["node01", "node02"], "gpu": []}, "ansible_play_hosts_all": ["localhost"]}
     for task_vars, limit in ((empty, ""), (dict(empty, ansible_limit="node09"), " within --limit node09")):
@@ -189,3 +191,51 @@ def test_create_refuses_a_named_host_that_matches_nothing_before_anything_is_cre
     assert none["msg"].endswith("; named there and matching nothing: gpu_typo (not a host or group of the inventory)")
     assert none["not_matched"] == [{"name": "gpu_typo", "reason": "not_in_inventory"}]
     assert not os.path.exists(str(tmp_path / "none"))
+
+
+def _compat_result(tmp_path, **args):
+    """The registered result of the real compatibility action (state=profile), as a play hands it to the open."""
+    from ansible_collections.repro.vllm.plugins.action import compatibility as compat_action
+    act = compat_action.ActionModule.__new__(compat_action.ActionModule)
+    act._task = types.SimpleNamespace(args=dict(state="profile", **args), check_mode=False, async_val=0,
+                                      action="repro.vllm.compatibility")
+    act._connection = types.SimpleNamespace(transport="local", _shell=types.SimpleNamespace(tmpdir="/nonexistent"))
+    act._play_context = types.SimpleNamespace(become=False)
+    act._templar = None
+    act._loader = None
+    return act.run(task_vars={})
+
+
+@pytest.mark.parametrize("given, name, source", [
+    ({"profile": "kimi-k3-h200"}, "kimi-k3-h200", "shipped"),
+    ({"profile_file": "FILE"}, "my-h200-fleet", "file"),
+    ({"enabled": False}, None, "not judged"),
+    (None, None, "not judged"),
+])
+def test_the_profile_judged_at_the_open_is_the_one_every_freeze_writes(tmp_path, given, name, source):
+    # a profile file's run was once frozen as "cpu-smoke" (the role default): the manifest now says what was judged,
+    # whatever the close's metadata claims
+    prof = tmp_path / "fleet.yml"
+    prof.write_text("name: my-h200-fleet\ngpu_models: [H200]\ngpu_count_min: 1\nimage_cuda: null\n")
+    if given is None:
+        judged = None
+    else:
+        judged = _compat_result(tmp_path, **{k: (str(prof) if v == "FILE" else v) for k, v in given.items()})
+        assert judged["judged"] == {"name": name, "source": source}
+    root = str(tmp_path / "records")
+    args = {"state": "create", "root": root, "case_id": "c", "purpose": "fingerprint", "hosts": ["node01"]}
+    if judged is not None:
+        args["profile"] = judged
+    opened = _action_run(args)
+    assert opened["profile"] == {"name": name, "source": source}
+    frozen = _action_run({"state": "freeze", "path": opened["path"], "status": "ok",
+                          "metadata": {"case_id": "c", "profile": "cpu-smoke"}, "verify": True})
+    assert frozen["ok"], frozen
+    with open(os.path.join(opened["path"], "manifest.json")) as fh:
+        manifest = json.load(fh)
+    meta = manifest["metadata"]
+    assert (meta["profile"], meta["profile_source"]) == (name, source)
+    assert meta["purpose"] == "fingerprint" and meta["hosts"] == ["node01"] and meta["status"] == "ok"
+    # the version the open took from galaxy.yml, though the freeze named none
+    assert manifest["collection_version"] == opened["collection_version"] != "unknown"
+    assert "records_root" not in meta and root not in json.dumps({k: v for k, v in meta.items() if k != "owner"})

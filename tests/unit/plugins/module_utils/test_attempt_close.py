@@ -83,8 +83,8 @@ def test_a_failed_start_is_classified_judged_and_recorded(tmp_path):
     assert parts["request.json"]["sent"] is None and parts["request.json"]["base_url"] == "http://127.0.0.1:8000"
     assert parts["request.json"]["concurrency"] == 1 and parts["request.json"]["repeat"] == 1
     assert parts["changes.json"]["previous_run"] is None and parts["changes.json"]["changed_variable"] == []
-    freeze = _attempt.freeze_args(_step(), attempt, "case", "cpu-smoke")
-    assert freeze == {"status": "failed", "metadata": {"case_id": "case", "profile": "cpu-smoke", "purpose": "minimal",
+    freeze = _attempt.freeze_args(_step(), attempt, "case")
+    assert freeze == {"status": "failed", "metadata": {"case_id": "case", "purpose": "minimal",
                                                        "step": "minimal", "hosts": ["node1"]}}
 
 
@@ -100,7 +100,7 @@ def test_a_healthy_attempt_records_each_answer_and_is_ok(tmp_path):
     assert attempt["status"] == "ok" and attempt["ok"] is True and attempt["stage"] == "none"
     assert order == ["stages.json", "request.json", "changes.json", "outcome.json", "responses/request-01.json"]
     assert parts["request.json"]["sent"] == {"route": "/v1/completions", "body": {"prompt": "hi"}}
-    assert _attempt.freeze_args(_step(), attempt, "case", "cpu-smoke")["status"] == "ok"
+    assert _attempt.freeze_args(_step(), attempt, "case")["status"] == "ok"
 
 
 def test_the_stop_cutoff_is_each_nodes_line_count_at_its_last_liveness_check():
@@ -134,7 +134,7 @@ def test_a_refused_attempt_classifies_nothing_and_is_frozen_refused(tmp_path):
     assert _attempt.refused(["node1"], {"node1": None}) is False
     assert attempt["status"] == "refused" and attempt["refused"] is True
     assert "stages.json" not in order and order[0] == "request.json"
-    assert _attempt.freeze_args(_step(), attempt, "case", "cpu-smoke")["status"] == "refused"
+    assert _attempt.freeze_args(_step(), attempt, "case")["status"] == "refused"
 
 
 def test_a_second_clean_run_compares_with_the_run_it_repeats(tmp_path):
@@ -145,7 +145,7 @@ def test_a_second_clean_run_compares_with_the_run_it_repeats(tmp_path):
     assert order.index("repeat.json") == order.index("changes.json") + 1
     assert attempt["repeat"]["same_stage"] is True and parts["repeat.json"]["repeated"] is True
     assert parts["changes.json"]["previous_run"] == "run-002"
-    freeze = _attempt.freeze_args(step, attempt, "case", "cpu-smoke")
+    freeze = _attempt.freeze_args(step, attempt, "case")
     assert freeze["metadata"]["repeats"] == "run-002"
     assert "previous" not in _attempt.kept_step(step) and _attempt.kept_step(step)["repeat_of"]["run"] == "run-002"
 

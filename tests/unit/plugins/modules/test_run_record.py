@@ -54,7 +54,9 @@ def test_full_cycle(tmp_path, root):
     assert fr["changed"] and fr["manifest"]["collection_version"] == "0.1.0"
     meta = fr["manifest"]["metadata"]
     assert meta["play"] == "reproduce" and meta["run_uid"] == fr["manifest"]["run_uid"]
-    assert set(meta) == {"play", "run_uid", "opened", "owner"}
+    assert set(meta) == {"play", "run_uid", "opened", "owner", "profile", "profile_source"}
+    # opened with no profile: the manifest says it was not judged, never a default profile's name
+    assert meta["profile"] is None and meta["profile_source"] == "not judged"
     assert [f["path"] for f in fr["manifest"]["files"]] == [
         "hosts/node1/fingerprint.json", "hosts/node1/logs/server.log", "notes.md"]
     assert json.load(open(fr["manifest_path"])) == fr["manifest"]
