@@ -16,7 +16,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.repro.vllm.plugins.module_utils import _attempt, _record
-from ansible_collections.repro.vllm.plugins.module_utils._logstage import LogStageError, classify_files
+from ansible_collections.repro.vllm.plugins.module_utils._logstage import LogStageError
 
 ARGSPEC = {
     "step": {"type": "dict", "required": True},
@@ -50,48 +50,17 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         _valid, args = self.validate_argument_spec(argument_spec=ARGSPEC)
-        task_vars = task_vars or {}
-        hostvars = task_vars.get("hostvars") or {}
-        check_mode = bool(self._task.check_mode)
-        step = args["step"]
-        nodes = list(step.get("nodes") or [])
-        if not nodes:
-            raise AnsibleActionFail("attempt_close: the step %r names no node" % (step.get("name"),))
-        head = nodes[0]
-        reports = {node: _host_var(hostvars, node, "_repro_vllm_node_report") for node in nodes}
-        refusals = {node: _host_var(hostvars, node, "_repro_vllm_refusal") for node in nodes}
-        exchanges = _host_var(hostvars, head, "_repro_vllm_exchanges", [])
-        checkpoint = _host_var(hostvars, head, "_repro_vllm_checkpoint")
-        was_refused = _attempt.refused(nodes, refusals)
-        stages = {}
-        if not (check_mode or was_refused):
-            try:
-                stages = classify_files(_attempt.log_paths(args["run_path"], nodes), nodes=nodes,
-                                        until=_attempt.log_until(nodes, reports))
-            except LogStageError as exc:
-                raise AnsibleActionFail("attempt_close: log_stage of %s: %s" % (", ".join(nodes), exc))
+        hostvars = (task_vars or {}).get("hostvars") or {}
+        opened = (_record.read_open(args["run_path"]) or {}).get("run") or {}
         try:
-            attempt = _attempt.judge(step, args["run_id"], args["run_path"], args["case_id"], stages, reports,
-                                     exchanges, checkpoint, identity=args["identity"], diff=args["diff"],
-                                     debug=args["debug"], check_mode=check_mode)
-            result["parts"] = []
-            if not check_mode:
-                try:
-                    key = _attempt.case_key_of(args["run_path"])
-                except (OSError, ValueError) as exc:
-                    raise AnsibleActionFail("attempt_close: the case key of %s cannot be read: %s"
-                                            % (args["run_path"], exc))
-                result["parts"] = _attempt.parts(step, attempt, args["run_path"], stages, exchanges,
-                                                 api_url=_host_var(hostvars, head, "_repro_vllm_api_url"),
-                                                 identity=args["identity"], diff=args["diff"],
-                                                 was_refused=was_refused, case_key=key)
-                # the profile judged, as the run's open recorded it (repro.vllm.run_record state=create)
-                opened = (_record.read_open(args["run_path"]) or {}).get("run") or {}
-                result["parts"].append({"part": "notes.md", "content": _attempt.notes(
-                    step, attempt, args["case_id"], _attempt.profile_text(opened), diff=args["diff"], debug_on=args["debug"],
-                    debug_env=args["debug_env"], argv=_host_var(hostvars, head, "_repro_vllm_node_argv"), case_key=key)})
+            out = _attempt.close(args["step"], args["run_id"], args["run_path"], args["case_id"],
+                                 lambda node, name, default: _host_var(hostvars, node, name, default),
+                                 identity=args["identity"], diff=args["diff"], debug=args["debug"],
+                                 debug_env=args["debug_env"], profile=_attempt.profile_text(opened),
+                                 check_mode=bool(self._task.check_mode))
         except _attempt.AttemptCloseError as exc:
             raise AnsibleActionFail("attempt_close: %s" % exc)
-        result.update(changed=False, refused=was_refused, stages=stages, attempt=attempt,
-                      step=_attempt.kept_step(step), **_attempt.freeze_args(step, attempt, args["case_id"]))
+        except LogStageError as exc:
+            raise AnsibleActionFail("attempt_close: log_stage of %s: %s" % (", ".join(args["step"].get("nodes") or []), exc))
+        result.update(changed=False, **out)
         return result

@@ -135,6 +135,7 @@ class ActionModule(ActionBase):
         result["judged"] = _record.judged_profile(profile)
         if args["state"] == "profile":
             result["msg"] = "profile %s (%s) is valid" % (profile["name"], profile["origin"])
+            result["console"] = ["compatibility | " + result["msg"]]
             return result
         if self._task.check_mode and not (args["run_path"] and os.path.isdir(args["run_path"])):
             msg = "check mode: the run %s was not created, nothing to judge" % args["run_path"]
@@ -145,6 +146,7 @@ class ActionModule(ActionBase):
                                     "the open run" % args["run_path"])
         doc = judge_run(profile, matrix, args["run_path"], args["hosts"], args["allow_foreign"])
         result.update(compatibility=doc, verdict=doc["verdict"], lines=_compat.console_lines(doc))
+        result["console"] = result["lines"][:1] + ["compatibility | %s" % line for line in result["lines"][1:]]
         if args["write"]:
             try:
                 written = _record.write_part(args["run_path"], PART, data=doc, check_mode=bool(self._task.check_mode),

@@ -30,7 +30,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.repro.vllm.plugins.module_utils import _record, _targets
+from ansible_collections.repro.vllm.plugins.module_utils import _record, _runclose, _targets
 
 
 class ActionModule(ActionBase):
@@ -55,6 +55,9 @@ class ActionModule(ActionBase):
             # the run's owner is the play: ansible-playbook's own process (this action runs in one of its forked
             # workers, which ends with the task), named with this controller and the records root
             args["owner"] = _record.controller_owner(args.get("root"), pid=os.getppid())
+        if args.get("state") == "close" and self._in_process():
+            result.update(self._close(args, task_vars or {}))
+            return result
         if self._in_process():
             result.update(self._run_here(args))
         else:
@@ -63,6 +66,11 @@ class ActionModule(ActionBase):
         if args.get("state") == "create" and isinstance(root, str):
             result["root"] = args["root"]
             result["cwd"] = os.getcwd()
+            if result.get("root_given") and result.get("console"):
+                result["console"] = [line.replace("; records root %s;" % args["root"], "; records root %s, given as %s and "
+                                                  "resolved against the working directory %s;"
+                                                  % (args["root"], root, result["cwd"]))
+                                     for line in result["console"]]
         result.setdefault("collection_version", args["collection_version"])
         return result
 
@@ -83,12 +91,8 @@ class ActionModule(ActionBase):
                         not_matched=missed, hosts=list(args["hosts"]))
         return None
 
-    def _in_process(self):
-        """True where the module would run as this very user on this machine: a local connection, no become."""
-        return self._connection.transport == "local" and not self._play_context.become
-
-    def _run_here(self, args):
-        """The module's work in this process: its argument checks, its dispatch, its result and error."""
+    def _validated(self, args):
+        """``(params, None)`` checked against the module's argument spec, or ``(None, failed result)``."""
         validator = ArgumentSpecValidator(_record.ARGUMENT_SPEC, required_if=_record.REQUIRED_IF,
                                           mutually_exclusive=_record.MUTUALLY_EXCLUSIVE)
         checked = validator.validate(args)
@@ -96,9 +100,59 @@ class ActionModule(ActionBase):
             # the first error, worded as AnsibleModule words it, naming this module
             err = checked.errors.errors[0]
             if isinstance(err, UnsupportedError):
-                return dict(failed=True, msg="Unsupported parameters for (repro.vllm.run_record) module: %s" % err.msg)
-            return dict(failed=True, msg=err.msg)
-        out, error = _record.run_task(checked.validated_parameters, check_mode=bool(self._task.check_mode))
+                return None, dict(failed=True, msg="Unsupported parameters for (repro.vllm.run_record) module: %s"
+                                  % err.msg)
+            return None, dict(failed=True, msg=err.msg)
+        return checked.validated_parameters, None
+
+    def _close(self, args, task_vars):
+        """state=close: decide (module_utils/_runclose.py, by kind, with the play's host variables), write the
+        parts, freeze, verify; fail after the freeze when the kind says the play must stop."""
+        p, failed = self._validated(args)
+        if failed:
+            return failed
+        check_mode = bool(self._task.check_mode)
+        hostvars = task_vars.get("hostvars") or {}
+
+        def host_var(node, name, default=None):
+            try:
+                value = hostvars[node][name]
+            except KeyError:
+                return default
+            return default if value is None and default is not None else value
+
+        try:
+            closing = _runclose.decide(p["kind"], p["path"], p["inputs"], host_var, check_mode=check_mode)
+        except _runclose.CloseError as exc:
+            return dict(failed=True, msg="run_record close (%s) of %s: %s; the run is still open"
+                        % (p["kind"], p["path"], exc))
+        out = dict(closing.result, changed=False, path=p["path"], status=closing.status, kind=p["kind"])
+        if check_mode:
+            out["console"] = closing.console + ["record | %s (check mode: nothing written)" % p["path"]]
+            return out
+        metadata = dict(p["metadata"] or {})
+        metadata.update(closing.metadata)
+        frozen, error = _record.run_task(dict(p, state="freeze", parts=list(p["parts"] or []) + closing.parts,
+                                              status=closing.status, metadata=metadata, verify=True))
+        out.update(frozen)
+        if error:
+            return dict(out, failed=True, msg=error)
+        out["console"] = closing.console + ["record | %s frozen (%s), %s files verified"
+                                            % (p["path"], closing.status, frozen.get("checked"))]
+        if closing.fail:
+            out.update(failed=True, msg=closing.fail)
+        return out
+
+    def _in_process(self):
+        """True where the module would run as this very user on this machine: a local connection, no become."""
+        return self._connection.transport == "local" and not self._play_context.become
+
+    def _run_here(self, args):
+        """The module's work in this process: its argument checks, its dispatch, its result and error."""
+        params, failed = self._validated(args)
+        if failed:
+            return failed
+        out, error = _record.run_task(params, check_mode=bool(self._task.check_mode))
         if error:
             out = dict(out, failed=True, msg=error)
         return out

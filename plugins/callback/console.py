@@ -214,7 +214,8 @@ class CallbackModule(DefaultCallback):
                     self._records[host] = res["path"]
             if isinstance(res.get("not_matched"), list):
                 self._not_matched = res["not_matched"]
-        fleet = facts.get("_repro_vllm_fleet")
+        # fleet.json's hosts: from a fleet run's close (repro.vllm.run_record state=close kind=fleet)
+        fleet = res.get("fleet") if action in _CREATE_ACTIONS and res.get("kind") == "fleet" else facts.get("_repro_vllm_fleet")
         if isinstance(fleet, list):
             for entry in fleet:
                 if isinstance(entry, dict) and entry.get("host"):
@@ -230,7 +231,10 @@ class CallbackModule(DefaultCallback):
 
     def _progress_lines(self, result):
         if result._task.action not in _DEBUG_ACTIONS:
-            return []
+            # this collection's actions that say what they did on the console hand back ``console`` (a list of
+            # lines: repro.vllm.run_record's open and close), so no debug task has to repeat their result
+            lines = result._result.get("console") if str(result._task.action).startswith("repro.vllm.") else None
+            return [str(m) for m in lines if m is not None] if isinstance(lines, list) else []
         if "results" in result._result:
             return []  # a loop: its items were shown one by one
         msg = result._result.get("msg")
@@ -329,6 +333,8 @@ class CallbackModule(DefaultCallback):
         self._failed(result, ignore_errors)
         if not self._quiet():
             return super().v2_runner_on_failed(result, ignore_errors)
+        for line in self._progress_lines(result):  # what a close said before it failed the play after its freeze
+            self._display.display(line)
         self._failure(result, "FAILED", ignore_errors)
         return None
 

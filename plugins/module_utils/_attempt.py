@@ -16,6 +16,7 @@ import os
 
 from ansible_collections.repro.vllm.plugins.module_utils import _judge
 from ansible_collections.repro.vllm.plugins.module_utils._diff import record_scrub
+from ansible_collections.repro.vllm.plugins.module_utils._logstage import classify_files
 from ansible_collections.repro.vllm.plugins.module_utils._redact import load_case_key, redact_data
 
 CLIENT = "repro.vllm.api_request (Python urllib, one fixed route, fixed timeout)"
@@ -381,3 +382,41 @@ def _truthy(value):
     if isinstance(value, str):
         return value.strip().lower() in ("yes", "on", "1", "true", "y", "t")
     return bool(value)
+
+
+def close(step, run_id, run_path, case_id, host_var, identity=None, diff=None, debug=False, debug_env=None,
+          profile=None, check_mode=False):
+    """The whole decision of an attempt's close, on the controller: what each node of the step reported
+    (``host_var(node, name, default)`` reads the play's host variables ``_repro_vllm_node_report``,
+    ``_repro_vllm_refusal``; the head node's ``_repro_vllm_exchanges``, ``_repro_vllm_checkpoint``,
+    ``_repro_vllm_api_url``, ``_repro_vllm_node_argv``), one classification of every node's log together
+    (module_utils/_logstage.py), the verdict (:func:`judge`), the parts with the run sheet (``profile``: its
+    profile cell) and the freeze's status and metadata. Writes nothing. Raises AttemptCloseError (a wrong input)
+    or LogStageError (a log that cannot be classified)."""
+    nodes = list(step.get("nodes") or [])
+    if not nodes:
+        raise AttemptCloseError("the step %r names no node" % (step.get("name"),))
+    head = nodes[0]
+    reports = {node: host_var(node, "_repro_vllm_node_report", None) for node in nodes}
+    refusals = {node: host_var(node, "_repro_vllm_refusal", None) for node in nodes}
+    exchanges = host_var(head, "_repro_vllm_exchanges", [])
+    checkpoint = host_var(head, "_repro_vllm_checkpoint", None)
+    was_refused = refused(nodes, refusals)
+    stages = {}
+    if not (check_mode or was_refused):
+        stages = classify_files(log_paths(run_path, nodes), nodes=nodes, until=log_until(nodes, reports))
+    attempt = judge(step, run_id, run_path, case_id, stages, reports, exchanges, checkpoint, identity=identity,
+                    diff=diff, debug=debug, check_mode=check_mode)
+    written = []
+    if not check_mode:
+        try:
+            key = case_key_of(run_path)
+        except (OSError, ValueError) as exc:
+            raise AttemptCloseError("the case key of %s cannot be read: %s" % (run_path, exc)) from exc
+        written = parts(step, attempt, run_path, stages, exchanges, api_url=host_var(head, "_repro_vllm_api_url", None),
+                        identity=identity, diff=diff, was_refused=was_refused, case_key=key)
+        written.append({"part": "notes.md", "content": notes(
+            step, attempt, case_id, profile, diff=diff, debug_on=debug, debug_env=debug_env,
+            argv=host_var(head, "_repro_vllm_node_argv", None), case_key=key)})
+    return dict(freeze_args(step, attempt, case_id), parts=written, refused=was_refused, stages=stages,
+                attempt=attempt, step=kept_step(step))

@@ -872,7 +872,9 @@ def describe_problems(res, limit=5):
 # (plugins/action/run_record.py, which runs it in the controller's own process when the task's connection is local
 # and nothing is become): one argument spec and one dispatch, so both ways give the same result.
 ARGUMENT_SPEC = dict(
-    state=dict(type="str", required=True, choices=["create", "write", "freeze", "verify", "prunable"]),
+    state=dict(type="str", required=True, choices=["create", "write", "freeze", "verify", "prunable", "close"]),
+    kind=dict(type="str", choices=["fleet", "attempt", "collective", "decisions", "incomplete"]),
+    inputs=dict(type="dict", default={}),
     root=dict(type="path"),
     case_id=dict(type="str", default="default"),
     taken=dict(type="list", elements="str", default=[]),
@@ -900,12 +902,14 @@ ARGUMENT_SPEC = dict(
     seal_interrupted=dict(type="bool", default=False),
     status=dict(type="str", choices=list(RUN_STATUSES)),
     older_than=dict(type="float", default=7 * 86400.0),
+    announce=dict(type="bool", default=False),
 )
 REQUIRED_IF = [
     ("state", "create", ("root",)),
     ("state", "write", ("path", "part")),
     ("state", "write", ("content", "json", "src"), True),
     ("state", "freeze", ("path",)),
+    ("state", "close", ("path", "kind")),
     ("state", "verify", ("path",)),
     ("state", "prunable", ("root",)),
 ]
@@ -957,6 +961,20 @@ def run_identity(p):
             "records_root": p.get("root")}
 
 
+def create_lines(res, p, check_mode=False):
+    """What a create says on the console: each run of the case it sealed as incomplete, and (``announce``) where
+    the new run is recorded, for which hosts, against which profile."""
+    lines = ["record | sealed %s of case %s as incomplete (interrupted): %s" % (s["run"], res.get("case_id"), s["why"])
+             for s in res.get("sealed") or []]
+    if p.get("announce"):
+        prof = res.get("profile") or {}
+        lines.append("record | %s run %s of case %s for %d host(s): %s%s (profile %s; records root %s; repro.vllm %s)" % (
+            p.get("purpose") or "a", res.get("run_id"), res.get("case_id"), len(p.get("hosts") or []), res.get("path"),
+            " (check mode: not created)" if check_mode else "", "%s, %s" % (prof.get("name") or "none", prof.get("source")),
+            res.get("records_root"), p.get("collection_version")))
+    return lines
+
+
 def no_hosts_message(pattern, limit=None):
     """Why no run was opened: the target pattern (and the --limit around it) matched no host."""
     return ("no host matches the target pattern '%s'%s; no run was opened. Check the pattern with "
@@ -993,6 +1011,7 @@ def run_task(p, check_mode=False):
                 res["still_open"] = [o for o in sealed["open"] if o["run"] != res["run_id"]]
             res.update((k, p[k]) for k in IDENTITY_KEYS if p.get(k) is not None)
             res["profile"] = {"name": identity["profile"], "source": identity["profile_source"]}
+            res["console"] = create_lines(res, p, check_mode)
             return res, None
         if state == "prunable":
             found = prunable_runs(p["root"], p["older_than"])
@@ -1027,6 +1046,10 @@ def run_task(p, check_mode=False):
                     return out, ("record %s does not verify right after its freeze: %s; something changed it while it was "
                                  "frozen: look for another writer of this run" % (res["path"], describe_problems(checked)))
             return out, None
+        if state == "close":
+            # the close decides with the play's host variables: only the controller's action has them
+            return {}, ("state=close runs on the controller only (the repro.vllm.run_record action, delegate_to: "
+                        "localhost, no become); it reads what every host of the play registered")
         res = verify(p["path"])
         out = dict(changed=False, path=res["path"], ok=res["ok"], checked=res["checked"],
                    mismatched=res["mismatched"], missing=res["missing"], unexpected=res["unexpected"],

@@ -145,6 +145,13 @@ judged:
   returned: always
   type: dict
   sample: {"name": "kimi-k3-h200", "source": "shipped"}
+console:
+  description:
+    - The lines the console prints - with O(state=profile), which profile and from where; with O(state=check),
+      RV(lines) prefixed C(compatibility |).
+  returned: when O(enabled=true)
+  type: list
+  elements: str
 enabled:
   description: O(enabled), as given.
   returned: always

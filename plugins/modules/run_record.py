@@ -46,7 +46,7 @@ options:
       - What to do.
     type: str
     required: true
-    choices: [create, write, freeze, verify, prunable]
+    choices: [create, write, freeze, verify, prunable, close]
   root:
     description:
       - The records root. Its parent directory must exist; the root itself is created when missing.
@@ -184,6 +184,40 @@ options:
         runs whose owner still lives are left open and returned in RV(still_open).
     type: bool
     default: false
+  kind:
+    description:
+      - With O(state=close), which kind of run closes (module_utils/_runclose.py decides, one function per kind)
+      - V(fleet) a fingerprint or audit run - fleet.json from each expected host's registered C(repro.vllm.host_record)
+        result (C(_repro_vllm_host_record); a host without one is C(lost), an unreachable one C(unreachable)), the run
+        sheet, status C(ok) or C(failed); the task fails after the freeze when a host is not complete
+        (O(inputs.fail_on_incomplete)) or O(inputs.error) is given.
+      - V(attempt) one step of the ladder - every node's log classified once together, the verdict and the parts
+        (what M(repro.vllm.attempt_close) decides), then the freeze.
+      - V(collective) the collective checkpoint - every rank's log of every node classified together, the verdict.
+      - V(decisions) a summary or diff run - O(parts) as given, status C(ok).
+      - V(incomplete) a run whose play failed after its open - C(incomplete.json) with the real error (redacted, cut at
+        2000 characters), status C(incomplete); the task fails after the freeze with that error, naming the run.
+    type: str
+    choices: [fleet, attempt, collective, decisions, incomplete]
+  inputs:
+    description:
+      - With O(state=close), what the kind decides with.
+      - V(fleet) - C(hosts) (default - the hosts the open recorded), C(fail_on_incomplete) (default V(true)),
+        C(error) (why the compatibility judge itself failed).
+      - V(attempt) - C(step) (the attempt role's step), C(identity), C(diff), C(debug), C(debug_env); the nodes'
+        reports are read from the play's host variables.
+      - V(collective) - C(nodes), C(nproc_per_node), C(backend), C(master), C(timeout_s); each node's
+        C(repro.vllm.collective_run) result is read from C(_repro_vllm_coll_part).
+      - V(incomplete) - C(error), C(step), C(host), C(task).
+      - An input the kind does not take fails the task before anything is written, naming the inputs it takes.
+    type: dict
+    default: {}
+  announce:
+    description:
+      - With O(state=create), hand back in RV(console) the line saying where the run is recorded, for which hosts,
+        against which profile. Runs it sealed are named there always.
+    type: bool
+    default: false
   older_than:
     description:
       - With O(state=prunable), seconds since a run was frozen before its host folders may be removed
@@ -201,6 +235,8 @@ options:
 notes:
   - Secrets are never echoed back; only sizes and hashes of written parts are returned. Redact content
     before writing it (the C(repro.vllm.redact) filter).
+  - O(state=close) runs on the controller only (C(delegate_to=localhost), no become) - it reads what every host of
+    the play registered; the module run elsewhere refuses it.
 seealso:
   - name: Records layout
     description: docs/architecture.md of this collection, section "Records".
@@ -345,6 +381,28 @@ profile:
   returned: when O(state=create)
   type: dict
   sample: {"name": "gb300-kimi-k3", "source": "file"}
+console:
+  description:
+    - The lines the collection's console prints for this task (C(repro.vllm.console) shows them at the default
+      verbosity) - with O(state=create), the runs sealed and, with O(announce), where the run is; with
+      O(state=close), one line per host of a fleet run, the compatibility judge's error, and where the record is
+      frozen.
+  returned: with O(state=create) and O(state=close)
+  type: list
+  elements: str
+status:
+  description: With O(state=close), the run's C(metadata.status) (C(ok), C(failed), C(refused), C(incomplete)).
+  returned: when O(state=close)
+  type: str
+fleet:
+  description: With O(kind=fleet), fleet.json's C(hosts) (one entry per expected host, its status and detail).
+  returned: when O(state=close) and O(kind=fleet)
+  type: list
+  elements: dict
+attempt:
+  description: With O(kind=attempt), the attempt as M(repro.vllm.attempt_close) returns it.
+  returned: when O(state=close) and O(kind=attempt)
+  type: dict
 collection_version:
   description: The collection version the run records (from this collection's galaxy.yml on the controller).
   returned: always
