@@ -156,9 +156,9 @@ options:
     type: str
   profile:
     description:
-      - With O(state=create), the profile this run is judged against: the registered result of
+      - With O(state=create), the profile this run is judged against - the registered result of
         M(repro.vllm.compatibility) (its RV(repro.vllm.compatibility#module:judged)), or a profile name. Left out, or
-        the result of a compatibility task that did not judge: the run is recorded as not judged.
+        the result of a compatibility task that did not judge - the run is recorded as not judged.
       - Kept in the open run and written by its freeze into C(manifest.json) as C(metadata.profile) (the name, null
         when not judged) and C(metadata.profile_source) (C(shipped), C(file), C(named) or C(not judged)), whatever
         the freeze's O(metadata) says of the profile.
@@ -186,7 +186,7 @@ options:
     default: false
   kind:
     description:
-      - With O(state=close), which kind of run closes (module_utils/_runclose.py decides, one function per kind)
+      - With O(state=close), which kind of run closes (module_utils/_runclose.py decides, one function per kind).
       - V(fleet) a fingerprint or audit run - fleet.json from each expected host's registered C(repro.vllm.host_record)
         result (C(_repro_vllm_host_record); a host without one is C(lost), an unreachable one C(unreachable)), the run
         sheet, status C(ok) or C(failed); the task fails after the freeze when a host is not complete
