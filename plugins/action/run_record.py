@@ -129,6 +129,9 @@ class ActionModule(ActionBase):
         out = dict(closing.result, changed=False, path=p["path"], status=closing.status, kind=p["kind"])
         if check_mode:
             out["console"] = closing.console + ["record | %s (check mode: nothing written)" % p["path"]]
+            if closing.fail and p["kind"] == "incomplete":
+                # the play stops with the real error in check mode too; only a run's close after a freeze says more
+                out.update(failed=True, msg=closing.fail)
             return out
         metadata = dict(p["metadata"] or {})
         metadata.update(closing.metadata)

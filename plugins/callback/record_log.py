@@ -17,8 +17,8 @@ description:
     marker C(<redacted:KIND:HEX8>) here as in the run's other files. A value that a module already redacted before
     this callback saw it (a module's own result, such as C(repro.vllm.vllm_server)'s argv) stays the plain
     C(<redacted>) the module wrote.
-  - Writing stops when the task that freezes the run starts (a frozen run is never written to); the lines
-    before the run was opened are kept in memory and written first.
+  - Writing stops when the task that freezes the run starts (run_record state=freeze or state=close; a frozen
+    run is never written to); the lines before the run was opened are kept in memory and written first.
   - Enable it with C(callbacks_enabled = repro.vllm.record_log) in C(ansible.cfg), or
     C(ANSIBLE_CALLBACKS_ENABLED=repro.vllm.record_log) (for example in an AWX job template's environment).
 requirements:
@@ -187,7 +187,7 @@ class CallbackModule(CallbackBase):
             ours = "host_dir" not in path
         else:
             ours = not path or os.path.normpath(path) == os.path.normpath(self._run or "")
-        if task.action in ("repro.vllm.run_record", "run_record") and args.get("state") == "freeze" \
+        if task.action in ("repro.vllm.run_record", "run_record") and args.get("state") in ("freeze", "close") \
                 and self._fh is not None and ours:
             self._line("TASK [%s]" % task.get_name().strip())
             self._close("the run is being frozen")

@@ -129,7 +129,7 @@ def close_decisions(run_path):
     return Closing("ok", [], {"case_id": os.path.basename(os.path.dirname(run_path))})
 
 
-def close_incomplete(run_path, opened, error, step=None, host=None, task=None, case_key=None):
+def close_incomplete(run_path, opened, error, step=None, host=None, task=None, case_key=None, check_mode=False):
     """A run whose play failed after the open: incomplete.json with the real error (redacted, cut at ERROR_MAX),
     status ``incomplete``, and the play's failure message naming the run and where it is."""
     text = redact_text("%s" % (error if error is not None else "no message"), case_key or None)
@@ -142,9 +142,12 @@ def close_incomplete(run_path, opened, error, step=None, host=None, task=None, c
     if step:
         meta["step"] = step
     short = text if len(text) <= 600 else text[:597] + "..."
-    fail = ("%s (%s) could not be closed: %s: %s. It is frozen as incomplete at %s (incomplete.json); hand-off, diff "
-            "and score take it as such." % (run_id, step or opened.get("purpose") or "run", task or "?", short, run_path))
-    return Closing("incomplete", [part], meta, ["record | %s frozen as incomplete: %s" % (run_path, reason)], fail)
+    where = ("check mode: nothing was written" if check_mode else
+             "It is frozen as incomplete at %s (incomplete.json); hand-off, diff and score take it as such" % run_path)
+    fail = "%s (%s) could not be closed: %s: %s. %s." % (run_id, step or opened.get("purpose") or "run", task or "?",
+                                                          short, where)
+    console = [] if check_mode else ["record | %s frozen as incomplete: %s" % (run_path, reason)]
+    return Closing("incomplete", [part], meta, console, fail)
 
 
 def _call(fn, *args, **kwargs):
@@ -181,5 +184,5 @@ def decide(kind, run_path, inputs, host_var, check_mode=False):
                 key = _attempt.case_key_of(run_path)
             except (OSError, ValueError):
                 key = None  # the error is still redacted, with markers of no case key
-        return _call(close_incomplete, run_path, identity, case_key=key, **inputs)
+        return _call(close_incomplete, run_path, identity, case_key=key, check_mode=check_mode, **inputs)
     raise CloseError("unknown kind %r (one of %s)" % (kind, ", ".join(KINDS)))

@@ -289,7 +289,7 @@ def test_installed_only_project_and_terminal_log(tmp_path, monkeypatch):
     assert with_ee.status == "successful", with_ee.stdout()[-4000:]
     run = check_result(with_ee.artifact_data, "fingerprint", "ee", tmp_path)["last_run"]
     log = open(os.path.join(run, "terminal.log")).read()
-    assert "Freeze the run" in log
+    assert "Close the run" in log
 
 
 def test_records_sink_outlives_the_job(tmp_path, monkeypatch, this_project, ssh_hosts):

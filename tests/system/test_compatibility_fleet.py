@@ -56,8 +56,7 @@ def test_another_driver_branch_stops_reproduce_after_the_frozen_run(tmp_path, ss
     on_nodes = [e["event_data"] for e in r.events if e.get("event_data", {}).get("host") in ("node01", "node02")]
     # (and the variable check that comes first: validate_argument_spec, run once, connects to nothing)
     assert {d.get("play") for d in on_nodes} <= {
-        "Fingerprint | check every variable first",
-        "Fingerprint | the compatibility profile, refused before any host is touched (when the run is judged)"}
+        "Fingerprint | check every variable and the profile, open the run on the controller"}
     assert {d.get("task_action") for d in on_nodes} <= {
         "ansible.builtin.include_role", "ansible.builtin.set_fact", "repro.vllm.compatibility",
         "ansible.builtin.validate_argument_spec"}

@@ -65,11 +65,11 @@ def test_localhost_run_is_frozen_verified_and_redacted(tmp_path):
     assert fleet["hosts"][0]["driver"] == "580.159.04"
     # the play's own log is in the run, redacted, and runs past the host part's freeze up to the run's own
     log = (run / "terminal.log").read_text()
-    assert "Fingerprint localhost into run-001" in log and "Freeze the run" in log
+    assert "Fingerprint localhost into run-001" in log and "Close the run" in log
     assert log.rstrip().endswith("the run is being frozen; terminal.log ends here") and FAKE_TOKEN not in log
-    # the summary line printed for the operator names driver and GPU
-    lines = [res.get("msg") for _h, _e, res in task_results(r, "Per-host summary")]
-    assert lines and "580.159.04" in str(lines) and "NVIDIA H200" in str(lines)
+    # the summary line printed for the operator names driver and GPU (the close's console lines, one per host)
+    lines = [res.get("console") for _h, _e, res in task_results(r, "Close the run")]
+    assert lines and lines[0][0].startswith("localhost: ok | driver 580.159.04 | 1 x NVIDIA H200")
 
 
 def test_second_run_gets_next_number_and_leaves_first_untouched(tmp_path):

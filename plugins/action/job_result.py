@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin of repro.vllm.job_result (documentation: plugins/modules/job_result.py): the job's runs, the
+workflow artifacts (module_utils/_workflow.py decides them) handed on as set_stats does, one console line."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.repro.vllm.plugins.module_utils._workflow import (
+    WorkflowResultError, build_result, merge_runs, read_decisions)
+
+ARGSPEC = {
+    "purpose": {"type": "str", "required": True},
+    "case_id": {"type": "str", "required": True},
+    "runs": {"type": "list", "elements": "str", "default": []},
+    "job_runs": {"type": "list", "elements": "str", "default": []},
+    "fields": {"type": "dict", "default": {}},
+    "package": {"type": "str", "default": ""},
+    "records_root": {"type": "str", "default": ""},
+    "sink": {"type": "str", "default": ""},
+    "sink_error": {"type": "str", "default": ""},
+}
+
+
+def console_line(purpose, case_id, runs, sink="", package=""):
+    """What the console says of the result handed on."""
+    return "result | %s | case %s | %d run(s), last %s%s%s" % (
+        purpose, case_id, len(runs), runs[-1] if runs else "-", (" | sink %s" % sink) if sink else "",
+        (" | package %s" % package) if package else "")
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        _valid, args = self.validate_argument_spec(argument_spec=ARGSPEC)
+        try:
+            runs = merge_runs(args["job_runs"], [r for r in args["runs"] if r])
+            data = build_result(args["purpose"], args["case_id"], runs, fields=args["fields"], package=args["package"],
+                                decisions=read_decisions(runs), sink=args["sink"], records_root=args["records_root"],
+                                sink_error=args["sink_error"])
+        except WorkflowResultError as exc:
+            raise AnsibleActionFail("job_result: %s" % exc)
+        result.update(changed=False, result=data, ansible_facts={"_repro_vllm_result_job_runs": runs},
+                      # as set_stats hands it on: for the whole job, the last call's value (not per host, not added up)
+                      ansible_stats={"data": data, "per_host": False, "aggregate": False},
+                      console=[console_line(args["purpose"], args["case_id"], runs, args["sink"], args["package"])])
+        if args["sink_error"]:
+            result.update(failed=True, msg="the runs are frozen on the controller but not all of them are verified on "
+                                           "the records sink %s: %s" % (args["sink"], args["sink_error"]))
+        return result
