@@ -9,6 +9,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.repro.vllm.plugins.module_utils import _record
 from ansible_collections.repro.vllm.plugins.module_utils._workflow import (
     WorkflowResultError, build_result, merge_runs, read_decisions)
 
@@ -41,10 +42,12 @@ class ActionModule(ActionBase):
         _valid, args = self.validate_argument_spec(argument_spec=ARGSPEC)
         try:
             runs = merge_runs(args["job_runs"], [r for r in args["runs"] if r])
+            # a relative records root against the controller's working directory, as the run's open resolved it
+            root = _record.resolve_root(args["records_root"]) if args["records_root"] else ""
             data = build_result(args["purpose"], args["case_id"], runs, fields=args["fields"], package=args["package"],
-                                decisions=read_decisions(runs), sink=args["sink"], records_root=args["records_root"],
+                                decisions=read_decisions(runs), sink=args["sink"], records_root=root,
                                 sink_error=args["sink_error"])
-        except WorkflowResultError as exc:
+        except (WorkflowResultError, _record.RecordError) as exc:
             raise AnsibleActionFail("job_result: %s" % exc)
         result.update(changed=False, result=data, ansible_facts={"_repro_vllm_result_job_runs": runs},
                       # as set_stats hands it on: for the whole job, the last call's value (not per host, not added up)

@@ -903,6 +903,8 @@ ARGUMENT_SPEC = dict(
     status=dict(type="str", choices=list(RUN_STATUSES)),
     older_than=dict(type="float", default=7 * 86400.0),
     announce=dict(type="bool", default=False),
+    remote_root=dict(type="str"),
+    lease_dir=dict(type="str"),
 )
 REQUIRED_IF = [
     ("state", "create", ("root",)),
@@ -961,6 +963,22 @@ def run_identity(p):
             "records_root": p.get("root")}
 
 
+def remote_places(res, p, owner):
+    """Where the run lives on every managed host, decided once at its open: ``run_dir``
+    (``<remote_root>/runs/<run_uid>``; each host's part is ``hosts/<host>`` under it, its state ``.state/<host>``),
+    the host-wide ``lease_file`` (``<lease_dir>/<run_uid>.json``) with the ``lease`` identity its servers are leased
+    with, and the ``labels`` of its containers."""
+    uid = res.get("run_uid") or "check-mode"
+    controller = (owner or {}).get("controller")
+    out = {"run_dir": "%s/runs/%s" % (p["remote_root"].rstrip("/"), uid),
+           "lease": {"run_uid": uid, "case_id": res.get("case_id"), "run_id": res.get("run_id"),
+                     "controller": controller, "started": round(time_now(), 3)},
+           "labels": {"run_uid": uid, "case": res.get("case_id"), "run": res.get("run_id"), "controller": controller}}
+    if p.get("lease_dir"):
+        out["lease_file"] = "%s/%s.json" % (p["lease_dir"].rstrip("/"), uid)
+    return out
+
+
 def create_lines(res, p, check_mode=False):
     """What a create says on the console: each run of the case it sealed as incomplete, and (``announce``) where
     the new run is recorded, for which hosts, against which profile."""
@@ -1012,6 +1030,8 @@ def run_task(p, check_mode=False):
             res.update((k, p[k]) for k in IDENTITY_KEYS if p.get(k) is not None)
             res["profile"] = {"name": identity["profile"], "source": identity["profile_source"]}
             res["console"] = create_lines(res, p, check_mode)
+            if p.get("remote_root"):
+                res["remote"] = remote_places(res, p, owner)
             return res, None
         if state == "prunable":
             found = prunable_runs(p["root"], p["older_than"])

@@ -53,7 +53,7 @@ options:
     type: str
     default: ""
   records_root:
-    description: The controller folder of all cases.
+    description: The controller folder of all cases (a relative one is taken against the controller's working directory, as the run's open takes it).
     type: str
     default: ""
   sink:

