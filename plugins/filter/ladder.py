@@ -47,10 +47,11 @@ def last_good(attempt, resumed_from=None, changes=None):
 
 
 def layer_skip(layer, skip=None, production=None, production_given=False, values=None, play_hosts=0,
-               last_good_nodes=0):
+               last_good_nodes=0, derived=None):
     return _ladder.layer_skip(_mapping(layer, "the input (the layer)", "layer_skip"), skip=skip or [],
                               production=production or {}, production_given=bool(production_given),
-                              values=values or {}, play_hosts=int(play_hosts), last_good_nodes=int(last_good_nodes))
+                              values=values or {}, play_hosts=int(play_hosts), last_good_nodes=int(last_good_nodes),
+                              derived=_mapping(derived, "derived", "layer_skip") or None)
 
 
 def layer_status(attempt, last_good=None):

@@ -287,15 +287,19 @@ def window(names, until, applied=None):
 
 
 def layer_skip(layer, skip=None, production=None, production_given=False, values=None, play_hosts=0,
-               last_good_nodes=0):
+               last_good_nodes=0, derived=None):
     """Why a ladder layer cannot run here, or "" when it can: the first of these that holds.
 
     ``layer``: the layer's data with its overrides (name, production_only, requires, requires_nodes); ``skip``: the
     names repro_vllm_ladder_skip leaves out; ``production``: the production command's own items per layer (they stand
     in for the variables a layer needs); ``production_given``: a production command is given and the ladder uses it;
-    ``values``: the value of each variable the layer requires (name -> value; empty, None or missing is unset);
-    ``play_hosts``: hosts in the play; ``last_good_nodes``: nodes the last good run spans.
+    ``derived``: instead of those two, the production command's derivation the ladder uses (its ``layers``), or None;
+    ``values``: the value of each variable the layer requires (name -> value; empty, None or missing is unset; read
+    only where the production command has nothing for the layer); ``play_hosts``: hosts in the play;
+    ``last_good_nodes``: nodes the last good run spans.
     """
+    if derived:
+        production, production_given = derived.get("layers") or {}, True
     layer = layer or {}
     name = layer.get("name")
     from_production = list(((production or {}).get(name)) or [])

@@ -263,3 +263,17 @@ def test_the_capture_is_json_of_the_runs_it_names():
     # the inputs name the real runs; their outcome.json is what the YAML read as the last good runs
     assert CAPTURE["steps"]["prefix_caching"]["previous"] == _run("run-002", identity=True)
     assert json.loads(json.dumps(CAPTURE["steps"]["rollback"]["previous"])) == _run("run-003", identity=True)
+
+
+def test_layer_skip_reads_the_derivation_itself():
+    """The role passes the production command's derivation (cpu-layer's, real) and every required value; the rule
+    reads a value only where the derivation has nothing for the layer."""
+    derived = INPUTS["production"]
+    long_context = [entry for entry in INPUTS["ladder"] if entry["name"] == "long_context"][0]
+    unset = {"repro_vllm_long_context_len": 0}
+    assert _ladder.layer_skip(long_context, derived=derived, values=unset) == ""
+    assert _ladder.layer_skip(long_context, derived=None, values=unset) == "needs repro_vllm_long_context_len to be set"
+    unknown = {"name": "unknown_options", "production_only": True}
+    assert _ladder.layer_skip(unknown, derived=derived) == "the production command has nothing for it"
+    assert _ladder.layer_skip(unknown, derived=None) == (
+        "the production command has nothing for it (no production command, or repro_vllm_ladder_production is false)")
