@@ -94,7 +94,7 @@ def test_the_capture_covers_every_kind_but_replay_and_the_layer_specials():
 
 # ------------------------------------------------------------------- the builder against what the runs recorded
 @pytest.mark.parametrize("run,build", [
-    ("run-002", lambda: _minimal()),
+    ("run-002", _minimal),
     ("run-003", lambda: _layer("prefix_caching", _run("run-002", identity=True))),
     ("run-004", lambda: _layer("long_context", _run("run-003", identity=True))),
     ("run-005", _rollback),
