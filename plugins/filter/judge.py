@@ -2,8 +2,8 @@
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filter fronts of the method's judgement (module_utils/_judge.py): the attempt verdict, a layer's expected
-observation, the prefix-cache evidence, the memory comparison, a ladder layer's status, the closing finding and the
-second clean run (which attempt it repeats, whether it repeated)."""
+observation, the prefix-cache evidence, the memory comparison, the closing finding and the second clean run (which
+attempt it repeats, whether it repeated). The ladder's decisions are filter/ladder.py's."""
 
 from __future__ import annotations
 
@@ -70,22 +70,6 @@ def metric_total(text, name):
     return _judge.metric_total(text, name)
 
 
-def layer_status(attempt, last_good=None):
-    return _judge.layer_status(_mapping(attempt, "the attempt", "layer_status"),
-                               _mapping(last_good, "last_good", "layer_status"))
-
-
-def layer_skip(layer, skip=None, production=None, production_given=False, values=None, play_hosts=0,
-               last_good_nodes=0):
-    return _judge.layer_skip(_mapping(layer, "the input (the layer)", "layer_skip"), skip=skip or [],
-                             production=production or {}, production_given=bool(production_given),
-                             values=values or {}, play_hosts=int(play_hosts), last_good_nodes=int(last_good_nodes))
-
-
-def rollback_row(attempt):
-    return _judge.rollback_row(_mapping(attempt, "the input (the rollback attempt)", "rollback_row"))
-
-
 def reproduction_finding(runs):
     return _judge.reproduction_finding(_listing(runs, "the input (runs)", "reproduction_finding"))
 
@@ -143,8 +127,7 @@ class FilterModule:
     def filters(self):
         return {"attempt_verdict": attempt_verdict, "_layer_observation": layer_observation,
                 "_prefix_cache_evidence": prefix_cache_evidence, "_memory_compare": memory_compare,
-                "_metric_total": metric_total, "_layer_status": layer_status, "_layer_skip": layer_skip,
-                "_rollback_row": rollback_row,
+                "_metric_total": metric_total,
                 "_reproduction_finding": reproduction_finding, "_reproduction_summary": reproduction_summary,
                 "_reproduction_result": reproduction_result, "_latest_run": latest_run,
                 "_ladder_layers": ladder_layers, "leftover_report": leftover_report,

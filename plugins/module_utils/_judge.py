@@ -17,7 +17,8 @@
   (``gateway``) or the server's JSON answer passed through (``server``).
 - ``attempt_verdict``: ok or failed, the stage, the error class (the classifier's vocabulary plus ``http_error``)
   and the ``component`` (``server``, ``gateway``, ``client``) that answered or failed.
-- ``layer_status`` and ``reproduction_finding``: a ladder layer's status and the play's closing classification.
+- ``reproduction_finding``: the play's closing classification (a ladder layer's status, its skip rule and the
+  rollback's row are the ladder's decisions: ``_ladder.py``).
 - ``repeat_target`` and ``repeat_comparison``: which attempt a second clean run repeats, and whether the repeat
   ended at the same stage with the same error class (``repeat.json``).
 
@@ -608,68 +609,6 @@ def attempt_verdict(step, stages, nodes, exchanges=None, checkpoint=None, check_
         "answered_by": answers(exchanges, via_gateway) if via_gateway else [],
         "summary": " | ".join(parts),
     }
-
-
-def layer_status(attempt, last_good):
-    """A ladder layer's status from its attempt and the last good run: refused, failed, unexpected or ok.
-
-    ``stop`` is true for refused and failed (the ladder stops; a failed layer is rolled back).
-    """
-    attempt = attempt or {}
-    last_good = last_good or {}
-    if attempt.get("refused"):
-        status = "refused"
-        reason = "refused: %s" % attempt.get("summary", "")
-    elif not attempt.get("ok") or attempt.get("stage") != last_good.get("stage"):
-        status = "failed"
-        reason = "the failure stage changed from %s to %s at %s" % (
-            last_good.get("stage"), attempt.get("stage"), attempt.get("layer") or attempt.get("step"))
-    elif attempt.get("expectation_met") is False:
-        status, reason = "unexpected", ""
-    else:
-        status, reason = "ok", ""
-    return {"status": status, "stop": status in ("refused", "failed"), "stop_reason": reason}
-
-
-def layer_skip(layer, skip=None, production=None, production_given=False, values=None, play_hosts=0,
-               last_good_nodes=0):
-    """Why a ladder layer cannot run here, or "" when it can: the first of these that holds.
-
-    ``layer``: the layer's data with its overrides (name, production_only, requires, requires_nodes); ``skip``: the
-    names repro_vllm_ladder_skip leaves out; ``production``: the production command's own items per layer (they stand
-    in for the variables a layer needs); ``production_given``: a production command is given and the ladder uses it;
-    ``values``: the value of each variable the layer requires (name -> value; empty, None or missing is unset);
-    ``play_hosts``: hosts in the play; ``last_good_nodes``: nodes the last good run spans.
-    """
-    layer = layer or {}
-    name = layer.get("name")
-    from_production = list(((production or {}).get(name)) or [])
-    if name in (skip or []):
-        return "left out by repro_vllm_ladder_skip"
-    if layer.get("production_only") and not from_production:
-        return "the production command has nothing for it" + (
-            "" if production_given else " (no production command, or repro_vllm_ladder_production is false)")
-    required = [] if from_production else list(layer.get("requires") or [])
-    unset = [v for v in required if not (values or {}).get(v)]
-    if unset:
-        return "needs %s to be set" % ", ".join(unset)
-    needs = int(layer.get("requires_nodes") or 0)
-    if play_hosts < needs:
-        return "needs %d hosts in the play; it has %d" % (needs, play_hosts)
-    if "requires_nodes" in layer and last_good_nodes >= play_hosts:
-        return "the last good run already spans %d nodes" % last_good_nodes
-    return ""
-
-
-def rollback_row(attempt):
-    """The ladder's result row of a rollback attempt: ok when the earlier state came back, else failed."""
-    attempt = attempt or {}
-    back = bool(attempt.get("earlier_state_returned"))
-    return {"layer": "rollback", "status": "ok" if back else "failed", "run": attempt.get("run"),
-            "stage": attempt.get("stage"), "error_class": attempt.get("error_class"),
-            "earlier_state_returned": attempt.get("earlier_state_returned"),
-            "reason": ("the earlier state came back: " if back else "the earlier state did NOT come back: ")
-            + str(attempt.get("summary") or "")}
 
 
 def reproduction_summary(runs, ladder=None, stop_reason=""):

@@ -35,6 +35,7 @@ import time
 from ansible_collections.repro.vllm.plugins.module_utils import _evidence
 from ansible_collections.repro.vllm.plugins.module_utils._command import CommandError, option_map, parse_command, render_command
 from ansible_collections.repro.vllm.plugins.module_utils._handoff import safe_member
+from ansible_collections.repro.vllm.plugins.module_utils._ladder import attempt_text, build_step
 from ansible_collections.repro.vllm.plugins.module_utils._record import (
     MANIFEST, RecordError, _make_read_only, describe_problems, run_id_for, run_numbers, validate_case_id, verify)
 from ansible_collections.repro.vllm.plugins.module_utils._redact import MARKER_RE
@@ -650,13 +651,6 @@ def node_pairs(nodes, play_hosts):
     return dict(zip([str(n) for n in nodes or []], here))
 
 
-def attempt_text(attempt):
-    """``healthy`` or ``failed at <stage> (<class>)`` for the package's attempt."""
-    if attempt.get("ok"):
-        return "healthy"
-    return "failed at %s (%s)" % (attempt.get("stage") or "-", attempt.get("error_class") or "-")
-
-
 def attempt_plan(replay, play_hosts, secret_env=None, secret_args=None, port=None):
     """replay_step's answer plus ``step``: the whole step the attempt role runs for the package's attempt, on
     the first N hosts of the play (N = the attempt's nodes). ``replay`` is what the replay module returned.
@@ -670,18 +664,8 @@ def attempt_plan(replay, play_hosts, secret_env=None, secret_args=None, port=Non
             "repro_vllm_targets" % (attempt["run"], len(nodes), ", ".join(nodes), len(hosts), ", ".join(hosts)))
     plan = replay_step(attempt, secret_env=secret_env, secret_args=secret_args, port=port)
     plan["missing_secrets"] = missing_secrets(replay, secret_env)
-    package = replay.get("package") or {}
-    plan["step"] = {
-        "name": "replay", "purpose": "replay", "layer": None, "nodes": hosts[:len(nodes)],
-        "host": plan["host"], "port": plan["port"], "argv": plan["argv"], "env": plan["env"],
-        "request": plan["request"], "checks": [], "allowed": [], "changed": [],
-        "expected": "the package's result: %s" % attempt_text(attempt),
-        "rollback": "none (a replay changes nothing on purpose)",
-        "input": "replay of %s/%s from package %s (sha256 %s)" % (
-            replay.get("original_case"), attempt["run"], package.get("name"), package.get("sha256")),
-        "previous": {"run": attempt["run"], "path": attempt.get("path"), "identity": attempt.get("identity")},
-        "enforce_one_variable": False, "via_gateway": False, "layers_applied": [],
-    }
+    plan["step"] = build_step("replay", attempt=attempt, plan=plan, nodes=hosts[:len(nodes)],
+                              original_case=replay.get("original_case"), package=replay.get("package") or {})
     return plan
 
 

@@ -32,12 +32,8 @@ def test_filters_refuse_wrong_types():
         judge.metric_total("x 1", "")
     assert set(judge.FilterModule().filters()) == {
         "attempt_verdict", "_layer_observation", "_prefix_cache_evidence", "_memory_compare", "_metric_total",
-        "_layer_status", "_reproduction_finding", "_latest_run", "_ladder_layers", "leftover_report", "_repeat_target",
-        "_repeat_comparison", "_layer_skip", "_rollback_row", "_reproduction_summary", "_reproduction_result"}
-    with pytest.raises(AnsibleFilterError, match="layer_skip: the input"):
-        judge.layer_skip(["tool_calling"])
-    with pytest.raises(AnsibleFilterError, match="rollback_row: the input"):
-        judge.rollback_row("run-007")
+        "_reproduction_finding", "_latest_run", "_ladder_layers", "leftover_report", "_repeat_target",
+        "_repeat_comparison", "_reproduction_summary", "_reproduction_result"}
     with pytest.raises(AnsibleFilterError, match="repeat_target: the input"):
         judge.repeat_target({"run": "run-002"})
     with pytest.raises(AnsibleFilterError, match="repeat_comparison: repeat"):

@@ -212,18 +212,8 @@ def test_memory_compare_flat_and_grown():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# ladder status and the closing finding
+# the closing finding
 # ---------------------------------------------------------------------------------------------------------------
-
-def test_layer_status():
-    good = {"stage": "none"}
-    assert j.layer_status({"ok": True, "stage": "none", "expectation_met": True}, good)["status"] == "ok"
-    assert j.layer_status({"ok": True, "stage": "none", "expectation_met": False}, good)["status"] == "unexpected"
-    s = j.layer_status({"ok": False, "stage": "config", "layer": "long_context"}, good)
-    assert s == {"status": "failed", "stop": True,
-                 "stop_reason": "the failure stage changed from none to config at long_context"}
-    assert j.layer_status({"refused": True, "summary": "refused: x"}, good)["stop"] is True
-
 
 def test_reproduction_finding():
     runs = [{"run": "run-002", "path": "/r/run-002", "step": "minimal", "ok": True, "stage": "none", "refused": False},
@@ -525,45 +515,6 @@ def test_the_first_failed_answer_through_the_gateway_names_the_component():
         ("request", 200, "server"), ("no_key", 401, "server"), ("short_timeout", 504, "gateway")]
     healthy = j.attempt_verdict(STEP, stages, {"node1": _node(lines=138)}, ex[:1], via_gateway=True)
     assert healthy["ok"] is True and healthy["component"] == "gateway"
-
-
-# ------------------------------------------------------------------ the ladder's skip rule and rollback row
-@pytest.mark.parametrize("layer,kw,why", [
-    ({"name": "long_context"}, {"skip": ["long_context"]}, "left out by repro_vllm_ladder_skip"),
-    ({"name": "unknown_options", "production_only": True}, {},
-     "the production command has nothing for it (no production command, or repro_vllm_ladder_production is false)"),
-    ({"name": "unknown_options", "production_only": True}, {"production_given": True},
-     "the production command has nothing for it"),
-    ({"name": "tool_calling", "requires": ["repro_vllm_tool_call_parser", "repro_vllm_tool_chat_template"]},
-     {"values": {"repro_vllm_tool_call_parser": "hermes", "repro_vllm_tool_chat_template": ""}},
-     "needs repro_vllm_tool_chat_template to be set"),
-    ({"name": "multi_node", "requires_nodes": 2}, {"play_hosts": 1, "last_good_nodes": 1},
-     "needs 2 hosts in the play; it has 1"),
-    ({"name": "multi_node", "requires_nodes": 2}, {"play_hosts": 2, "last_good_nodes": 2},
-     "the last good run already spans 2 nodes"),
-])
-def test_layer_skip_says_the_first_reason_that_holds(layer, kw, why):
-    assert j.layer_skip(layer, **kw) == why
-
-
-def test_layer_skip_runs_a_layer_that_can_run_and_takes_production_items_for_its_variables():
-    tool = {"name": "tool_calling", "requires": ["repro_vllm_tool_call_parser"]}
-    assert j.layer_skip(tool, values={"repro_vllm_tool_call_parser": "hermes"}) == ""
-    # the production command's own --tool-call-parser stands in for the unset variable
-    assert j.layer_skip(tool, production={"tool_calling": ["--tool-call-parser hermes"]}, values={}) == ""
-    assert j.layer_skip({"name": "multi_node", "requires_nodes": 2}, play_hosts=2, last_good_nodes=1) == ""
-    unknown = {"name": "unknown_options", "production_only": True}
-    assert j.layer_skip(unknown, production={"unknown_options": ["--frobnicate-level 3"]}) == ""
-
-
-def test_rollback_row_says_whether_the_earlier_state_came_back():
-    back = j.rollback_row({"run": "run-007", "stage": "none", "error_class": None, "earlier_state_returned": True,
-                           "summary": "run-007 rollback: ok"})
-    assert back == {"layer": "rollback", "status": "ok", "run": "run-007", "stage": "none", "error_class": None,
-                    "earlier_state_returned": True, "reason": "the earlier state came back: run-007 rollback: ok"}
-    lost = j.rollback_row({"run": "run-008", "stage": "engine_init", "earlier_state_returned": False,
-                           "summary": "x"})
-    assert lost["status"] == "failed" and lost["reason"].startswith("the earlier state did NOT come back")
 
 
 def test_reproduction_summary_and_result_of_a_play():

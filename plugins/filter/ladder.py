@@ -1,0 +1,78 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter fronts of the ladder (module_utils/_ladder.py): the one step builder (``_step``) and the ladder's
+decisions - the window, the last good run, the skip rule, a layer's judgement, the rollback's row and whether a
+finding fails the job."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.repro.vllm.plugins.module_utils import _ladder
+from ansible_collections.repro.vllm.plugins.module_utils._command import CommandError
+
+
+def _mapping(value, what, filter_name):
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise AnsibleFilterError("%s: %s must be a dict, got %s" % (filter_name, what, type(value).__name__))
+    return value
+
+
+def step(kind, **inputs):
+    """The step of ``kind`` (minimal, layer, rollback, repeat, replay) from its inputs; see _ladder.build_step."""
+    try:
+        return _ladder.build_step(kind, **inputs)
+    except (_ladder.LadderError, CommandError) as exc:
+        raise AnsibleFilterError("_step: %s" % exc)
+
+
+def ladder_window(names, until=None, applied=None):
+    """The layers this play climbs; see _ladder.window."""
+    try:
+        return _ladder.window(names, until, applied)
+    except _ladder.LadderError as exc:
+        raise AnsibleFilterError("feature_layer: %s" % exc)
+
+
+def last_good(attempt, resumed_from=None, changes=None):
+    """The attempt when it is a good run, else none; a resumed run (``resumed_from``) must be good."""
+    try:
+        return _ladder.last_good(attempt, resumed_from=resumed_from or None, changes=changes)
+    except _ladder.LadderError as exc:
+        raise AnsibleFilterError("feature_layer: %s" % exc)
+
+
+def layer_skip(layer, skip=None, production=None, production_given=False, values=None, play_hosts=0,
+               last_good_nodes=0, derived=None):
+    return _ladder.layer_skip(_mapping(layer, "the input (the layer)", "layer_skip"), skip=skip or [],
+                              production=production or {}, production_given=bool(production_given),
+                              values=values or {}, play_hosts=int(play_hosts), last_good_nodes=int(last_good_nodes),
+                              derived=_mapping(derived, "derived", "layer_skip") or None)
+
+
+def layer_status(attempt, last_good=None):
+    return _ladder.judge_layer(_mapping(attempt, "the attempt", "layer_status"),
+                               _mapping(last_good, "last_good", "layer_status"))
+
+
+def rollback_row(attempt):
+    return _ladder.rollback_status(_mapping(attempt, "the input (the rollback attempt)", "rollback_row"))
+
+
+def fail_on_finding(verdict, enabled=True):
+    """True when reproduce.yml fails the job on the play's verdict; ``enabled`` is read as Ansible's ``bool``."""
+    if verdict is not None and not isinstance(verdict, dict):
+        raise AnsibleFilterError("fail_on_finding: the input must be the play's verdict (a dict) or none")
+    return _ladder.fail_on_finding(verdict, boolean(enabled, strict=False))
+
+
+class FilterModule:
+    """repro.vllm ladder: its steps and its decisions."""
+
+    def filters(self):
+        return {"_step": step, "_ladder_window": ladder_window, "_last_good": last_good, "_layer_skip": layer_skip,
+                "_layer_status": layer_status, "_rollback_row": rollback_row, "_fail_on_finding": fail_on_finding}

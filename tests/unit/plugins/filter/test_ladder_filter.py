@@ -1,0 +1,41 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter fronts of the ladder (filter/ladder.py): the names the roles call, clear errors, Ansible's bool."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.repro.vllm.plugins.filter import ladder
+
+
+def test_the_ladder_filters_and_their_errors():
+    assert set(ladder.FilterModule().filters()) == {
+        "_step", "_ladder_window", "_last_good", "_layer_skip", "_layer_status", "_rollback_row", "_fail_on_finding"}
+    with pytest.raises(AnsibleFilterError, match="_step: a minimal step needs base"):
+        ladder.step("minimal", request={"route": "/v1/completions"}, previous=None)
+    with pytest.raises(AnsibleFilterError, match="feature_layer: repro_vllm_ladder_until is 'x', which is no ladder"):
+        ladder.ladder_window(["prefix_caching"], "x", [])
+    with pytest.raises(AnsibleFilterError, match="feature_layer: /r/run-004 is not a good run"):
+        ladder.last_good({"ok": False, "stage": "config"}, resumed_from="/r/run-004", changes={})
+    with pytest.raises(AnsibleFilterError, match="layer_skip: the input"):
+        ladder.layer_skip(["tool_calling"])
+    with pytest.raises(AnsibleFilterError, match="rollback_row: the input"):
+        ladder.rollback_row("run-007")
+    with pytest.raises(AnsibleFilterError, match="fail_on_finding: the input"):
+        ladder.fail_on_finding("run-007")
+
+
+@pytest.mark.parametrize("enabled,fails", [(True, True), ("yes", True), ("true", True), (False, False),
+                                           ("false", False), ("no", False), ("0", False), ("", False)])
+def test_fail_on_finding_reads_the_flag_as_ansibles_bool(enabled, fails):
+    assert ladder.fail_on_finding({"finding": {"run": "run-004"}, "refused": False}, enabled) is fails
+
+
+def test_an_empty_resume_is_no_resume_and_a_missing_last_good_is_none():
+    assert ladder.last_good({"ok": True, "stage": "none"}, resumed_from="") == {"ok": True, "stage": "none"}
+    assert ladder.last_good({"ok": False}) is None
+    assert ladder.layer_status({"ok": True, "stage": "none", "layer": "x"}, None)["status"] == "failed"
