@@ -124,7 +124,8 @@ def test_bad_input_is_named(roles, words):
 def test_every_role_defaults_the_records_root_the_same_way_and_resolves_it_in_python():
     """One records root per play: a role default built from $PWD (or any lookup) would differ from the record role's
     under ansible-runner, so the later runs of a play could land in another root than its first. Every role that
-    defaults the root says ``records``, and every task that reads it resolves it with repro.vllm._records_root."""
+    defaults the root says ``records``, and every task that reads it resolves it with repro.vllm._records_root or hands
+    it to an action that resolves it (run_record's ``root``, job_result's ``records_root``) with the same function."""
     defaults = {}
     for role in sorted(os.listdir(ROLES)):
         path = os.path.join(ROLES, role, "defaults", "main.yml")
