@@ -33,10 +33,14 @@ ARGSPEC = {
 PART = "compatibility.json"
 
 
+# libyaml's loader where PyYAML has it: the matrix and the profile are read by every judged playbook's first task
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _load_yaml(path, origin):
     try:
-        with open(path, "r") as fh:
-            return yaml.safe_load(fh)
+        with open(path, "rb") as fh:
+            return yaml.load(fh, Loader=_LOADER)  # nosec B506 - a safe loader (CSafeLoader or SafeLoader)
     except yaml.YAMLError as exc:
         raise _compat.ProfileError(origin, None, "not valid YAML: %s" % " ".join(str(exc).split()))
     except OSError as exc:
