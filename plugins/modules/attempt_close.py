@@ -22,7 +22,9 @@ description:
     (C(stages.json), C(request.json), C(changes.json), C(repeat.json), C(outcome.json), C(responses/*),
     C(prefix_cache.json) or C(observation.json), and the run sheet C(notes.md) with the head node's command
     C(_repro_vllm_node_argv)), already scrubbed and redacted, and the C(status) and C(metadata)
-    the run is frozen with. It writes nothing; the role hands the parts to M(repro.vllm.run_record) C(state=freeze).
+    the run is frozen with. It writes nothing; M(repro.vllm.run_record) C(state=close) C(kind=attempt) decides the
+    same (the one function behind both) and writes, freezes and verifies the run in the same task - the attempt
+    role closes with that.
   - This is an action plugin; it always runs on the controller. It is the attempt role's plumbing, not an interface
     for playbooks of your own (docs/architecture.md, "Public surface").
 author:
