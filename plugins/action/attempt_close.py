@@ -15,7 +15,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.repro.vllm.plugins.module_utils import _attempt, _record
+from ansible_collections.repro.vllm.plugins.module_utils import _attempt, _record, _runclose
 from ansible_collections.repro.vllm.plugins.module_utils._logstage import LogStageError
 
 ARGSPEC = {
@@ -30,19 +30,6 @@ ARGSPEC = {
 }
 
 
-def _host_var(hostvars, node, name, default=None):
-    """One host variable of a node of the step, ``default`` where the node or the variable is not there."""
-    try:
-        host = hostvars[node]
-    except KeyError:
-        return default
-    try:
-        value = host[name]
-    except KeyError:
-        return default
-    return default if value is None and default is not None else value
-
-
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -50,11 +37,10 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         _valid, args = self.validate_argument_spec(argument_spec=ARGSPEC)
-        hostvars = (task_vars or {}).get("hostvars") or {}
         opened = (_record.read_open(args["run_path"]) or {}).get("run") or {}
         try:
             out = _attempt.close(args["step"], args["run_id"], args["run_path"], args["case_id"],
-                                 lambda node, name, default: _host_var(hostvars, node, name, default),
+                                 _runclose.host_reader((task_vars or {}).get("hostvars")),
                                  identity=args["identity"], diff=args["diff"], debug=args["debug"],
                                  debug_env=args["debug_env"], profile=_attempt.profile_text(opened),
                                  check_mode=bool(self._task.check_mode))

@@ -113,17 +113,9 @@ class ActionModule(ActionBase):
         if failed:
             return failed
         check_mode = bool(self._task.check_mode)
-        hostvars = task_vars.get("hostvars") or {}
-
-        def host_var(node, name, default=None):
-            try:
-                value = hostvars[node][name]
-            except KeyError:
-                return default
-            return default if value is None and default is not None else value
-
         try:
-            closing = _runclose.decide(p["kind"], p["path"], p["inputs"], host_var, check_mode=check_mode)
+            closing = _runclose.decide(p["kind"], p["path"], p["inputs"], _runclose.host_reader(task_vars.get("hostvars")),
+                                       check_mode=check_mode)
         except _runclose.CloseError as exc:
             return dict(failed=True, msg="run_record close (%s) of %s: %s; the run is still open"
                         % (p["kind"], p["path"], exc))

@@ -10,16 +10,9 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.repro.vllm.plugins.filter.judge import _mapping
 from ansible_collections.repro.vllm.plugins.module_utils import _ladder
 from ansible_collections.repro.vllm.plugins.module_utils._command import CommandError
-
-
-def _mapping(value, what, filter_name):
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise AnsibleFilterError("%s: %s must be a dict, got %s" % (filter_name, what, type(value).__name__))
-    return value
 
 
 def step(kind, **inputs):

@@ -53,6 +53,21 @@ class Closing:
         self.console, self.fail, self.result = list(console or []), fail, dict(result or {})
 
 
+def host_reader(hostvars):
+    """``host_var(node, name, default)`` over the play's ``hostvars`` (what each node's tasks registered): ``default``
+    where the node or the variable is not there, or the variable is null and a default is given."""
+    hostvars = hostvars or {}
+
+    def host_var(node, name, default=None):
+        try:
+            value = hostvars[node][name]
+        except KeyError:
+            return default
+        return default if value is None and default is not None else value
+
+    return host_var
+
+
 def identity_text(opened):
     """The run's identity from its open (``open.json`` ``run``) as the run sheets print it."""
     return _attempt.profile_text(opened)
