@@ -159,8 +159,8 @@ def close_incomplete(run_path, opened, error, step=None, host=None, task=None, c
     short = text if len(text) <= 600 else text[:597] + "..."
     where = ("check mode: nothing was written" if check_mode else
              "It is frozen as incomplete at %s (incomplete.json); hand-off, diff and score take it as such" % run_path)
-    fail = "%s (%s) could not be closed: %s: %s. %s." % (run_id, step or opened.get("purpose") or "run", task or "?",
-                                                          short, where)
+    what = step or opened.get("purpose") or "run"
+    fail = "%s (%s) could not be closed: %s: %s. %s." % (run_id, what, task or "?", short, where)
     console = [] if check_mode else ["record | %s frozen as incomplete: %s" % (run_path, reason)]
     return Closing("incomplete", [part], meta, console, fail)
 

@@ -190,7 +190,7 @@ options:
       - V(fleet) a fingerprint or audit run - fleet.json from each expected host's registered C(repro.vllm.host_record)
         result (C(_repro_vllm_host_record); a host without one is C(lost), an unreachable one C(unreachable)), the run
         sheet, status C(ok) or C(failed); the task fails after the freeze when a host is not complete
-        (O(inputs.fail_on_incomplete)) or O(inputs.error) is given.
+        (C(fail_on_incomplete) of O(inputs)) or C(error) of O(inputs) is given.
       - V(attempt) one step of the ladder - every node's log classified once together, the verdict and the parts
         (what M(repro.vllm.attempt_close) decides), then the freeze.
       - V(collective) the collective checkpoint - every rank's log of every node classified together, the verdict.
