@@ -188,3 +188,23 @@ def test_the_open_says_where_the_run_lives_on_every_host(tmp_path):
     other = _action({"state": "create", "root": str(tmp_path / "other"), "case_id": "case", "hosts": ["node1"],
                      "remote_root": "/var/tmp/repro-vllm", "lease_dir": "/var/tmp/repro-vllm/.leases"})
     assert other["run_id"] == "run-001" and other["remote"]["run_dir"] != remote["run_dir"]
+
+
+def test_the_open_names_the_runs_it_sealed_and_where_the_new_one_is(tmp_path):
+    import subprocess
+    import sys
+    # a play that opened run-001 and died: its pid is a real process that has exited
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True, timeout=60)
+    owner = _record.controller_owner(str(tmp_path / "records"))
+    owner.update(pid=int(gone.stdout), pid_start_ticks=1)
+    first = _action({"state": "create", "root": str(tmp_path / "records"), "case_id": "case", "owner": owner})
+    assert not first.get("failed") and first["console"] == []  # not announced, nothing sealed
+    res = _action({"state": "create", "root": str(tmp_path / "records"), "case_id": "case", "hosts": ["node1"],
+                   "purpose": "fingerprint", "seal_interrupted": True, "announce": True, "profile": None})
+    assert res["run_id"] == "run-002" and [s["run"] for s in res["sealed"]] == ["run-001"]
+    assert res["console"][0].startswith("record | sealed run-001 of case case as incomplete (interrupted): its play")
+    assert res["console"][1].startswith("record | fingerprint run run-002 of case case for 1 host(s): %s (profile none, "
+                                        "not judged; records root %s; repro.vllm " % (res["path"], res["records_root"]))
+    with open(os.path.join(first["path"], "manifest.json")) as fh:
+        assert json.load(fh)["metadata"]["seal_reason"] == "interrupted"
