@@ -198,12 +198,17 @@ def test_no_secret_in_the_package_nor_in_the_records(packed, tmp_path):
     log = (packed["case_dir"] / "run-002" / "hosts" / "localhost" / "logs" / "server.log").read_text()
     assert "non-default args" in log and "hf_token" in log and PLANTED["argv_hf"] not in log
     # keyed markers (docs/handoff.md): the same secret has the same <redacted:KIND:HEX8> in every file the controller
-    # wrote with the case key: command.json, outcome.json, notes.md, terminal.log (vLLM masks hf_token as '***' in
-    # its own log, so the log holds no value to mark)
+    # wrote with the case key: command.json, outcome.json, notes.md, and terminal.log wherever it names it (vLLM
+    # masks hf_token as '***' in its own log, so the log holds no value to mark; the close's decisions are not in
+    # terminal.log since the close and the freeze are one task, and vllm_server's own results carry the plain
+    # marker of the host)
     marker = cmd["argv"][at + 1]
     assert re.match(r"^<redacted:[a-z0-9_]+:[0-9a-f]{8}>$", marker), marker
     assert "'hf_token': '***'" in log
-    assert marker in (packed["case_dir"] / "run-002" / "terminal.log").read_text()
+    kind = marker.split(":")[1]
+    terminal = (packed["case_dir"] / "run-002" / "terminal.log").read_text()
+    assert set(re.findall(r"<redacted:%s:[0-9a-f]{8}>" % kind, terminal)) <= {marker}
+    assert PLANTED["argv_hf"] not in terminal
     assert re.match(r"^<redacted:[a-z0-9_]+:[0-9a-f]{8}>$", cmd["env_set_by_run"]["OPENAI_API_KEY"])
     assert re.match(r"^<redacted:[a-z0-9_]+:[0-9a-f]{8}>$", cmd["env"]["WANDB_API_KEY"]), cmd["env"]
     outcome = json.loads((packed["case_dir"] / "run-002" / "outcome.json").read_text())
