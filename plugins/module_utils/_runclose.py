@@ -59,8 +59,15 @@ def host_reader(hostvars):
     hostvars = hostvars or {}
 
     def host_var(node, name, default=None):
+        # membership first: Ansible's hostvars answer a host outside the inventory (a host named in the run that
+        # never was one) with an undefined value that fails when looked into outside a template
         try:
-            value = hostvars[node][name]
+            if node not in hostvars:
+                return default
+            host = hostvars[node]
+            if name not in host:
+                return default
+            value = host[name]
         except KeyError:
             return default
         return default if value is None and default is not None else value

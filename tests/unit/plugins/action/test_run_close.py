@@ -208,3 +208,9 @@ def test_the_open_names_the_runs_it_sealed_and_where_the_new_one_is(tmp_path):
                                         "not judged; records root %s; repro.vllm " % (res["path"], res["records_root"]))
     with open(os.path.join(first["path"], "manifest.json")) as fh:
         assert json.load(fh)["metadata"]["seal_reason"] == "interrupted"
+
+
+def test_the_host_reader_answers_the_default_for_a_host_or_variable_that_is_not_there():
+    read = _runclose.host_reader({"node1": {"a": 1, "b": None}})
+    assert read("node1", "a") == 1 and read("node1", "b", 5) == 5 and read("node1", "b") is None
+    assert read("node1", "c", "x") == "x" and read("never-reported", "a", {}) == {}
