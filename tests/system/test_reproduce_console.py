@@ -23,6 +23,10 @@ PLAY = """
         state: create
         root: "{{ root }}"
         case_id: console
+        hosts: [localhost]
+        purpose: console-test
+        # the action hands back its console line (where the run is); no debug task repeats it
+        announce: true
       register: created
 
     - name: The run of this play
@@ -103,6 +107,9 @@ def test_console_default_verbosity_shows_progress_failures_and_table(tmp_path):
     lines = out.splitlines()
     assert "== Console | a reproduction in small" in lines
     assert "reproduce | localhost | run-001 minimal | server ready in 3.1 s" in lines
+    # an action's console lines are printed as they are (run_record's open, announced), nothing else of its result
+    opened = [line for line in lines if line.startswith("record | console-test run run-001 of case console for 1 host(s): ")]
+    assert len(opened) == 1 and "(profile none, not judged; records root " in opened[0], out
     assert "localhost | FAILED | Fails on purpose | the server on localhost did not start; see its log" in lines
     assert "TASK [" not in out and "plumbing-output" not in out and "ok: [localhost]" not in out
     # a progress task with a loop: one line per item, not the loop's own "All items completed"
@@ -114,7 +121,7 @@ def test_console_default_verbosity_shows_progress_failures_and_table(tmp_path):
     assert row[:7] == ["localhost", "FAILED", "at", "long_context", "config", "config_error", "(server)"]
     assert row[7].endswith("/records/console/run-001")
     assert any(line.startswith("recap localhost: ok=") for line in lines)
-    assert len(lines) < 17, out
+    assert len(lines) < 18, out
 
 
 def test_console_verbose_is_the_full_stream(tmp_path):

@@ -214,3 +214,12 @@ def test_the_host_reader_answers_the_default_for_a_host_or_variable_that_is_not_
     read = _runclose.host_reader({"node1": {"a": 1, "b": None}})
     assert read("node1", "a") == 1 and read("node1", "b", 5) == 5 and read("node1", "b") is None
     assert read("node1", "c", "x") == "x" and read("never-reported", "a", {}) == {}
+
+
+def test_a_relative_records_root_is_the_same_folder_at_the_open_and_at_the_prune(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    opened = _action({"state": "create", "root": "rec", "case_id": "case", "hosts": []})
+    assert opened["records_root"] == str(tmp_path / "rec") and opened["root_given"] == "rec"
+    _action({"state": "close", "kind": "decisions", "path": opened["path"]})
+    found = _action({"state": "prunable", "root": "rec", "older_than": 0})
+    assert not found.get("failed") and found["run_uids"] == [opened["run_uid"]], found
