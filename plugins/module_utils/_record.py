@@ -968,7 +968,7 @@ def remote_places(res, p, owner):
     (``<remote_root>/runs/<run_uid>``; each host's part is ``hosts/<host>`` under it, its state ``.state/<host>``),
     the host-wide ``lease_file`` (``<lease_dir>/<run_uid>.json``) with the ``lease`` identity its servers are leased
     with, and the ``labels`` of its containers."""
-    uid = res.get("run_uid") or "check-mode"
+    uid = res["run_uid"]  # plan_run (check mode) names one too
     controller = (owner or {}).get("controller")
     out = {"run_dir": "%s/runs/%s" % (p["remote_root"].rstrip("/"), uid),
            "lease": {"run_uid": uid, "case_id": res.get("case_id"), "run_id": res.get("run_id"),

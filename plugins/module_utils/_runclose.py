@@ -75,17 +75,12 @@ def host_reader(hostvars):
     return host_var
 
 
-def identity_text(opened):
-    """The run's identity from its open (``open.json`` ``run``) as the run sheets print it."""
-    return _attempt.profile_text(opened)
-
-
 # ------------------------------------------------------------------------------------------------------ fleet
 def fleet_notes(case_id, run_id, opened, fleet):
     """notes.md of a fingerprint or audit run: purpose, the profile judged, the hosts, one row per host."""
     lines = ["# Run sheet: %s / %s" % (case_id, run_id), "",
              "- purpose: %s" % (opened.get("purpose") or "-"),
-             "- profile: %s" % identity_text(opened),
+             "- profile: %s" % _attempt.profile_text(opened),
              "- hosts: %s" % ", ".join(str(h.get("host")) for h in fleet), "",
              "| host | status | detail |", "|---|---|---|"]
     for h in fleet:
