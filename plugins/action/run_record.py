@@ -15,6 +15,14 @@ What only the controller can know, checked or filled in before the module runs:
   process's real working directory (``os.getcwd()``).  Ansible runs local modules from the playbook's folder,
   which put records inside the installed collection.
 
+``check_variables`` and ``compatibility`` of ``state=create`` (the gate before any host is contacted, in the open's
+one task): every variable of the job checked against the argument specs of the named roles (what
+``ansible.builtin.validate_argument_spec`` did in a task of its own, with the same merged spec and the same message),
+then the compatibility profile loaded and validated (what ``repro.vllm.compatibility state=profile`` did); the run is
+recorded as judged against it.  ``inputs.judge`` of ``state=close kind=fleet``: the compatibility judge of the run's
+hosts, done by the close itself when the run's open judged it (compatibility.json is one of the close's parts; a judge
+that cannot read a host's part leaves the run frozen without it and fails the task after the freeze).
+
 Where the task's connection is local and nothing is become (the controller-side steps of every run: create,
 write fleet.json and notes.md, freeze, verify, all ``delegate_to: localhost``), the action does the state in this
 process with the module's own argument spec and code (``_record.run_task``) instead of shipping the module and
@@ -26,11 +34,15 @@ from __future__ import annotations
 
 import os
 
+from ansible.errors import AnsibleActionFail, AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.repro.vllm.plugins.module_utils import _record, _runclose, _targets
+from ansible_collections.repro.vllm.plugins.action.compatibility import PART as COMPAT_PART
+from ansible_collections.repro.vllm.plugins.action.compatibility import judge_run, load_matrix, load_profile
+from ansible_collections.repro.vllm.plugins.filter.playbook_spec import argument_spec as playbook_argument_spec
+from ansible_collections.repro.vllm.plugins.module_utils import _compat, _record, _runclose, _targets
 
 
 class ActionModule(ActionBase):
@@ -39,6 +51,14 @@ class ActionModule(ActionBase):
         args = dict(self._task.args)
         if args.get("collection_version") in (None, "", "unknown"):
             args["collection_version"] = _record.read_collection_version()
+        gate_console = []
+        if args.get("state") == "create" and (args.get("check_variables") or args.get("compatibility") is not None):
+            # the gate before anything is created or any host contacted: the variables, then the profile
+            gated = self._gate(args, task_vars or {})
+            if gated.get("failed"):
+                result.update(gated)
+                return result
+            gate_console = gated["console"]
         if args.get("state") == "create" and args.get("hosts_pattern") is not None:
             # before anything is created, anywhere; only the controller knows the inventory and the --limit
             refused = self._targets_refused(args, task_vars or {})
@@ -72,8 +92,65 @@ class ActionModule(ActionBase):
                                                   "resolved against the working directory %s;"
                                                   % (args["root"], root, result["cwd"]))
                                      for line in result["console"]]
+        if gate_console:
+            result["console"] = gate_console + list(result.get("console") or [])
         result.setdefault("collection_version", args["collection_version"])
         return result
+
+    def _gate(self, args, task_vars):
+        """``check_variables`` then ``compatibility`` of a create: ``{console}`` (the profile's line; ``args`` then
+        carries the judged profile as ``profile``), or a failed result naming what was refused."""
+        checked, failed = self._validated(dict(args))
+        if failed:
+            return failed
+        roles = checked.get("check_variables") or []
+        if roles:
+            try:
+                spec = playbook_argument_spec(list(roles))
+            except AnsibleFilterError as exc:
+                return dict(failed=True, msg=str(exc))
+            # as ansible.builtin.validate_argument_spec does: the values the job has for the spec's variables
+            given = self._templar.template(dict((name, task_vars[name]) for name in spec if name in task_vars))
+            errors = ArgumentSpecValidator(spec).validate(given, validate_role_argument_spec=True).error_messages
+            if errors:
+                return dict(failed=True, msg="Validation of arguments failed:\n%s" % "\n".join(errors),
+                            argument_errors=errors, checked_roles=list(roles))
+        compat = checked.get("compatibility")
+        if compat is None:
+            return {"console": []}
+        if not compat["enabled"]:
+            args["profile"] = _record.judged_profile(None)
+            return {"console": []}
+        try:
+            load_matrix()
+            profile = load_profile(compat["profile"], compat["profile_file"])
+        except _compat.ProfileError as exc:
+            return dict(failed=True, msg="compatibility profile refused before any host is touched: %s" % exc)
+        args["profile"] = _record.judged_profile(profile)
+        return {"console": ["compatibility | profile %s (%s) is valid" % (profile["name"], profile["origin"])]}
+
+    @staticmethod
+    def _judge(run_path, opened, judge, hosts, check_mode):
+        """The compatibility judge of a fleet close (``inputs.judge``): ``(result, part, error)`` - the result the
+        compatibility action hands back (run_path, verdict, lines, compatibility), compatibility.json as a part of
+        the close, or the error that leaves the run frozen without it. Nothing when the open did not judge the run."""
+        if check_mode:
+            msg = "check mode: the run %s was not created, nothing to judge" % run_path
+            return {"run_path": run_path, "verdict": "unchecked", "lines": [msg], "compatibility": {},
+                    "skipped": True}, None, None
+        if (opened.get("profile_source") or _record.PROFILE_NOT_JUDGED) == _record.PROFILE_NOT_JUDGED:
+            return {"run_path": run_path, "verdict": "unchecked", "lines": [], "compatibility": {},
+                    "msg": "not judged (the run's open judged no profile)"}, None, None
+        try:
+            profile = load_profile(judge.get("profile"), judge.get("profile_file"))
+            doc = judge_run(profile, load_matrix(), run_path, hosts, bool(judge.get("allow_foreign")))
+        except _compat.ProfileError as exc:
+            return None, None, "compatibility profile: %s" % exc
+        except AnsibleActionFail as exc:
+            return None, None, exc.message
+        lines = _compat.console_lines(doc)
+        return ({"run_path": run_path, "verdict": doc["verdict"], "lines": lines, "compatibility": doc},
+                {"part": COMPAT_PART, "json": doc}, None)
 
     @staticmethod
     def _targets_refused(args, task_vars):
@@ -113,27 +190,42 @@ class ActionModule(ActionBase):
         if failed:
             return failed
         check_mode = bool(self._task.check_mode)
+        inputs = dict(p["inputs"] or {})
+        judged, judge_part, judge_console = None, [], []
+        if p["kind"] == "fleet" and inputs.get("judge") is not None:
+            opened = (_record.read_open(p["path"]) or {}).get("run") or {}
+            hosts = inputs.get("hosts") if inputs.get("hosts") is not None else opened.get("hosts") or []
+            judged, part, error = self._judge(p["path"], opened, inputs["judge"], hosts, check_mode)
+            if error:
+                # the run is still frozen (without compatibility.json); the task fails after the freeze with it
+                inputs["error"] = inputs.get("error") or error
+            elif part:
+                judge_part = [part]
+                judge_console = judged["lines"][:1] + ["compatibility | %s" % line for line in judged["lines"][1:]]
+        inputs.pop("judge", None)
         try:
-            closing = _runclose.decide(p["kind"], p["path"], p["inputs"], _runclose.host_reader(task_vars.get("hostvars")),
+            closing = _runclose.decide(p["kind"], p["path"], inputs, _runclose.host_reader(task_vars.get("hostvars")),
                                        check_mode=check_mode)
         except _runclose.CloseError as exc:
             return dict(failed=True, msg="run_record close (%s) of %s: %s; the run is still open"
                         % (p["kind"], p["path"], exc))
         out = dict(closing.result, changed=False, path=p["path"], status=closing.status, kind=p["kind"])
+        if judged is not None:
+            out["compatibility"] = judged
         if check_mode:
-            out["console"] = closing.console + ["record | %s (check mode: nothing written)" % p["path"]]
+            out["console"] = judge_console + closing.console + ["record | %s (check mode: nothing written)" % p["path"]]
             if closing.fail and p["kind"] == "incomplete":
                 # the play stops with the real error in check mode too; only a run's close after a freeze says more
                 out.update(failed=True, msg=closing.fail)
             return out
         metadata = dict(p["metadata"] or {})
         metadata.update(closing.metadata)
-        frozen, error = _record.run_task(dict(p, state="freeze", parts=list(p["parts"] or []) + closing.parts,
+        frozen, error = _record.run_task(dict(p, state="freeze", parts=list(p["parts"] or []) + judge_part + closing.parts,
                                               status=closing.status, metadata=metadata, verify=True))
         out.update(frozen)
         if error:
             return dict(out, failed=True, msg=error)
-        out["console"] = closing.console + ["record | %s frozen (%s), %s files verified"
+        out["console"] = judge_console + closing.console + ["record | %s frozen (%s), %s files verified"
                                             % (p["path"], closing.status, frozen.get("checked"))]
         if closing.fail:
             out.update(failed=True, msg=closing.fail)

