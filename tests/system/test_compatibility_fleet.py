@@ -48,21 +48,20 @@ def test_another_driver_branch_stops_reproduce_after_the_frozen_run(tmp_path, ss
     r = run_playbook(tmp_path, "playbooks/fingerprint.yml", inv,
                      dict(base, repro_vllm_profile="kimi-k3-h200", repro_vllm_profile_file=str(profile)), ident="both")
     assert r.status == "failed"
-    refused = [res for _h, ev, res in task_results(r, "Validate the compatibility profile") if ev == "runner_on_failed"]
+    refused = [res for _h, ev, res in task_results(r, "Open the next run of case") if ev == "runner_on_failed"]
     assert refused and "'repro_vllm_profile_file'" in refused[0]["msg"] and "not both" in refused[0]["msg"]
+    assert refused[0]["msg"].startswith("compatibility profile refused before any host is touched")
     assert not (tmp_path / "records").exists() and not (tmp_path / "remote").exists()
-    # no host is contacted: the profile play runs once on the controller for the targets' play (so --limit without
-    # localhost still judges); events may name a node only for that play's controller-side tasks
+    # no host is contacted: the open's gate (the variables, then the profile) runs once on the controller for the
+    # targets' play (so --limit without localhost still judges); events may name a node only for that play's
+    # controller-side tasks
     on_nodes = [e["event_data"] for e in r.events if e.get("event_data", {}).get("host") in ("node01", "node02")]
-    # (and the variable check that comes first: validate_argument_spec, run once, connects to nothing)
     assert {d.get("play") for d in on_nodes} <= {
         "Fingerprint | check every variable and the profile, open the run on the controller"}
-    assert {d.get("task_action") for d in on_nodes} <= {
-        "ansible.builtin.include_role", "ansible.builtin.set_fact", "repro.vllm.compatibility",
-        "ansible.builtin.validate_argument_spec"}
-    # the one task that decides and refuses ran on the controller (delegated), once
+    # (the records sink's listing, skipped without a sink, and the open)
+    assert {d.get("task_action") for d in on_nodes} <= {"ansible.builtin.include_role", "repro.vllm.run_record"}
     # the one task that decides and refuses ran once; it is a controller-side action (no connection is opened)
-    assert len([d for d in on_nodes if d.get("task_action") == "repro.vllm.compatibility" and "duration" in d]) == 1
+    assert len([d for d in on_nodes if d.get("task_action") == "repro.vllm.run_record" and "duration" in d]) == 1
 
     # the reproduction: node02's r570 driver is refused, the run is frozen with compatibility.json, vLLM never starts
     r = run_playbook(tmp_path, "playbooks/reproduce.yml", inv,

@@ -258,9 +258,9 @@ def test_package_with_a_profile_file_replays_and_the_override_works(work, failin
     assert "profile cpu-smoke (repro_vllm_profile)" in out
     # the profile check's own line (its console result, printed by repro.vllm.console; this job's stdout is the
     # default callback's)
-    checked = [res for _h, ev, res in task_results(r, "Validate the compatibility profile") if ev == "runner_on_ok"]
+    checked = [res for _h, ev, res in task_results(r, "Open the next run of case") if ev == "runner_on_ok"]
     assert checked and checked[0]["console"][0].startswith("compatibility | profile cpu-smoke"), checked
-    assert checked[0]["judged"] == {"name": "cpu-smoke", "source": "shipped"}
+    assert checked[0]["profile"] == {"name": "cpu-smoke", "source": "shipped"}
     assert "not both" not in out
     assert not (w / "receiver-override").exists() or os.listdir(str(w / "receiver-override")) == []
 
