@@ -32,6 +32,7 @@ connection (a managed node, or ``become``) runs the module there as before.
 
 from __future__ import annotations
 
+import json
 import os
 
 from ansible.errors import AnsibleActionFail, AnsibleFilterError
@@ -111,6 +112,11 @@ class ActionModule(ActionBase):
                 return dict(failed=True, msg=str(exc))
             # as ansible.builtin.validate_argument_spec does: the values the job has for the spec's variables
             given = self._templar.template(dict((name, task_vars[name]) for name in spec if name in task_vars))
+            try:
+                # plain values, so a refusal quotes the value given ('ten'), not the class Ansible wraps it in
+                given = json.loads(json.dumps(given))
+            except (TypeError, ValueError):
+                pass
             errors = ArgumentSpecValidator(spec).validate(given, validate_role_argument_spec=True).error_messages
             if errors:
                 return dict(failed=True, msg="Validation of arguments failed:\n%s" % "\n".join(errors),

@@ -41,6 +41,8 @@ _MAX_EARLY_LINES = 2000
 # plugins/callback/ -> plugins/
 _PLUGINS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PRELOADED = []
+# a safe loader (CSafeLoader or SafeLoader)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _deprecated_filters():
@@ -48,7 +50,8 @@ def _deprecated_filters():
     prints no deprecation warning for it (ansible-core warns whenever such a name is looked up)."""
     try:
         with open(os.path.join(os.path.dirname(_PLUGINS), "meta", "runtime.yml")) as fh:
-            routing = (yaml.safe_load(fh) or {}).get("plugin_routing", {}).get("filter", {})
+            # libyaml's loader where PyYAML has it: read when every playbook starts, ping included (40 ms -> 3 ms)
+            routing = (yaml.load(fh, Loader=_LOADER) or {}).get("plugin_routing", {}).get("filter", {})  # nosec B506
     except (OSError, yaml.YAMLError, AttributeError):
         return set()
     return {name for name, entry in routing.items() if isinstance(entry, dict) and "deprecation" in entry}
