@@ -522,7 +522,8 @@ def _task(args, check_mode=False):
 
 
 def test_a_run_that_is_not_judged_loads_nothing_and_still_answers_with_a_verdict():
-    # the profile play registers this as _repro_vllm_compat_profile; `enabled` gates the judge play
+    # the compatibility role's profile entry point registers this as _repro_vllm_compat_profile (the playbooks' open
+    # checks the profile itself, with the same loader: run_record create's `compatibility`)
     res = _task({"state": "profile", "enabled": False, "profile": "no-such-profile"})
     assert res["enabled"] is False and res["verdict"] == "unchecked" and "profile" not in res
     res = _task({"state": "profile", "profile": "kimi-k3-h200"})
@@ -535,7 +536,7 @@ def test_a_run_that_is_not_judged_loads_nothing_and_still_answers_with_a_verdict
 def test_the_judge_writes_compatibility_json_into_the_open_run_in_the_same_task(tmp_path):
     run = _run_with_parts(tmp_path, {"node01": {"host": "node01", "gpu": real(H200)}})
     res = _task({"run_path": run, "hosts": ["node01"], "profile": "kimi-k3-h200", "write": True})
-    # registered as repro_vllm_compatibility_result: what enforce.yml reads after the freeze
+    # registered as repro_vllm_compatibility_result (audit.yml; fingerprint.yml's close hands the same keys back)
     assert res["run_path"] == run and res["verdict"] in ("pass", "fail") and res["lines"]
     with open(os.path.join(run, "compatibility.json")) as fh:
         assert json.load(fh) == res["compatibility"]
