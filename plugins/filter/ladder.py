@@ -63,9 +63,16 @@ def fail_on_finding(verdict, enabled=True):
     return _ladder.fail_on_finding(verdict, boolean(enabled, strict=False))
 
 
+def one_variable_gate(step, diff, case_id=None):
+    """May the attempt start: refused when its step must change only its one variable and the diff finds more."""
+    return _ladder.one_variable_gate(_mapping(step, "the input (the step)", "one_variable_gate"),
+                                     _mapping(diff, "diff", "one_variable_gate"), case_id)
+
+
 class FilterModule:
     """repro.vllm ladder: its steps and its decisions."""
 
     def filters(self):
         return {"_step": step, "_ladder_window": ladder_window, "_last_good": last_good, "_layer_skip": layer_skip,
-                "_layer_status": layer_status, "_rollback_row": rollback_row, "_fail_on_finding": fail_on_finding}
+                "_layer_status": layer_status, "_rollback_row": rollback_row, "_fail_on_finding": fail_on_finding,
+                "_one_variable_gate": one_variable_gate}

@@ -367,3 +367,25 @@ def fail_on_finding(verdict, enabled=True):
     if not enabled or not isinstance(verdict, dict):
         return False
     return verdict.get("finding") is not None or bool(verdict.get("refused"))
+
+
+def one_variable_gate(step, diff, case_id=None):
+    """May this step start? A step that must change only its one variable (``enforce_one_variable``: a ladder layer
+    against the last good run) is refused when the record diff against that run (``record_diff``'s answer) finds
+    more. Returns ``{"refused", "attempt", "line"}``: the refused attempt's record (what the attempt role hands on
+    for a run it never opened) and its console line, both None when the step may start."""
+    step = step or {}
+    diff = diff or {}
+    if not step.get("enforce_one_variable") or diff.get("one_variable"):
+        return {"refused": False, "attempt": None, "line": None}
+    seen = []
+    for item in diff.get("unexpected") or []:
+        name = "%s:%s" % (item.get("variable"), item.get("key"))
+        if name not in seen:
+            seen.append(name)
+    summary = "refused: %s would differ from the last good run %s in more than its one variable: %s" % (
+        step.get("name"), (step.get("previous") or {}).get("run"), ", ".join(seen))
+    attempt = {"case_id": case_id, "step": step.get("name"), "nodes": step.get("nodes"), "layer": step.get("layer"),
+               "refused": True, "run": None, "path": None, "ok": False, "stage": None, "error_class": None,
+               "summary": summary, "diff": diff}
+    return {"refused": True, "attempt": attempt, "line": summary}

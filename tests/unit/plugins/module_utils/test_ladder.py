@@ -277,3 +277,29 @@ def test_layer_skip_reads_the_derivation_itself():
     assert _ladder.layer_skip(unknown, derived=derived) == "the production command has nothing for it"
     assert _ladder.layer_skip(unknown, derived=None) == (
         "the production command has nothing for it (no production command, or repro_vllm_ladder_production is false)")
+
+
+def test_the_one_variable_gate_lets_a_layer_start_or_refuses_it_naming_every_difference():
+    from ansible_collections.repro.vllm.plugins.module_utils._diff import record_diff
+    good = _run("run-003", identity=True)
+    step = _layer("long_context", good)
+    current = load(os.path.join(LAYER_CASE, "run-004", "changes.json"))["current"]
+    # the real long_context run against its last good run: only its one variable changed
+    diff = record_diff(current, good["identity"], allowed=step.get("allowed") or [], previous_run="run-003")
+    assert step["enforce_one_variable"] is True and diff["one_variable"] is True
+    assert _ladder.one_variable_gate(step, diff, "cpu-layer") == {"refused": False, "attempt": None, "line": None}
+    # the same run against the minimal run (run-002): prefix caching differs too, which this layer does not allow
+    minimal = load(os.path.join(LAYER_CASE, "run-002", "changes.json"))["current"]
+    more = record_diff(current, minimal, allowed=step.get("allowed") or [], previous_run="run-002")
+    assert more["one_variable"] is False and more["unexpected"]
+    gate = _ladder.one_variable_gate(dict(step, previous={"run": "run-002"}), more, "cpu-layer")
+    names = sorted({"%s:%s" % (u["variable"], u["key"]) for u in more["unexpected"]})
+    assert gate["refused"] is True and gate["line"] == gate["attempt"]["summary"]
+    assert gate["line"].startswith("refused: long_context would differ from the last good run run-002 in more than "
+                                   "its one variable: ")
+    assert sorted(gate["line"].split(": ", 2)[2].split(", ")) == names
+    attempt = gate["attempt"]
+    assert (attempt["refused"], attempt["run"], attempt["ok"], attempt["case_id"]) == (True, None, False, "cpu-layer")
+    assert attempt["nodes"] == step["nodes"] and attempt["layer"] == step["layer"] and attempt["diff"] is more
+    # a step that need not change only one variable (the minimal start, a repeat) always starts
+    assert _ladder.one_variable_gate(_minimal(), more)["refused"] is False
