@@ -33,16 +33,11 @@ def minimal_build(program, model, host=None, port=None, served_model_name=None, 
 
 
 def needs_remote_code(model_config, setting="auto"):
-    """Whether the start needs ``--trust-remote-code``: ``setting`` true/false forces it; ``auto`` asks
-    ``_command.needs_remote_code`` (the model's config.json has ``auto_map``); an unknown config is false."""
-    value = str(setting).strip().lower()
-    if value in ("true", "yes", "1", "on"):
-        return True
-    if value in ("false", "no", "0", "off"):
-        return False
-    if value != "auto":
-        raise AnsibleFilterError("needs_remote_code: the setting is %r; use auto, true or false" % (setting,))
-    return bool(_command.needs_remote_code(model_config if isinstance(model_config, dict) else None))
+    """Whether the start needs ``--trust-remote-code``; see _command.remote_code_setting."""
+    try:
+        return _command.remote_code_setting(model_config, setting)
+    except _command.CommandError as exc:
+        raise AnsibleFilterError("needs_remote_code: %s" % exc)
 
 
 def node_placement(nodes, node, master_addr="", master_port=None):

@@ -7,6 +7,9 @@ finding fails the job."""
 
 from __future__ import annotations
 
+import base64
+import json
+
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
@@ -69,10 +72,32 @@ def one_variable_gate(step, diff, case_id=None):
                                      _mapping(diff, "diff", "one_variable_gate"), case_id)
 
 
+def minimal_plan(nodes, model_ref, model_config_raw=None, host_name=None, **inputs):
+    """The base of every attempt (_ladder.minimal_plan) with the model's config.json as the slurp on the head read it
+    (``model_config_raw``: its registered result; not read - no ``content``); ``host_name`` prefixes the console
+    lines (``reproduce | <host> | ...``)."""
+    config = {}
+    content = (model_config_raw or {}).get("content") if isinstance(model_config_raw, dict) else None
+    if content:
+        try:
+            config = json.loads(base64.b64decode(content).decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise AnsibleFilterError("minimal_startup: the model's config.json (%s/config.json on the head) is not JSON: "
+                                     "%s; fix the file, or set repro_vllm_trust_remote_code to true or false"
+                                     % (model_ref, exc))
+    try:
+        plan = _ladder.minimal_plan(list(nodes or []), model_ref, model_config=config, **inputs)
+    except _ladder.LadderError as exc:
+        raise AnsibleFilterError("minimal_startup: %s" % exc)
+    if host_name:
+        plan["lines"] = ["reproduce | %s | %s" % (host_name, line) for line in plan["lines"]]
+    return plan
+
+
 class FilterModule:
     """repro.vllm ladder: its steps and its decisions."""
 
     def filters(self):
         return {"_step": step, "_ladder_window": ladder_window, "_last_good": last_good, "_layer_skip": layer_skip,
                 "_layer_status": layer_status, "_rollback_row": rollback_row, "_fail_on_finding": fail_on_finding,
-                "_one_variable_gate": one_variable_gate}
+                "_one_variable_gate": one_variable_gate, "_minimal_plan": minimal_plan}

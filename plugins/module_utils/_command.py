@@ -440,6 +440,19 @@ def needs_remote_code(model_config):
     return bool(model_config.get("auto_map"))
 
 
+def remote_code_setting(model_config, setting="auto"):
+    """Whether the start passes ``--trust-remote-code``: ``setting`` true/false forces it; ``auto`` asks
+    :func:`needs_remote_code` (an unknown config: no). Raises CommandError for any other setting."""
+    value = str(setting).strip().lower()
+    if value in ("true", "yes", "1", "on"):
+        return True
+    if value in ("false", "no", "0", "off"):
+        return False
+    if value != "auto":
+        raise CommandError("the trust_remote_code setting is %r; use auto, true or false" % (setting,))
+    return bool(needs_remote_code(model_config if isinstance(model_config, dict) else None))
+
+
 def derive_minimal(argv, env=None, keep=(), keep_env=(), model_config=None, trust_remote_code="auto", port=None):
     """Derive the minimal command from a production command.
 

@@ -20,7 +20,9 @@ Controller side; Python standard library only (plus the collection's own module_
 
 from __future__ import annotations
 
+from ansible_collections.repro.vllm.plugins.module_utils import _command
 from ansible_collections.repro.vllm.plugins.module_utils._command import apply_layers
+from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_data
 
 KINDS = ("minimal", "layer", "rollback", "repeat", "replay")
 
@@ -389,3 +391,66 @@ def one_variable_gate(step, diff, case_id=None):
                "refused": True, "run": None, "path": None, "ok": False, "stage": None, "error_class": None,
                "summary": summary, "diff": diff}
     return {"refused": True, "attempt": attempt, "line": summary}
+
+
+def _strings(mapping):
+    return dict((k, str(v)) for k, v in (mapping or {}).items())
+
+
+def minimal_plan(nodes, model_ref, model="", model_config=None, trust_remote_code="auto", vllm_bin="vllm",
+                 host="127.0.0.1", port=8000, served_model_name="", tensor_parallel_size=1, pipeline_parallel_size=1,
+                 data_parallel_size=1, platform_args=(), server_env=None, secret_env=None, production_argv=(),
+                 production_env=None, keep=(), keep_env=(), allow_unknown=False):
+    """The base of every attempt (what minimal_startup plans; nothing is started): the minimal command from the
+    variables, or derived from the production command (``production_argv``: what it removes comes back one ladder
+    layer at a time), with the platform options and the server environment on top; ``--trust-remote-code`` only when
+    the model's config.json (``model_config``, read on the head; empty when not read) asks for custom code, unless
+    ``trust_remote_code`` forces it. Returns ``{base, derived, secret_env, lines, refusal}``: ``lines`` say what the
+    derivation removed (console, without the host prefix), ``refusal`` why the plan may not start (options this
+    collection does not know, unless ``allow_unknown``; a minimal command that carries a ladder feature), else None.
+    Raises LadderError when neither a model nor a production command is given or a command cannot be read."""
+    config = model_config if isinstance(model_config, dict) else {}
+    try:
+        trc = _command.remote_code_setting(config, trust_remote_code)
+        env = _strings(server_env)
+        if production_argv:
+            derived = _command.derive_minimal([str(a) for a in production_argv], env=production_env or {},
+                                              keep=keep or (), keep_env=keep_env or (), model_config=config,
+                                              trust_remote_code=str(trust_remote_code),
+                                              port=None if port in (None, "") else port)
+            argv = _command.apply_options(derived["argv"], args=[str(a) for a in platform_args or ()])
+            env = dict(derived["env"], **env)
+            secrets = dict(derived["secret_env"], **(secret_env or {}))
+            lines = _command.derivation_lines(derived, argv=argv, allow_unknown=bool(allow_unknown))
+            refusal = _command.unknown_refusal(derived, allow=bool(allow_unknown))
+        else:
+            if not model:
+                raise LadderError("set repro_vllm_model (a model directory or hub id on the nodes), or "
+                                  "repro_vllm_production_argv (the production command as a list) to derive the minimal "
+                                  "command from it")
+            derived, lines, refusal, secrets = None, [], None, dict(secret_env or {})
+            argv = _command.build_minimal([str(vllm_bin), "serve"], str(model), host=host or None, port=port or None,
+                                          served_model_name=served_model_name or None,
+                                          tensor_parallel_size=tensor_parallel_size,
+                                          pipeline_parallel_size=pipeline_parallel_size,
+                                          data_parallel_size=data_parallel_size, trust_remote_code=trc,
+                                          platform_args=[str(a) for a in platform_args or ()])
+        held = _command.refused_options(argv, platform_flags=keep or ()) + _command.refused_env(env, allowed=keep_env or ())
+    except _command.CommandError as exc:
+        raise LadderError(str(exc))
+    if refusal is None and held:
+        layers = []
+        for item in held:
+            if item["layer"] not in layers:
+                layers.append(item["layer"])
+        refusal = ("the minimal command may hold only the model, address, parallel layout and platform options (engine "
+                   "tuning, a context length), but it holds %s, which belong to the ladder layers %s. Remove them from "
+                   "repro_vllm_platform_args / repro_vllm_server_env (the ladder adds them one at a time), or keep one "
+                   "on purpose with repro_vllm_minimal_keep / repro_vllm_minimal_keep_env."
+                   % ([h.get("item", h.get("name")) for h in held], layers))
+    base = {"nodes": list(nodes), "argv": argv, "env": env, "model": model_ref, "trust_remote_code": trc,
+            "model_config_read": len(config) > 0,
+            # with the production command itself, as given (redacted), so the hand-off shows it beside the one that ran
+            "derived": redact_data(dict(derived, production_argv=list(production_argv))) if derived is not None else None,
+            "port": int(port), "host": host}
+    return {"base": base, "derived": derived, "secret_env": secrets, "lines": lines, "refusal": refusal}

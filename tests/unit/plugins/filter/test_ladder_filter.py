@@ -14,7 +14,21 @@ from ansible_collections.repro.vllm.plugins.filter import ladder
 
 def test_the_ladder_filters_and_their_errors():
     assert set(ladder.FilterModule().filters()) == {
-        "_step", "_ladder_window", "_last_good", "_layer_skip", "_layer_status", "_rollback_row", "_fail_on_finding"}
+        "_step", "_ladder_window", "_last_good", "_layer_skip", "_layer_status", "_rollback_row", "_fail_on_finding",
+        "_one_variable_gate", "_minimal_plan"}
+    # the minimal plan: the config.json the head's slurp read (base64), the host's console prefix, its errors named
+    import base64
+    import json
+    raw = {"content": base64.b64encode(json.dumps({"auto_map": {"AutoConfig": "x.Y"}}).encode()).decode()}
+    plan = ladder.minimal_plan(["node01"], "/models/kimi", model_config_raw=raw, host_name="node01", model="/models/kimi",
+                               production_argv=["vllm", "serve", "/models/kimi", "--enable-prefix-caching"])
+    assert plan["base"]["trust_remote_code"] is True and plan["base"]["model_config_read"] is True
+    assert plan["lines"][0].startswith("reproduce | node01 | minimal | derived from the production command: ")
+    with pytest.raises(AnsibleFilterError, match=r"minimal_startup: the model's config.json \(/models/kimi/config.json"):
+        ladder.minimal_plan(["node01"], "/models/kimi", model_config_raw={"content": base64.b64encode(b"{no").decode()},
+                            model="/models/kimi")
+    with pytest.raises(AnsibleFilterError, match="minimal_startup: set repro_vllm_model"):
+        ladder.minimal_plan(["node01"], "", model_config_raw={"skipped": True})
     with pytest.raises(AnsibleFilterError, match="_step: a minimal step needs base"):
         ladder.step("minimal", request={"route": "/v1/completions"}, previous=None)
     with pytest.raises(AnsibleFilterError, match="feature_layer: repro_vllm_ladder_until is 'x', which is no ladder"):

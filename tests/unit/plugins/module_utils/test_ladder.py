@@ -303,3 +303,48 @@ def test_the_one_variable_gate_lets_a_layer_start_or_refuses_it_naming_every_dif
     assert attempt["nodes"] == step["nodes"] and attempt["layer"] == step["layer"] and attempt["diff"] is more
     # a step that need not change only one variable (the minimal start, a repeat) always starts
     assert _ladder.one_variable_gate(_minimal(), more)["refused"] is False
+
+
+PLAN = load(os.path.join(FIXTURES, "minimal-plan", "captured.json"))
+
+
+def _plan_inputs(case):
+    """minimal_plan's arguments for a case of tests/fixtures/minimal-plan/cases.yml: the role's defaults, then the
+    case's variables (as the role's tasks hand them over)."""
+    import yaml
+    with open(os.path.join(FIXTURES, "..", "..", "roles", "minimal_startup", "defaults", "main.yml")) as f:
+        v = dict(yaml.safe_load(f), **case["vars"])
+    return dict(nodes=case["nodes"], model_ref=case["model_ref"], model=v["repro_vllm_model"],
+                model_config=case.get("config") or {}, trust_remote_code=v["repro_vllm_trust_remote_code"],
+                vllm_bin=v["repro_vllm_vllm_bin"], host=v["repro_vllm_host"], port=v["repro_vllm_port"],
+                served_model_name=v["repro_vllm_served_model_name"],
+                tensor_parallel_size=v["repro_vllm_tensor_parallel_size"],
+                pipeline_parallel_size=v["repro_vllm_pipeline_parallel_size"],
+                data_parallel_size=v["repro_vllm_data_parallel_size"], platform_args=v["repro_vllm_platform_args"],
+                server_env=v["repro_vllm_server_env"], secret_env=v["repro_vllm_secret_env"],
+                production_argv=v["repro_vllm_production_argv"], production_env=v["repro_vllm_production_env"],
+                keep=v["repro_vllm_minimal_keep"], keep_env=v["repro_vllm_minimal_keep_env"],
+                allow_unknown=v["repro_vllm_allow_unknown_options"])
+
+
+@pytest.mark.parametrize("case", PLAN["cases"], ids=[c["name"] for c in PLAN["cases"]])
+def test_the_minimal_plan_is_what_the_yaml_plan_made(case):
+    """The YAML plan (roles/minimal_startup/tasks/plan.yml at e6b2485, run by ansible-core over each case:
+    tests/fixtures/minimal-plan) against _ladder.minimal_plan on the same inputs: the same base of every attempt,
+    derivation, secret environment, console lines and refusal."""
+    made = case["made"]
+    plan = _ladder.minimal_plan(**_plan_inputs(case["inputs"]))
+    if made["failed"]:
+        assert "minimal_startup: " + plan["refusal"] == made["failed"]
+        return
+    assert plan["refusal"] is None
+    assert plan["base"] == made["base"]
+    assert plan["derived"] == made["derived"] and plan["secret_env"] == made["secret_env"]
+    assert ["reproduce | node01 | %s" % line for line in plan["lines"]] == (made["lines"] or [])
+
+
+def test_the_minimal_plan_needs_a_model_or_a_production_command():
+    with pytest.raises(_ladder.LadderError, match="set repro_vllm_model"):
+        _ladder.minimal_plan(["node01"], "")
+    with pytest.raises(_ladder.LadderError, match="trust_remote_code setting is 'maybe'"):
+        _ladder.minimal_plan(["node01"], "/m", model="/m", trust_remote_code="maybe")
