@@ -74,18 +74,20 @@ def run_timed(argv, env=None, timeout=600):
     return rc, (time.monotonic() - start) * 1000.0, out.decode("utf-8", errors="replace")
 
 
-def bench_gather(gather, path_entry, opts, runs):
+def bench_gather(gather, path_entry, opts, runs, workers=None):
+    """``workers`` None: gather()'s default; 0: its commands one after another (the way before issue 22)."""
+    kwargs = {} if workers is None else {"workers": workers}
     in_proc, last = [], None
     for _run in range(runs):
         start = time.monotonic()
-        last = gather(dict(opts))
+        last = gather(dict(opts), **kwargs)
         in_proc.append((time.monotonic() - start) * 1000.0)
-    code = "import json, sys; from %s import gather; f = gather(json.loads(sys.argv[1])); print(f['present'])" % (
-        GATHER_MODULE)
+    code = ("import json, sys; from %s import gather; f = gather(json.loads(sys.argv[1]), **json.loads(sys.argv[2]));"
+            " print(f['present'])" % GATHER_MODULE)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([path_entry] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     fresh, failures = [], []
     for _run in range(runs):
-        rc, ms, out = run_timed([sys.executable, "-c", code, json.dumps(opts)], env=env)
+        rc, ms, out = run_timed([sys.executable, "-c", code, json.dumps(opts), json.dumps(kwargs)], env=env)
         if rc == 0:
             fresh.append(ms)
         else:
@@ -136,6 +138,8 @@ def main(argv=None):
     ap.add_argument("--nvidia-smi-path")
     ap.add_argument("--command-timeout", type=float, default=5.0)
     ap.add_argument("--gather", default="all", help="comma-separated sections (all)")
+    ap.add_argument("--workers", type=int, help="threads for the commands that run at once after the probe "
+                    "(gather()'s default); 0 runs them one after another, as before issue 22")
     ap.add_argument("--out", help="also write the JSON to this file")
     args = ap.parse_args(argv)
 
@@ -143,8 +147,9 @@ def main(argv=None):
     opts = {"command_timeout": args.command_timeout, "gather": args.gather.split(","),
             "nvidia_smi_path": args.nvidia_smi_path}
     result = {"host": socket.gethostname(), "python": platform.python_version(), "platform": platform.platform(),
-              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "options": opts, "not_run": []}
-    result["gather"] = bench_gather(gather, path_entry, opts, args.runs)
+              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "options": opts, "workers": args.workers,
+              "not_run": []}
+    result["gather"] = bench_gather(gather, path_entry, opts, args.runs, args.workers)
     env_summary, why = bench_collect_env(args.python, args.collect_env_runs, args.collect_env_timeout)
     result["collect_env"] = env_summary
     if why:

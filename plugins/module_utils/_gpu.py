@@ -19,10 +19,13 @@ of (``nvidia-imex-ctl -N``, ``nvidia-ctk --version``) are kept raw and not parse
 from __future__ import annotations
 
 import csv
+import functools
 import os
 import re
 import stat
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.repro.vllm.plugins.module_utils._cmd import (
     STATUS_NOT_FOUND, STATUS_OK, STATUS_TIMED_OUT, find_binary, run_cmd, summary)
@@ -33,6 +36,9 @@ SECTIONS = ("driver", "gpus", "processes", "topology", "nvlink", "fabric", "imex
 DEFAULT_TIMEOUT = 5.0
 STATUS_SKIPPED = "skipped"
 RAW_LIMIT = 65536
+# threads that run the commands independent of each other once nvidia-smi --version answered (at most 8 such
+# commands: the query chain, compute apps, topo, nvlink, ldconfig, imex-ctl and two toolkit versions)
+WORKERS = 8
 
 DEFAULT_OPTIONS = {
     "nvidia_smi_path": None,
@@ -105,6 +111,10 @@ GPU_QUERY_SAFE_FIELDS = ("index", "uuid", "name", "pci.bus_id", "driver_version"
 # Other names the driver accepts for the same field (nvsmi_help_query: '"clocks.current.sm" or "clocks.sm"').
 FIELD_ALIASES = {"clocks.sm": "clocks.current.sm", "gpu_name": "name", "gpu_uuid": "uuid", "gpu_serial": "serial",
                  "gpu_bus_id": "pci.bus_id", "clocks_throttle_reasons.active": "clocks_event_reasons.active"}
+TOPO_ARGS = ("topo", "-m")
+NVLINK_ARGS = ("nvlink", "-s")
+IMEX_CTL = "nvidia-imex-ctl"
+TOOLKIT_TOOLS = (("nvidia_ctk", "nvidia-ctk"), ("nvidia_container_cli", "nvidia-container-cli"))
 # Positional: with a header, nvidia-smi names the last column "used_gpu_memory [MiB]" although the field asked
 # for is "used_memory" (h200-1gpu-busy/busy_apps), so columns are never matched by header name.
 APPS_FIELDS = ("pid", "process_name", "gpu_uuid", "used_memory")
@@ -838,7 +848,12 @@ def _read_text(path, limit=RAW_LIMIT):
 # gathering
 
 class _Runner:
-    """Runs commands through run_cmd, keeps their summaries, and stops calling nvidia-smi after it hung once."""
+    """Runs commands through run_cmd, keeps their summaries, and stops calling nvidia-smi after it hung once.
+
+    :meth:`prefetch` runs commands that do not depend on each other at once, on a few threads, and keeps their
+    results unrecorded; :meth:`run` then hands out a prefetched result instead of running the command again and
+    records it there, so the records come in the order the gathering code asks for them, whatever finished
+    first. Only :meth:`prefetch` uses threads; everything it shares with them is the hung flag, under a lock."""
 
     def __init__(self, timeout):
         self.timeout = timeout
@@ -846,31 +861,89 @@ class _Runner:
         self.timed_out = []
         self.not_found = []
         self.skipped = []
-        self.smi_hung = None
+        self.smi_hung = None  # the first nvidia-smi call that timed out, in the order of the records
+        self._started_hung = None  # the first nvidia-smi call that timed out, in time (set by prefetch's threads)
+        self._lock = threading.Lock()
+        self._ready = {}
 
     def missing(self, name, msg):
         self.not_found.append(name)
         self.commands.append({"cmd": [name], "rc": None, "status": STATUS_NOT_FOUND, "duration_ms": 0,
                               "timeout": self.timeout, "truncated": False, "msg": msg})
 
+    def _hung(self):
+        with self._lock:
+            return self.smi_hung or self._started_hung
+
+    def _skip(self, argv, hung):
+        return {"cmd": list(argv), "rc": None, "status": STATUS_SKIPPED, "duration_ms": 0, "timeout": self.timeout,
+                "truncated": False, "stdout": "", "stderr": "",
+                "msg": "not run: '%s' timed out earlier in this task, and a wedged driver answers no later call"
+                       % hung}
+
     def run(self, argv, smi=False):
-        if smi and self.smi_hung:
-            rec = {"cmd": list(argv), "rc": None, "status": STATUS_SKIPPED, "duration_ms": 0, "timeout": self.timeout,
-                   "truncated": False,
-                   "msg": "not run: '%s' timed out earlier in this task, and a wedged driver answers no later call"
-                          % self.smi_hung}
-            self.commands.append(rec)
-            self.skipped.append(" ".join(argv))
-            return dict(rec, stdout="", stderr="")
-        res = run_cmd(argv, timeout=self.timeout)
+        queued = self._ready.get(tuple(argv))
+        if queued:
+            res = queued.pop(0)[0]  # it ran in prefetch: recorded here, in this call's place
+        else:
+            hung = self._hung() if smi else None
+            if hung:
+                res = self._skip(argv, hung)
+                self.commands.append(summary(res))
+                self.skipped.append(" ".join(argv))
+                return res
+            res = run_cmd(argv, timeout=self.timeout)
         self.commands.append(summary(res))
         if res["status"] == STATUS_TIMED_OUT:
             self.timed_out.append(" ".join(res["cmd"]))
-            if smi:
+            if smi and not self.smi_hung:
                 self.smi_hung = " ".join(res["cmd"])
         elif res["status"] == STATUS_NOT_FOUND:
             self.not_found.append(res["cmd"][0])
         return res
+
+    def prefetch(self, jobs, workers=WORKERS):
+        """Run ``jobs`` at once on up to ``workers`` threads. A job is ``(func, args)``; ``func(start, *args)``
+        runs its commands one after another with ``start(argv, smi=False)``, which runs one through run_cmd and
+        returns its result. Once an nvidia-smi call has timed out, ``start`` starts no further one: it returns a
+        skipped result and keeps it nowhere, so that :meth:`run` records the skip in its own place. The results
+        wait, in the order of the jobs, for :meth:`run`."""
+        if not jobs or workers < 1:
+            return
+        done = [[] for _job in jobs]
+
+        def start(results, argv, smi=False):
+            if smi:
+                hung = self._hung()
+                if hung:
+                    return self._skip(argv, hung)
+            res = run_cmd(argv, timeout=self.timeout)
+            if smi and res["status"] == STATUS_TIMED_OUT:
+                with self._lock:
+                    self._started_hung = self._started_hung or " ".join(res["cmd"])
+            results.append((res, smi))
+            return res
+
+        def work(func, args, results):
+            try:
+                func(functools.partial(start, results), *args)
+            except Exception:  # pylint: disable=broad-except
+                pass  # what it did not run, run() runs when the gathering asks for it, under its own guard
+
+        with ThreadPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+            for (func, args), results in zip(jobs, done):
+                pool.submit(work, func, args, results)
+        for results in done:
+            for res, smi in results:
+                self._ready.setdefault(tuple(res["cmd"]), []).append((res, smi))
+
+    def settle(self):
+        """Record what ran in prefetch but was never asked for (a section left out after the GPU query failed
+        to reach NVML), in the order of the jobs."""
+        for key in list(self._ready):
+            while self._ready[key]:
+                self.run(list(key), smi=self._ready[key][0][1])
+        self._ready = {}
 
 
 def _first_line(text):
@@ -938,14 +1011,28 @@ def _wanted(gather_opt):
     return set(items) | {"driver"}
 
 
+def _query_argv(smi, fields):
+    return [smi, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
+
+
+def _apps_argv(smi):
+    return [smi, "--query-compute-apps=" + ",".join(APPS_FIELDS), "--format=csv,noheader,nounits"]
+
+
+def _query_refused(res):
+    """True when the driver answered the --query-gpu call with a refusal (no hang, skip, missing binary or NVML
+    failure): the cue for the fallback to the safe fields."""
+    return (res["status"] not in (STATUS_OK, STATUS_TIMED_OUT, STATUS_SKIPPED, STATUS_NOT_FOUND)
+            and not detect_nvml_failure(_out(res)))
+
+
 def _query_gpus(run, smi, fields):
     """Run the --query-gpu call, falling back once to the safe field set when the driver refuses it."""
     info = {"status": None, "fields": list(fields), "fallback_used": False, "fallback_reason": None,
             "rejected_field": None, "errors": []}
-    res = run([smi, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"], smi=True)
+    res = run(_query_argv(smi, fields), smi=True)
     info["status"] = res["status"]
-    nvml = detect_nvml_failure(_out(res)) if res["status"] != STATUS_OK else None
-    if res["status"] not in (STATUS_OK, STATUS_TIMED_OUT, STATUS_SKIPPED, STATUS_NOT_FOUND) and not nvml:
+    if _query_refused(res):
         text = _out(res)
         bad = BAD_FIELD_RE.search(text)
         info["rejected_field"] = bad.group(1) if bad else None
@@ -953,7 +1040,7 @@ def _query_gpus(run, smi, fields):
             res["status"], res.get("rc"), _first_line(text) or "no output")
         fields = list(GPU_QUERY_SAFE_FIELDS)
         info.update(fields=fields, fallback_used=True)
-        res = run([smi, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"], smi=True)
+        res = run(_query_argv(smi, fields), smi=True)
         info["status"] = res["status"]
     parsed = {"gpus": [], "errors": []}
     if res["status"] == STATUS_OK:
@@ -1007,7 +1094,7 @@ def _norm_bus(bus_id):
 def _imex(facts, run, opts):
     imex = facts["imex"]
     daemon = find_binary("nvidia-imex")
-    ctl = find_binary("nvidia-imex-ctl")
+    ctl = find_binary(IMEX_CTL)
     cfg_dir = opts["imex_config_dir"]
     imex.update(daemon_path=daemon, ctl_path=ctl, config_dir=cfg_dir,
                 config_present=os.path.isfile(os.path.join(cfg_dir, "config.cfg")),
@@ -1027,7 +1114,7 @@ def _imex(facts, run, opts):
 
 
 def _toolkit(facts, run):
-    for key, name in (("nvidia_ctk", "nvidia-ctk"), ("nvidia_container_cli", "nvidia-container-cli")):
+    for key, name in TOOLKIT_TOOLS:
         path = find_binary(name)
         rec = facts["container_toolkit"][key]
         rec["path"] = path
@@ -1039,6 +1126,46 @@ def _toolkit(facts, run):
         rec["version_line"] = _first_line(_out(res))  # no capture of this output yet: first line, raw
 
 
+def _smi_chain(start, smi, fields, table):
+    """The nvidia-smi calls of gather() that wait for each other, as one prefetch job: the GPU query (``fields``;
+    None when no section needs it) with its fallback, then the default table when ``table`` (--version printed
+    no CUDA version) unless the query failed on NVML: the calls and conditions of :func:`_query_gpus` and gather()."""
+    res = None
+    if fields:
+        res = start(_query_argv(smi, fields), smi=True)
+        if _query_refused(res):
+            res = start(_query_argv(smi, GPU_QUERY_SAFE_FIELDS), smi=True)
+    if table and not (res and res["status"] != STATUS_OK and detect_nvml_failure(_out(res))):
+        start([smi], smi=True)
+
+
+def _one_command(start, argv, smi):
+    start(argv, smi=smi)
+
+
+def _prefetch_jobs(want, opts, smi, query_fields, table):
+    """The commands of gather() that need nothing but the probe's answer, as :meth:`_Runner.prefetch` jobs in the
+    order gather() asks for their results. ``smi`` is None when no nvidia-smi call may start (none found, the probe
+    hung or failed on NVML); the fabric's ``-q`` is not here: whether it runs depends on the GPUs found."""
+    jobs = []
+    if smi:
+        if query_fields or table:
+            jobs.append((_smi_chain, (smi, query_fields, table)))
+        for section, argv in (("processes", _apps_argv(smi)), ("topology", [smi, *TOPO_ARGS]),
+                              ("nvlink", [smi, *NVLINK_ARGS])):
+            if section in want:
+                jobs.append((_one_command, (argv, True)))
+    tools = []
+    if "loader" in want:
+        tools.append((_ldconfig_binary(opts["ldconfig_path"]), "-p"))
+    if "imex" in want:
+        tools.append((find_binary(IMEX_CTL), "-N"))
+    if "container_toolkit" in want:
+        tools.extend((find_binary(name), "--version") for _key, name in TOOLKIT_TOOLS)
+    jobs.extend((_one_command, ([path, arg], False)) for path, arg in tools if path)
+    return jobs
+
+
 def _guard(facts, section, func, *args):
     try:
         func(*args)
@@ -1046,12 +1173,18 @@ def _guard(facts, section, func, *args):
         facts["errors"].append({"section": section, "error": "%s: %s" % (type(exc).__name__, exc)})
 
 
-def gather(options=None):
+def gather(options=None, workers=WORKERS):
     """Collect the GPU facts of this host; never raises for a missing, failing or hung tool.
 
     ``options`` keys (all optional, see DEFAULT_OPTIONS): nvidia_smi_path, command_timeout, proc_root, dev_root,
     ldconfig_path, imex_config_dir, own_pids, gather, extra_query_fields, fabric_query (auto, always, never).
     Raises ValueError only for an unknown section name in ``gather``.
+
+    ``nvidia-smi --version`` runs first and alone: the probe. When it answered (no timeout, no NVML failure), the
+    commands that need nothing else run at once on up to ``workers`` threads (see :func:`_prefetch_jobs`); a
+    wedged driver thus gets one nvidia-smi process, never several. Their results are then read in the order of
+    the code below, so the facts and the order of ``commands`` are those of one command after another
+    (``workers=0``, which the tests compare with).
     """
     opts = dict(DEFAULT_OPTIONS)
     opts.update(dict((k, v) for k, v in (options or {}).items() if v is not None))
@@ -1097,9 +1230,15 @@ def gather(options=None):
         else:
             nvml = detect_nvml_failure(_out(res))
 
+    query_fields = list(GPU_QUERY_FIELDS) + [f for f in opts["extra_query_fields"] if f not in GPU_QUERY_FIELDS]
+    probe_answered = bool(smi) and not nvml and not runner.smi_hung
+    runner.prefetch(_prefetch_jobs(want, opts, smi if probe_answered else None,
+                                   query_fields if want & {"gpus", "processes", "fabric"} else None,
+                                   not drv["cuda_driver_version"]), workers)
+
+    if smi:
         if want & {"gpus", "processes", "fabric"} and not nvml:
-            info, gpus, qres = _query_gpus(runner.run, smi, list(GPU_QUERY_FIELDS) + [
-                f for f in opts["extra_query_fields"] if f not in GPU_QUERY_FIELDS])
+            info, gpus, qres = _query_gpus(runner.run, smi, query_fields)
             facts["gpu_query"] = info
             facts["gpus"] = gpus
             facts["gpu_count"] = len(gpus)
@@ -1125,7 +1264,7 @@ def gather(options=None):
         if "topology" in want and not nvml:
             _guard(facts, "topology", _topology, facts, runner.run, smi)
         if "nvlink" in want and not nvml:
-            res = runner.run([smi, "nvlink", "-s"], smi=True)
+            res = runner.run([smi, *NVLINK_ARGS], smi=True)
             facts["nvlink"] = {"status": res["status"], "state": nvlink_state(res), "raw": _out(res)[:RAW_LIMIT]}
         if "fabric" in want and not nvml:
             _guard(facts, "fabric", _fabric, facts, runner.run, smi, opts["fabric_query"])
@@ -1138,6 +1277,7 @@ def gather(options=None):
     if "container_toolkit" in want:
         _guard(facts, "container_toolkit", _toolkit, facts, runner.run)
 
+    runner.settle()
     _verdict(facts, nvml, version_ok, smi, proc_version, runner)
     facts.update(commands=runner.commands, timed_out=runner.timed_out, not_found=runner.not_found,
                  skipped=runner.skipped, duration_ms=int((time.monotonic() - start) * 1000))
@@ -1147,7 +1287,7 @@ def gather(options=None):
 def _processes(facts, run, smi, own_pids, proc_root, tables):
     summ = facts["processes_summary"]
     summ["own_pids"] = sorted(set(int(p) for p in own_pids or ()))
-    res = run([smi, "--query-compute-apps=" + ",".join(APPS_FIELDS), "--format=csv,noheader,nounits"], smi=True)
+    res = run(_apps_argv(smi), smi=True)
     summ["status"] = res["status"]
     if res["status"] != STATUS_OK:
         return
@@ -1194,7 +1334,7 @@ def _driver_in_use(facts, opts, tables):
 
 
 def _topology(facts, run, smi):
-    res = run([smi, "topo", "-m"], smi=True)
+    res = run([smi, *TOPO_ARGS], smi=True)
     topo = facts["topology"]
     topo["status"] = res["status"]
     topo["raw"] = _out(res)[:RAW_LIMIT] if res["status"] != STATUS_SKIPPED else None
@@ -1202,8 +1342,12 @@ def _topology(facts, run, smi):
         topo.update(parse_topology(res["stdout"]))
 
 
+def _ldconfig_binary(explicit):
+    return find_binary("ldconfig", explicit=explicit, extra_dirs=("/sbin", "/usr/sbin"))
+
+
 def _loader(facts, runner, explicit):
-    ldconfig = find_binary("ldconfig", explicit=explicit, extra_dirs=("/sbin", "/usr/sbin"))
+    ldconfig = _ldconfig_binary(explicit)
     loader = facts["loader"]
     loader["ldconfig_path"] = ldconfig
     if not ldconfig:

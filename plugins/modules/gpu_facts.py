@@ -33,8 +33,13 @@ description:
   - C(nvidia-smi topo -m) raw and as a matrix, C(nvidia-smi nvlink -s) (no output means no NVLink),
     the fabric state and clique of each GPU, IMEX tools and configuration, C(/dev/nvidia*) nodes, the
     libcuda/libnccl/libnvidia-ml entries of the loader cache, and the container toolkit version.
-  - Cheap reads come first. Each command has its own timeout. After the first C(nvidia-smi) call that times out
-    no further C(nvidia-smi) call is made (a wedged driver answers none) and the skipped calls are listed.
+  - Cheap reads come first. Each command has its own timeout. C(nvidia-smi --version) runs first and alone;
+    once it answered (no timeout, no NVML failure), the commands that need nothing else (the GPU query, the
+    compute processes, C(topo -m), C(nvlink -s), C(ldconfig -p), C(nvidia-imex-ctl -N), the toolkit versions)
+    run at once, and C(nvidia-smi -q) after them when the GPUs found call for it. The facts and the order of
+    C(commands) are those of one command after another.
+  - After the first C(nvidia-smi) call that times out no further C(nvidia-smi) call is started (a wedged driver
+    answers none) and the skipped calls are listed.
   - A missing tool, a command that fails or times out, and a host without NVIDIA driver are values in the
     result (C(present=false) with a C(reason)), never a task failure.
 author:
