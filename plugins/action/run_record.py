@@ -231,8 +231,8 @@ class ActionModule(ActionBase):
         out.update(frozen)
         if error:
             return dict(out, failed=True, msg=error)
-        out["console"] = judge_console + closing.console + ["record | %s frozen (%s), %s files verified"
-                                            % (p["path"], closing.status, frozen.get("checked"))]
+        out["console"] = judge_console + closing.console + [
+            "record | %s frozen (%s), %s files verified" % (p["path"], closing.status, frozen.get("checked"))]
         if closing.fail:
             out.update(failed=True, msg=closing.fail)
         return out
