@@ -67,9 +67,12 @@ def test_localhost_run_is_frozen_verified_and_redacted(tmp_path):
     log = (run / "terminal.log").read_text()
     assert "Fingerprint localhost into run-001" in log and "Close the run" in log
     assert log.rstrip().endswith("the run is being frozen; terminal.log ends here") and FAKE_TOKEN not in log
-    # the summary line printed for the operator names driver and GPU (the close's console lines, one per host)
+    # the summary line printed for the operator names driver and GPU (the close's console lines: the judge's, then one
+    # per host, then where the record is)
     lines = [res.get("console") for _h, _e, res in task_results(r, "Close the run")]
-    assert lines and lines[0][0].startswith("localhost: ok | driver 580.159.04 | 1 x NVIDIA H200")
+    assert lines and lines[0][0].startswith("compatibility | profile cpu-smoke: ")
+    hosts = [line for line in lines[0] if not line.startswith(("compatibility | ", "record | "))]
+    assert len(hosts) == 1 and hosts[0].startswith("localhost: ok | driver 580.159.04 | 1 x NVIDIA H200"), lines
 
 
 def test_second_run_gets_next_number_and_leaves_first_untouched(tmp_path):
