@@ -116,6 +116,18 @@ def judge_run(profile, matrix, run_path, hosts, allow_foreign=False):
             "fails the same way, report it with that folder" % (profile["name"], exc, folder, exc.host))
 
 
+def console_lines(lines):
+    """What the console prints of the judge's lines: the verdict line as it is, each host line after it prefixed."""
+    return lines[:1] + ["compatibility | %s" % line for line in lines[1:]]
+
+
+def check_mode_unjudged(run_path):
+    """The answer of a judge in check mode, where the open created no run: nothing to judge."""
+    msg = "check mode: the run %s was not created, nothing to judge" % run_path
+    return {"run_path": run_path, "skipped": True, "msg": msg, "verdict": "unchecked", "lines": [msg],
+            "compatibility": {}}
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -142,15 +154,14 @@ class ActionModule(ActionBase):
             result["console"] = ["compatibility | " + result["msg"]]
             return result
         if self._task.check_mode and not (args["run_path"] and os.path.isdir(args["run_path"])):
-            msg = "check mode: the run %s was not created, nothing to judge" % args["run_path"]
-            result.update(skipped=True, msg=msg, verdict="unchecked", lines=[msg], compatibility={})
+            result.update(check_mode_unjudged(args["run_path"]))
             return result
         if not args["run_path"] or not os.path.isdir(args["run_path"]):
             raise AnsibleActionFail("run_path %r is not a directory: the compatibility check reads the hosts' parts of "
                                     "the open run" % args["run_path"])
         doc = judge_run(profile, matrix, args["run_path"], args["hosts"], args["allow_foreign"])
         result.update(compatibility=doc, verdict=doc["verdict"], lines=_compat.console_lines(doc))
-        result["console"] = result["lines"][:1] + ["compatibility | %s" % line for line in result["lines"][1:]]
+        result["console"] = console_lines(result["lines"])
         if args["write"]:
             try:
                 written = _record.write_part(args["run_path"], PART, data=doc, check_mode=bool(self._task.check_mode),

@@ -41,7 +41,8 @@ from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.repro.vllm.plugins.action.compatibility import PART as COMPAT_PART
-from ansible_collections.repro.vllm.plugins.action.compatibility import judge_run, load_matrix, load_profile
+from ansible_collections.repro.vllm.plugins.action.compatibility import (
+    check_mode_unjudged, console_lines, judge_run, load_matrix, load_profile)
 from ansible_collections.repro.vllm.plugins.filter.playbook_spec import argument_spec as playbook_argument_spec
 from ansible_collections.repro.vllm.plugins.module_utils import _compat, _record, _runclose, _targets
 
@@ -124,7 +125,10 @@ class ActionModule(ActionBase):
         compat = checked.get("compatibility")
         if compat is None:
             return {"console": []}
-        if not compat["enabled"]:
+        # repro_vllm_compatibility; left unset, the run is judged when a profile (a name or a file) is given
+        enabled = compat["enabled"] if compat["enabled"] is not None else (
+            compat["profile"] is not None or compat["profile_file"] is not None)
+        if not enabled:
             args["profile"] = _record.judged_profile(None)
             return {"console": []}
         try:
@@ -141,9 +145,7 @@ class ActionModule(ActionBase):
         compatibility action hands back (run_path, verdict, lines, compatibility), compatibility.json as a part of
         the close, or the error that leaves the run frozen without it. Nothing when the open did not judge the run."""
         if check_mode:
-            msg = "check mode: the run %s was not created, nothing to judge" % run_path
-            return {"run_path": run_path, "verdict": "unchecked", "lines": [msg], "compatibility": {},
-                    "skipped": True}, None, None
+            return check_mode_unjudged(run_path), None, None
         if (opened.get("profile_source") or _record.PROFILE_NOT_JUDGED) == _record.PROFILE_NOT_JUDGED:
             return {"run_path": run_path, "verdict": "unchecked", "lines": [], "compatibility": {},
                     "msg": "not judged (the run's open judged no profile)"}, None, None
@@ -207,7 +209,7 @@ class ActionModule(ActionBase):
                 inputs["error"] = inputs.get("error") or error
             elif part:
                 judge_part = [part]
-                judge_console = judged["lines"][:1] + ["compatibility | %s" % line for line in judged["lines"][1:]]
+                judge_console = console_lines(judged["lines"])
         inputs.pop("judge", None)
         try:
             closing = _runclose.decide(p["kind"], p["path"], inputs, _runclose.host_reader(task_vars.get("hostvars")),

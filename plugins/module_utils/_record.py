@@ -908,7 +908,7 @@ ARGUMENT_SPEC = dict(
     # create's gate and close's judge: done by the action on the controller (plugins/action/run_record.py)
     check_variables=dict(type="list", elements="str", default=[]),
     compatibility=dict(type="dict", options=dict(
-        enabled=dict(type="bool", default=True),
+        enabled=dict(type="bool"),
         profile=dict(type="str"),
         profile_file=dict(type="path"),
     )),

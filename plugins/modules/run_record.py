@@ -246,9 +246,10 @@ options:
     type: dict
     suboptions:
       enabled:
-        description: Judge this run. V(false) - the run is recorded as not judged and no profile is read.
+        description:
+          - Judge this run (C(repro_vllm_compatibility)). V(false) - the run is recorded as not judged and no profile
+            is read. Left out - judged when O(compatibility.profile) or O(compatibility.profile_file) is given.
         type: bool
-        default: true
       profile:
         description: A profile shipped with the collection (C(profiles/<name>.yml)).
         type: str

@@ -265,6 +265,11 @@ def test_the_open_checks_every_variable_then_the_profile_before_anything_is_crea
     # not enabled: not judged, nothing loaded (an unknown name is not even looked at)
     res = _action(dict(base, profile="cpu-smoke", compatibility={"enabled": False, "profile": "kimi-k3-nope"}))
     assert not res.get("failed") and res["profile"] == {"name": None, "source": "not judged"}
+    # repro_vllm_compatibility left unset: judged when a profile is given, else not
+    res = _action(dict(base, compatibility={"enabled": None, "profile": "cpu-smoke", "profile_file": None}))
+    assert res["profile"] == {"name": "cpu-smoke", "source": "shipped"}
+    res = _action(dict(base, profile="kimi-k3-h200", compatibility={"enabled": None, "profile": None}))
+    assert res["profile"] == {"name": None, "source": "not judged"}
 
 
 def test_the_fleet_close_judges_the_run_its_open_judged(tmp_path):
