@@ -43,6 +43,8 @@ def main():
     ap.add_argument("--nvidia-smi", default="", help="nvidia-smi to use (default: the one on PATH)")
     ap.add_argument("--no-collect-env", action="store_true")
     ap.add_argument("--records", default="", help="records root for the fingerprint runs (default: a temp folder)")
+    ap.add_argument("--also", action="append", default=[], metavar="NAME=PLAYBOOK",
+                    help="another fingerprint playbook in the same rounds (an earlier version, say), as NAME")
     args = ap.parse_args()
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     work = tempfile.mkdtemp(prefix="repro-vllm-fp-localhost-")
@@ -53,6 +55,10 @@ def main():
              "gpu_facts": base + [os.path.join(ROOT, "benchmarks", "gpu_facts_only.yml")],
              "fingerprint": base + ["-e", "repro_vllm_records_root=%s" % records, "-e", "repro_vllm_case_id=bench",
                                     os.path.join(ROOT, "playbooks", "fingerprint.yml")]}
+    for entry in args.also:
+        name, _sep, path = entry.partition("=")
+        plays[name] = base + ["-e", "repro_vllm_records_root=%s" % records, "-e", "repro_vllm_case_id=bench-%s" % name,
+                              os.path.abspath(path)]
     if not args.no_collect_env:
         probe = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True, timeout=120, check=False)
         if probe.returncode == 0:
@@ -75,6 +81,10 @@ def main():
         out["fingerprint_over_gpu_facts"] = round(med["fingerprint"] / med["gpu_facts"], 2)
         if "collect_env" in med:
             out["fingerprint_over_collect_env"] = round(med["fingerprint"] / med["collect_env"], 2)
+        for entry in args.also:
+            name = entry.partition("=")[0]
+            out["%s_over_ping" % name] = round(med[name] / med["ping"], 2)
+            out["%s_over_gpu_facts" % name] = round(med[name] / med["gpu_facts"], 2)
         out["last_fingerprint_tail"] = last.strip().splitlines()[-4:]
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -15,9 +15,11 @@ from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.repro.vllm.plugins.filter.fleet_hosts import host_summary, host_summary_line
-from ansible_collections.repro.vllm.plugins.module_utils import _hostrecord, _record, _redact
+from ansible_collections.repro.vllm.plugins.module_utils import _hostrecord, _record, _redact, _service
 
 MODULE = "repro.vllm.host_record"
+# the production server (option service): read on the host first, its record and logs become parts of this host's part
+SERVICE_MODULE = "repro.vllm.served_process"
 # options that only the module needs; everything else stays on the controller
 _MODULE_KEYS = ("gather", "image", "nvidia_smi_path", "command_timeout", "files", "log_max_bytes",
                 "inline_max_bytes", "staging_root", "collect_env_argv", "collect_env_timeout", "collect_env_container")
@@ -47,6 +49,10 @@ ARGUMENT_SPEC = dict(
     inline_max_bytes=dict(type="int", default=_hostrecord.DEFAULT_INLINE_MAX_BYTES),
     staging_root=dict(type="str", default=""),
     metadata=dict(type="dict", default={}),
+    service=dict(type="dict", default={}),
+    service_command_timeout=dict(type="float", default=_service.DEFAULT_TIMEOUT),
+    service_max_log_bytes=dict(type="int", default=_service.DEFAULT_LOG_BYTES),
+    service_required=dict(type="bool", default=False),
 )
 
 
@@ -124,6 +130,10 @@ class ActionModule(ActionBase):
                             "repro_vllm_command_timeout or raise repro_vllm_task_timeout"
                             % (host, args["command_timeout"], timeout))
             ctx["record_error"] = True
+        elif timeout and args["service"] and args["service_command_timeout"] >= timeout:
+            ctx["error"] = ("%s: repro_vllm_service_command_timeout %ss must be smaller than the task timeout %ss; lower "
+                            "it or raise repro_vllm_task_timeout" % (host, args["service_command_timeout"], timeout))
+            ctx["record_error"] = True
         elif timeout and "collect_env" in args["gather"] and args["collect_env_timeout"] >= timeout:
             ctx["error"] = ("%s: collect_env_timeout %ss must be smaller than the task timeout %ss; lower "
                             "repro_vllm_collect_env_timeout or raise repro_vllm_task_timeout"
@@ -162,8 +172,19 @@ class ActionModule(ActionBase):
         if become:  # the connection user may not read the become user's staging folder: everything inline
             mod_args["inline_max_bytes"] = max(args["inline_max_bytes"], args["log_max_bytes"] * 2)
         remote = {}
+        if args["service"]:
+            # the production server first (read only on the host), as the service role did before the fingerprint
+            served = self._execute_module(module_name=SERVICE_MODULE, task_vars=task_vars, module_args={
+                "service": args["service"], "command_timeout": args["service_command_timeout"],
+                "max_log_bytes": args["service_max_log_bytes"], "fail_on_missing": args["service_required"]})
+            if served.get("unreachable"):
+                raise AnsibleConnectionFailure(served.get("msg") or "unreachable")
+            if served.get("failed"):
+                return self._module_failed(ctx, served, what="the production server (repro_vllm_service) was not read")
+            remote["service"] = {"record": served.get("record") or {}, "logs": served.get("logs") or {}}
         if args["gather"] or args["files"]:
-            remote = self._execute_module(module_name=MODULE, module_args=mod_args, task_vars=task_vars)
+            remote = dict(self._execute_module(module_name=MODULE, module_args=mod_args, task_vars=task_vars),
+                          service=remote.get("service"))
             if remote.get("unreachable"):
                 raise AnsibleConnectionFailure(remote.get("msg") or "unreachable")
             if remote.get("failed"):
@@ -175,10 +196,13 @@ class ActionModule(ActionBase):
             raise _PartRefused("; ".join(f.get("msg", f.get("src")) for f in bad_files) + " (a required file of stage "
                                "%s; check that the stage produced it)" % ctx["stage"])
         summary = self._summary(ctx, remote, status, reasons)
+        service = (remote.get("service") or {}).get("record")
+        console = [_service.progress_line(ctx["host"], service)] if service else []
         if ctx["check"]:
             return {"changed": True, "host_status": status, "reasons": reasons, "part_path": ctx["part_abs"],
                     "missing_files": missing, "summary": summary, "collection_version": ctx["version"],
-                    "staging": None, "msg": "check mode: would record %s" % ", ".join(sorted(parts))}
+                    "staging": None, "console": console,
+                    "msg": "check mode: would record %s" % ", ".join(sorted(parts))}
         self._scan(ctx, parts)
         for name in sorted(parts):
             _record.write_part(ctx["run_path"], "%s/%s" % (ctx["part_dir"], name), content=parts[name])
@@ -193,7 +217,10 @@ class ActionModule(ActionBase):
                                 args.get("remove_empty_parents") or 0)
         out = {"changed": True, "host_status": status, "reasons": reasons, "part_path": ctx["part_abs"],
                "files": frozen["manifest"]["files"], "missing_files": missing, "summary": summary,
-               "collection_version": ctx["version"], "staging": staging, "msg": self._line(ctx, summary, frozen)}
+               "collection_version": ctx["version"], "staging": staging, "msg": self._line(ctx, summary, frozen),
+               "console": console}
+        if service:
+            out["service_status"] = service.get("status")
         container = remote.get("container")
         if container and not container.get("skipped"):
             # the image as the play resolved it at its fingerprint: the attempts run that image, by digest
@@ -216,6 +243,9 @@ class ActionModule(ActionBase):
             parts["container.json"] = _record.render_json(remote["container"])
         if remote.get("collect_env") is not None:
             parts["collect_env.json"] = _record.render_json(remote["collect_env"])
+        served = remote.get("service")
+        for p in _service.record_parts(served["record"], served["logs"]) if served else []:
+            parts[p["part"]] = _record.render_json(p["json"]) if "json" in p else p["content"].encode("utf-8")
         for name, value in (args["data"] or {}).items():
             parts[name] = _record.render_json(_redact.redact_data(value, key=ctx.get("key")))
         for f in remote.get("files") or []:
@@ -275,13 +305,13 @@ class ActionModule(ActionBase):
                 "errors": res.get("errors") or ([res.get("msg")] if res.get("failed") else [])}
 
     # ------------------------------------------------------------------------------------------ failures
-    def _module_failed(self, ctx, remote):
+    def _module_failed(self, ctx, remote, what=None):
         msg = _redact.redact_text(str(remote.get("msg") or "the module failed without a message"))
         detail = {}
         for key in ("module_stderr", "module_stdout", "exception"):
             if remote.get(key):
                 detail[key] = _redact.redact_text(str(remote[key])[-_TRACE_CHARS:])
-        full = "%s: stage %s failed on the host: %s" % (ctx["host"], ctx["stage"], msg)
+        full = "%s: %s: %s" % (ctx["host"], what or "stage %s failed on the host" % ctx["stage"], msg)
         self._record_problem(ctx, "failed", full, extra=detail)
         return {"failed": True, "msg": full, "host_status": "failed", "reasons": [full], "part_path": ctx["part_abs"],
                 "summary": {"host": ctx["host"], "status": "failed", "detail": full},

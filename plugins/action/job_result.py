@@ -33,6 +33,28 @@ def console_line(purpose, case_id, runs, sink="", package=""):
         (" | package %s" % package) if package else "")
 
 
+def hand_on(purpose, case_id, runs=(), job_runs=(), fields=None, package="", records_root="", sink="", sink_error=""):
+    """What a task hands the next workflow node: ``{result, ansible_facts, ansible_stats, console}`` (and the
+    failure when ``sink_error``). Used by this action and by run_record's fleet close (``inputs.result``), which
+    hands the result on itself when no records sink is in the way. Raises AnsibleActionFail."""
+    try:
+        runs = merge_runs(list(job_runs or []), [r for r in runs or [] if r])
+        # a relative records root against the controller's working directory, as the run's open resolved it
+        root = _record.resolve_root(records_root) if records_root else ""
+        data = build_result(purpose, case_id, runs, fields=fields or {}, package=package,
+                            decisions=read_decisions(runs), sink=sink, records_root=root, sink_error=sink_error)
+    except (WorkflowResultError, _record.RecordError) as exc:
+        raise AnsibleActionFail("job_result: %s" % exc)
+    out = dict(result=data, ansible_facts={"_repro_vllm_result_job_runs": runs},
+               # as set_stats hands it on: for the whole job, the last call's value (not per host, not added up)
+               ansible_stats={"data": data, "per_host": False, "aggregate": False},
+               console=[console_line(purpose, case_id, runs, sink, package)])
+    if sink_error:
+        out.update(failed=True, msg="the runs are frozen on the controller but not all of them are verified on the "
+                                    "records sink %s: %s" % (sink, sink_error))
+    return out
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -40,20 +62,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         _valid, args = self.validate_argument_spec(argument_spec=ARGSPEC)
-        try:
-            runs = merge_runs(args["job_runs"], [r for r in args["runs"] if r])
-            # a relative records root against the controller's working directory, as the run's open resolved it
-            root = _record.resolve_root(args["records_root"]) if args["records_root"] else ""
-            data = build_result(args["purpose"], args["case_id"], runs, fields=args["fields"], package=args["package"],
-                                decisions=read_decisions(runs), sink=args["sink"], records_root=root,
-                                sink_error=args["sink_error"])
-        except (WorkflowResultError, _record.RecordError) as exc:
-            raise AnsibleActionFail("job_result: %s" % exc)
-        result.update(changed=False, result=data, ansible_facts={"_repro_vllm_result_job_runs": runs},
-                      # as set_stats hands it on: for the whole job, the last call's value (not per host, not added up)
-                      ansible_stats={"data": data, "per_host": False, "aggregate": False},
-                      console=[console_line(args["purpose"], args["case_id"], runs, args["sink"], args["package"])])
-        if args["sink_error"]:
-            result.update(failed=True, msg="the runs are frozen on the controller but not all of them are verified on "
-                                           "the records sink %s: %s" % (args["sink"], args["sink_error"]))
+        result.update(hand_on(args["purpose"], args["case_id"], runs=args["runs"], job_runs=args["job_runs"],
+                              fields=args["fields"], package=args["package"], records_root=args["records_root"],
+                              sink=args["sink"], sink_error=args["sink_error"]), changed=False)
         return result

@@ -43,6 +43,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.repro.vllm.plugins.action.compatibility import PART as COMPAT_PART
 from ansible_collections.repro.vllm.plugins.action.compatibility import (
     check_mode_unjudged, console_lines, judge_run, load_matrix, load_profile)
+from ansible_collections.repro.vllm.plugins.action.job_result import hand_on
 from ansible_collections.repro.vllm.plugins.filter.playbook_spec import argument_spec as playbook_argument_spec
 from ansible_collections.repro.vllm.plugins.module_utils import _compat, _record, _runclose, _targets
 
@@ -211,6 +212,9 @@ class ActionModule(ActionBase):
                 judge_part = [part]
                 judge_console = console_lines(judged["lines"])
         inputs.pop("judge", None)
+        # fleet: the job's result for the next workflow node, handed on by this task once the run is closed and the
+        # close did not fail (what repro.vllm.job_result does: set_stats, the result line)
+        handed = inputs.pop("result", None) if p["kind"] == "fleet" else None
         try:
             closing = _runclose.decide(p["kind"], p["path"], inputs, _runclose.host_reader(task_vars.get("hostvars")),
                                        check_mode=check_mode)
@@ -237,7 +241,23 @@ class ActionModule(ActionBase):
             "record | %s frozen (%s), %s files verified" % (p["path"], closing.status, frozen.get("checked"))]
         if closing.fail:
             out.update(failed=True, msg=closing.fail)
+        elif handed:
+            handed_out = self._hand_on(handed, p["path"])
+            out["console"] = out["console"] + handed_out.pop("console", [])
+            out.update(handed_out)
         return out
+
+    @staticmethod
+    def _hand_on(handed, path):
+        """The close's ``inputs.result`` handed on (``handed_on`` true); nothing when it cannot be built, so the
+        playbook's job_result task runs and fails with the reason, as without ``inputs.result``."""
+        try:
+            res = hand_on(handed.get("purpose"), handed.get("case_id"), runs=[path], job_runs=handed.get("job_runs"),
+                          fields=handed.get("fields"), package=handed.get("package") or "",
+                          records_root=handed.get("records_root") or "")
+        except AnsibleActionFail:
+            return {}
+        return dict(res, handed_on=True)
 
     def _in_process(self):
         """True where the module would run as this very user on this machine: a local connection, no become."""

@@ -6,11 +6,25 @@ from __future__ import annotations
 
 from ansible_collections.repro.vllm.plugins.module_utils._fleet import (
     fleet_close, fleet_summary, host_summary, host_summary_line, service_hosts)
+from ansible_collections.repro.vllm.plugins.module_utils._service import progress_line, record_parts
+
+
+def service_parts(served, prefix):
+    """The parts a ``served_process`` result writes into the open run, named under ``prefix`` (``hosts/<host>``)."""
+    served = served or {}
+    return [dict(p, part="%s/%s" % (prefix.rstrip("/"), p["part"]))
+            for p in record_parts(served.get("record") or {}, served.get("logs") or {})]
+
+
+def service_line(record, host):
+    """The console's line for a host's production server record."""
+    return progress_line(host, record)
 
 
 class FilterModule:
-    """Per-host summary filters used by the record and fingerprint roles."""
+    """Per-host summary filters used by the record, fingerprint and service roles."""
 
     def filters(self):
         return {"_host_summary": host_summary, "_host_summary_line": host_summary_line, "_fleet_summary": fleet_summary,
-                "_service_hosts": service_hosts, "_fleet_close": fleet_close}
+                "_service_hosts": service_hosts, "_fleet_close": fleet_close,
+                "_service_parts": service_parts, "_service_line": service_line}

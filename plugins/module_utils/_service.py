@@ -495,3 +495,25 @@ def gather(spec, run=run_cmd, proc_root="/proc", max_log_bytes=DEFAULT_LOG_BYTES
         res = call([exe, "logs", spec["name"], "--previous"] + ns + cont, "kubectl logs --previous")
         logs["previous"] = _log(rec, "previous", res, max_log_bytes, key)
     return rec, {k: v for k, v in logs.items() if v is not None}
+
+
+# ---------------------------------------------------------------------------------------------- into the run
+def record_parts(record, logs):
+    """What of a ``served_process`` result goes into the host's part of the run, as ``[{part, json|content}]`` with
+    names relative to that part: ``service.json`` (the record) and each log the server had that is not empty, at the
+    path its record names (``LOG_FILES``). The fingerprint's ``host_record`` action and the ``service`` role write
+    these."""
+    parts = [{"part": "service.json", "json": record}]
+    for name in sorted(logs or {}):
+        info = ((record or {}).get("logs") or {}).get(name) or {}
+        if logs[name] and info.get("path"):
+            parts.append({"part": info["path"], "content": logs[name]})
+    return parts
+
+
+def progress_line(host, record):
+    """The console's line for the production server of ``host`` as it was frozen."""
+    rec = record or {}
+    return "service | %s | %s %s | pid %s | restarts %s | last exit codes %s%s" % (
+        host, rec.get("kind"), rec.get("status"), rec.get("pid"), rec.get("restart_count"), rec.get("exit_codes"),
+        (" | %s" % rec["msg"]) if rec.get("msg") else "")

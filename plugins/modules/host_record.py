@@ -193,6 +193,31 @@ options:
       - Extra data stored under C(metadata) in the part's manifest.
     type: dict
     default: {}
+  service:
+    description:
+      - The production server of this host (the play's C(repro_vllm_service), docs/decisions.md). When set, the
+        action first runs M(repro.vllm.served_process) on the host (read only) and writes its record as
+        C(service.json) and the server's capped, redacted logs (C(logs/service-current.log),
+        C(logs/service-previous.log)) into this host's part, with the rest of the part; the console gets the
+        server's line. Empty - nothing is read.
+    type: dict
+    default: {}
+  service_command_timeout:
+    description:
+      - Seconds each command that reads O(service) may run; must be smaller than the task timeout.
+    type: float
+    default: 15
+  service_max_log_bytes:
+    description:
+      - Bytes kept of each log of O(service) (head and tail).
+    type: int
+    default: 262144
+  service_required:
+    description:
+      - Record the host as failed (C(failed.json), the reason) when O(service) is not found or cannot be read;
+        by default its C(service.json) says C(not_found) or C(error) and the host is fingerprinted as usual.
+    type: bool
+    default: false
 notes:
   - The part's C(manifest.json) holds C(schema_version), C(case_id) and C(run_id) (the run's own, from
     O(run_path)), C(collection_version) (read from the collection's C(galaxy.yml) on the controller),
@@ -237,6 +262,17 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+console:
+  description: The console's lines of this part (the production server's, when O(service) was read).
+  returned: always
+  type: list
+  elements: str
+  sample: ["service | node01 | systemd ok | pid 4242 | restarts 3 | last exit codes [1]"]
+service_status:
+  description: C(ok), C(not_found) or C(error) - the production server's status in C(service.json).
+  returned: when O(service) is set and the part was recorded
+  type: str
+  sample: ok
 host_status:
   description: C(ok), C(degraded) (facts recorded, but a command hung or failed - see RV(reasons)), C(failed) or C(unreachable).
   returned: always
@@ -326,6 +362,10 @@ def main():
             data=dict(type="dict", default={}),
             remove_src=dict(type="list", elements="str", default=[]),
             metadata=dict(type="dict", default={}),
+            service=dict(type="dict", default={}),
+            service_command_timeout=dict(type="float", default=15.0),
+            service_max_log_bytes=dict(type="int", default=262144),
+            service_required=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

@@ -171,7 +171,7 @@ def _per_host_tasks(runner):
     return per_host
 
 
-def test_only_the_host_naming_a_production_server_freezes_it_and_no_host_pays_a_skipped_task(fleet, tmp_path):
+def test_the_host_naming_a_production_server_freezes_it_in_its_one_task_and_no_host_pays_a_skipped_task(fleet, tmp_path):
     # node01 names a real process on this machine (the sshd hosts are loopback, so /proc is shared) as its
     # production server, in its host variables; node02 and node03 name none
     server = subprocess.Popen(["sleep", "300"])  # pylint: disable=consider-using-with
@@ -179,33 +179,39 @@ def test_only_the_host_naming_a_production_server_freezes_it_and_no_host_pays_a_
         inv = _inventory(fleet, tmp_path, {"node01": {"repro_vllm_service": {"kind": "pid", "pid": server.pid}}})
         r = run_playbook(tmp_path, "playbooks/fingerprint.yml", inv,
                          {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_case_id": "svc"}, ident="svc")
-        # audit.yml fingerprints the same way (the same two plays), here with --limit leaving node03 out
+        # audit.yml fingerprints the same way (the same one task per host), here with --limit leaving node03 out
         a = run_playbook(tmp_path, "playbooks/audit.yml", inv,
                          {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_case_id": "svc-audit"},
                          ident="svc-audit", cmdline="--limit node01,node02,localhost")
     finally:
         server.kill()
         server.wait(timeout=10)
-    assert r.status == "successful", r.stdout.read()[-3000:]
+    out = r.stdout.read()
+    assert r.status == "successful", out[-3000:]
     run = tmp_path / "records" / "svc" / "run-001"
     check_frozen(str(run))
     assert {h: s["status"] for h, s in _fleet(run).items()} == {"node01": "ok", "node02": "ok", "node03": "ok"}
     service = json.loads((run / "hosts" / "node01" / "service.json").read_text())
-    assert service["pid"] == server.pid and service["kind"] == "pid"
+    assert service["pid"] == server.pid and service["kind"] == "pid" and service["status"] == "ok"
+    assert service["cmdline"] == ["sleep", "300"]
+    # the server's record is part of node01's own frozen part (its manifest lists it), not written beside it
+    manifest = json.loads((run / "hosts" / "node01" / "manifest.json").read_text())
+    assert "service.json" in [f["path"] for f in manifest["files"]], manifest["files"]
     assert not (run / "hosts" / "node02" / "service.json").exists()
-    # per host: node01 in the service play (its server, then its one task), the others in the plain play, one task
-    # each; no host ran a skipped include or the role's argument check (the first play checked the variables)
-    for runner, others, play_word in ((r, ("node02", "node03"), "independently"), (a, ("node02",), "every other host")):
+    # the task's console lines (what repro.vllm.console prints) say what was read, naming the host and the process
+    said = [ev["event_data"]["res"].get("console") for ev in r.events if ev.get("event") == "runner_on_ok"
+            and ev["event_data"].get("task_action") == "repro.vllm.host_record"]
+    assert sorted(map(str, said)) == sorted(["[]", "[]", str(["service | node01 | pid ok | pid %d | restarts None | last "
+                                                                "exit codes []" % server.pid])]), said
+    # every host, the one naming a server included, ran exactly one task in the fingerprint play: host_record (the
+    # server read inside it); no skipped include, no argument check on a host (the first play checked the variables)
+    for runner, hosts, play_word in ((r, ("node01", "node02", "node03"), "every host, independently"),
+                                     (a, ("node01", "node02"), "fingerprint every host")):
         per_host = _per_host_tasks(runner)
-        for host in others:
+        for host in hosts:
             mine = [t for t in per_host[host] if play_word in (t[0] or "")]
-            assert [t[3] for t in mine] == ["repro.vllm.host_record"] and "production server" not in mine[0][0], mine
-        svc = [t for t in per_host["node01"] if "production server" in (t[0] or "")]
-        actions = [t[3] for t in svc]
-        assert "repro.vllm.served_process" in actions and actions[-1] == "repro.vllm.host_record", actions
-        # the one argument check left on a host is the service role's, of that host's own repro_vllm_service
-        checks = [t for t in svc if t[3] == "ansible.builtin.validate_argument_spec"]
-        assert len(checks) == 1 and checks[0][4].endswith("service"), svc
+            assert [(t[2], t[3]) for t in mine] == [("runner_on_ok", "repro.vllm.host_record")], (host, mine)
+        assert not [t for tasks in per_host.values() for t in tasks if t[3] == "repro.vllm.served_process"]
     # the audit: only the limited hosts expected and recorded, node03 never contacted, node01's server frozen
     assert a.status == "successful", a.stdout.read()[-3000:]
     audit_run = tmp_path / "records" / "svc-audit" / "run-001"

@@ -174,6 +174,30 @@ def test_the_job_result_is_handed_on_as_set_stats_does(tmp_path):
     assert failed["ansible_stats"]["data"]["repro_vllm_result"]["runs"] == [run]
 
 
+def test_a_fleet_close_hands_the_result_on_itself_only_when_it_does_not_fail(tmp_path):
+    handed = {"purpose": "fingerprint", "case_id": "case", "records_root": str(tmp_path / "records"), "job_runs": []}
+    ok_run = _open(tmp_path, ["node01"])
+    hostvars = {"node01": {"_repro_vllm_host_record": _h200_record("node01")}}
+    res = _action({"state": "close", "kind": "fleet", "path": ok_run, "inputs": {"result": handed}}, hostvars)
+    assert not res.get("failed") and res["handed_on"] is True and _record.is_frozen(ok_run)
+    # the same artifacts, facts and line as repro.vllm.job_result gives for this run
+    alone = _action({"purpose": "fingerprint", "case_id": "case", "runs": [ok_run], "job_runs": [],
+                     "records_root": str(tmp_path / "records")}, cls=job_result.ActionModule, name="repro.vllm.job_result")
+    assert res["ansible_stats"] == alone["ansible_stats"] and res["result"] == alone["result"]
+    assert res["ansible_facts"] == {"_repro_vllm_result_job_runs": [ok_run]}
+    assert res["console"][-1] == alone["console"][0] and res["console"][-2].startswith("record | %s frozen (ok)" % ok_run)
+    # a close that fails (a host is not complete) hands nothing on: the playbook's job_result task does, after it
+    bad_run = _open(tmp_path, ["node01", "node02"])
+    failed = _action({"state": "close", "kind": "fleet", "path": bad_run, "inputs": {"result": handed}}, hostvars)
+    assert failed["failed"] and _record.is_frozen(bad_run)
+    assert "handed_on" not in failed and "ansible_stats" not in failed and "ansible_facts" not in failed
+    # check mode: nothing frozen, nothing handed on
+    planned_run = _open(tmp_path, ["node01"])
+    planned = _action({"state": "close", "kind": "fleet", "path": planned_run, "inputs": {"result": handed}}, hostvars,
+                      check_mode=True)
+    assert not planned.get("failed") and "handed_on" not in planned and not _record.is_frozen(planned_run)
+
+
 def test_the_open_says_where_the_run_lives_on_every_host(tmp_path):
     res = _action({"state": "create", "root": str(tmp_path / "records"), "case_id": "case", "hosts": ["node1"],
                    "purpose": "minimal_startup", "remote_root": "/var/tmp/repro-vllm/",
