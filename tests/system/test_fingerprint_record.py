@@ -201,8 +201,8 @@ def test_the_host_naming_a_production_server_freezes_it_in_its_one_task_and_no_h
     # the task's console lines (what repro.vllm.console prints) say what was read, naming the host and the process
     said = [ev["event_data"]["res"].get("console") for ev in r.events if ev.get("event") == "runner_on_ok"
             and ev["event_data"].get("task_action") == "repro.vllm.host_record"]
-    assert sorted(map(str, said)) == sorted(["[]", "[]", str(["service | node01 | pid ok | pid %d | restarts None | last "
-                                                                "exit codes []" % server.pid])]), said
+    line = "service | node01 | pid ok | pid %d | restarts None | last exit codes []" % server.pid
+    assert sorted(map(str, said)) == sorted(["[]", "[]", str([line])]), said
     # every host, the one naming a server included, ran exactly one task in the fingerprint play: host_record (the
     # server read inside it); no skipped include, no argument check on a host (the first play checked the variables)
     for runner, hosts, play_word in ((r, ("node01", "node02", "node03"), "every host, independently"),
