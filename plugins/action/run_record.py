@@ -213,8 +213,11 @@ class ActionModule(ActionBase):
                 judge_console = console_lines(judged["lines"])
         inputs.pop("judge", None)
         # fleet: the job's result for the next workflow node, handed on by this task once the run is closed and the
-        # close did not fail (what repro.vllm.job_result does: set_stats, the result line)
+        # close did not fail (what repro.vllm.job_result does: set_stats, the result line); not with a records sink
+        # (the result role copies the run there first) and not in check mode
         handed = inputs.pop("result", None) if p["kind"] == "fleet" else None
+        if handed and (check_mode or handed.get("sink")):
+            handed = None
         try:
             closing = _runclose.decide(p["kind"], p["path"], inputs, _runclose.host_reader(task_vars.get("hostvars")),
                                        check_mode=check_mode)
@@ -242,19 +245,22 @@ class ActionModule(ActionBase):
         if closing.fail:
             out.update(failed=True, msg=closing.fail)
         elif handed:
-            handed_out = self._hand_on(handed, p["path"])
+            handed_out = self._hand_on(handed, p["path"], _runclose.host_reader(task_vars.get("hostvars")))
             out["console"] = out["console"] + handed_out.pop("console", [])
             out.update(handed_out)
         return out
 
     @staticmethod
-    def _hand_on(handed, path):
-        """The close's ``inputs.result`` handed on (``handed_on`` true); nothing when it cannot be built, so the
-        playbook's job_result task runs and fails with the reason, as without ``inputs.result``."""
+    def _hand_on(handed, path, host_var):
+        """The close's ``inputs.result`` handed on (``handed_on`` true): the run's case and records root are the
+        run's own, the job's earlier runs the controller's fact (as job_result reads them). Nothing when it cannot
+        be built, so the playbook's job_result task runs and fails with the reason, as without ``inputs.result``."""
+        case_dir = os.path.dirname(os.path.abspath(path))
         try:
-            res = hand_on(handed.get("purpose"), handed.get("case_id"), runs=[path], job_runs=handed.get("job_runs"),
+            res = hand_on(handed.get("purpose") or "", os.path.basename(case_dir), runs=[path],
+                          job_runs=host_var("localhost", "_repro_vllm_result_job_runs", []),
                           fields=handed.get("fields"), package=handed.get("package") or "",
-                          records_root=handed.get("records_root") or "")
+                          records_root=os.path.dirname(case_dir))
         except AnsibleActionFail:
             return {}
         return dict(res, handed_on=True)

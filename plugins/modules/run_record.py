@@ -207,7 +207,9 @@ options:
         C(allow_foreign) - when the run's open judged it, the close judges every host and the job against that
         profile first, as M(repro.vllm.compatibility) does, and C(compatibility.json) is one of its parts; RV(compatibility)
         is that action's result. A judge that cannot read a host's part leaves the run frozen without it and fails
-        the task after the freeze).
+        the task after the freeze), C(result) (C(purpose), C(fields), C(package), C(sink) - when the close does not
+        fail, C(sink) is empty and this is not check mode, the close hands the job's result on for this run as
+        M(repro.vllm.job_result) does: RV(handed_on), C(ansible_stats), the result line in RV(console)).
       - V(attempt) - C(step) (the attempt role's step), C(identity), C(diff), C(debug), C(debug_env); the nodes'
         reports are read from the play's host variables.
       - V(collective) - C(nodes), C(nproc_per_node), C(backend), C(master), C(timeout_s); each node's
@@ -450,6 +452,16 @@ fleet:
   returned: when O(state=close) and O(kind=fleet)
   type: list
   elements: dict
+handed_on:
+  description:
+    - With O(kind=fleet) and C(result) in O(inputs), true when the close handed the job's result on itself (set_stats,
+      as M(repro.vllm.job_result) does; RV(result) is the data handed on).
+  returned: when the close handed the result on
+  type: bool
+result:
+  description: The workflow result handed on (C(repro_vllm_result) and the chain keys), as M(repro.vllm.job_result) returns it.
+  returned: when RV(handed_on)
+  type: dict
 compatibility:
   description:
     - With O(kind=fleet) and C(judge) in O(inputs), the compatibility judge's result as M(repro.vllm.compatibility)

@@ -175,7 +175,7 @@ def test_the_job_result_is_handed_on_as_set_stats_does(tmp_path):
 
 
 def test_a_fleet_close_hands_the_result_on_itself_only_when_it_does_not_fail(tmp_path):
-    handed = {"purpose": "fingerprint", "case_id": "case", "records_root": str(tmp_path / "records"), "job_runs": []}
+    handed = {"purpose": "fingerprint", "sink": ""}
     ok_run = _open(tmp_path, ["node01"])
     hostvars = {"node01": {"_repro_vllm_host_record": _h200_record("node01")}}
     res = _action({"state": "close", "kind": "fleet", "path": ok_run, "inputs": {"result": handed}}, hostvars)
@@ -196,6 +196,17 @@ def test_a_fleet_close_hands_the_result_on_itself_only_when_it_does_not_fail(tmp
     planned = _action({"state": "close", "kind": "fleet", "path": planned_run, "inputs": {"result": handed}}, hostvars,
                       check_mode=True)
     assert not planned.get("failed") and "handed_on" not in planned and not _record.is_frozen(planned_run)
+    # a records sink: the result role copies the run there and hands the result on, not the close
+    sunk_run = _open(tmp_path, ["node01"])
+    sunk = _action({"state": "close", "kind": "fleet", "path": sunk_run,
+                    "inputs": {"result": dict(handed, sink="store:/srv/records")}}, hostvars)
+    assert not sunk.get("failed") and _record.is_frozen(sunk_run) and "handed_on" not in sunk
+    # the job's earlier runs (the controller's fact, as job_result keeps it) come first in what is handed on
+    later_run = _open(tmp_path, ["node01"])
+    later = _action({"state": "close", "kind": "fleet", "path": later_run, "inputs": {"result": handed}},
+                    dict(hostvars, localhost={"_repro_vllm_result_job_runs": [ok_run]}))
+    assert later["ansible_facts"] == {"_repro_vllm_result_job_runs": [ok_run, later_run]}
+    assert later["result"]["repro_vllm_result"]["runs"] == [ok_run, later_run]
 
 
 def test_the_open_says_where_the_run_lives_on_every_host(tmp_path):
