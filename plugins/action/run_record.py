@@ -35,7 +35,8 @@ from __future__ import annotations
 import json
 import os
 
-from ansible.errors import AnsibleActionFail, AnsibleFilterError
+from ansible.errors import AnsibleActionFail, AnsibleError, AnsibleFilterError
+from ansible.inventory.manager import InventoryManager
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
@@ -55,6 +56,15 @@ class ActionModule(ActionBase):
         if args.get("collection_version") in (None, "", "unknown"):
             args["collection_version"] = _record.read_collection_version()
         gate_console = []
+        if args.get("state") == "create" and "targets" in args:
+            if args.get("hosts") is not None or args.get("hosts_pattern") is not None:
+                result.update(failed=True, msg="run_record: give targets, or hosts and hosts_pattern, not both")
+                return result
+            try:
+                args["hosts_pattern"], args["hosts"] = self._target_hosts(args.pop("targets"), task_vars or {})
+            except AnsibleError as exc:
+                result.update(failed=True, msg="run_record: the targets %r: %s" % (self._task.args.get("targets"), exc))
+                return result
         if args.get("state") == "create" and (args.get("check_variables") or args.get("compatibility") is not None):
             # the gate before anything is created or any host contacted: the variables, then the profile
             gated = self._gate(args, task_vars or {})
@@ -87,6 +97,8 @@ class ActionModule(ActionBase):
         else:
             result.update(self._execute_module(module_name="repro.vllm.run_record", module_args=args,
                                                task_vars=task_vars))
+        if args.get("state") == "create" and args.get("hosts_pattern") is not None and not result.get("failed"):
+            result["hosts_pattern"] = args["hosts_pattern"]
         if args.get("state") == "create" and isinstance(root, str):
             result["root"] = args["root"]
             result["cwd"] = os.getcwd()
@@ -160,6 +172,20 @@ class ActionModule(ActionBase):
         lines = _compat.console_lines(doc)
         return ({"run_path": run_path, "verdict": doc["verdict"], "lines": lines, "compatibility": doc},
                 {"part": COMPAT_PART, "json": doc}, None)
+
+    def _target_hosts(self, targets, task_vars):
+        """``(hosts_pattern, hosts)`` of ``targets`` (``repro_vllm_targets``): its host-pattern terms comma-joined (the
+        one string Ansible reads as exactly these terms, _targets.target_patterns) and the inventory's hosts they
+        match, in the order Ansible's pattern gives them, that are in this play (what ``query('inventory_hostnames', pattern)`` then
+        ``select('in', ansible_play_hosts_all)`` gave in the open's Jinja)."""
+        pattern = ",".join(_targets.target_patterns(targets))
+        manager = InventoryManager(self._loader, parse=False)
+        for group, names in (task_vars.get("groups") or {}).items():
+            manager.add_group(group)
+            for name in names:
+                manager.add_host(name, group=group)
+        in_play = set(task_vars.get("ansible_play_hosts_all") or [])
+        return pattern, [h.name for h in manager.get_hosts(pattern=pattern) if h.name in in_play]
 
     @staticmethod
     def _targets_refused(args, task_vars):

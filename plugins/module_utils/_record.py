@@ -895,6 +895,8 @@ ARGUMENT_SPEC = dict(
     verify=dict(type="bool", default=False),
     hosts=dict(type="list", elements="str"),
     hosts_pattern=dict(type="str"),
+    # the action turns it into hosts and hosts_pattern before anything else (plugins/action/run_record.py)
+    targets=dict(type="raw"),
     purpose=dict(type="str"),
     profile=dict(type="raw"),
     owner=dict(type="dict"),

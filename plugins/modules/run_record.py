@@ -150,6 +150,14 @@ options:
         before any run is created, naming it; the failed result's C(not_matched) lists C({name, reason}) with
         reason C(not_in_inventory) or C(outside_limit).
     type: str
+  targets:
+    description:
+      - With O(state=create), on the controller (the action), instead of O(hosts) and O(hosts_pattern) - the run's
+        targets as C(repro_vllm_targets) takes them (a pattern, a comma or colon list, a YAML list). The action makes
+        O(hosts_pattern) of them (the terms, comma-joined, as the playbooks' C(hosts:) read them) and O(hosts) (the
+        inventory's hosts that pattern matches, in the order Ansible gives them, that are in this play), then goes on
+        as with those two.
+    type: raw
   purpose:
     description:
       - With O(state=create), the run's purpose (fingerprint, audit, attempt, ...). Returned as given.
@@ -452,6 +460,13 @@ fleet:
   returned: when O(state=close) and O(kind=fleet)
   type: list
   elements: dict
+hosts_pattern:
+  description:
+    - With O(state=create), the host pattern the run's targets were matched with (O(hosts_pattern), or the one made of
+      O(targets)).
+  returned: with O(state=create) when a pattern was given or made
+  type: str
+  sample: "vllm_nodes,!node07"
 handed_on:
   description:
     - With O(kind=fleet) and C(result) in O(inputs), true when the close handed the job's result on itself (set_stats,

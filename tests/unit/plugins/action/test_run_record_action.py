@@ -8,8 +8,10 @@ import os
 import types
 
 import pytest
+from ansible.parsing.dataloader import DataLoader
 
 from ansible_collections.repro.vllm.plugins.action import run_record as action
+from ansible_collections.repro.vllm.plugins.module_utils import _record
 from ansible_collections.repro.vllm.plugins.modules import run_record as module
 from ansible_collections.repro.vllm.tests.unit.plugins.modules import module_process
 
@@ -128,6 +130,7 @@ def _action_run(args, task_vars=None, check_mode=False):
                                       action="repro.vllm.run_record")
     act._connection = types.SimpleNamespace(transport="local", _shell=types.SimpleNamespace(tmpdir="/nonexistent"))
     act._play_context = types.SimpleNamespace(become=False)
+    act._loader = DataLoader()
     return act.run(task_vars=task_vars or {})
 
 
@@ -191,6 +194,34 @@ def test_create_refuses_a_named_host_that_matches_nothing_before_anything_is_cre
     assert none["msg"].endswith("; named there and matching nothing: gpu_typo (not a host or group of the inventory)")
     assert none["not_matched"] == [{"name": "gpu_typo", "reason": "not_in_inventory"}]
     assert not os.path.exists(str(tmp_path / "none"))
+
+
+def test_create_makes_the_hosts_of_the_targets_as_the_plays_pattern_reads_them(tmp_path):
+    # repro_vllm_targets as given (a comma list, a YAML list, groups, wildcards, exclusions): the action makes the
+    # pattern and the play's hosts it matches, in the pattern's order, as the open's Jinja did with inventory_hostnames
+    groups = {"all": ["ok1", "ok2", "node03", "old"], "ungrouped": [], "fleet": ["ok1", "ok2", "node03"],
+              "r570": ["old"]}
+    play = {"groups": groups, "ansible_play_hosts_all": ["ok1", "ok2", "node03", "old", "localhost"]}
+    base = {"state": "create", "case_id": "c", "purpose": "audit"}
+    cases = [("ok2,ok1", "ok2,ok1", ["ok2", "ok1"]), (["fleet", "!node03"], "fleet,!node03", ["ok1", "ok2"]),
+             ("ok*:r570", "ok*,r570", ["ok1", "ok2", "old"]), ("fleet:&ok*", "fleet,&ok*", ["ok1", "ok2"]),
+             ("all", "all", ["ok1", "ok2", "node03", "old"])]
+    for n, (targets, pattern, hosts) in enumerate(cases):
+        res = _action_run(dict(base, root=str(tmp_path / ("r%d" % n)), targets=targets), play)
+        assert not res.get("failed") and res["hosts"] == hosts, (targets, res)
+        assert res["hosts_pattern"] == pattern, res
+        with open(os.path.join(res["path"], _record.OPEN_FILE)) as fh:
+            assert json.load(fh)["run"]["hosts"] == hosts
+    # a host of the targets that --limit left out of the play is not expected; a named host that matches nothing
+    # still refuses the run before anything is created, naming it
+    limited = _action_run(dict(base, root=str(tmp_path / "lim"), targets="ok1,ok2"),
+                          dict(play, ansible_play_hosts_all=["ok1", "localhost"], ansible_limit="ok1,localhost"))
+    assert limited["failed"] and limited["not_matched"] == [{"name": "ok2", "reason": "outside_limit"}], limited
+    missing = _action_run(dict(base, root=str(tmp_path / "miss"), targets=["ok1", "gone"]), play)
+    assert missing["failed"] and missing["not_matched"] == [{"name": "gone", "reason": "not_in_inventory"}]
+    assert not os.path.exists(str(tmp_path / "lim")) and not os.path.exists(str(tmp_path / "miss"))
+    both = _action_run(dict(base, root=str(tmp_path / "both"), targets="ok1", hosts=["ok1"]), play)
+    assert both["failed"] and "not both" in both["msg"]
 
 
 def _compat_result(tmp_path, **args):
