@@ -217,7 +217,7 @@ options:
         is that action's result. A judge that cannot read a host's part leaves the run frozen without it and fails
         the task after the freeze), C(result) (C(purpose), C(fields), C(package), C(sink) - when the close does not
         fail, C(sink) is empty and this is not check mode, the close hands the job's result on for this run as
-        M(repro.vllm.job_result) does: RV(handed_on), C(ansible_stats), the result line in RV(console)).
+        M(repro.vllm.job_result) does, with RV(handed_on), C(ansible_stats) and the result line in RV(console)).
       - V(attempt) - C(step) (the attempt role's step), C(identity), C(diff), C(debug), C(debug_env); the nodes'
         reports are read from the play's host variables.
       - V(collective) - C(nodes), C(nproc_per_node), C(backend), C(master), C(timeout_s); each node's
