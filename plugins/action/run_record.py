@@ -178,14 +178,23 @@ class ActionModule(ActionBase):
         one string Ansible reads as exactly these terms, _targets.target_patterns) and the inventory's hosts they
         match, in the order Ansible's pattern gives them, that are in this play (what ``query('inventory_hostnames', pattern)`` then
         ``select('in', ansible_play_hosts_all)`` gave in the open's Jinja)."""
-        pattern = ",".join(_targets.target_patterns(targets))
+        terms = _targets.target_patterns(targets)
+        groups = task_vars.get("groups") or {}
+        known = set(groups) | set(_targets.LOCALHOST)
+        for names in groups.values():
+            known.update(names or [])
+        # a plain name that is no host or group of the inventory is left out of the match (the targets check names
+        # it and refuses the run; Ansible would only warn, or stop with its own words under host_pattern_mismatch)
+        match = [t for t in terms if _targets.term_kind(t.lstrip("!&")) != "name" or t.lstrip("!&") in known]
+        if not [t for t in match if not t.startswith(("!", "&"))]:
+            return ",".join(terms), []  # nothing left to match: Ansible would read the exclusions alone as "all but"
         manager = InventoryManager(self._loader, parse=False)
-        for group, names in (task_vars.get("groups") or {}).items():
+        for group, names in groups.items():
             manager.add_group(group)
             for name in names:
                 manager.add_host(name, group=group)
         in_play = set(task_vars.get("ansible_play_hosts_all") or [])
-        return pattern, [h.name for h in manager.get_hosts(pattern=pattern) if h.name in in_play]
+        return ",".join(terms), [h.name for h in manager.get_hosts(pattern=",".join(match)) if h.name in in_play]
 
     @staticmethod
     def _targets_refused(args, task_vars):

@@ -104,3 +104,28 @@ def test_the_production_server_is_read_first_and_frozen_in_the_hosts_part(tmp_pa
                                             "service": {"kind": "pid", "pid": 1}, "service_command_timeout": 600},
                                  host="node03")
     assert refused["failed"] and calls == [] and "repro_vllm_service_command_timeout 600" in refused["msg"]
+
+
+def test_the_role_and_the_action_write_the_same_parts_of_a_real_server(tmp_path):
+    import json  # pylint: disable=import-outside-toplevel
+    import subprocess  # pylint: disable=import-outside-toplevel
+    from ansible_collections.repro.vllm.plugins.filter.fleet_hosts import service_parts  # pylint: disable=import-outside-toplevel
+    from ansible_collections.repro.vllm.plugins.module_utils import _service  # pylint: disable=import-outside-toplevel
+    log = tmp_path / "server.log"
+    log.write_text("INFO Started server process\n")
+    server = subprocess.Popen(["sleep", "60"])  # pylint: disable=consider-using-with
+    try:
+        rec, logs = _service.gather({"kind": "pid", "pid": server.pid, "log_current": str(log)})
+    finally:
+        server.kill()
+        server.wait()
+    parts = _service.record_parts(rec, logs)
+    # the service role's filter names the same parts under the host's folder
+    named = service_parts({"record": rec, "logs": logs}, "hosts/node01/")
+    assert [p["part"] for p in named] == ["hosts/node01/service.json", "hosts/node01/logs/service-current.log"]
+    # the action renders the same bytes into the host's part
+    ctx = {"host": "node01", "run_path": str(tmp_path / "run-001"), "part_dir": "hosts/node01"}
+    got, _notes, _missing = _bare()._parts(ctx, {"data": {}}, {"service": {"record": rec, "logs": logs}})
+    assert sorted(got) == ["logs/service-current.log", "service.json"]
+    assert json.loads(got["service.json"]) == json.loads(json.dumps(rec))
+    assert got["logs/service-current.log"] == parts[1]["content"].encode("utf-8")

@@ -205,7 +205,9 @@ def test_create_makes_the_hosts_of_the_targets_as_the_plays_pattern_reads_them(t
     base = {"state": "create", "case_id": "c", "purpose": "audit"}
     cases = [("ok2,ok1", "ok2,ok1", ["ok2", "ok1"]), (["fleet", "!node03"], "fleet,!node03", ["ok1", "ok2"]),
              ("ok*:r570", "ok*,r570", ["ok1", "ok2", "old"]), ("fleet:&ok*", "fleet,&ok*", ["ok1", "ok2"]),
-             ("all", "all", ["ok1", "ok2", "node03", "old"])]
+             ("all", "all", ["ok1", "ok2", "node03", "old"]),
+             # an exclusion of a name the inventory does not have excludes nothing (and is no warning)
+             ("fleet,!gone", "fleet,!gone", ["ok1", "ok2", "node03"])]
     for n, (targets, pattern, hosts) in enumerate(cases):
         res = _action_run(dict(base, root=str(tmp_path / ("r%d" % n)), targets=targets), play)
         assert not res.get("failed") and res["hosts"] == hosts, (targets, res)
@@ -218,8 +220,12 @@ def test_create_makes_the_hosts_of_the_targets_as_the_plays_pattern_reads_them(t
                           dict(play, ansible_play_hosts_all=["ok1", "localhost"], ansible_limit="ok1,localhost"))
     assert limited["failed"] and limited["not_matched"] == [{"name": "ok2", "reason": "outside_limit"}], limited
     missing = _action_run(dict(base, root=str(tmp_path / "miss"), targets=["ok1", "gone"]), play)
-    assert missing["failed"] and missing["not_matched"] == [{"name": "gone", "reason": "not_in_inventory"}]
-    assert not os.path.exists(str(tmp_path / "lim")) and not os.path.exists(str(tmp_path / "miss"))
+    assert missing["failed"] and missing.get("not_matched") == [{"name": "gone", "reason": "not_in_inventory"}], missing
+    assert missing["hosts"] == ["ok1"]
+    # a missing name with an exclusion: refused, and the exclusion is not read as "every host but" on its own
+    alone = _action_run(dict(base, root=str(tmp_path / "alone"), targets="gone,!ok1"), play)
+    assert alone["failed"] and alone["hosts"] == [] and alone["not_matched"] == [{"name": "gone", "reason": "not_in_inventory"}]
+    assert not [p for p in ("lim", "miss", "alone") if os.path.exists(str(tmp_path / p))]
     both = _action_run(dict(base, root=str(tmp_path / "both"), targets="ok1", hosts=["ok1"]), play)
     assert both["failed"] and "not both" in both["msg"]
 

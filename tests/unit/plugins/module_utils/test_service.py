@@ -195,7 +195,7 @@ def test_real_proc_by_pid_and_by_match(sleeper, tmp_path):
     assert rec2["status"] == "ok" and rec2["matched_pids"] == [proc.pid]
 
 
-def test_the_parts_and_line_of_a_real_server_are_what_host_record_and_the_role_write(sleeper, tmp_path):
+def test_the_parts_and_line_of_a_real_server(sleeper, tmp_path):
     proc, _marker = sleeper
     log = tmp_path / "server.log"
     log.write_text("INFO started\nexport HF_TOKEN=%s\n" % FAKE_HF)
@@ -213,17 +213,6 @@ def test_the_parts_and_line_of_a_real_server_are_what_host_record_and_the_role_w
     missing, _none = _service.gather({"kind": "pid", "pid": 2 ** 22 + 7})
     assert _service.progress_line("node02", missing).endswith("| last exit codes [] | process %d is not running"
                                                               % (2 ** 22 + 7))
-    # the role's filter names the same parts under the host's folder; the action renders the same bytes
-    from ansible_collections.repro.vllm.plugins.filter.fleet_hosts import service_parts  # pylint: disable=import-outside-toplevel
-    named = service_parts({"record": rec, "logs": logs}, "hosts/node01/")
-    assert [p["part"] for p in named] == ["hosts/node01/service.json", "hosts/node01/logs/service-current.log"]
-    from ansible_collections.repro.vllm.plugins.action import host_record  # pylint: disable=import-outside-toplevel
-    act = host_record.ActionModule.__new__(host_record.ActionModule)
-    ctx = {"host": "node01", "run_path": str(tmp_path / "run-001"), "part_dir": "hosts/node01"}
-    got, _notes, _missing = act._parts(ctx, {"data": {}}, {"service": {"record": rec, "logs": logs}})
-    assert sorted(got) == ["logs/service-current.log", "service.json"]
-    assert json.loads(got["service.json"]) == json.loads(json.dumps(rec))
-    assert got["logs/service-current.log"] == parts[1]["content"].encode("utf-8")
 
 
 def test_match_never_picks_itself_and_reports_nothing_found():
