@@ -204,20 +204,18 @@ options:
     default: {}
   service_command_timeout:
     description:
-      - Seconds each command that reads O(service) may run; must be smaller than the task timeout.
+      - Seconds each command that reads O(service) may run; must be smaller than the task timeout. Unset - 15
+        (the controller side's default, the same as the C(repro.vllm.service) role's).
     type: float
-    default: 15
   service_max_log_bytes:
     description:
-      - Bytes kept of each log of O(service) (head and tail).
+      - Bytes kept of each log of O(service) (head and tail). Unset - 262144.
     type: int
-    default: 262144
   service_required:
     description:
-      - Record the host as failed (C(failed.json), the reason) when O(service) is not found or cannot be read;
-        by default its C(service.json) says C(not_found) or C(error) and the host is fingerprinted as usual.
+      - Record the host as failed (C(failed.json), the reason) when O(service) is not found or cannot be read.
+        Unset or false - its C(service.json) says C(not_found) or C(error) and the host is fingerprinted as usual.
     type: bool
-    default: false
 notes:
   - The part's C(manifest.json) holds C(schema_version), C(case_id) and C(run_id) (the run's own, from
     O(run_path)), C(collection_version) (read from the collection's C(galaxy.yml) on the controller),
@@ -363,9 +361,10 @@ def main():
             remove_src=dict(type="list", elements="str", default=[]),
             metadata=dict(type="dict", default={}),
             service=dict(type="dict", default={}),
-            service_command_timeout=dict(type="float", default=15.0),
-            service_max_log_bytes=dict(type="int", default=262144),
-            service_required=dict(type="bool", default=False),
+            # read by the action, whose argument spec holds their defaults (_service's)
+            service_command_timeout=dict(type="float"),
+            service_max_log_bytes=dict(type="int"),
+            service_required=dict(type="bool"),
         ),
         supports_check_mode=True,
     )
