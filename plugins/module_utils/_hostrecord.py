@@ -229,26 +229,31 @@ def host_status(gpu=None, container=None):
 _CONTAINER_CLIS = ("docker", "podman", "nerdctl", "enroot", "srun")
 
 
+def _resolve(exe, path_env=None):
+    """``exe`` as a path: itself when it names a folder, else the first executable of that name on PATH (None)."""
+    if os.sep in exe:
+        return exe
+    for d in (path_env if path_env is not None else os.environ.get("PATH", "")).split(os.pathsep):
+        cand = os.path.join(d, exe)
+        if d and os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
 def serving_python(argv, path_env=None):
     """(python, why_not) for the environment a server command runs in: the interpreter of its ``vllm`` script (the
     script's ``#!`` line, found on PATH when the command names it bare), or the command's own python
-    (``python -m vllm.entrypoints...``). None with the reason when the server runs in an image or nothing is found."""
+    (``python -m vllm.entrypoints...``). None with the reason when the server runs in an image, nothing is found, or
+    the script's interpreter is not a Python (a site's shell wrapper around vllm)."""
     argv = [str(a) for a in (argv or [])]
     if not argv:
         return None, "no server command"
-    exe = argv[0]
-    base = os.path.basename(exe)
+    base = os.path.basename(argv[0])
     if base in _CONTAINER_CLIS:
-        return None, ("the server runs through %s (in an image): run 'python -m vllm.collect_env' inside that image"
-                      % base)
-    if os.sep not in exe:
-        for d in (path_env if path_env is not None else os.environ.get("PATH", "")).split(os.pathsep):
-            cand = os.path.join(d, exe)
-            if d and os.path.isfile(cand) and os.access(cand, os.X_OK):
-                exe = cand
-                break
-        else:
-            return None, "%s is not on this host's PATH" % exe
+        return None, ("the server runs through %s (in an image): run 'vllm collect-env' inside that image" % base)
+    exe = _resolve(argv[0], path_env)
+    if exe is None:
+        return None, "%s is not on this host's PATH" % argv[0]
     if base.startswith("python"):
         return exe, None
     try:
@@ -256,13 +261,30 @@ def serving_python(argv, path_env=None):
             first = f.readline(512).decode("utf-8", "replace").strip()
     except OSError as exc:
         return None, "cannot read %s: %s" % (exe, exc.strerror or exc)
-    if first.startswith("#!"):
-        interp = first[2:].strip().split()
-        if interp and os.path.basename(interp[0]) == "env" and len(interp) > 1:
-            return interp[1], None
-        if interp:
-            return interp[0], None
-    return None, "%s is not a Python script (no #! line): cannot tell its Python" % exe
+    interp = first[2:].strip().split() if first.startswith("#!") else []
+    if interp and os.path.basename(interp[0]) == "env" and len(interp) > 1:
+        interp = interp[1:]
+    if not interp:
+        return None, "%s is not a Python script (no #! line): cannot tell its Python" % exe
+    if not os.path.basename(interp[0]).startswith("python"):
+        return None, "%s is a %s script, not Python's: its Python cannot be told from it" % (exe, interp[0])
+    return interp[0], None
+
+
+def collect_env_commands(argv, path_env=None):
+    """([(via, cmd)], why_not): how vLLM's own report can be had for a server command, in the order to try. The
+    CLI's ``vllm collect-env`` subcommand first when the command runs a ``vllm`` executable (it works through a site's
+    wrapper script, and runs the CLI's own Python); then ``<python> -m vllm.collect_env`` with the serving Python
+    (vLLM releases whose CLI has no such subcommand). Empty with the reason when neither can be told."""
+    argv = [str(a) for a in (argv or [])]
+    out = []
+    exe = _resolve(argv[0], path_env) if argv else None
+    if exe and os.path.basename(exe) == "vllm":
+        out.append(("vllm collect-env", [exe, "collect-env"]))
+    python, why = serving_python(argv, path_env)
+    if python:
+        out.append(("python -m vllm.collect_env", [python, "-m", "vllm.collect_env"]))
+    return out, (None if out else why)
 
 
 def collect_env_container_argv(container):
@@ -284,25 +306,43 @@ def collect_env_container_argv(container):
             + [container["run_ref"], "-m", "vllm.collect_env"])
 
 
-def collect_env(argv, timeout, key=None, runner=None, container=None):
-    """Run vLLM's ``python -m vllm.collect_env`` with the serving environment's Python, under ``timeout``; with a
-    ``container`` (vllm_server's record of the server's container), inside a new container of the same image.
+def _no_subcommand(res):
+    """True when the CLI refused ``collect-env`` as a subcommand it does not have (argparse's usage error, rc 2)."""
+    return res.get("rc") == 2 and "invalid choice" in (res.get("stderr") or "")
 
-    Returns {status: ok|failed|timed_out|not_found|skipped, python, rc, duration_ms, output (redacted), stderr_tail
-    (redacted), msg}. Never raises."""
+
+def collect_env(argv, timeout, key=None, runner=None, container=None):
+    """Run vLLM's own environment report for a server command under ``timeout``: ``vllm collect-env`` of the command's
+    ``vllm``, else (a CLI without that subcommand, or a ``python -m vllm...`` command) ``python -m vllm.collect_env``
+    with the serving environment's Python; with a ``container`` (vllm_server's record of the server's container),
+    inside a new container of the same image.
+
+    Returns {status: ok|failed|timed_out|not_found|skipped, via (which of them ran), command, python, rc,
+    duration_ms, output (redacted), stderr_tail (redacted), msg, tried (the ones that ran before, each
+    {via, rc, msg})}. Never raises."""
     in_image = collect_env_container_argv(container)
     if in_image:
-        python, why, cmd = "python3 in %s" % container["run_ref"], None, in_image
+        candidates, why = [("python3 -m vllm.collect_env in the image", in_image)], None
     else:
-        python, why = serving_python(argv)
-        cmd = [python, "-m", "vllm.collect_env"]
-    if python is None:
-        return {"status": "skipped", "python": None, "rc": None, "duration_ms": 0, "output": "", "stderr_tail": "",
-                "msg": why}
+        candidates, why = collect_env_commands(argv)
+    if not candidates:
+        return {"status": "skipped", "via": None, "command": None, "python": None, "rc": None, "duration_ms": 0,
+                "output": "", "stderr_tail": "", "msg": why, "tried": []}
     if runner is None:
         from ansible_collections.repro.vllm.plugins.module_utils._cmd import run_cmd as runner
-    res = runner(cmd, timeout=timeout)
+    tried = []
+    spent = 0
+    for i, (via, cmd) in enumerate(candidates):
+        res = runner(cmd, timeout=max(1.0, timeout - spent / 1000.0))
+        spent += res.get("duration_ms") or 0
+        if i + 1 < len(candidates) and _no_subcommand(res):
+            tried.append({"via": via, "rc": res.get("rc"), "msg": "this vllm has no collect-env subcommand"})
+            continue
+        break
     status = res["status"] if res["status"] != "ok" or res.get("rc") == 0 else "failed"
-    return {"status": status, "python": python, "rc": res.get("rc"), "duration_ms": res.get("duration_ms"),
-            "output": redact_text(res.get("stdout") or "", key=key),
-            "stderr_tail": redact_text((res.get("stderr") or "")[-2000:], key=key), "msg": res.get("msg") or ""}
+    python = (cmd[0] if via.startswith("python -m") else
+              "python3 in %s" % container["run_ref"] if in_image else None)
+    return {"status": status, "via": via, "command": " ".join(cmd), "python": python, "rc": res.get("rc"),
+            "duration_ms": spent, "output": redact_text(res.get("stdout") or "", key=key),
+            "stderr_tail": redact_text((res.get("stderr") or "")[-2000:], key=key), "msg": res.get("msg") or "",
+            "tried": tried}

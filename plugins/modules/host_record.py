@@ -76,8 +76,10 @@ options:
     default: []
   collect_env_argv:
     description:
-      - With C(collect_env) in O(gather), the server command whose Python runs vLLM's own C(python -m vllm.collect_env)
-        (the interpreter of its C(vllm) script, or the command's own python). A command that runs an image (docker,
+      - With C(collect_env) in O(gather), the server command whose vLLM reports its environment - its C(vllm)'s own
+        C(vllm collect-env) subcommand first (works through a site's wrapper script), then C(python -m vllm.collect_env)
+        with the interpreter of its C(vllm) script or the command's own python (a CLI without the subcommand).
+        C(collect_env.json) says which ran (C(via), C(command), C(tried)). A command that runs an image (docker,
         podman, ...) is skipped with the reason. The output is redacted on the host and written as C(collect_env.json).
     type: list
     elements: str

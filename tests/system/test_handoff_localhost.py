@@ -144,10 +144,12 @@ def test_unpacked_summary_has_every_section_and_the_pictures(packed, tmp_path):
     assert items["host_driver"]["hosts"]["localhost"]["source"] == "runs/run-001/hosts/localhost/fingerprint.json"
     assert items["host_driver"]["hosts"]["localhost"]["kernel"] and items["host_driver"]["hosts"]["localhost"]["os"]
     assert items["versions"]["hosts"]["localhost"]["vllm"]["value"] == "0.32.0"
-    # vLLM's own collect_env, run with the Python of the command's vllm at the minimal start (once per play)
+    # vLLM's own collect_env, run by the command's own 'vllm collect-env' at the minimal start (once per play)
     ce = items["versions"]["collect_env"]
     assert "vLLM Version" in ce["value"] and "0.32.0" in ce["value"], ce
     assert ce["source"].startswith("runs/run-") and ce["source"].endswith("/hosts/localhost/collect_env.json")
+    frozen = json.loads((top / ce["source"]).read_text())
+    assert frozen["status"] == "ok" and frozen["via"] == "vllm collect-env" and frozen["tried"] == [], frozen
     assert items["command"]["hosts"]["localhost"]["argv"][1:3] == ["serve", items["model"]["hosts"]["localhost"]["model"]]
     assert items["request"]["body"]["model"] == "tiny" and items["request"]["route"]
     assert [r["run"] for r in items["stage"]["runs"]] == ["run-002", "run-003"]

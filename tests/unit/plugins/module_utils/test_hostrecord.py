@@ -143,28 +143,75 @@ def test_refused_version_flag_alone_is_not_degraded(monkeypatch):
 
 
 # ------------------------------------------------------------------ vLLM's collect_env in the serving environment
-def _fake_vllm(tmp_path, body):
-    """A real 'vllm' script whose #! line names this interpreter, and a real package vllm.collect_env beside it."""
+# vLLM's CLI (vllm/entrypoints/cli/main.py) dispatches subcommands with argparse; 'collect-env' runs
+# vllm.collect_env's main, and a CLI without it fails argparse's way: usage on stderr, "invalid choice", rc 2.
+_CLI = """import runpy, sys
+SUBCOMMANDS = %r
+if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
+    sys.argv = sys.argv[:1]
+    runpy.run_module("vllm.collect_env", run_name="__main__")
+else:
+    sys.stderr.write("usage: vllm [-h] [-v] {%%s} ...\\n" %% ",".join(SUBCOMMANDS))
+    sys.stderr.write("vllm: error: argument subparser: invalid choice: %%r\\n" %% sys.argv[1:2])
+    sys.exit(2)
+"""
+
+
+def _fake_vllm(tmp_path, body, subcommands=("serve", "collect-env")):
+    """A real 'vllm' CLI script whose #! line names this interpreter (with or without the collect-env subcommand),
+    and a real package vllm.collect_env beside it."""
     pkg = tmp_path / "site" / "vllm"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "collect_env.py").write_text(body)
     script = tmp_path / "bin" / "vllm"
     script.parent.mkdir()
-    script.write_text("#!%s\nimport sys\n" % sys.executable)
+    script.write_text("#!%s\n%s" % (sys.executable, _CLI % (tuple(subcommands),)))
     script.chmod(0o755)
     return str(script), str(tmp_path / "site")
 
 
-def test_collect_env_runs_with_the_python_of_the_commands_vllm(tmp_path, monkeypatch):
+def test_collect_env_runs_the_clis_own_subcommand_first(tmp_path, monkeypatch):
     script, site = _fake_vllm(tmp_path, "print('vLLM Version : 9.9.9')\nprint('HF_TOKEN=hf_' + 'a' * 34)\n")
     monkeypatch.setenv("PYTHONPATH", site)
     res = h.collect_env([script, "serve", "/m", "--port", "8011"], timeout=60)
-    assert res["status"] == "ok" and res["python"] == sys.executable and res["rc"] == 0
+    assert res["status"] == "ok" and res["via"] == "vllm collect-env" and res["rc"] == 0 and res["tried"] == []
+    assert res["command"] == script + " collect-env" and res["python"] is None
     assert "vLLM Version : 9.9.9" in res["output"] and "hf_" + "a" * 34 not in res["output"]
     # found on PATH when the command names it bare
     monkeypatch.setenv("PATH", os.path.dirname(script) + os.pathsep + os.environ["PATH"])
     assert h.serving_python(["vllm", "serve", "m"]) == (sys.executable, None)
+    assert [v for v, _c in h.collect_env_commands(["vllm", "serve", "m"])[0]] == [
+        "vllm collect-env", "python -m vllm.collect_env"]
+
+
+def test_collect_env_falls_back_to_the_interpreter_when_the_cli_has_no_subcommand(tmp_path, monkeypatch):
+    script, site = _fake_vllm(tmp_path, "print('vLLM Version : 0.6.3')\n", subcommands=("serve",))
+    monkeypatch.setenv("PYTHONPATH", site)
+    res = h.collect_env([script, "serve", "/m"], timeout=60)
+    assert res["status"] == "ok" and res["via"] == "python -m vllm.collect_env" and res["python"] == sys.executable
+    assert "vLLM Version : 0.6.3" in res["output"]
+    assert res["tried"] == [{"via": "vllm collect-env", "rc": 2, "msg": "this vllm has no collect-env subcommand"}]
+
+
+def test_collect_env_through_a_sites_shell_wrapper(tmp_path, monkeypatch):
+    """A 'vllm' that is a /bin/sh wrapper (module loads, site wrappers, the lent H200's payload): its #! line names
+    no Python, so only the CLI's subcommand can run the report (was: '/bin/sh -m vllm.collect_env', rc 2)."""
+    real, site = _fake_vllm(tmp_path / "real", "print('vLLM Version : 0.26.0')\n")
+    wrapper = tmp_path / "wrap" / "vllm"
+    wrapper.parent.mkdir()
+    wrapper.write_text('#!/bin/sh\nexport PYTHONPATH=%s\nexec %s "$@"\n' % (site, real))
+    wrapper.chmod(0o755)
+    python, why = h.serving_python([str(wrapper), "serve", "m"])
+    assert python is None and "/bin/sh script" in why
+    res = h.collect_env([str(wrapper), "serve", "m"], timeout=60)
+    assert res["status"] == "ok" and res["via"] == "vllm collect-env" and "0.26.0" in res["output"]
+    # a wrapper that is not named vllm and is not Python: nothing can be told, and the answer says why
+    other = tmp_path / "wrap" / "serve-llm"
+    other.write_text("#!/bin/sh\nexit 0\n")
+    other.chmod(0o755)
+    none = h.collect_env([str(other), "serve", "m"], timeout=5)
+    assert none["status"] == "skipped" and "/bin/sh script" in none["msg"]
 
 
 def test_collect_env_says_why_when_it_cannot_or_does_not_run(tmp_path, monkeypatch):
@@ -172,6 +219,7 @@ def test_collect_env_says_why_when_it_cannot_or_does_not_run(tmp_path, monkeypat
     monkeypatch.setenv("PYTHONPATH", site)
     failed = h.collect_env([script, "serve", "m"], timeout=60)
     assert failed["status"] == "failed" and failed["rc"] == 3 and "boom" in failed["stderr_tail"]
+    assert failed["via"] == "vllm collect-env" and failed["tried"] == []  # a real failure is not retried
     image = h.collect_env(["docker", "run", "--gpus", "all", "vllm/vllm-openai:v0.32.0"], timeout=5)
     assert image["status"] == "skipped" and "inside that image" in image["msg"]
     missing = h.collect_env(["no-such-vllm-here", "serve"], timeout=5)
