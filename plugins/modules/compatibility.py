@@ -37,7 +37,7 @@ options:
   profile:
     description:
       - Name of a profile shipped with the collection (C(kimi-k3-gb300), C(kimi-k3-b300), C(kimi-k3-h200),
-        C(cpu-smoke)). Mutually exclusive with O(profile_file). When neither is given, C(cpu-smoke).
+        C(h200-1gpu), C(cpu-smoke)). Mutually exclusive with O(profile_file). When neither is given, C(cpu-smoke).
     type: str
   profile_file:
     description:

@@ -86,7 +86,7 @@ def facts_of(doc, key="violations"):
 # ------------------------------------------------------------------------------------------------ profiles
 def test_every_shipped_profile_and_the_matrix_validate():
     names = action.builtin_names()
-    assert {"kimi-k3-gb300", "kimi-k3-b300", "kimi-k3-h200", "cpu-smoke"} <= set(names)
+    assert {"kimi-k3-gb300", "kimi-k3-b300", "kimi-k3-h200", "h200-1gpu", "cpu-smoke"} <= set(names)
     for name in names:
         prof = action.load_profile(name, None)
         assert prof["name"] == name
@@ -459,6 +459,12 @@ def test_shipped_profiles_on_the_real_captures():
     assert any(n["host"] is None and n["fact"] == "gpu_count" and "uncertain" in n["note"] for n in doc["notes"])
     doc = judge(action.load_profile("kimi-k3-gb300", None), host(two))
     assert {"gpu_model", "gpus_per_host", "fabric", "imex", "gpu_count"} <= set(f for _h, f in facts_of(doc))
+    # the one-H200 profile of docs/gpu.md: the lent H200 is inside it, its two-GPU twin is not (one per host)
+    h200 = action.load_profile("h200-1gpu", None)
+    assert _compat.profile_needs_gpu(h200) and h200["driver_branch_min"] == 580
+    doc = judge(h200, host(one))
+    assert doc["verdict"] == "pass" and doc["violations"] == [], doc
+    assert facts_of(judge(h200, host(two))) == [("node01", "gpus_per_host")]
 
 
 def test_console_lines_name_host_fact_required_found_fix():
