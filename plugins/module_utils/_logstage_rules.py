@@ -28,8 +28,11 @@ from __future__ import annotations
 STAGES = ("environment", "config", "cuda_init", "distributed_init", "weight_loading", "engine_init",
           "api_ready", "request")
 ANSWER_STAGES = STAGES + ("none", "unknown")
+# container_error, image_pull, scheduling (issue 35): a container runtime or orchestrator refused to run the server
+# (runc/crun/OCI, the engine's runtime configuration; the image could not be pulled; no node could take the pod)
 ERROR_CLASSES = ("oom", "cuda_error", "nccl_error", "driver_mismatch", "config_error", "timeout", "missing_file",
-                 "import_error", "port_in_use", "illegal_memory_access", "engine_dead", "other")
+                 "import_error", "port_in_use", "illegal_memory_access", "engine_dead", "other",
+                 "container_error", "image_pull", "scheduling")
 STAGE_RANK = dict((s, i) for i, s in enumerate(STAGES))
 
 # --------------------------------------------------------------------------------------------------------------
