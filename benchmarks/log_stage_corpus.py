@@ -24,8 +24,12 @@ Every case has a ``split`` (``dev``: the cases the rules were written from; ``te
 fixed before any rule change, never used to write rules); ``--split`` scores one of them (default: all).
 ``--confusion`` prints the stage confusion table (label rows, classifier answer columns).
 
-usage: python benchmarks/log_stage_corpus.py [--corpus DIR] [--split dev|test|all] [--json out.json] [--verbose]
-                                             [--confusion]
+Beside the three figures: how often the classifier answers ``unknown`` or ``none`` on cases whose label is a stage
+(``unplaced``), and for each ``confidence`` how many of its answers have the right stage (``high right`` 54/56).
+``--batch`` scores the cases of one batch (``issue35``: c205-c269) or the ones before it (``before``).
+
+usage: python benchmarks/log_stage_corpus.py [--corpus DIR] [--split dev|test|all] [--batch all|before|issue35]
+                                             [--json out.json] [--verbose] [--confusion]
 """
 
 from __future__ import annotations
@@ -91,24 +95,34 @@ def naive(text):
 
 # --- scoring --------------------------------------------------------------------------------------------------
 
-def load(corpus=CORPUS, split="all"):
+def load(corpus=CORPUS, split="all", batch="all"):
     """The corpus index (a dict with ``cases``), each case with its text read in as ``text``; ``split`` keeps only
-    the cases of that split (``dev`` / ``test``; ``all`` keeps every case)."""
+    the cases of that split (``dev`` / ``test``; ``all`` keeps every case); ``batch`` keeps the cases of one batch
+    (a case's ``batch`` key, e.g. ``issue35``) or ``before`` the ones without a batch key."""
     with open(os.path.join(corpus, "index.json"), encoding="utf-8") as fh:
         index = json.load(fh)
     if split != "all":
         index["cases"] = [c for c in index["cases"] if c.get("split") == split]
+    if batch == "before":
+        index["cases"] = [c for c in index["cases"] if not c.get("batch")]
+    elif batch != "all":
+        index["cases"] = [c for c in index["cases"] if c.get("batch") == batch]
     for case in index["cases"]:
         with open(os.path.join(corpus, case["file"]), "rb") as fh:
             case["text"] = fh.read().decode("utf-8", "replace")
     return index
 
 
-def classify(text):
-    """(stage, error_class, lineno, stage_basis) of the log_stage classifier for one pasted log."""
+def answer(text):
+    """The log_stage classifier's whole answer for one pasted log."""
     sys.path.insert(0, _coll_parent())
     from ansible_collections.repro.vllm.plugins.module_utils._logstage import classify_text  # noqa: E402
-    ans = classify_text(text)
+    return classify_text(text)
+
+
+def classify(text, ans=None):
+    """(stage, error_class, lineno, stage_basis) of the log_stage classifier for one pasted log."""
+    ans = ans or answer(text)
     fe = ans["first_error"] or {}
     return ans["stage"], ans["error_class"], fe.get("lineno"), ans.get("stage_basis")
 
@@ -117,11 +131,21 @@ def score(index):
     """Per-case results and the totals for the classifier and the naive baseline."""
     rows = []
     totals = {"classifier": [0, 0, 0], "naive": [0, 0, 0], "always_request": [0, 0, 0]}
+    confidence = {}
+    unplaced = [0, 0]
     for case in index["cases"]:
-        got = classify(case["text"])
+        ans = answer(case["text"])
+        got = classify(case["text"], ans)
         base = naive(case["text"])
         row = {"id": case["id"], "split": case.get("split"), "label": [case["stage"], case["error_class"], case["lines"]],
-               "classifier": list(got), "naive": list(base)}
+               "classifier": list(got), "naive": list(base), "confidence": ans.get("confidence")}
+        if case["stage"] not in ("unknown", "none"):
+            unplaced[1] += 1
+            unplaced[0] += 1 if got[0] in ("unknown", "none") else 0
+        if ans.get("confidence"):
+            cell = confidence.setdefault(ans["confidence"], [0, 0])
+            cell[0] += 1 if got[0] == case["stage"] else 0
+            cell[1] += 1
         for name, ans in (("classifier", got), ("naive", base), ("always_request", ("request", None, None))):
             ok = [ans[0] == case["stage"], ans[1] == case["error_class"], ans[2] in case["lines"]]
             row[name + "_ok"] = ok
@@ -131,6 +155,8 @@ def score(index):
     n = len(rows) or 1
     summary = dict((name, {"stage": t[0] / n, "class": t[1] / n, "line": t[2] / n, "hits": t, "cases": len(rows)})
                    for name, t in totals.items())
+    # unplaced: [answered unknown/none, cases labelled with a stage]; confidence: {level: [right stage, answers]}
+    summary["classifier"].update({"unplaced": unplaced, "confidence": confidence})
     return rows, summary
 
 
@@ -150,8 +176,9 @@ def main(argv=None):
     ap.add_argument("--verbose", action="store_true", help="print every case, not only the misses")
     ap.add_argument("--split", choices=("dev", "test", "all"), default="all", help="score only this split")
     ap.add_argument("--confusion", action="store_true", help="print the stage confusion table")
+    ap.add_argument("--batch", default="all", help="score one batch (issue35) or the cases before it (before)")
     args = ap.parse_args(argv)
-    index = load(args.corpus, args.split)
+    index = load(args.corpus, args.split, args.batch)
     rows, summary = score(index)
     for row in rows:
         miss = not all(row["classifier_ok"])
@@ -161,7 +188,7 @@ def main(argv=None):
                 "MISS" if miss else "ok  ", row["id"], lab[0], lab[1], ",".join(str(x) for x in lab[2]),
                 got[0], got[1], got[2], got[3]))
     n = summary["classifier"]["cases"]
-    print("\n%d cases (split: %s)" % (n, args.split))
+    print("\n%d cases (split: %s, batch: %s)" % (n, args.split, args.batch))
     print("%-15s %8s %8s %8s" % ("", "stage", "class", "line"))
     for name in ("classifier", "naive", "always_request"):
         s = summary[name]
@@ -169,6 +196,12 @@ def main(argv=None):
             print("%-15s %7.1f%% %8s %8s" % (name, 100 * s["stage"], "-", "-"))
         else:
             print("%-15s %7.1f%% %7.1f%% %7.1f%%" % (name, 100 * s["stage"], 100 * s["class"], 100 * s["line"]))
+    c = summary["classifier"]
+    print("classifier unknown/none on %d of %d cases labelled with a stage (%.1f%%)"
+          % (c["unplaced"][0], c["unplaced"][1], 100.0 * c["unplaced"][0] / (c["unplaced"][1] or 1)))
+    for level in ("high", "medium", "low"):
+        right, total = c["confidence"].get(level, [0, 0])
+        print("confidence %-6s stage right %d of %d (%.1f%%)" % (level, right, total, 100.0 * right / (total or 1)))
     if args.confusion:
         table = confusion(rows)
         answers = sorted(set(a for cell in table.values() for a in cell))
