@@ -43,7 +43,7 @@ from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import 
     CONF_HIGH, CONF_MEDIUM, CONSEQUENCE, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY,
     FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, FRAMES, GENERIC, HANG_HINT, HEADER, LEVEL_WORD_RX,
     MARKERS, METHOD_MESSAGES, READY, SERVING_FRAMES, SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES,
-    STARTUP_FUNC_WORDS, STARTUP_FUNCS, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE, WHERE_OR)
+    STARTUP_FUNC_WORDS, STARTUP_FUNCS, UNKNOWN_MISSING, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE, WHERE_OR)
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_parse import (
     CARETS_RX, CHAIN, CODE_STARTS, EXC_RX, FRAME_RX, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING,
     MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX,
@@ -1588,6 +1588,8 @@ def _build_answer(scans):
         ans["summary"] = "%s failed (%s) on %s%s: %s" % (
             root["stage"], root["cls"], root["node"],
             " at %s" % root["timestamp"] if root["timestamp"] else "", cut(root["line"], 200))
+        if root["stage"] == "unknown":
+            ans["summary"] += "; " + UNKNOWN_MISSING
     else:
         ready = [sc for sc in scans if sc.ready]
         if ready:

@@ -139,6 +139,42 @@ SIGNATURES = (
      "torchrun was stopped from outside (a timeout wrapper, the scheduler or a user): see last_stage"),
     (WEAK_CONSEQUENCE, "SignalException: Process ", None, "other", WHERE, None, (), None),
     (WEAK_CONSEQUENCE, "Executor failed.", r"Executor failed\.$", "engine_dead", WHERE, None, (), None),
+    # --- orchestrators and wrappers that only report that the server's process went away (issue 35) ---------------
+    # Kubernetes: the container keeps exiting (the pod's status CrashLoopBackOff, the kubelet's BackOff event
+    # "Back-off restarting failed container"): why it exited is in the container's own log
+    (CONSEQUENCE, "CrashLoopBackOff", None, "other", WHERE, None, (AT_WARNING,),
+     "the container exits again and again; its own log (kubectl logs --previous) names the failure"),
+    (CONSEQUENCE, "Back-off restarting failed container", None, "other", WHERE, None, (AT_WARNING,),
+     "the container exits again and again; its own log (kubectl logs --previous) names the failure"),
+    # Ray Serve's controller (serve/_private/deployment_state.py): "Exception in Replica(id=..., deployment=...), the
+    # replica will be stopped." - the replica's exception is in the traceback that follows
+    (HEADER, "Exception in Replica(", None, "other", WHERE, None, (), None),
+    # vLLM V1 core_client.py: the engine core's monitor saw the workers die ("Got fatal signal from worker
+    # processes, shutting down. See stack trace above for root cause issue.")
+    (CONSEQUENCE, "Got fatal signal from worker processes", None, "engine_dead", WHERE, None, (AT_WARNING,),
+     "a worker process died; its own error comes first in its log"),
+    # docker compose's "<service> exited with code N": 137 is SIGKILL (the kernel's or the cgroup's OOM killer,
+    # docker's own .State.OOMKilled; or a kill from outside), 139 SIGSEGV
+    (FAILURE, "exited with code 137", None, "oom", WHERE, None, (AT_WARNING,),
+     "SIGKILL: most often the OOM killer on host or container memory (docker inspect .State.OOMKilled, dmesg)"),
+    (CONSEQUENCE, "exited with code", r"exited with code [1-9]\d*", "other", WHERE, None, (AT_WARNING,),
+     "the container's process exited; its own output above (or docker logs) names the failure"),
+    # a shell's report of a foreground job killed by SIGKILL ("Killed", bash "line N:  PID Killed  cmd"): the
+    # kernel's OOM killer unless someone killed it
+    (FAILURE, "Killed", r"^Killed\s*$|: line \d+:\s+\d+ Killed\s", "oom", WHERE, None, (AT_WARNING,),
+     "SIGKILL, most often the kernel's OOM killer on host memory (dmesg shows 'Out of memory: Killed process')"),
+    # Kubernetes' container state and event for a container killed at its memory limit
+    (FAILURE, "OOMKilled", None, "oom", WHERE, None, (AT_WARNING,),
+     "the container exceeded its memory limit (host RAM in the cgroup, not GPU memory)"),
+    # orchestrators that gave up waiting for the server to become ready: kubectl wait / rollout status ("timed out
+    # waiting for the condition"), Cloud Run ("failed to start and listen on the port ... within the allocated
+    # timeout"), kubelet probes ("Startup probe failed", "Readiness probe failed", "Liveness probe failed")
+    (FAILURE, "timed out waiting for the condition", None, "timeout", WHERE, None, (AT_WARNING,),
+     "the orchestrator gave up waiting for the server; the pod's events and log say where it was"),
+    (FAILURE, "failed to start and listen on the port", None, "timeout", WHERE, None, (AT_WARNING,),
+     "the platform's start-up check gave up before the server listened; the revision's log says where it was"),
+    (CONSEQUENCE, "probe failed", r"(?:Startup|Readiness|Liveness) probe failed", "timeout", WHERE, None, (AT_WARNING,),
+     "a kubelet probe failed: a slow start-up (model download, compile) or a dead server"),
     # --- victims: what surviving ranks report after one rank died ------------------------------------------
     (VICTIM, "remote process exited or there was a network error", None,
      "nccl_error", AT_LEAST, "distributed_init", (AT_WARNING,),
@@ -184,8 +220,86 @@ SIGNATURES = (
     (FAILURE, "nvidia-container-cli", r"nvidia-container-cli: \w+ error",
      "other", FIXED, "environment", (AT_WARNING,),
      "NVIDIA container runtime error"),
-    (FAILURE, "could not select device driver", None, "other", FIXED, "environment", (AT_WARNING,),
+    (FAILURE, "could not select device driver", None, "container_error", FIXED, "environment", (AT_WARNING,),
      "the NVIDIA container runtime is not configured for this engine"),
+    # --- container runtimes and orchestrators (issue 35): the server's container never ran -----------------------
+    # OCI runtimes: runc (libcontainer: "runc create failed: unable to start container process: error during
+    # container init: ..."), crun ("crun: <msg>"), as reported by podman (libpod/define/errors.go: ErrOCIRuntime
+    # "OCI runtime error", ErrOCIRuntimePermissionDenied "OCI permission denied", ErrOCIRuntimeNotFound "OCI runtime
+    # attempted to invoke a command that was not found"; before podman 3 "OCI runtime permission denied error",
+    # "OCI runtime command not found error", "OCI not found"), docker/containerd ("OCI runtime create failed",
+    # "failed to create shim task", "failed to create containerd task"), catatonit (podman's init: "failed to exec
+    # pid1").  Podman exits 126 when the runtime cannot start the command, 127 when it is not found.  The NVIDIA
+    # hook's own errors (nvidia-container-cli, above) are more specific and come first.
+    # a runtime line that reports a failed OCI hook ("error running hook #0: error running hook: exit status 1,
+    # stdout: , stderr: ..."): the hook's own error (the NVIDIA hook's, above, on this line or the next) is the cause
+    (CONSEQUENCE, "error running hook", None, "container_error", FIXED, "environment", (AT_WARNING,),
+     "an OCI hook failed (the NVIDIA container hook: its own error follows)"),
+    # runc's "error setting rlimit type 7" / crun's "setrlimit `RLIMIT_NOFILE`": the engine cannot raise a limit for
+    # this user (rootless podman on a VM): give the engine its flags (docs/method.md, "Container runtime")
+    (FAILURE, "rlimit", r"error setting rlimits?|setrlimit `?RLIMIT_", "container_error", FIXED, "environment",
+     (AT_WARNING,), "the container runtime may not set this resource limit here: pass the engine flags in "
+     "repro_vllm_container_args (the localhost inventory fills it from REPRO_VLLM_CONTAINER_ARGS, e.g. "
+     "--ulimit nofile=1024:1024 --ulimit nproc=1000:1000; docs/method.md)"),
+    (FAILURE, "OCI runtime", r"OCI runtime (?:create|start|exec|state) failed", "container_error", FIXED, "environment",
+     (AT_WARNING,), "the container runtime refused to create or start the container: the server never ran"),
+    (FAILURE, "runc create failed", None, "container_error", FIXED, "environment", (AT_WARNING,),
+     "runc refused the container (rlimits, mounts, devices, seccomp, the command): the server never ran"),
+    (FAILURE, "unable to start container process", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "error during container init", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "OCI", r"\bOCI (?:permission denied|not found|runtime (?:error|permission denied error|command not "
+     r"found error|attempted to invoke a command that was not found))", "container_error", FIXED, "environment",
+     (AT_WARNING,), "podman's OCI runtime refused the container; for rlimits or devices the engine needs its run "
+     "flags (repro_vllm_container_args, docs/method.md)"),
+    (FAILURE, "crun: ", r"(?:^|Error: |error: |OCI runtime error: )crun: ", "container_error", FIXED, "environment",
+     (AT_WARNING,), "crun refused the container: the server never ran"),
+    (FAILURE, "failed to create shim task", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "failed to create containerd task", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "failed to exec pid1", None, "container_error", FIXED, "environment", (AT_WARNING,),
+     "the container's init could not start the image's entrypoint"),
+    (FAILURE, "unknown or invalid runtime name", None, "container_error", FIXED, "environment", (AT_WARNING,),
+     "the container engine has no runtime of that name (nvidia-ctk runtime configure)"),
+    (FAILURE, "executable file not found in $PATH", r"executable file (?:`[^`]*` |\S+ )?not found in \$PATH",
+     "container_error", FIXED, "environment", (AT_WARNING,),
+     "the image has no such command for the user the container runs as"),
+    # the docker client without a daemon (docker/cli: "Cannot connect to the Docker daemon at %s. Is the docker
+    # daemon running?")
+    (FAILURE, "Cannot connect to the Docker daemon", None, "container_error", FIXED, "environment", (AT_WARNING,),
+     "the docker daemon is not running or not reachable on this socket"),
+    # Kubernetes (kubelet events and container states): the container could not be created or configured
+    (FAILURE, "FailedCreatePodSandBox", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "Failed to create pod sandbox", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "CreateContainer", r"\bCreateContainer(?:Config)?Error\b", "container_error", FIXED, "environment",
+     (AT_WARNING,), "kubelet could not create the container (a missing secret or config map, a bad mount)"),
+    (FAILURE, "RunContainerError", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    # image pulls: kubelet ("Failed to pull image", ErrImagePull, ImagePullBackOff, "Back-off pulling image"),
+    # kubeadm ("[ERROR ImagePull]"), docker/containerd ("pull access denied", "manifest unknown", "failed to
+    # register layer", "toomanyrequests"), podman ("Error: initializing source")
+    (FAILURE, "Failed to pull image", None, "image_pull", FIXED, "environment", (AT_WARNING,),
+     "the node could not pull the image (name or tag, registry credentials, disk space)"),
+    (FAILURE, "ImagePull", r"\b(?:ErrImagePull|ImagePullBackOff|ErrImageNeverPull|InvalidImageName)\b|"
+     r"\[ERROR ImagePull\]", "image_pull", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "Back-off pulling image", None, "image_pull", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "pull access denied", None, "image_pull", FIXED, "environment", (AT_WARNING,),
+     "the registry has no such image or refuses this user (docker login)"),
+    (FAILURE, "manifest unknown", None, "image_pull", FIXED, "environment", (AT_WARNING,),
+     "the image tag does not exist in the registry"),
+    (FAILURE, "no matching manifest for", None, "image_pull", FIXED, "environment", (AT_WARNING,),
+     "the image has no build for this platform"),
+    (FAILURE, "failed to register layer", None, "image_pull", FIXED, "environment", (AT_WARNING,),
+     "the image could not be extracted (no space left on the image store?)"),
+    (FAILURE, "toomanyrequests", None, "image_pull", FIXED, "environment", (AT_WARNING,), "the registry's pull rate limit"),
+    (FAILURE, "initializing source", r"Error: initializing source \S+", "image_pull", FIXED, "environment",
+     (AT_WARNING,), None),
+    # scheduling: the Kubernetes scheduler ("0/3 nodes are available: 3 Insufficient nvidia.com/gpu."), its
+    # FailedScheduling event, a Knative revision that failed with that message
+    (FAILURE, "nodes are available", r"\b\d+/\d+ nodes are available", "scheduling", FIXED, "environment",
+     (AT_WARNING,), "no node can take the pod (GPUs, memory, taints, node selectors): it never started"),
+    (FAILURE, "FailedScheduling", None, "scheduling", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "PodUnschedulable", None, "scheduling", FIXED, "environment", (AT_WARNING,), None),
+    # the docker daemon refused the request for another reason (the more specific rows above come first)
+    (FAILURE, "Error response from daemon", None, "container_error", FIXED, "environment", (AT_WARNING, GENERIC),
+     None),
     (FAILURE, "CUDA driver version is insufficient for CUDA runtime version", None,
      "driver_mismatch", FIXED, "environment", (AT_WARNING,),
      "the host driver is older than the CUDA runtime in the image"),
@@ -808,6 +922,11 @@ STAGE_WORDS = (
     # the decode attention kernels run only once a KV cache holds a request's tokens
     ("paged_attention", None, "request", "low", "csrc/attention paged_attention_v1/v2 (decode only)"),
 )
+
+# what an ``unknown`` answer's summary adds: what the log lacks and what would place the failure
+UNKNOWN_MISSING = ("stage unknown: the log shows no vLLM start-up line, no vLLM traceback frame and no message whose "
+                   "meaning places it; the server's own log from its start would (for a container: its log, e.g. "
+                   "kubectl logs --previous or docker logs)")
 
 # --------------------------------------------------------------------------------------------------------------
 # collectives: what a ProcessGroupNCCL watchdog line says about the collective that timed out
