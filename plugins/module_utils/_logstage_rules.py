@@ -395,6 +395,12 @@ SIGNATURES = (
      "the model path does not exist, so it was taken as a Hub repository id"),
     (FAILURE, "We couldn't connect to 'https://huggingface.co'", None, "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "does not appear to have a file named", None, "missing_file", WHERE_OR, "config", (), None),
+    # the tokenizer and the model's config files (transformers: "Can't load tokenizer for %r", "Can't load the
+    # configuration of %r"; vllm/transformers_utils/tokenizer.py get_tokenizer: "Failed to load the tokenizer.")
+    (FAILURE, "Can't load tokenizer for", None, "missing_file", WHERE_OR, "config", (),
+     "the tokenizer files are missing or unreadable (path, revision, token)"),
+    (FAILURE, "Can't load the configuration of", None, "missing_file", WHERE_OR, "config", (), None),
+    (FAILURE, "Failed to load the tokenizer", None, "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "is not a local folder and is not a valid model identifier", None,
      "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "validation error for", r"\d+ validation errors? for \w+", "config_error", FIXED, "config", (GENERIC,), None),
@@ -535,6 +541,13 @@ SIGNATURES = (
     (FAILURE, "PTXASError", None, "cuda_error", AT_LEAST, "engine_init", (), None),
     (FAILURE, "RPC call to", r"RPC call to \S+ timed out", "timeout", WHERE, None, (), None),
     # --- request: the serving loop and handlers -------------------------------------------------------------------
+    # a request's structured-output spec rejected by the backend (vllm/v1/structured_output/backend_xgrammar.py
+    # validate_xgrammar_grammar, and the messages vLLM's structured-output tests expect): the request, not the server
+    (FAILURE, "features not supported by xgrammar", None, "other", FIXED, "request", (AT_WARNING,),
+     "the request's JSON schema uses keywords the structured-output backend does not support"),
+    (FAILURE, "Failed to transform json schema into a grammar", None, "other", FIXED, "request", (AT_WARNING,), None),
+    (FAILURE, "Invalid grammar specification", None, "other", FIXED, "request", (AT_WARNING,), None),
+    (FAILURE, "Grammar error:", None, "other", FIXED, "request", (AT_WARNING,), None),
     # V0 AsyncLLMEngine.engine_step under ENGINE_ITERATION_TIMEOUT_S (vllm/engine/async_llm_engine.py): a hang
     (FAILURE, "Engine iteration timed out", None, "timeout", WHERE_OR, "request", (),
      "a step of the engine hung while serving (a stuck worker or collective)"),
@@ -724,6 +737,9 @@ FRAMES = (
     ("verify_with_parallel_config", "vllm/config", "config", "ModelConfig.verify_with_parallel_config"),
     ("__post_init__", "vllm/config", "config", "the config dataclasses' validation (vllm/config.py, vllm/config/*.py)"),
     ("get_config", "vllm/transformers_utils/config.py", "config", "transformers_utils/config.py: get_config (HF config)"),
+    ("get_tokenizer", "vllm/transformers_utils", "config", "transformers_utils/tokenizer.py: get_tokenizer (0.2 -> current)"),
+    ("init_tokenizer_from_configs", "vllm/transformers_utils", "config", "transformers_utils/tokenizer_group: (0.4 -> 0.10)"),
+    ("_init_tokenizer", "vllm/engine", "config", "vllm/engine/llm_engine.py (V0): LLMEngine._init_tokenizer"),
     ("_try_inspect_model_cls", "vllm/model_executor/models/registry.py", "config",
      "models/registry.py: the model class is inspected (in a subprocess) while ModelConfig resolves the architecture"),
     ("inspect_model_cls", "vllm/model_executor/models/registry.py", "config", "models/registry.py: inspect_model_cls"),
@@ -747,6 +763,11 @@ FRAMES = (
     ("__init__", "device_communicators/pynccl.py", "distributed_init", "device_communicators/pynccl.py: PyNcclCommunicator.__init__"),
     ("create", "vllm/distributed/utils.py", "distributed_init", "vllm/distributed/utils.py: StatelessProcessGroup.create (TCPStore)"),
     ("ensure_kv_transfer_initialized", "vllm/distributed", "distributed_init", "distributed/kv_transfer: ensure_kv_transfer_initialized"),
+    ("init_distributed_environment", "vllm/worker", "distributed_init", "vllm/worker/worker.py (<=0.3): init_distributed_environment"),
+    ("init_world_group", "vllm/distributed", "distributed_init", "parallel_state.py (0.5.1+): init_world_group"),
+    ("__init__", "vllm/distributed/parallel_state.py", "distributed_init", "parallel_state.py (0.5.1+): GroupCoordinator.__init__"),
+    ("__init__", "device_communicators/custom_all_reduce.py", "distributed_init",
+     "distributed/device_communicators/custom_all_reduce.py: CustomAllreduce.__init__"),
     ("init_process_group", "torch/distributed", "distributed_init", "PyTorch distributed_c10d.py: init_process_group"),
     ("_create_c10d_store", "torch/distributed", "distributed_init", "PyTorch torch/distributed/rendezvous.py: _create_c10d_store"),
     ("_create_tcp_store", "torch/distributed", "distributed_init", "PyTorch elastic/rendezvous/c10d_rendezvous_backend.py: _create_tcp_store"),
@@ -762,6 +783,23 @@ FRAMES = (
     ("pt_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
     ("download_weights_from_hf", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
     ("process_weights_after_loading", "vllm/model_executor", "weight_loading", "model_loader/utils.py, quantization methods"),
+    # issue 35, from vLLM 0.2 / 0.4 / 0.5.1 (neuralmagic/nm-vllm tags) and the current weight_utils.py
+    ("hf_model_weights_iterator", "vllm/model_executor", "weight_loading", "vllm/model_executor/weight_utils.py (<=0.3)"),
+    ("prepare_hf_model_weights", "vllm/model_executor", "weight_loading", "vllm/model_executor/weight_utils.py (<=0.3)"),
+    ("np_cache_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py (0.4+)"),
+    ("fastsafetensors_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
+    ("runai_safetensors_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
+    ("multi_thread_safetensors_weights_iterator", "vllm/model_executor/model_loader", "weight_loading",
+     "model_loader/weight_utils.py"),
+    ("download_safetensors_index_file_from_hf", "vllm/model_executor/model_loader", "weight_loading",
+     "model_loader/weight_utils.py (0.5+)"),
+    ("filter_duplicate_safetensors_files", "vllm/model_executor/model_loader", "weight_loading",
+     "model_loader/weight_utils.py (0.5+)"),
+    ("default_weight_loader", "vllm/model_executor", "weight_loading", "weight_utils.py: default_weight_loader (0.2+)"),
+    ("weight_loader", "vllm/model_executor", "weight_loading", "layers (linear.py, vocab_parallel_embedding.py, fused_moe): weight_loader"),
+    ("weight_loader_v2", "vllm/model_executor", "weight_loading", "layers/linear.py: weight_loader_v2 (0.6+)"),
+    ("_load_module", "vllm/model_executor/models/utils.py", "weight_loading", "models/utils.py: AutoWeightsLoader._load_module"),
+    ("initialize_dummy_weights", "vllm/model_executor", "weight_loading", "weight_utils.py: initialize_dummy_weights (load_format dummy)"),
     # engine_init: memory profiling, KV-cache sizing and allocation, compile/warm-up, CUDA graph capture
     ("determine_available_memory", "vllm", "engine_init", "vllm/v1/worker/gpu_worker.py: Worker.determine_available_memory"),
     ("determine_num_available_blocks", "vllm", "engine_init", "vllm/worker/worker.py (V0): determine_num_available_blocks"),
@@ -784,6 +822,10 @@ FRAMES = (
     ("kernel_warmup", "vllm", "engine_init", "vllm/model_executor/warmup/kernel_warmup.py: kernel_warmup"),
     ("capture_begin", "torch/cuda/graphs.py", "engine_init", "PyTorch torch/cuda/graphs.py: CUDAGraph.capture_begin"),
     ("capture_end", "torch/cuda/graphs.py", "engine_init", "PyTorch torch/cuda/graphs.py: CUDAGraph.capture_end"),
+    ("profile_num_available_blocks", "vllm/worker", "engine_init", "vllm/worker/worker.py (<=0.3)"),
+    ("init_cache_engine", "vllm/worker", "engine_init", "vllm/worker/worker.py (<=0.3)"),
+    ("warm_up_model", "vllm/worker", "engine_init", "vllm/worker/worker.py (<=0.3)"),
+    ("_allocate_kv_cache", "vllm/worker/cache_engine.py", "engine_init", "vllm/worker/cache_engine.py (V0): CacheEngine._allocate_kv_cache"),
     # api_ready: the API server's app and HTTP server
     ("init_app_state", "vllm/entrypoints", "api_ready", "entrypoints/openai/api_server.py: init_app_state"),
     ("build_app", "vllm/entrypoints", "api_ready", "entrypoints/openai/api_server.py: build_app"),
@@ -814,6 +856,32 @@ FRAMES = (
     ("chat_completion_stream_generator", "vllm/entrypoints", "request", "entrypoints/openai/serving_chat.py"),
     ("chat_completion_full_generator", "vllm/entrypoints", "request", "entrypoints/openai/serving_chat.py"),
     ("render_completion_request", "vllm/entrypoints", "request", "entrypoints/openai/completion/serving.py"),
+    # the schedulers and engine steps, the offline LLM's generation calls (vLLM 0.2 -> current)
+    ("schedule", "vllm/core/scheduler.py", "request", "vllm/core/scheduler.py (V0): Scheduler.schedule"),
+    ("_schedule", "vllm/core/scheduler.py", "request", "vllm/core/scheduler.py (V0): Scheduler._schedule"),
+    ("_schedule_prefills", "vllm/core/scheduler.py", "request", "vllm/core/scheduler.py (V0, 0.4+)"),
+    ("_schedule_running", "vllm/core/scheduler.py", "request", "vllm/core/scheduler.py (V0, 0.4+)"),
+    ("schedule", "vllm/v1/core/sched", "request", "vllm/v1/core/sched/scheduler.py: Scheduler.schedule"),
+    ("update_from_output", "vllm/v1/core/sched", "request", "vllm/v1/core/sched/scheduler.py: Scheduler.update_from_output"),
+    ("allocate_slots", "vllm/v1/core", "request", "vllm/v1/core/kv_cache_manager.py: allocate_slots (scheduling a request)"),
+    ("step", "vllm/engine/llm_engine.py", "request", "vllm/engine/llm_engine.py (V0): LLMEngine.step"),
+    ("_process_model_outputs", "vllm/engine/llm_engine.py", "request", "vllm/engine/llm_engine.py (V0)"),
+    ("step", "vllm/v1/engine/core.py", "request", "vllm/v1/engine/core.py: EngineCore.step"),
+    ("step_with_batch_queue", "vllm/v1/engine/core.py", "request", "vllm/v1/engine/core.py: EngineCore.step_with_batch_queue"),
+    ("execute_worker", "vllm/worker", "request", "vllm/worker/worker.py (V0, 0.5+): execute_worker"),
+    ("generate", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py: LLM.generate"),
+    ("chat", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py: LLM.chat"),
+    ("encode", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py: LLM.encode"),
+    ("_run_engine", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py: LLM._run_engine"),
+    ("_validate_and_add_requests", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py (0.5+)"),
+)
+
+# the source line printed under a frame whose ``File`` line was cut from a paste: (substring, stage, where in vLLM)
+SOURCE_LINES = (
+    # every model's load_weights (vllm/model_executor/models/*.py, 0.2 -> current): "param = params_dict[name]"
+    ("params_dict[name]", "weight_loading", "models/*.py load_weights: param = params_dict[name]"),
+    # the weight loaders' calls ("weight_loader(param, loaded_weight", models/*.py load_weights)
+    ("weight_loader(param, loaded_weight", "weight_loading", "models/*.py load_weights: weight_loader(param, ...)"),
 )
 
 # logger lines that name the worker method that failed; the method is looked up in FRAMES by name
@@ -822,6 +890,8 @@ METHOD_MESSAGES = (
     r"while processing method '?(\w+)'?",
     # vllm/worker/worker_base.py execute_method: "Error executing method %r. This might cause deadlock ..."
     r"Error executing method '?(\w+)'?",
+    # Ray's task error header (ray/exceptions.py RayTaskError: "ray::<Actor>.<method>() (pid=..., ip=...)")
+    r"ray::[\w:.-]*?\.(\w+)\(\) \(pid=",
 )
 
 # --------------------------------------------------------------------------------------------------------------
