@@ -41,7 +41,7 @@ from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import 
     BASIS_INFERRED, BASIS_MARKERS, BASIS_MESSAGE, CAUSE_CLASSES, CAUSES, CLASS_DEFAULT_STAGE, CLASS_FLOOR,
     CLASS_KEYWORDS, CLIENT_ERROR, COLLECTIVE_INIT_SEQ, COLLECTIVE_RX, COLLECTIVE_STARTUP_SEQ, COLLECTIVE_TINY_NUMEL,
     CONF_HIGH, CONF_MEDIUM, CONSEQUENCE, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY,
-    FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, FRAMES, GENERIC, HANG_HINT, HEADER, LEVEL_WORD_RX,
+    FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, FRAME_FILES, FRAMES, GENERIC, HANG_HINT, HEADER, LEVEL_WORD_RX,
     MARKERS, METHOD_MESSAGES, READY, SERVING_FRAMES, SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES,
     SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS, UNKNOWN_MISSING, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE,
     WHERE_OR)
@@ -160,11 +160,12 @@ _FRAME_STAGES = {}
 for _func, _part, _stage, _source in FRAMES:
     _FRAME_STAGES.setdefault(_func, []).append((_part, _stage))
 _METHOD_RXS = tuple(re.compile(rx) for rx in METHOD_MESSAGES)
+_FRAME_FILES = tuple((part, stage) for part, stage, _source in FRAME_FILES)
 
 
 def frame_stage(func, path):
     """The stage of a traceback frame (function ``func`` in file ``path``), or None when it is not mapped."""
-    return _stage_by_path(_FRAME_STAGES.get(func), path)
+    return _stage_by_path(_FRAME_STAGES.get(func), path) or _stage_by_path(_FRAME_FILES, path)
 
 
 def _source_stage(stripped):

@@ -736,6 +736,24 @@ FRAMES = (
     ("_get_and_verify_max_len", "vllm/config", "config", "vllm/config.py (<=0.10), vllm/config/model.py: _get_and_verify_max_len"),
     ("verify_with_parallel_config", "vllm/config", "config", "ModelConfig.verify_with_parallel_config"),
     ("__post_init__", "vllm/config", "config", "the config dataclasses' validation (vllm/config.py, vllm/config/*.py)"),
+    # the config classes' checks (vllm/config.py 0.4 -> 0.10: ModelConfig.__init__ -> _verify_tokenizer_mode,
+    # _verify_quantization, _verify_cuda_graph, _verify_embedding_mode; CacheConfig/ParallelConfig/SchedulerConfig/
+    # SpeculativeConfig._verify_args, CacheConfig._verify_cache_dtype, LoadConfig._verify_load_format; LoRAConfig
+    # verify_with_*; vllm/config/*.py keep the names)
+    ("__init__", "vllm/config.py", "config", "vllm/config.py (<=0.10): the config classes' __init__ (they validate)"),
+    ("_verify_args", "vllm/config", "config", "vllm/config.py, vllm/config/*.py: *Config._verify_args"),
+    ("_verify_quantization", "vllm/config", "config", "ModelConfig._verify_quantization"),
+    ("_verify_cuda_graph", "vllm/config", "config", "ModelConfig._verify_cuda_graph"),
+    ("_verify_tokenizer_mode", "vllm/config", "config", "ModelConfig._verify_tokenizer_mode"),
+    ("_verify_embedding_mode", "vllm/config", "config", "ModelConfig._verify_embedding_mode (0.4-0.6)"),
+    ("_verify_cache_dtype", "vllm/config", "config", "CacheConfig._verify_cache_dtype"),
+    ("_verify_prefix_caching", "vllm/config", "config", "CacheConfig._verify_prefix_caching"),
+    ("_verify_load_format", "vllm/config", "config", "LoadConfig._verify_load_format"),
+    ("verify_with_model_config", "vllm/config", "config", "LoRAConfig.verify_with_model_config"),
+    ("verify_with_scheduler_config", "vllm/config", "config", "LoRAConfig.verify_with_scheduler_config"),
+    ("maybe_create_spec_config", "vllm/config", "config", "SpeculativeConfig.maybe_create_spec_config (0.5)"),
+    ("create_engine_configs", "vllm/engine/arg_utils.py", "config", "EngineArgs.create_engine_configs (<=0.3)"),
+    ("from_cli_args", "vllm/engine/arg_utils.py", "config", "EngineArgs.from_cli_args"),
     ("get_config", "vllm/transformers_utils/config.py", "config", "transformers_utils/config.py: get_config (HF config)"),
     ("get_tokenizer", "vllm/transformers_utils", "config", "transformers_utils/tokenizer.py: get_tokenizer (0.2 -> current)"),
     ("init_tokenizer_from_configs", "vllm/transformers_utils", "config", "transformers_utils/tokenizer_group: (0.4 -> 0.10)"),
@@ -876,6 +894,21 @@ FRAMES = (
     ("_validate_and_add_requests", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py (0.5+)"),
 )
 
+# files whose every function belongs to one stage: a frame of one of them places the traceback even when its
+# function is not in FRAMES (the model loaders and weight_utils.py run only while the weights load; EngineArgs and the
+# HF config helpers only while the config is built): (part of the frame's file path, stage, source)
+FRAME_FILES = (
+    ("vllm/model_executor/model_loader/weight_utils.py", "weight_loading", "model_loader/weight_utils.py (0.4+)"),
+    ("vllm/model_executor/weight_utils.py", "weight_loading", "vllm/model_executor/weight_utils.py (<=0.3)"),
+    ("vllm/model_executor/model_loader/loader.py", "weight_loading", "model_loader/loader.py (0.4 -> 0.9)"),
+    ("vllm/model_executor/model_loader/default_loader.py", "weight_loading", "model_loader/default_loader.py (0.9+)"),
+    ("vllm/model_executor/model_loader/base_loader.py", "weight_loading", "model_loader/base_loader.py (0.9+)"),
+    ("vllm/model_executor/model_loader/bitsandbytes_loader.py", "weight_loading", "model_loader (0.9+)"),
+    ("vllm/model_executor/model_loader/gguf_loader.py", "weight_loading", "model_loader (0.9+)"),
+    ("vllm/engine/arg_utils.py", "config", "vllm/engine/arg_utils.py: EngineArgs"),
+    ("vllm/transformers_utils/config.py", "config", "transformers_utils/config.py: the HF config helpers"),
+)
+
 # the source line printed under a frame whose ``File`` line was cut from a paste: (substring, stage, where in vLLM)
 SOURCE_LINES = (
     # every model's load_weights (vllm/model_executor/models/*.py, 0.2 -> current): "param = params_dict[name]"
@@ -959,6 +992,15 @@ SERVING_LOGGER_FILES = (
     (r"^serving(?:_\w+)?\.py$", "request"),
     (r"tool_parser\w*\.py$", "request"),
     (r"reasoning_parser\w*\.py$|_reasoning_parser\.py$", "request"),
+    # issue 35: modules that log only while one start-up stage runs - the model loaders and weight_utils.py
+    # (model_executor/model_loader/), arg_utils.py (EngineArgs), the distributed set-up (parallel_state.py,
+    # pynccl*.py, custom_all_reduce*.py log when the groups and communicators are made), kv_cache_utils.py (the
+    # KV-cache sizing)
+    (r"^(?:weight_utils|loader|default_loader|base_loader|bitsandbytes_loader|gguf_loader|tensorizer_loader|"
+     r"sharded_state_loader|runai_streamer_loader|dummy_loader)\.py$", "weight_loading"),
+    (r"^arg_utils\.py$", "config"),
+    (r"^(?:parallel_state|pynccl|pynccl_wrapper|custom_all_reduce|custom_all_reduce_utils)\.py$", "distributed_init"),
+    (r"^kv_cache_utils\.py$", "engine_init"),
 )
 # the error's words when nothing else places it: (substring, regex or None, stage, confidence, source)
 # The first row that matches wins.
@@ -987,6 +1029,11 @@ STAGE_WORDS = (
     ("Config", r"\b(?:Model|Cache|Parallel|Scheduler|Device|Load|LoRA|Speculative|Decoding|StructuredOutputs|"
      r"Observability|KVTransfer|KVEvents|Compilation|MultiModal|Pooler|Vllm)Config\b", "config", "low",
      "vllm/config/*.py: the engine's config classes"),
+    # a client's report that the server answered its request with an error status (openai-python _exceptions.py
+    # APIStatusError subclasses: "Error code: %d - %s"; httpx "Server error '%d %s'"; requests "%d Server Error"):
+    # the server was up and serving
+    ("rror", r"openai\.\w+Error: Error code: (?:400|404|422|5\d\d)\b|Server error '5\d\d |\b5\d\d Server Error\b",
+     "request", "medium", "openai-python, httpx, requests: an error status answered to a request"),
     # decoding JSON happens in the tool parsers and in request validation (JSON schema, tool arguments)
     ("JSONDecodeError", None, "request", "low", "json.decoder.JSONDecodeError raised in tool parsers and requests"),
     # the decode attention kernels run only once a KV cache holds a request's tokens

@@ -104,3 +104,27 @@ def test_frames_read_from_older_and_newer_vllm():
     assert frame_stage("generate", "/x/vllm/entrypoints/llm.py") == "request"
     assert frame_stage("get_tokenizer", "/x/vllm/transformers_utils/tokenizer.py") == "config"
     assert frame_stage("__init__", "/x/vllm/distributed/parallel_state.py") == "distributed_init"
+
+
+def test_config_checks_and_loader_files_place_a_traceback():
+    # vllm/config.py (0.4 -> 0.10) ModelConfig._verify_quantization; a model loader file's own helper (FRAME_FILES)
+    assert frame_stage("_verify_quantization", "/x/vllm/config.py") == "config"
+    assert frame_stage("_xla_weights_iterator", "/x/vllm/model_executor/model_loader/loader.py") == "weight_loading"
+    assert frame_stage("anything", "/x/vllm/engine/arg_utils.py") == "config"
+    assert frame_stage("anything", "/x/vllm/model_executor/model_loader/utils.py") is None
+
+
+def test_logger_file_of_a_start_up_module_places_an_error_record():
+    # model_loader/default_loader.py logs only while the weights load (constructed record of that logger)
+    ans = classify_text("ERROR 12-01 10:00:00 [default_loader.py:100] boom\n")
+    assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == ("weight_loading", "inferred", "medium")
+
+
+def test_client_side_error_status_is_a_request():
+    # openai-python _exceptions.py: "Error code: %d - %s" (the server answered the request)
+    ans = classify_text("openai.InternalServerError: Error code: 500 - {'object': 'error', 'message': 'boom', "
+                        "'type': 'InternalServerError', 'param': None, 'code': 500}\n")
+    assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == ("request", "inferred", "medium")
+    # a connection error says nothing about the server's stage
+    ans = classify_text("openai.APIConnectionError: Connection error.\n")
+    assert ans["stage"] == "unknown"
