@@ -30,6 +30,14 @@ Beside the three figures: how often the classifier answers ``unknown`` or ``none
 
 usage: python benchmarks/log_stage_corpus.py [--corpus DIR] [--split dev|test|all] [--batch all|before|issue35]
                                              [--json out.json] [--verbose] [--confusion]
+
+Adding a case is one step (``--add``): the log is copied verbatim into ``cases/``, its label and provenance go to
+``index.json`` (a public paste: ``--url`` and ``--comment``; a capture of this project, e.g. a failure frozen on
+the H200: ``--capture`` names the fixture it came from, and ``--comment`` who made it and when)::
+
+    python benchmarks/log_stage_corpus.py --add tests/fixtures/h200-1gpu/fail_x/server.log --capture \
+        --comment "H200 run of 2026-12-05, issue 30" --stage engine_init --error-class oom --lines 812 \
+        --why "the KV-cache check of determine_available_memory" [--split dev] [--cause-stage STAGE]
 """
 
 from __future__ import annotations
@@ -169,6 +177,59 @@ def confusion(rows):
     return table
 
 
+def add_case(corpus, path, stage, error_class, lines, why, split="dev", url=None, comment=None, capture=False,
+             cause_stage=None, slug=None):
+    """Copy ``path`` into the corpus as a new case labelled as given; returns the new case's index entry."""
+    sys.path.insert(0, _coll_parent())
+    from ansible_collections.repro.vllm.plugins.module_utils._logstage import (  # noqa: E402
+        ANSWER_STAGES, ERROR_CLASSES)
+    with open(os.path.join(corpus, "index.json"), encoding="utf-8") as fh:
+        index = json.load(fh)
+    with open(path, "rb") as fh:
+        data = fh.read()
+    n_lines = len(data.decode("utf-8", "replace").splitlines())
+    problems = []
+    if stage not in ANSWER_STAGES or error_class not in ERROR_CLASSES:
+        problems.append("stage and error class must be in the vocabulary (docs/classifier.md)")
+    if cause_stage is not None and (cause_stage not in ANSWER_STAGES[:8] or cause_stage == stage):
+        problems.append("cause_stage must be an earlier stage than stage")
+    if not lines or not all(1 <= n <= n_lines for n in lines):
+        problems.append("lines must be line numbers of the file (1..%d)" % n_lines)
+    if split not in ("dev", "test") or not why or not comment:
+        problems.append("split must be dev or test; why and comment are required")
+    if capture:
+        rel = os.path.relpath(os.path.abspath(path), ROOT)
+        if not rel.startswith(os.path.join("tests", "fixtures") + os.sep) or rel.startswith(os.path.relpath(corpus, ROOT)):
+            problems.append("a capture is a file under tests/fixtures (outside the corpus)")
+        url = None
+    else:
+        m = re.match(r"https://github\.com/([^/]+/[^/]+)/(issues|pull)/(\d+)", url or "")
+        if m is None:
+            problems.append("a public paste needs --url https://github.com/OWNER/REPO/issues|pull/N")
+        elif any(c.get("url") == url for c in index["cases"]):
+            problems.append("another case already comes from %s (a thread gives one split only)" % url)
+    if problems:
+        raise SystemExit("not added: " + "; ".join(problems))
+    number = 1 + max(int(re.match(r"c(\d+)", c["id"]).group(1)) for c in index["cases"])
+    name = re.sub(r"[^a-z0-9]+", "-", (slug or os.path.splitext(os.path.basename(path))[0]).lower()).strip("-")
+    cid = "c%03d-%s-%s" % (number, stage.replace("_", "-"), name)
+    with open(os.path.join(corpus, "cases", cid + ".log"), "wb") as fh:
+        fh.write(data)
+    if capture:
+        entry = {"capture": rel, "repository": "repro.vllm (this project)", "thread": "capture", "url": None}
+    else:
+        entry = {"repository": m.group(1), "url": url,
+                 "thread": ("issue #%s" if m.group(2) == "issues" else "pull request #%s") % m.group(3)}
+    entry.update({"cause_stage": cause_stage, "comment": comment, "error_class": error_class,
+                  "file": "cases/%s.log" % cid, "id": cid, "lines": sorted(set(lines)), "split": split,
+                  "stage": stage, "why": why})
+    index["cases"].append(dict(sorted(entry.items())))
+    with open(os.path.join(corpus, "index.json"), "w", encoding="utf-8") as fh:
+        json.dump(index, fh, indent=1, ensure_ascii=False)
+        fh.write("\n")
+    return entry
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", default=CORPUS)
@@ -177,7 +238,24 @@ def main(argv=None):
     ap.add_argument("--split", choices=("dev", "test", "all"), default="all", help="score only this split")
     ap.add_argument("--confusion", action="store_true", help="print the stage confusion table")
     ap.add_argument("--batch", default="all", help="score one batch (issue35) or the cases before it (before)")
+    ap.add_argument("--add", metavar="LOG", help="add this log as a case (see the module doc) instead of scoring")
+    ap.add_argument("--stage")
+    ap.add_argument("--error-class")
+    ap.add_argument("--lines", help="the root-cause line(s), comma-separated")
+    ap.add_argument("--why")
+    ap.add_argument("--url")
+    ap.add_argument("--comment")
+    ap.add_argument("--capture", action="store_true", help="the log is a capture under tests/fixtures")
+    ap.add_argument("--cause-stage")
+    ap.add_argument("--slug")
     args = ap.parse_args(argv)
+    if args.add:
+        entry = add_case(args.corpus, args.add, args.stage, args.error_class,
+                         [int(x) for x in (args.lines or "").split(",") if x.strip()], args.why,
+                         "test" if args.split == "test" else "dev", args.url, args.comment, args.capture,
+                         args.cause_stage, args.slug)
+        print("added %s (%s split)" % (entry["id"], entry["split"]))
+        return 0
     index = load(args.corpus, args.split, args.batch)
     rows, summary = score(index)
     for row in rows:
