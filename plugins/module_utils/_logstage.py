@@ -705,7 +705,7 @@ class _Scan(object):
                 fs = frame_stage(func, path)
                 if fs:
                     tb.frames.add(fs)
-                elif "vllm" in path:
+                elif "vllm" in path or _serving_frame(path):
                     if func in STARTUP_FUNCS or _STARTUP_WORD_RX.search(func) is not None:
                         tb.startup = True
                     elif tb.serving is None:

@@ -503,6 +503,9 @@ SIGNATURES = (
     (FAILURE, "Unsupported quantization config found", None, "config_error", FIXED, "weight_loading", (), None),
     (FAILURE, "param_data.shape == loaded_weight.shape", None, "config_error", FIXED, "weight_loading", (),
      "checkpoint shapes do not fit this model or TP size"),
+    # model_loader/weight_utils.py default_weight_loader: "Attempted to load weight ({}) into parameter ({})"
+    (FAILURE, "Attempted to load weight", None, "config_error", FIXED, "weight_loading", (),
+     "checkpoint shapes do not fit this model or TP size"),
     # --- engine_init: compile, memory profiling, KV cache, CUDA graphs ------------------------------------------
     (FAILURE, "No available memory for the cache blocks", None, "oom", FIXED, "engine_init", (),
      "raise --gpu-memory-utilization or free memory"),
@@ -755,6 +758,10 @@ FRAMES = (
     ("create_engine_configs", "vllm/engine/arg_utils.py", "config", "EngineArgs.create_engine_configs (<=0.3)"),
     ("from_cli_args", "vllm/engine/arg_utils.py", "config", "EngineArgs.from_cli_args"),
     ("get_config", "vllm/transformers_utils/config.py", "config", "transformers_utils/config.py: get_config (HF config)"),
+    # transformers' loading of a config, tokenizer or processor (configuration_utils.py get_config_dict,
+    # the Auto* classes' from_pretrained): vLLM does it while the config and the tokenizer are built
+    ("from_pretrained", "transformers/", "config", "transformers: AutoConfig/AutoTokenizer/AutoProcessor.from_pretrained"),
+    ("get_config_dict", "transformers/", "config", "transformers/configuration_utils.py: get_config_dict"),
     ("get_tokenizer", "vllm/transformers_utils", "config", "transformers_utils/tokenizer.py: get_tokenizer (0.2 -> current)"),
     ("init_tokenizer_from_configs", "vllm/transformers_utils", "config", "transformers_utils/tokenizer_group: (0.4 -> 0.10)"),
     ("_init_tokenizer", "vllm/engine", "config", "vllm/engine/llm_engine.py (V0): LLMEngine._init_tokenizer"),
@@ -874,6 +881,11 @@ FRAMES = (
     ("chat_completion_stream_generator", "vllm/entrypoints", "request", "entrypoints/openai/serving_chat.py"),
     ("chat_completion_full_generator", "vllm/entrypoints", "request", "entrypoints/openai/serving_chat.py"),
     ("render_completion_request", "vllm/entrypoints", "request", "entrypoints/openai/completion/serving.py"),
+    # the HTTP server's request path (uvicorn/protocols/http/{h11,httptools}_impl.py RequestResponseCycle.run_asgi,
+    # starlette/routing.py Route.handle, fastapi/routing.py run_endpoint_function): they run only for a request
+    ("run_asgi", "uvicorn/protocols/http", "request", "uvicorn: RequestResponseCycle.run_asgi"),
+    ("run_endpoint_function", "fastapi/routing.py", "request", "fastapi/routing.py: run_endpoint_function"),
+    ("handle", "starlette/routing.py", "request", "starlette/routing.py: Route.handle"),
     # the schedulers and engine steps, the offline LLM's generation calls (vLLM 0.2 -> current)
     ("schedule", "vllm/core/scheduler.py", "request", "vllm/core/scheduler.py (V0): Scheduler.schedule"),
     ("_schedule", "vllm/core/scheduler.py", "request", "vllm/core/scheduler.py (V0): Scheduler._schedule"),
@@ -907,6 +919,7 @@ FRAME_FILES = (
     ("vllm/model_executor/model_loader/gguf_loader.py", "weight_loading", "model_loader (0.9+)"),
     ("vllm/engine/arg_utils.py", "config", "vllm/engine/arg_utils.py: EngineArgs"),
     ("vllm/transformers_utils/config.py", "config", "transformers_utils/config.py: the HF config helpers"),
+    ("safetensors/torch.py", "weight_loading", "the safetensors package's torch loaders (load_file, load)"),
 )
 
 # the source line printed under a frame whose ``File`` line was cut from a paste: (substring, stage, where in vLLM)
@@ -974,6 +987,10 @@ SERVING_FRAMES = (
     ("vllm/reasoning/", "request", "reasoning parsers (vllm/reasoning/)"),
     ("vllm/vllm_flash_attn/", "request", "the flash-attention kernels' Python wrappers (vllm/vllm_flash_attn/)"),
     ("vllm/sampling_params.py", "request", "SamplingParams built and checked for each request (vllm/sampling_params.py)"),
+    # the structured-output backends vLLM calls for each request's grammar (xgrammar, outlines, lm-format-enforcer)
+    ("xgrammar/", "request", "xgrammar: compiling a request's grammar"),
+    ("outlines/", "request", "outlines: compiling a request's guide"),
+    ("lmformatenforcer/", "request", "lm-format-enforcer: a request's token filter"),
 )
 # start-up functions that pass through the same files (building the model, starting the API server, CLI
 # validation, warm-ups): with one of these in the traceback, serving-only frames place nothing

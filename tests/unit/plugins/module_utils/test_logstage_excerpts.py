@@ -128,3 +128,24 @@ def test_client_side_error_status_is_a_request():
     # a connection error says nothing about the server's stage
     ans = classify_text("openai.APIConnectionError: Connection error.\n")
     assert ans["stage"] == "unknown"
+
+
+def test_frames_of_the_libraries_vllm_calls_place_a_cut_traceback():
+    # uvicorn/fastapi/starlette run these only for a request; transformers' from_pretrained while the config and
+    # tokenizer are built; the safetensors loaders while the weights load
+    assert frame_stage("run_asgi", "/x/uvicorn/protocols/http/httptools_impl.py") == "request"
+    assert frame_stage("run_endpoint_function", "/x/fastapi/routing.py") == "request"
+    assert frame_stage("from_pretrained", "/x/transformers/models/auto/tokenization_auto.py") == "config"
+    assert frame_stage("load_file", "/x/safetensors/torch.py") == "weight_loading"
+    # constructed from xgrammar's package layout: a request's grammar compiled by the structured-output backend
+    ans = classify_text('Traceback (most recent call last):\n'
+                        '  File "/x/xgrammar/compiler.py", line 1, in compile_json_schema\n'
+                        'RuntimeError: boom\n')
+    assert (ans["stage"], ans["stage_basis"]) == ("request", "inferred")
+
+
+def test_default_weight_loader_shape_check_is_weight_loading():
+    # model_loader/weight_utils.py default_weight_loader's assertion message
+    ans = classify_text("AssertionError: Attempted to load weight (torch.Size([4096])) into parameter "
+                        "(torch.Size([2048]))\n")
+    assert (ans["stage"], ans["error_class"], ans["confidence"]) == ("weight_loading", "config_error", "high")
