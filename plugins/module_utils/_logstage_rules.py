@@ -544,6 +544,11 @@ SIGNATURES = (
     (FAILURE, "PTXASError", None, "cuda_error", AT_LEAST, "engine_init", (), None),
     (FAILURE, "RPC call to", r"RPC call to \S+ timed out", "timeout", WHERE, None, (), None),
     # --- request: the serving loop and handlers -------------------------------------------------------------------
+    # the OpenAI server's error body as a client prints it (vllm/entrypoints/openai/protocol.py ErrorResponse:
+    # {"object": "error", "message": ..., "type": ..., "param": ..., "code": N}; newer {"error": {"message": ...}}):
+    # the server was up and answered a request with it
+    (FAILURE, "rror", r"""["']object["']\s*:\s*["']error["']\s*,\s*["']message["']|\{\s*["']error["']\s*:\s*\{\s*["']message["']""",
+     "other", WHERE_OR, "request", (AT_WARNING,), "the server's error answer to a request; its own log says why"),
     # a request's structured-output spec rejected by the backend (vllm/v1/structured_output/backend_xgrammar.py
     # validate_xgrammar_grammar, and the messages vLLM's structured-output tests expect): the request, not the server
     (FAILURE, "features not supported by xgrammar", None, "other", FIXED, "request", (AT_WARNING,),
@@ -1049,8 +1054,10 @@ STAGE_WORDS = (
     # a client's report that the server answered its request with an error status (openai-python _exceptions.py
     # APIStatusError subclasses: "Error code: %d - %s"; httpx "Server error '%d %s'"; requests "%d Server Error"):
     # the server was up and serving
-    ("rror", r"openai\.\w+Error: Error code: (?:400|404|422|5\d\d)\b|Server error '5\d\d |\b5\d\d Server Error\b",
-     "request", "medium", "openai-python, httpx, requests: an error status answered to a request"),
+    ("rror", r"openai\.\w+Error: Error code: (?:400|404|422|5\d\d)\b|openai\.(?:BadRequest|InternalServer|"
+     r"UnprocessableEntity|NotFound)Error\b|Server error '5\d\d |\b5\d\d Server Error\b",
+     "request", "medium", "openai-python (_exceptions.py: the APIStatusError subclass names the status), httpx, "
+     "requests: an error status answered to a request"),
     # decoding JSON happens in the tool parsers and in request validation (JSON schema, tool arguments)
     ("JSONDecodeError", None, "request", "low", "json.decoder.JSONDecodeError raised in tool parsers and requests"),
     # the decode attention kernels run only once a KV cache holds a request's tokens

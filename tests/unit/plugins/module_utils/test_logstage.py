@@ -306,6 +306,7 @@ RX_SAMPLES = [
      FAILURE, "scheduling"),
     ("vllm-1 exited with code 1", CONSEQUENCE, "other"),
     ("Killed", FAILURE, "oom"),
+    ('{"object":"error","message":"boom","type":"BadRequestError","param":null,"code":400}', FAILURE, "other"),
     ("Warning  Unhealthy  3s  kubelet  Startup probe failed: Get \"http://10.0.0.1:8000/health\": dial tcp "
      "10.0.0.1:8000: connect: connection refused", CONSEQUENCE, "timeout"),
     # public corpus dev cases (issue 24): c203 (Ray worker, abseil's signal handler), c165 (a gather kernel's

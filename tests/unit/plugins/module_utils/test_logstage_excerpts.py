@@ -124,7 +124,8 @@ def test_client_side_error_status_is_a_request():
     # openai-python _exceptions.py: "Error code: %d - %s" (the server answered the request)
     ans = classify_text("openai.InternalServerError: Error code: 500 - {'object': 'error', 'message': 'boom', "
                         "'type': 'InternalServerError', 'param': None, 'code': 500}\n")
-    assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == ("request", "inferred", "medium")
+    # the body quoted in it is vLLM's ErrorResponse: placed by its meaning (request unless markers prove otherwise)
+    assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == ("request", "message", "medium")
     # a connection error says nothing about the server's stage
     ans = classify_text("openai.APIConnectionError: Connection error.\n")
     assert ans["stage"] == "unknown"
@@ -149,3 +150,16 @@ def test_default_weight_loader_shape_check_is_weight_loading():
     ans = classify_text("AssertionError: Attempted to load weight (torch.Size([4096])) into parameter "
                         "(torch.Size([2048]))\n")
     assert (ans["stage"], ans["error_class"], ans["confidence"]) == ("weight_loading", "config_error", "high")
+
+
+def test_the_servers_error_body_alone_is_a_request():
+    # vllm/entrypoints/openai/protocol.py ErrorResponse, as curl prints it; openai-python's exception named for a 5xx
+    ans = classify_text('{"object":"error","message":"Internal error","type":"InternalServerError","param":null,'
+                        '"code":500}\n')
+    assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == ("request", "message", "medium")
+    ans = classify_text("openai.InternalServerError: Internal Server Error\n")
+    assert (ans["stage"], ans["confidence"]) == ("request", "medium")
+    # the client error rule 8 ignores stays ignored inside a body
+    ans = classify_text('{"object":"error","message":"This model\'s maximum context length is 4096 tokens.",'
+                        '"type":"BadRequestError","param":null,"code":400}\n')
+    assert ans["stage"] == "none"
