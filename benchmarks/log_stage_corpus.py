@@ -24,8 +24,20 @@ Every case has a ``split`` (``dev``: the cases the rules were written from; ``te
 fixed before any rule change, never used to write rules); ``--split`` scores one of them (default: all).
 ``--confusion`` prints the stage confusion table (label rows, classifier answer columns).
 
-usage: python benchmarks/log_stage_corpus.py [--corpus DIR] [--split dev|test|all] [--json out.json] [--verbose]
-                                             [--confusion]
+Beside the three figures: how often the classifier answers ``unknown`` or ``none`` on cases whose label is a stage
+(``unplaced``), and for each ``confidence`` how many of its answers have the right stage (``high right`` 54/56).
+``--batch`` scores the cases of one batch (``issue35``: c205-c269) or the ones before it (``before``).
+
+usage: python benchmarks/log_stage_corpus.py [--corpus DIR] [--split dev|test|all] [--batch all|before|issue35]
+                                             [--json out.json] [--verbose] [--confusion]
+
+Adding a case is one step (``--add``): the log is copied verbatim into ``cases/``, its label and provenance go to
+``index.json`` (a public paste: ``--url`` and ``--comment``; a capture of this project, e.g. a failure frozen on
+the H200: ``--capture`` names the fixture it came from, and ``--comment`` who made it and when)::
+
+    python benchmarks/log_stage_corpus.py --add tests/fixtures/h200-1gpu/fail_x/server.log --capture \
+        --comment "H200 run of 2026-12-05, issue 30" --stage engine_init --error-class oom --lines 812 \
+        --why "the KV-cache check of determine_available_memory" [--split dev] [--cause-stage STAGE]
 """
 
 from __future__ import annotations
@@ -91,24 +103,34 @@ def naive(text):
 
 # --- scoring --------------------------------------------------------------------------------------------------
 
-def load(corpus=CORPUS, split="all"):
+def load(corpus=CORPUS, split="all", batch="all"):
     """The corpus index (a dict with ``cases``), each case with its text read in as ``text``; ``split`` keeps only
-    the cases of that split (``dev`` / ``test``; ``all`` keeps every case)."""
+    the cases of that split (``dev`` / ``test``; ``all`` keeps every case); ``batch`` keeps the cases of one batch
+    (a case's ``batch`` key, e.g. ``issue35``) or ``before`` the ones without a batch key."""
     with open(os.path.join(corpus, "index.json"), encoding="utf-8") as fh:
         index = json.load(fh)
     if split != "all":
         index["cases"] = [c for c in index["cases"] if c.get("split") == split]
+    if batch == "before":
+        index["cases"] = [c for c in index["cases"] if not c.get("batch")]
+    elif batch != "all":
+        index["cases"] = [c for c in index["cases"] if c.get("batch") == batch]
     for case in index["cases"]:
         with open(os.path.join(corpus, case["file"]), "rb") as fh:
             case["text"] = fh.read().decode("utf-8", "replace")
     return index
 
 
-def classify(text):
-    """(stage, error_class, lineno, stage_basis) of the log_stage classifier for one pasted log."""
+def answer(text):
+    """The log_stage classifier's whole answer for one pasted log."""
     sys.path.insert(0, _coll_parent())
     from ansible_collections.repro.vllm.plugins.module_utils._logstage import classify_text  # noqa: E402
-    ans = classify_text(text)
+    return classify_text(text)
+
+
+def classify(text, ans=None):
+    """(stage, error_class, lineno, stage_basis) of the log_stage classifier for one pasted log."""
+    ans = ans or answer(text)
     fe = ans["first_error"] or {}
     return ans["stage"], ans["error_class"], fe.get("lineno"), ans.get("stage_basis")
 
@@ -117,11 +139,21 @@ def score(index):
     """Per-case results and the totals for the classifier and the naive baseline."""
     rows = []
     totals = {"classifier": [0, 0, 0], "naive": [0, 0, 0], "always_request": [0, 0, 0]}
+    confidence = {}
+    unplaced = [0, 0]
     for case in index["cases"]:
-        got = classify(case["text"])
+        ans = answer(case["text"])
+        got = classify(case["text"], ans)
         base = naive(case["text"])
         row = {"id": case["id"], "split": case.get("split"), "label": [case["stage"], case["error_class"], case["lines"]],
-               "classifier": list(got), "naive": list(base)}
+               "classifier": list(got), "naive": list(base), "confidence": ans.get("confidence")}
+        if case["stage"] not in ("unknown", "none"):
+            unplaced[1] += 1
+            unplaced[0] += 1 if got[0] in ("unknown", "none") else 0
+        if ans.get("confidence"):
+            cell = confidence.setdefault(ans["confidence"], [0, 0])
+            cell[0] += 1 if got[0] == case["stage"] else 0
+            cell[1] += 1
         for name, ans in (("classifier", got), ("naive", base), ("always_request", ("request", None, None))):
             ok = [ans[0] == case["stage"], ans[1] == case["error_class"], ans[2] in case["lines"]]
             row[name + "_ok"] = ok
@@ -131,6 +163,8 @@ def score(index):
     n = len(rows) or 1
     summary = dict((name, {"stage": t[0] / n, "class": t[1] / n, "line": t[2] / n, "hits": t, "cases": len(rows)})
                    for name, t in totals.items())
+    # unplaced: [answered unknown/none, cases labelled with a stage]; confidence: {level: [right stage, answers]}
+    summary["classifier"].update({"unplaced": unplaced, "confidence": confidence})
     return rows, summary
 
 
@@ -143,6 +177,59 @@ def confusion(rows):
     return table
 
 
+def add_case(corpus, path, stage, error_class, lines, why, split="dev", url=None, comment=None, capture=False,
+             cause_stage=None, slug=None):
+    """Copy ``path`` into the corpus as a new case labelled as given; returns the new case's index entry."""
+    sys.path.insert(0, _coll_parent())
+    from ansible_collections.repro.vllm.plugins.module_utils._logstage import (  # noqa: E402
+        ANSWER_STAGES, ERROR_CLASSES)
+    with open(os.path.join(corpus, "index.json"), encoding="utf-8") as fh:
+        index = json.load(fh)
+    with open(path, "rb") as fh:
+        data = fh.read()
+    n_lines = len(data.decode("utf-8", "replace").splitlines())
+    problems = []
+    if stage not in ANSWER_STAGES or error_class not in ERROR_CLASSES:
+        problems.append("stage and error class must be in the vocabulary (docs/classifier.md)")
+    if cause_stage is not None and (cause_stage not in ANSWER_STAGES[:8] or cause_stage == stage):
+        problems.append("cause_stage must be an earlier stage than stage")
+    if not lines or not all(1 <= n <= n_lines for n in lines):
+        problems.append("lines must be line numbers of the file (1..%d)" % n_lines)
+    if split not in ("dev", "test") or not why or not comment:
+        problems.append("split must be dev or test; why and comment are required")
+    if capture:
+        rel = os.path.relpath(os.path.abspath(path), ROOT)
+        if not rel.startswith(os.path.join("tests", "fixtures") + os.sep) or rel.startswith(os.path.relpath(corpus, ROOT)):
+            problems.append("a capture is a file under tests/fixtures (outside the corpus)")
+        url = None
+    else:
+        m = re.match(r"https://github\.com/([^/]+/[^/]+)/(issues|pull)/(\d+)", url or "")
+        if m is None:
+            problems.append("a public paste needs --url https://github.com/OWNER/REPO/issues|pull/N")
+        elif any(c.get("url") == url for c in index["cases"]):
+            problems.append("another case already comes from %s (a thread gives one split only)" % url)
+    if problems:
+        raise SystemExit("not added: " + "; ".join(problems))
+    number = 1 + max(int(re.match(r"c(\d+)", c["id"]).group(1)) for c in index["cases"])
+    name = re.sub(r"[^a-z0-9]+", "-", (slug or os.path.splitext(os.path.basename(path))[0]).lower()).strip("-")
+    cid = "c%03d-%s-%s" % (number, stage.replace("_", "-"), name)
+    with open(os.path.join(corpus, "cases", cid + ".log"), "wb") as fh:
+        fh.write(data)
+    if capture:
+        entry = {"capture": rel, "repository": "repro.vllm (this project)", "thread": "capture", "url": None}
+    else:
+        entry = {"repository": m.group(1), "url": url,
+                 "thread": ("issue #%s" if m.group(2) == "issues" else "pull request #%s") % m.group(3)}
+    entry.update({"cause_stage": cause_stage, "comment": comment, "error_class": error_class,
+                  "file": "cases/%s.log" % cid, "id": cid, "lines": sorted(set(lines)), "split": split,
+                  "stage": stage, "why": why})
+    index["cases"].append(dict(sorted(entry.items())))
+    with open(os.path.join(corpus, "index.json"), "w", encoding="utf-8") as fh:
+        json.dump(index, fh, indent=1, ensure_ascii=False)
+        fh.write("\n")
+    return entry
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", default=CORPUS)
@@ -150,8 +237,26 @@ def main(argv=None):
     ap.add_argument("--verbose", action="store_true", help="print every case, not only the misses")
     ap.add_argument("--split", choices=("dev", "test", "all"), default="all", help="score only this split")
     ap.add_argument("--confusion", action="store_true", help="print the stage confusion table")
+    ap.add_argument("--batch", default="all", help="score one batch (issue35) or the cases before it (before)")
+    ap.add_argument("--add", metavar="LOG", help="add this log as a case (see the module doc) instead of scoring")
+    ap.add_argument("--stage")
+    ap.add_argument("--error-class")
+    ap.add_argument("--lines", help="the root-cause line(s), comma-separated")
+    ap.add_argument("--why")
+    ap.add_argument("--url")
+    ap.add_argument("--comment")
+    ap.add_argument("--capture", action="store_true", help="the log is a capture under tests/fixtures")
+    ap.add_argument("--cause-stage")
+    ap.add_argument("--slug")
     args = ap.parse_args(argv)
-    index = load(args.corpus, args.split)
+    if args.add:
+        entry = add_case(args.corpus, args.add, args.stage, args.error_class,
+                         [int(x) for x in (args.lines or "").split(",") if x.strip()], args.why,
+                         "test" if args.split == "test" else "dev", args.url, args.comment, args.capture,
+                         args.cause_stage, args.slug)
+        print("added %s (%s split)" % (entry["id"], entry["split"]))
+        return 0
+    index = load(args.corpus, args.split, args.batch)
     rows, summary = score(index)
     for row in rows:
         miss = not all(row["classifier_ok"])
@@ -161,7 +266,7 @@ def main(argv=None):
                 "MISS" if miss else "ok  ", row["id"], lab[0], lab[1], ",".join(str(x) for x in lab[2]),
                 got[0], got[1], got[2], got[3]))
     n = summary["classifier"]["cases"]
-    print("\n%d cases (split: %s)" % (n, args.split))
+    print("\n%d cases (split: %s, batch: %s)" % (n, args.split, args.batch))
     print("%-15s %8s %8s %8s" % ("", "stage", "class", "line"))
     for name in ("classifier", "naive", "always_request"):
         s = summary[name]
@@ -169,6 +274,12 @@ def main(argv=None):
             print("%-15s %7.1f%% %8s %8s" % (name, 100 * s["stage"], "-", "-"))
         else:
             print("%-15s %7.1f%% %7.1f%% %7.1f%%" % (name, 100 * s["stage"], 100 * s["class"], 100 * s["line"]))
+    c = summary["classifier"]
+    print("classifier unknown/none on %d of %d cases labelled with a stage (%.1f%%)"
+          % (c["unplaced"][0], c["unplaced"][1], 100.0 * c["unplaced"][0] / (c["unplaced"][1] or 1)))
+    for level in ("high", "medium", "low"):
+        right, total = c["confidence"].get(level, [0, 0])
+        print("confidence %-6s stage right %d of %d (%.1f%%)" % (level, right, total, 100.0 * right / (total or 1)))
     if args.confusion:
         table = confusion(rows)
         answers = sorted(set(a for cell in table.values() for a in cell))

@@ -36,7 +36,8 @@ import re
 # The classifier's error classes (docs/architecture.md) plus the one the verdict adds: a non-2xx answer while no
 # server log shows a failure.
 ERROR_CLASSES = ("oom", "cuda_error", "nccl_error", "driver_mismatch", "config_error", "timeout", "missing_file",
-                 "import_error", "port_in_use", "illegal_memory_access", "engine_dead", "other", "http_error")
+                 "import_error", "port_in_use", "illegal_memory_access", "engine_dead", "other",
+                 "container_error", "image_pull", "scheduling", "http_error")
 COMPONENTS = ("server", "gateway", "client")
 NO_FAILURE = ("none", None, "")
 

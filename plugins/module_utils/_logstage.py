@@ -41,14 +41,16 @@ from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import 
     BASIS_INFERRED, BASIS_MARKERS, BASIS_MESSAGE, CAUSE_CLASSES, CAUSES, CLASS_DEFAULT_STAGE, CLASS_FLOOR,
     CLASS_KEYWORDS, CLIENT_ERROR, COLLECTIVE_INIT_SEQ, COLLECTIVE_RX, COLLECTIVE_STARTUP_SEQ, COLLECTIVE_TINY_NUMEL,
     CONF_HIGH, CONF_MEDIUM, CONSEQUENCE, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY,
-    FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, FRAMES, GENERIC, HANG_HINT, HEADER, LEVEL_WORD_RX,
+    FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, FRAME_FILES, FRAMES, GENERIC, HANG_HINT, HEADER, LEVEL_WORD_RX,
     MARKERS, METHOD_MESSAGES, READY, SERVING_FRAMES, SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES,
-    STARTUP_FUNC_WORDS, STARTUP_FUNCS, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE, WHERE_OR)
+    SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS, UNKNOWN_MISSING, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE,
+    WHERE_OR)
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_parse import (
-    CARETS_RX, CHAIN, CODE_STARTS, EXC_RX, FRAME_RX, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING,
+    CARETS_RX, CHAIN, CODE_STARTS, EXC_RX, GLUED_RX as _GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING,
     MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX,
     RAY_REPEAT_RX, STOP_RX, SUBJECT_RX,
-    TB_START, TEE_RX, TS_BYTES_RX, Line, clean, cut, parse_line, strip_wrappers, tkey)
+    TB_START, TEE_RX, TS_BYTES_RX, Line, clean, cut, cut_record as _cut_record, frame_line as _frame_line, parse_line,
+    strip_wrappers, tkey)
 
 __all__ = ("ANSWER_STAGES", "ERROR_CLASSES", "STAGES", "LogStageError", "cause_stage", "classify_files",
            "classify_text", "classify_texts", "collective_stage", "expand_paths", "frame_stage", "match_signature",
@@ -158,11 +160,17 @@ _FRAME_STAGES = {}
 for _func, _part, _stage, _source in FRAMES:
     _FRAME_STAGES.setdefault(_func, []).append((_part, _stage))
 _METHOD_RXS = tuple(re.compile(rx) for rx in METHOD_MESSAGES)
+_FRAME_FILES = tuple((part, stage) for part, stage, _source in FRAME_FILES)
 
 
 def frame_stage(func, path):
     """The stage of a traceback frame (function ``func`` in file ``path``), or None when it is not mapped."""
-    return _stage_by_path(_FRAME_STAGES.get(func), path)
+    return _stage_by_path(_FRAME_STAGES.get(func), path) or _stage_by_path(_FRAME_FILES, path)
+
+
+def _source_stage(stripped):
+    """The stage of a traceback's source line that only one vLLM function prints (SOURCE_LINES), or None."""
+    return next((stage for key, stage, _src in SOURCE_LINES if key in stripped), None)
 
 
 def _stage_by_path(rows, path):
@@ -697,19 +705,21 @@ class _Scan(object):
                 fs = frame_stage(func, path)
                 if fs:
                     tb.frames.add(fs)
-                elif "vllm" in path:
+                elif "vllm" in path or _serving_frame(path):
                     if func in STARTUP_FUNCS or _STARTUP_WORD_RX.search(func) is not None:
                         tb.startup = True
                     elif tb.serving is None:
                         tb.serving = _serving_frame(path)
                 tb.chained = "file"
                 return True
-            if body[:1] in (" ", "\t") or not stripped or CARETS_RX.match(stripped):
+            if body[:1] in (" ", "\t") or not stripped or CARETS_RX.match(stripped) or IPY_SOURCE_RX.match(stripped) or (
+                    after_file and not EXC_RX.match(stripped) and not stripped.startswith(TB_START)):
+                # a frame's source line (also one whose indentation a paste lost); a few name their vLLM function
+                src = _source_stage(stripped) if stripped else None
+                if src is not None:
+                    tb.frames.add(src)
                 return True
             if stripped.startswith(TB_START):
-                return True
-            if after_file and not EXC_RX.match(stripped):
-                # the source line of a frame whose indentation was lost (pasted logs)
                 return True
             if _cut_record(stripped):
                 # the paste ends inside the logger prefix of the traceback's next line: not its exception
@@ -943,6 +953,11 @@ class _Scan(object):
         if line.fmt in (FMT_RAW, FMT_VLLM, FMT_C10, FMT_UVICORN, FMT_PYLOG) and stripped.startswith(TB_START):
             self._open_tb(line, lineno, stripped)
             return
+        m = IPY_TB_RX.match(stripped) if line.fmt == FMT_RAW and "Traceback" in stripped else None
+        if m is not None:
+            # IPython names the exception's type first; its line with the message (last) replaces it when pasted
+            self._open_tb(line, lineno, stripped).entries[-1][:2] = [m.group("exc"), lineno]
+            return
         if line.fmt == FMT_RAW and stream == "":
             m = PROCESS_HDR_RX.match(stripped)
             if m:
@@ -960,7 +975,7 @@ class _Scan(object):
         if line.fmt in (FMT_RAW, FMT_VLLM) and (body.startswith("    ") or stripped.startswith(CODE_STARTS)):
             # a frame or source line of a traceback whose start is not in this log (a cut or pasted excerpt):
             # the source text of a raise statement is not the error; a frame opens the cut traceback
-            if lvl != LEVEL_DEBUG and _frame_line(stripped) is not None:
+            if lvl != LEVEL_DEBUG and (_frame_line(stripped) is not None or _source_stage(stripped)):
                 tb = self._open_tb(line, lineno, stripped, headless=True)
                 self._tb_line(tb, line, lineno, body)
             return
@@ -1027,24 +1042,6 @@ class _Scan(object):
             self._finish_tb(self.streams.pop(key))
 
 
-def _cut_record(stripped):
-    """True for what is left of a vLLM logger prefix cut short by the end of a paste (``ERROR 11-05 03:3``,
-    ``ERROR 10-09 09:39:54 [hermes_tool_parser.py:``): no message, so never an exception or an error."""
-    m = _CUT_RECORD_RX.match(stripped)
-    return m is not None and any(w.startswith(m.group(1)) for w in _LEVEL_WORDS)
-
-
-def _frame_line(stripped):
-    """The match of a traceback frame line (also one whose ``File "`` was cut), or None."""
-    if '", line ' not in stripped:
-        return None
-    return FRAME_RX.match(stripped)
-
-
-# a vLLM record glued after a progress bar's "]" (the bar's carriage return lost in a paste)
-_LEVEL_WORDS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-_CUT_RECORD_RX = re.compile(r"^([A-Z]{2,8})(?: \d\d?(?:-\d{0,2}(?: [\d:]{0,8}(?:[.,]\d*)?)?)?)?(?: \[[^\]\s]*)?$")
-_GLUED_RX = re.compile(r"\](?=\s*(?:\([^)]*pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d )")
 # an ERROR record with an empty message (logger.exception of an exception without text) heads its traceback
 _EMPTY_ERROR_SIG = Signature(-2, HEADER, "", None, "other", WHERE, None, (), None)
 
@@ -1588,6 +1585,8 @@ def _build_answer(scans):
         ans["summary"] = "%s failed (%s) on %s%s: %s" % (
             root["stage"], root["cls"], root["node"],
             " at %s" % root["timestamp"] if root["timestamp"] else "", cut(root["line"], 200))
+        if root["stage"] == "unknown":
+            ans["summary"] += "; " + UNKNOWN_MISSING
     else:
         ready = [sc for sc in scans if sc.ready]
         if ready:

@@ -89,6 +89,14 @@ EXC_RX = re.compile(
     r"(?:[A-Za-z_]\w*\.)*(?:Base)?ExceptionGroup)(?:\([\w.]*\))?(?::|$)")
 CARETS_RX = re.compile(r"^[\^~ ]+$")
 TB_START = "Traceback (most recent call last)"
+# IPython / Jupyter tracebacks (IPython.core.ultratb, 8.x; VS Code's notebook links): the exception's type first
+# ("KeyError                                  Traceback (most recent call last)"), then cells and frames as
+# "File ~/env/lib/python3.9/site-packages/vllm/entrypoints/llm.py:123, in LLM.__init__(self, model, ...)" with
+# numbered source lines and an arrow on the current one, the exception line last
+IPY_TB_RX = re.compile(r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)\s*$")
+IPY_FRAME_RX = re.compile(r"^\s*File \[?(?P<path>[^\s\[\]]+?\.py):\d+(?:\]\([^)]*\))?, in (?:[\w<>]+\.)*(?P<func>[\w<>]+)\(")
+IPY_SOURCE_RX = re.compile(r"^(?:-*>\s*)?(?:\d+|\[\d+\]\([^)]*\))\s|^Cell In\s*\[\d+\], line \d+|^\(\.\.\.\)$|"
+                           r"\.ipynb\]\([^)]*\) Cell \d+ line \d+")
 CODE_STARTS = ('File "', "raise ", "^^^", "~~~")
 CHAIN = ("The above exception was the direct cause", "During handling of the above exception")
 
@@ -348,3 +356,26 @@ def parse_line(text, line):
     line.msg = text
     if text[:1] not in (" ", "\t") and PYWARN_RX.match(text):
         line.pywarn = True
+
+
+# --- traceback line shapes of pasted logs (used by the scanner) ---------------------------------------------------
+
+def cut_record(stripped):
+    """True for what is left of a vLLM logger prefix cut short by the end of a paste (``ERROR 11-05 03:3``,
+    ``ERROR 10-09 09:39:54 [hermes_tool_parser.py:``): no message, so never an exception or an error."""
+    m = CUT_RECORD_RX.match(stripped)
+    return m is not None and any(w.startswith(m.group(1)) for w in LEVEL_WORDS)
+
+
+def frame_line(stripped):
+    """The match of a traceback frame line (also one whose ``File "`` was cut, or IPython's), or None."""
+    if '", line ' not in stripped:
+        return IPY_FRAME_RX.match(stripped) if stripped.startswith("File ") else None
+    return FRAME_RX.match(stripped)
+
+
+# the level words of a vLLM record and what is left of its prefix when a paste ends inside it
+LEVEL_WORDS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+CUT_RECORD_RX = re.compile(r"^([A-Z]{2,8})(?: \d\d?(?:-\d{0,2}(?: [\d:]{0,8}(?:[.,]\d*)?)?)?)?(?: \[[^\]\s]*)?$")
+# a vLLM record glued after a progress bar's "]" (the bar's carriage return lost in a paste)
+GLUED_RX = re.compile(r"\](?=\s*(?:\([^)]*pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d )")

@@ -28,8 +28,11 @@ from __future__ import annotations
 STAGES = ("environment", "config", "cuda_init", "distributed_init", "weight_loading", "engine_init",
           "api_ready", "request")
 ANSWER_STAGES = STAGES + ("none", "unknown")
+# container_error, image_pull, scheduling (issue 35): a container runtime or orchestrator refused to run the server
+# (runc/crun/OCI, the engine's runtime configuration; the image could not be pulled; no node could take the pod)
 ERROR_CLASSES = ("oom", "cuda_error", "nccl_error", "driver_mismatch", "config_error", "timeout", "missing_file",
-                 "import_error", "port_in_use", "illegal_memory_access", "engine_dead", "other")
+                 "import_error", "port_in_use", "illegal_memory_access", "engine_dead", "other",
+                 "container_error", "image_pull", "scheduling")
 STAGE_RANK = dict((s, i) for i, s in enumerate(STAGES))
 
 # --------------------------------------------------------------------------------------------------------------
@@ -136,6 +139,42 @@ SIGNATURES = (
      "torchrun was stopped from outside (a timeout wrapper, the scheduler or a user): see last_stage"),
     (WEAK_CONSEQUENCE, "SignalException: Process ", None, "other", WHERE, None, (), None),
     (WEAK_CONSEQUENCE, "Executor failed.", r"Executor failed\.$", "engine_dead", WHERE, None, (), None),
+    # --- orchestrators and wrappers that only report that the server's process went away (issue 35) ---------------
+    # Kubernetes: the container keeps exiting (the pod's status CrashLoopBackOff, the kubelet's BackOff event
+    # "Back-off restarting failed container"): why it exited is in the container's own log
+    (CONSEQUENCE, "CrashLoopBackOff", None, "other", WHERE, None, (AT_WARNING,),
+     "the container exits again and again; its own log (kubectl logs --previous) names the failure"),
+    (CONSEQUENCE, "Back-off restarting failed container", None, "other", WHERE, None, (AT_WARNING,),
+     "the container exits again and again; its own log (kubectl logs --previous) names the failure"),
+    # Ray Serve's controller (serve/_private/deployment_state.py): "Exception in Replica(id=..., deployment=...), the
+    # replica will be stopped." - the replica's exception is in the traceback that follows
+    (HEADER, "Exception in Replica(", None, "other", WHERE, None, (), None),
+    # vLLM V1 core_client.py: the engine core's monitor saw the workers die ("Got fatal signal from worker
+    # processes, shutting down. See stack trace above for root cause issue.")
+    (CONSEQUENCE, "Got fatal signal from worker processes", None, "engine_dead", WHERE, None, (AT_WARNING,),
+     "a worker process died; its own error comes first in its log"),
+    # docker compose's "<service> exited with code N": 137 is SIGKILL (the kernel's or the cgroup's OOM killer,
+    # docker's own .State.OOMKilled; or a kill from outside), 139 SIGSEGV
+    (FAILURE, "exited with code 137", None, "oom", WHERE, None, (AT_WARNING,),
+     "SIGKILL: most often the OOM killer on host or container memory (docker inspect .State.OOMKilled, dmesg)"),
+    (CONSEQUENCE, "exited with code", r"exited with code [1-9]\d*", "other", WHERE, None, (AT_WARNING,),
+     "the container's process exited; its own output above (or docker logs) names the failure"),
+    # a shell's report of a foreground job killed by SIGKILL ("Killed", bash "line N:  PID Killed  cmd"): the
+    # kernel's OOM killer unless someone killed it
+    (FAILURE, "Killed", r"^Killed\s*$|: line \d+:\s+\d+ Killed\s", "oom", WHERE, None, (AT_WARNING,),
+     "SIGKILL, most often the kernel's OOM killer on host memory (dmesg shows 'Out of memory: Killed process')"),
+    # Kubernetes' container state and event for a container killed at its memory limit
+    (FAILURE, "OOMKilled", None, "oom", WHERE, None, (AT_WARNING,),
+     "the container exceeded its memory limit (host RAM in the cgroup, not GPU memory)"),
+    # orchestrators that gave up waiting for the server to become ready: kubectl wait / rollout status ("timed out
+    # waiting for the condition"), Cloud Run ("failed to start and listen on the port ... within the allocated
+    # timeout"), kubelet probes ("Startup probe failed", "Readiness probe failed", "Liveness probe failed")
+    (FAILURE, "timed out waiting for the condition", None, "timeout", WHERE, None, (AT_WARNING,),
+     "the orchestrator gave up waiting for the server; the pod's events and log say where it was"),
+    (FAILURE, "failed to start and listen on the port", None, "timeout", WHERE, None, (AT_WARNING,),
+     "the platform's start-up check gave up before the server listened; the revision's log says where it was"),
+    (CONSEQUENCE, "probe failed", r"(?:Startup|Readiness|Liveness) probe failed", "timeout", WHERE, None, (AT_WARNING,),
+     "a kubelet probe failed: a slow start-up (model download, compile) or a dead server"),
     # --- victims: what surviving ranks report after one rank died ------------------------------------------
     (VICTIM, "remote process exited or there was a network error", None,
      "nccl_error", AT_LEAST, "distributed_init", (AT_WARNING,),
@@ -181,8 +220,86 @@ SIGNATURES = (
     (FAILURE, "nvidia-container-cli", r"nvidia-container-cli: \w+ error",
      "other", FIXED, "environment", (AT_WARNING,),
      "NVIDIA container runtime error"),
-    (FAILURE, "could not select device driver", None, "other", FIXED, "environment", (AT_WARNING,),
+    (FAILURE, "could not select device driver", None, "container_error", FIXED, "environment", (AT_WARNING,),
      "the NVIDIA container runtime is not configured for this engine"),
+    # --- container runtimes and orchestrators (issue 35): the server's container never ran -----------------------
+    # OCI runtimes: runc (libcontainer: "runc create failed: unable to start container process: error during
+    # container init: ..."), crun ("crun: <msg>"), as reported by podman (libpod/define/errors.go: ErrOCIRuntime
+    # "OCI runtime error", ErrOCIRuntimePermissionDenied "OCI permission denied", ErrOCIRuntimeNotFound "OCI runtime
+    # attempted to invoke a command that was not found"; before podman 3 "OCI runtime permission denied error",
+    # "OCI runtime command not found error", "OCI not found"), docker/containerd ("OCI runtime create failed",
+    # "failed to create shim task", "failed to create containerd task"), catatonit (podman's init: "failed to exec
+    # pid1").  Podman exits 126 when the runtime cannot start the command, 127 when it is not found.  The NVIDIA
+    # hook's own errors (nvidia-container-cli, above) are more specific and come first.
+    # a runtime line that reports a failed OCI hook ("error running hook #0: error running hook: exit status 1,
+    # stdout: , stderr: ..."): the hook's own error (the NVIDIA hook's, above, on this line or the next) is the cause
+    (CONSEQUENCE, "error running hook", None, "container_error", FIXED, "environment", (AT_WARNING,),
+     "an OCI hook failed (the NVIDIA container hook: its own error follows)"),
+    # runc's "error setting rlimit type 7" / crun's "setrlimit `RLIMIT_NOFILE`": the engine cannot raise a limit for
+    # this user (rootless podman on a VM): give the engine its flags (docs/method.md, "Container runtime")
+    (FAILURE, "rlimit", r"error setting rlimits?|setrlimit `?RLIMIT_", "container_error", FIXED, "environment",
+     (AT_WARNING,), "the container runtime may not set this resource limit here: pass the engine flags in "
+     "repro_vllm_container_args (the localhost inventory fills it from REPRO_VLLM_CONTAINER_ARGS, e.g. "
+     "--ulimit nofile=1024:1024 --ulimit nproc=1000:1000; docs/method.md)"),
+    (FAILURE, "OCI runtime", r"OCI runtime (?:create|start|exec|state) failed", "container_error", FIXED, "environment",
+     (AT_WARNING,), "the container runtime refused to create or start the container: the server never ran"),
+    (FAILURE, "runc create failed", None, "container_error", FIXED, "environment", (AT_WARNING,),
+     "runc refused the container (rlimits, mounts, devices, seccomp, the command): the server never ran"),
+    (FAILURE, "unable to start container process", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "error during container init", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "OCI", r"\bOCI (?:permission denied|not found|runtime (?:error|permission denied error|command not "
+     r"found error|attempted to invoke a command that was not found))", "container_error", FIXED, "environment",
+     (AT_WARNING,), "podman's OCI runtime refused the container; for rlimits or devices the engine needs its run "
+     "flags (repro_vllm_container_args, docs/method.md)"),
+    (FAILURE, "crun: ", r"(?:^|Error: |error: |OCI runtime error: )crun: ", "container_error", FIXED, "environment",
+     (AT_WARNING,), "crun refused the container: the server never ran"),
+    (FAILURE, "failed to create shim task", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "failed to create containerd task", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "failed to exec pid1", None, "container_error", FIXED, "environment", (AT_WARNING,),
+     "the container's init could not start the image's entrypoint"),
+    (FAILURE, "unknown or invalid runtime name", None, "container_error", FIXED, "environment", (AT_WARNING,),
+     "the container engine has no runtime of that name (nvidia-ctk runtime configure)"),
+    (FAILURE, "executable file not found in $PATH", r"executable file (?:`[^`]*` |\S+ )?not found in \$PATH",
+     "container_error", FIXED, "environment", (AT_WARNING,),
+     "the image has no such command for the user the container runs as"),
+    # the docker client without a daemon (docker/cli: "Cannot connect to the Docker daemon at %s. Is the docker
+    # daemon running?")
+    (FAILURE, "Cannot connect to the Docker daemon", None, "container_error", FIXED, "environment", (AT_WARNING,),
+     "the docker daemon is not running or not reachable on this socket"),
+    # Kubernetes (kubelet events and container states): the container could not be created or configured
+    (FAILURE, "FailedCreatePodSandBox", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "Failed to create pod sandbox", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "CreateContainer", r"\bCreateContainer(?:Config)?Error\b", "container_error", FIXED, "environment",
+     (AT_WARNING,), "kubelet could not create the container (a missing secret or config map, a bad mount)"),
+    (FAILURE, "RunContainerError", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    # image pulls: kubelet ("Failed to pull image", ErrImagePull, ImagePullBackOff, "Back-off pulling image"),
+    # kubeadm ("[ERROR ImagePull]"), docker/containerd ("pull access denied", "manifest unknown", "failed to
+    # register layer", "toomanyrequests"), podman ("Error: initializing source")
+    (FAILURE, "Failed to pull image", None, "image_pull", FIXED, "environment", (AT_WARNING,),
+     "the node could not pull the image (name or tag, registry credentials, disk space)"),
+    (FAILURE, "ImagePull", r"\b(?:ErrImagePull|ImagePullBackOff|ErrImageNeverPull|InvalidImageName)\b|"
+     r"\[ERROR ImagePull\]", "image_pull", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "Back-off pulling image", None, "image_pull", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "pull access denied", None, "image_pull", FIXED, "environment", (AT_WARNING,),
+     "the registry has no such image or refuses this user (docker login)"),
+    (FAILURE, "manifest unknown", None, "image_pull", FIXED, "environment", (AT_WARNING,),
+     "the image tag does not exist in the registry"),
+    (FAILURE, "no matching manifest for", None, "image_pull", FIXED, "environment", (AT_WARNING,),
+     "the image has no build for this platform"),
+    (FAILURE, "failed to register layer", None, "image_pull", FIXED, "environment", (AT_WARNING,),
+     "the image could not be extracted (no space left on the image store?)"),
+    (FAILURE, "toomanyrequests", None, "image_pull", FIXED, "environment", (AT_WARNING,), "the registry's pull rate limit"),
+    (FAILURE, "initializing source", r"Error: initializing source \S+", "image_pull", FIXED, "environment",
+     (AT_WARNING,), None),
+    # scheduling: the Kubernetes scheduler ("0/3 nodes are available: 3 Insufficient nvidia.com/gpu."), its
+    # FailedScheduling event, a Knative revision that failed with that message
+    (FAILURE, "nodes are available", r"\b\d+/\d+ nodes are available", "scheduling", FIXED, "environment",
+     (AT_WARNING,), "no node can take the pod (GPUs, memory, taints, node selectors): it never started"),
+    (FAILURE, "FailedScheduling", None, "scheduling", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "PodUnschedulable", None, "scheduling", FIXED, "environment", (AT_WARNING,), None),
+    # the docker daemon refused the request for another reason (the more specific rows above come first)
+    (FAILURE, "Error response from daemon", None, "container_error", FIXED, "environment", (AT_WARNING, GENERIC),
+     None),
     (FAILURE, "CUDA driver version is insufficient for CUDA runtime version", None,
      "driver_mismatch", FIXED, "environment", (AT_WARNING,),
      "the host driver is older than the CUDA runtime in the image"),
@@ -278,6 +395,12 @@ SIGNATURES = (
      "the model path does not exist, so it was taken as a Hub repository id"),
     (FAILURE, "We couldn't connect to 'https://huggingface.co'", None, "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "does not appear to have a file named", None, "missing_file", WHERE_OR, "config", (), None),
+    # the tokenizer and the model's config files (transformers: "Can't load tokenizer for %r", "Can't load the
+    # configuration of %r"; vllm/transformers_utils/tokenizer.py get_tokenizer: "Failed to load the tokenizer.")
+    (FAILURE, "Can't load tokenizer for", None, "missing_file", WHERE_OR, "config", (),
+     "the tokenizer files are missing or unreadable (path, revision, token)"),
+    (FAILURE, "Can't load the configuration of", None, "missing_file", WHERE_OR, "config", (), None),
+    (FAILURE, "Failed to load the tokenizer", None, "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "is not a local folder and is not a valid model identifier", None,
      "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "validation error for", r"\d+ validation errors? for \w+", "config_error", FIXED, "config", (GENERIC,), None),
@@ -380,6 +503,9 @@ SIGNATURES = (
     (FAILURE, "Unsupported quantization config found", None, "config_error", FIXED, "weight_loading", (), None),
     (FAILURE, "param_data.shape == loaded_weight.shape", None, "config_error", FIXED, "weight_loading", (),
      "checkpoint shapes do not fit this model or TP size"),
+    # model_loader/weight_utils.py default_weight_loader: "Attempted to load weight ({}) into parameter ({})"
+    (FAILURE, "Attempted to load weight", None, "config_error", FIXED, "weight_loading", (),
+     "checkpoint shapes do not fit this model or TP size"),
     # --- engine_init: compile, memory profiling, KV cache, CUDA graphs ------------------------------------------
     (FAILURE, "No available memory for the cache blocks", None, "oom", FIXED, "engine_init", (),
      "raise --gpu-memory-utilization or free memory"),
@@ -418,6 +544,18 @@ SIGNATURES = (
     (FAILURE, "PTXASError", None, "cuda_error", AT_LEAST, "engine_init", (), None),
     (FAILURE, "RPC call to", r"RPC call to \S+ timed out", "timeout", WHERE, None, (), None),
     # --- request: the serving loop and handlers -------------------------------------------------------------------
+    # the OpenAI server's error body as a client prints it (vllm/entrypoints/openai/protocol.py ErrorResponse:
+    # {"object": "error", "message": ..., "type": ..., "param": ..., "code": N}; newer {"error": {"message": ...}}):
+    # the server was up and answered a request with it
+    (FAILURE, "rror", r"""["']object["']\s*:\s*["']error["']\s*,\s*["']message["']|\{\s*["']error["']\s*:\s*\{\s*["']message["']""",
+     "other", WHERE_OR, "request", (AT_WARNING,), "the server's error answer to a request; its own log says why"),
+    # a request's structured-output spec rejected by the backend (vllm/v1/structured_output/backend_xgrammar.py
+    # validate_xgrammar_grammar, and the messages vLLM's structured-output tests expect): the request, not the server
+    (FAILURE, "features not supported by xgrammar", None, "other", FIXED, "request", (AT_WARNING,),
+     "the request's JSON schema uses keywords the structured-output backend does not support"),
+    (FAILURE, "Failed to transform json schema into a grammar", None, "other", FIXED, "request", (AT_WARNING,), None),
+    (FAILURE, "Invalid grammar specification", None, "other", FIXED, "request", (AT_WARNING,), None),
+    (FAILURE, "Grammar error:", None, "other", FIXED, "request", (AT_WARNING,), None),
     # V0 AsyncLLMEngine.engine_step under ENGINE_ITERATION_TIMEOUT_S (vllm/engine/async_llm_engine.py): a hang
     (FAILURE, "Engine iteration timed out", None, "timeout", WHERE_OR, "request", (),
      "a step of the engine hung while serving (a stuck worker or collective)"),
@@ -606,7 +744,32 @@ FRAMES = (
     ("_get_and_verify_max_len", "vllm/config", "config", "vllm/config.py (<=0.10), vllm/config/model.py: _get_and_verify_max_len"),
     ("verify_with_parallel_config", "vllm/config", "config", "ModelConfig.verify_with_parallel_config"),
     ("__post_init__", "vllm/config", "config", "the config dataclasses' validation (vllm/config.py, vllm/config/*.py)"),
+    # the config classes' checks (vllm/config.py 0.4 -> 0.10: ModelConfig.__init__ -> _verify_tokenizer_mode,
+    # _verify_quantization, _verify_cuda_graph, _verify_embedding_mode; CacheConfig/ParallelConfig/SchedulerConfig/
+    # SpeculativeConfig._verify_args, CacheConfig._verify_cache_dtype, LoadConfig._verify_load_format; LoRAConfig
+    # verify_with_*; vllm/config/*.py keep the names)
+    ("__init__", "vllm/config.py", "config", "vllm/config.py (<=0.10): the config classes' __init__ (they validate)"),
+    ("_verify_args", "vllm/config", "config", "vllm/config.py, vllm/config/*.py: *Config._verify_args"),
+    ("_verify_quantization", "vllm/config", "config", "ModelConfig._verify_quantization"),
+    ("_verify_cuda_graph", "vllm/config", "config", "ModelConfig._verify_cuda_graph"),
+    ("_verify_tokenizer_mode", "vllm/config", "config", "ModelConfig._verify_tokenizer_mode"),
+    ("_verify_embedding_mode", "vllm/config", "config", "ModelConfig._verify_embedding_mode (0.4-0.6)"),
+    ("_verify_cache_dtype", "vllm/config", "config", "CacheConfig._verify_cache_dtype"),
+    ("_verify_prefix_caching", "vllm/config", "config", "CacheConfig._verify_prefix_caching"),
+    ("_verify_load_format", "vllm/config", "config", "LoadConfig._verify_load_format"),
+    ("verify_with_model_config", "vllm/config", "config", "LoRAConfig.verify_with_model_config"),
+    ("verify_with_scheduler_config", "vllm/config", "config", "LoRAConfig.verify_with_scheduler_config"),
+    ("maybe_create_spec_config", "vllm/config", "config", "SpeculativeConfig.maybe_create_spec_config (0.5)"),
+    ("create_engine_configs", "vllm/engine/arg_utils.py", "config", "EngineArgs.create_engine_configs (<=0.3)"),
+    ("from_cli_args", "vllm/engine/arg_utils.py", "config", "EngineArgs.from_cli_args"),
     ("get_config", "vllm/transformers_utils/config.py", "config", "transformers_utils/config.py: get_config (HF config)"),
+    # transformers' loading of a config, tokenizer or processor (configuration_utils.py get_config_dict,
+    # the Auto* classes' from_pretrained): vLLM does it while the config and the tokenizer are built
+    ("from_pretrained", "transformers/", "config", "transformers: AutoConfig/AutoTokenizer/AutoProcessor.from_pretrained"),
+    ("get_config_dict", "transformers/", "config", "transformers/configuration_utils.py: get_config_dict"),
+    ("get_tokenizer", "vllm/transformers_utils", "config", "transformers_utils/tokenizer.py: get_tokenizer (0.2 -> current)"),
+    ("init_tokenizer_from_configs", "vllm/transformers_utils", "config", "transformers_utils/tokenizer_group: (0.4 -> 0.10)"),
+    ("_init_tokenizer", "vllm/engine", "config", "vllm/engine/llm_engine.py (V0): LLMEngine._init_tokenizer"),
     ("_try_inspect_model_cls", "vllm/model_executor/models/registry.py", "config",
      "models/registry.py: the model class is inspected (in a subprocess) while ModelConfig resolves the architecture"),
     ("inspect_model_cls", "vllm/model_executor/models/registry.py", "config", "models/registry.py: inspect_model_cls"),
@@ -630,6 +793,11 @@ FRAMES = (
     ("__init__", "device_communicators/pynccl.py", "distributed_init", "device_communicators/pynccl.py: PyNcclCommunicator.__init__"),
     ("create", "vllm/distributed/utils.py", "distributed_init", "vllm/distributed/utils.py: StatelessProcessGroup.create (TCPStore)"),
     ("ensure_kv_transfer_initialized", "vllm/distributed", "distributed_init", "distributed/kv_transfer: ensure_kv_transfer_initialized"),
+    ("init_distributed_environment", "vllm/worker", "distributed_init", "vllm/worker/worker.py (<=0.3): init_distributed_environment"),
+    ("init_world_group", "vllm/distributed", "distributed_init", "parallel_state.py (0.5.1+): init_world_group"),
+    ("__init__", "vllm/distributed/parallel_state.py", "distributed_init", "parallel_state.py (0.5.1+): GroupCoordinator.__init__"),
+    ("__init__", "device_communicators/custom_all_reduce.py", "distributed_init",
+     "distributed/device_communicators/custom_all_reduce.py: CustomAllreduce.__init__"),
     ("init_process_group", "torch/distributed", "distributed_init", "PyTorch distributed_c10d.py: init_process_group"),
     ("_create_c10d_store", "torch/distributed", "distributed_init", "PyTorch torch/distributed/rendezvous.py: _create_c10d_store"),
     ("_create_tcp_store", "torch/distributed", "distributed_init", "PyTorch elastic/rendezvous/c10d_rendezvous_backend.py: _create_tcp_store"),
@@ -645,6 +813,23 @@ FRAMES = (
     ("pt_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
     ("download_weights_from_hf", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
     ("process_weights_after_loading", "vllm/model_executor", "weight_loading", "model_loader/utils.py, quantization methods"),
+    # issue 35, from vLLM 0.2 / 0.4 / 0.5.1 (neuralmagic/nm-vllm tags) and the current weight_utils.py
+    ("hf_model_weights_iterator", "vllm/model_executor", "weight_loading", "vllm/model_executor/weight_utils.py (<=0.3)"),
+    ("prepare_hf_model_weights", "vllm/model_executor", "weight_loading", "vllm/model_executor/weight_utils.py (<=0.3)"),
+    ("np_cache_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py (0.4+)"),
+    ("fastsafetensors_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
+    ("runai_safetensors_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
+    ("multi_thread_safetensors_weights_iterator", "vllm/model_executor/model_loader", "weight_loading",
+     "model_loader/weight_utils.py"),
+    ("download_safetensors_index_file_from_hf", "vllm/model_executor/model_loader", "weight_loading",
+     "model_loader/weight_utils.py (0.5+)"),
+    ("filter_duplicate_safetensors_files", "vllm/model_executor/model_loader", "weight_loading",
+     "model_loader/weight_utils.py (0.5+)"),
+    ("default_weight_loader", "vllm/model_executor", "weight_loading", "weight_utils.py: default_weight_loader (0.2+)"),
+    ("weight_loader", "vllm/model_executor", "weight_loading", "layers (linear.py, vocab_parallel_embedding.py, fused_moe): weight_loader"),
+    ("weight_loader_v2", "vllm/model_executor", "weight_loading", "layers/linear.py: weight_loader_v2 (0.6+)"),
+    ("_load_module", "vllm/model_executor/models/utils.py", "weight_loading", "models/utils.py: AutoWeightsLoader._load_module"),
+    ("initialize_dummy_weights", "vllm/model_executor", "weight_loading", "weight_utils.py: initialize_dummy_weights (load_format dummy)"),
     # engine_init: memory profiling, KV-cache sizing and allocation, compile/warm-up, CUDA graph capture
     ("determine_available_memory", "vllm", "engine_init", "vllm/v1/worker/gpu_worker.py: Worker.determine_available_memory"),
     ("determine_num_available_blocks", "vllm", "engine_init", "vllm/worker/worker.py (V0): determine_num_available_blocks"),
@@ -667,6 +852,10 @@ FRAMES = (
     ("kernel_warmup", "vllm", "engine_init", "vllm/model_executor/warmup/kernel_warmup.py: kernel_warmup"),
     ("capture_begin", "torch/cuda/graphs.py", "engine_init", "PyTorch torch/cuda/graphs.py: CUDAGraph.capture_begin"),
     ("capture_end", "torch/cuda/graphs.py", "engine_init", "PyTorch torch/cuda/graphs.py: CUDAGraph.capture_end"),
+    ("profile_num_available_blocks", "vllm/worker", "engine_init", "vllm/worker/worker.py (<=0.3)"),
+    ("init_cache_engine", "vllm/worker", "engine_init", "vllm/worker/worker.py (<=0.3)"),
+    ("warm_up_model", "vllm/worker", "engine_init", "vllm/worker/worker.py (<=0.3)"),
+    ("_allocate_kv_cache", "vllm/worker/cache_engine.py", "engine_init", "vllm/worker/cache_engine.py (V0): CacheEngine._allocate_kv_cache"),
     # api_ready: the API server's app and HTTP server
     ("init_app_state", "vllm/entrypoints", "api_ready", "entrypoints/openai/api_server.py: init_app_state"),
     ("build_app", "vllm/entrypoints", "api_ready", "entrypoints/openai/api_server.py: build_app"),
@@ -697,6 +886,53 @@ FRAMES = (
     ("chat_completion_stream_generator", "vllm/entrypoints", "request", "entrypoints/openai/serving_chat.py"),
     ("chat_completion_full_generator", "vllm/entrypoints", "request", "entrypoints/openai/serving_chat.py"),
     ("render_completion_request", "vllm/entrypoints", "request", "entrypoints/openai/completion/serving.py"),
+    # the HTTP server's request path (uvicorn/protocols/http/{h11,httptools}_impl.py RequestResponseCycle.run_asgi,
+    # starlette/routing.py Route.handle, fastapi/routing.py run_endpoint_function): they run only for a request
+    ("run_asgi", "uvicorn/protocols/http", "request", "uvicorn: RequestResponseCycle.run_asgi"),
+    ("run_endpoint_function", "fastapi/routing.py", "request", "fastapi/routing.py: run_endpoint_function"),
+    ("handle", "starlette/routing.py", "request", "starlette/routing.py: Route.handle"),
+    # the schedulers and engine steps, the offline LLM's generation calls (vLLM 0.2 -> current)
+    ("schedule", "vllm/core/scheduler.py", "request", "vllm/core/scheduler.py (V0): Scheduler.schedule"),
+    ("_schedule", "vllm/core/scheduler.py", "request", "vllm/core/scheduler.py (V0): Scheduler._schedule"),
+    ("_schedule_prefills", "vllm/core/scheduler.py", "request", "vllm/core/scheduler.py (V0, 0.4+)"),
+    ("_schedule_running", "vllm/core/scheduler.py", "request", "vllm/core/scheduler.py (V0, 0.4+)"),
+    ("schedule", "vllm/v1/core/sched", "request", "vllm/v1/core/sched/scheduler.py: Scheduler.schedule"),
+    ("update_from_output", "vllm/v1/core/sched", "request", "vllm/v1/core/sched/scheduler.py: Scheduler.update_from_output"),
+    ("allocate_slots", "vllm/v1/core", "request", "vllm/v1/core/kv_cache_manager.py: allocate_slots (scheduling a request)"),
+    ("step", "vllm/engine/llm_engine.py", "request", "vllm/engine/llm_engine.py (V0): LLMEngine.step"),
+    ("_process_model_outputs", "vllm/engine/llm_engine.py", "request", "vllm/engine/llm_engine.py (V0)"),
+    ("step", "vllm/v1/engine/core.py", "request", "vllm/v1/engine/core.py: EngineCore.step"),
+    ("step_with_batch_queue", "vllm/v1/engine/core.py", "request", "vllm/v1/engine/core.py: EngineCore.step_with_batch_queue"),
+    ("execute_worker", "vllm/worker", "request", "vllm/worker/worker.py (V0, 0.5+): execute_worker"),
+    ("generate", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py: LLM.generate"),
+    ("chat", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py: LLM.chat"),
+    ("encode", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py: LLM.encode"),
+    ("_run_engine", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py: LLM._run_engine"),
+    ("_validate_and_add_requests", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py (0.5+)"),
+)
+
+# files whose every function belongs to one stage: a frame of one of them places the traceback even when its
+# function is not in FRAMES (the model loaders and weight_utils.py run only while the weights load; EngineArgs and the
+# HF config helpers only while the config is built): (part of the frame's file path, stage, source)
+FRAME_FILES = (
+    ("vllm/model_executor/model_loader/weight_utils.py", "weight_loading", "model_loader/weight_utils.py (0.4+)"),
+    ("vllm/model_executor/weight_utils.py", "weight_loading", "vllm/model_executor/weight_utils.py (<=0.3)"),
+    ("vllm/model_executor/model_loader/loader.py", "weight_loading", "model_loader/loader.py (0.4 -> 0.9)"),
+    ("vllm/model_executor/model_loader/default_loader.py", "weight_loading", "model_loader/default_loader.py (0.9+)"),
+    ("vllm/model_executor/model_loader/base_loader.py", "weight_loading", "model_loader/base_loader.py (0.9+)"),
+    ("vllm/model_executor/model_loader/bitsandbytes_loader.py", "weight_loading", "model_loader (0.9+)"),
+    ("vllm/model_executor/model_loader/gguf_loader.py", "weight_loading", "model_loader (0.9+)"),
+    ("vllm/engine/arg_utils.py", "config", "vllm/engine/arg_utils.py: EngineArgs"),
+    ("vllm/transformers_utils/config.py", "config", "transformers_utils/config.py: the HF config helpers"),
+    ("safetensors/torch.py", "weight_loading", "the safetensors package's torch loaders (load_file, load)"),
+)
+
+# the source line printed under a frame whose ``File`` line was cut from a paste: (substring, stage, where in vLLM)
+SOURCE_LINES = (
+    # every model's load_weights (vllm/model_executor/models/*.py, 0.2 -> current): "param = params_dict[name]"
+    ("params_dict[name]", "weight_loading", "models/*.py load_weights: param = params_dict[name]"),
+    # the weight loaders' calls ("weight_loader(param, loaded_weight", models/*.py load_weights)
+    ("weight_loader(param, loaded_weight", "weight_loading", "models/*.py load_weights: weight_loader(param, ...)"),
 )
 
 # logger lines that name the worker method that failed; the method is looked up in FRAMES by name
@@ -705,6 +941,8 @@ METHOD_MESSAGES = (
     r"while processing method '?(\w+)'?",
     # vllm/worker/worker_base.py execute_method: "Error executing method %r. This might cause deadlock ..."
     r"Error executing method '?(\w+)'?",
+    # Ray's task error header (ray/exceptions.py RayTaskError: "ray::<Actor>.<method>() (pid=..., ip=...)")
+    r"ray::[\w:.-]*?\.(\w+)\(\) \(pid=",
 )
 
 # --------------------------------------------------------------------------------------------------------------
@@ -754,6 +992,10 @@ SERVING_FRAMES = (
     ("vllm/reasoning/", "request", "reasoning parsers (vllm/reasoning/)"),
     ("vllm/vllm_flash_attn/", "request", "the flash-attention kernels' Python wrappers (vllm/vllm_flash_attn/)"),
     ("vllm/sampling_params.py", "request", "SamplingParams built and checked for each request (vllm/sampling_params.py)"),
+    # the structured-output backends vLLM calls for each request's grammar (xgrammar, outlines, lm-format-enforcer)
+    ("xgrammar/", "request", "xgrammar: compiling a request's grammar"),
+    ("outlines/", "request", "outlines: compiling a request's guide"),
+    ("lmformatenforcer/", "request", "lm-format-enforcer: a request's token filter"),
 )
 # start-up functions that pass through the same files (building the model, starting the API server, CLI
 # validation, warm-ups): with one of these in the traceback, serving-only frames place nothing
@@ -772,6 +1014,15 @@ SERVING_LOGGER_FILES = (
     (r"^serving(?:_\w+)?\.py$", "request"),
     (r"tool_parser\w*\.py$", "request"),
     (r"reasoning_parser\w*\.py$|_reasoning_parser\.py$", "request"),
+    # issue 35: modules that log only while one start-up stage runs - the model loaders and weight_utils.py
+    # (model_executor/model_loader/), arg_utils.py (EngineArgs), the distributed set-up (parallel_state.py,
+    # pynccl*.py, custom_all_reduce*.py log when the groups and communicators are made), kv_cache_utils.py (the
+    # KV-cache sizing)
+    (r"^(?:weight_utils|loader|default_loader|base_loader|bitsandbytes_loader|gguf_loader|tensorizer_loader|"
+     r"sharded_state_loader|runai_streamer_loader|dummy_loader)\.py$", "weight_loading"),
+    (r"^arg_utils\.py$", "config"),
+    (r"^(?:parallel_state|pynccl|pynccl_wrapper|custom_all_reduce|custom_all_reduce_utils)\.py$", "distributed_init"),
+    (r"^kv_cache_utils\.py$", "engine_init"),
 )
 # the error's words when nothing else places it: (substring, regex or None, stage, confidence, source)
 # The first row that matches wins.
@@ -800,11 +1051,23 @@ STAGE_WORDS = (
     ("Config", r"\b(?:Model|Cache|Parallel|Scheduler|Device|Load|LoRA|Speculative|Decoding|StructuredOutputs|"
      r"Observability|KVTransfer|KVEvents|Compilation|MultiModal|Pooler|Vllm)Config\b", "config", "low",
      "vllm/config/*.py: the engine's config classes"),
+    # a client's report that the server answered its request with an error status (openai-python _exceptions.py
+    # APIStatusError subclasses: "Error code: %d - %s"; httpx "Server error '%d %s'"; requests "%d Server Error"):
+    # the server was up and serving
+    ("rror", r"openai\.\w+Error: Error code: (?:400|404|422|5\d\d)\b|openai\.(?:BadRequest|InternalServer|"
+     r"UnprocessableEntity|NotFound)Error\b|Server error '5\d\d |\b5\d\d Server Error\b",
+     "request", "medium", "openai-python (_exceptions.py: the APIStatusError subclass names the status), httpx, "
+     "requests: an error status answered to a request"),
     # decoding JSON happens in the tool parsers and in request validation (JSON schema, tool arguments)
     ("JSONDecodeError", None, "request", "low", "json.decoder.JSONDecodeError raised in tool parsers and requests"),
     # the decode attention kernels run only once a KV cache holds a request's tokens
     ("paged_attention", None, "request", "low", "csrc/attention paged_attention_v1/v2 (decode only)"),
 )
+
+# what an ``unknown`` answer's summary adds: what the log lacks and what would place the failure
+UNKNOWN_MISSING = ("stage unknown: the log shows no vLLM start-up line, no vLLM traceback frame and no message whose "
+                   "meaning places it; the server's own log from its start would (for a container: its log, e.g. "
+                   "kubectl logs --previous or docker logs)")
 
 # --------------------------------------------------------------------------------------------------------------
 # collectives: what a ProcessGroupNCCL watchdog line says about the collective that timed out

@@ -138,7 +138,7 @@ error_class:
   description:
     - Class of the first failure (V(oom), V(cuda_error), V(nccl_error), V(driver_mismatch), V(config_error),
       V(timeout), V(missing_file), V(import_error), V(port_in_use), V(illegal_memory_access), V(engine_dead),
-      V(other)); null when RV(stage) is V(none).
+      V(other), V(container_error), V(image_pull), V(scheduling)); null when RV(stage) is V(none).
   type: str
   returned: always
   sample: oom

