@@ -122,12 +122,19 @@ def _visibility(host, series, memory_in_use_mib):
     return out
 
 
+def _launched(name):
+    """A name a scheduler or launcher sets for one job (PMIX_RANK), not an MPI library's configuration: Open MPI
+    and PMIx read their MCA parameters from ``OMPI_MCA_*`` / ``PMIX_MCA_*`` variables, which images set as
+    defaults (NGC-style images carry PMIX_MCA_gds=hash; the lent H200 had it with no scheduler at all)."""
+    return (name.startswith(SCHEDULER_PREFIXES) or name in SCHEDULER_NAMES) and "_MCA_" not in name
+
+
 def scheduler_variables(env, set_by_run=None):
     """Names in ``env`` a scheduler injected (device variables only when a scheduler's own variable is there and
     the run did not set them)."""
     env = env or {}
     own = set(set_by_run or {})
-    found = sorted(k for k in env if k not in own and (k.startswith(SCHEDULER_PREFIXES) or k in SCHEDULER_NAMES))
+    found = sorted(k for k in env if k not in own and _launched(k))
     if found:
         found += sorted(k for k in env if k in SCHEDULER_DEVICE_NAMES and k not in own)
     return found

@@ -112,4 +112,4 @@ for mode in "$@"; do
   esac
   [ "$mode" = ladder ] && pack ladder
 done
-log "GPU after: $(nvidia-smi --query-gpu=memory.used --format=csv,noheader); vllm processes left: $(pgrep -fc 'vllm' || true)"
+log "GPU after: $(nvidia-smi --query-gpu=memory.used --format=csv,noheader); servers left: $(pgrep -fc 'vllm serve|EngineCore' || true)"

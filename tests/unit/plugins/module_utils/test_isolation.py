@@ -63,6 +63,13 @@ def test_scheduler_env(tmp_path):
     assert "SLURM_JOB_ID" in evidence and "CUDA_VISIBLE_DEVICES" in evidence
     assert "run-001/hosts/localhost/env.json" in evidence
     assert _isolation.scheduler_variables({"CUDA_VISIBLE_DEVICES": "0"}) == []  # alone, the user may have set it
+    # the lent H200's environment (2026-12-04; its frozen isolation.json named PMIX_MCA_gds and NVIDIA_VISIBLE_DEVICES
+    # as scheduler-injected): MPI libraries' configuration the image sets, no scheduler
+    image_defaults = {"PMIX_MCA_gds": "hash", "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
+                      "OMPI_MCA_plm": "isolated", "NVIDIA_VISIBLE_DEVICES": "0"}
+    assert _isolation.scheduler_variables(image_defaults) == []
+    launched = dict(image_defaults, PMIX_RANK="0", PMIX_NAMESPACE="slurm.pmix.42.0")
+    assert _isolation.scheduler_variables(launched) == ["PMIX_NAMESPACE", "PMIX_RANK", "NVIDIA_VISIBLE_DEVICES"]
 
 
 def test_first_error_changed_without_a_recorded_change(tmp_path):
