@@ -18,7 +18,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 G=/var/tmp/gpu-vllm
-[ -x $G/bin/vllm ] && [ -d $G/model/tiny ] || { echo "NO GPU VLLM: run shared/gpu-vllm's stage1.sh and stage2.sh first"; exit 3; }
+if [ ! -x $G/bin/vllm ] || [ ! -d $G/model/tiny ]; then echo "NO GPU VLLM: run shared/gpu-vllm's stage1.sh and stage2.sh first"; exit 3; fi
 PY=$(command -v python3)
 if [ ! -x /tmp/site/bin/ansible-playbook ]; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 4
@@ -63,7 +63,6 @@ pack() {  # pack MODE
   log "packed $(du -h "$OUT/records-$1.tar.xz" | cut -f1) records-$1.tar.xz"
 }
 
-EAGER03='["--max-model-len", "512", "--enforce-eager", "--gpu-memory-utilization", "0.3"]'
 for mode in "$@"; do
   case $mode in
     ladder)
@@ -92,10 +91,10 @@ for mode in "$@"; do
       # a weight shard cut short (a copy interrupted mid-way) and one that is gone; the copies are this run's own
       for kind in damaged missing; do
         rm -rf $G/model/tiny-$kind && cp -r $G/model/tiny $G/model/tiny-$kind
-        for f in $G/model/tiny-$kind/*.safetensors; do
+        for f in "$G/model/tiny-$kind"/*.safetensors; do
           if [ $kind = damaged ]; then truncate -s $(( $(stat -c %s "$f") / 2 )) "$f"; else rm -f "$f"; fi
         done
-        ls -la $G/model/tiny-$kind | sed 's/^/  /'
+        find "$G/model/tiny-$kind" -maxdepth 1 -type f -printf '  %f %s\n'
         play cases2 gpu-weight-shard-$kind -e repro_vllm_ladder_until= -e repro_vllm_collect_env=false \
           -e repro_vllm_model=$G/model/tiny-$kind
       done
