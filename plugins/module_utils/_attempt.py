@@ -5,8 +5,8 @@
 classification of every node's log is given, the attempt's verdict and its record, the run-level parts that go into
 the run, the status and the manifest metadata it is frozen with.
 
-The roles/attempt/tasks/close.yml play used to decide all of this in Jinja; the action ``repro.vllm.attempt_close``
-reads the play's values and calls these functions, and the role only writes, freezes and verifies what they return.
+``run_record state=close kind=attempt`` (its action) reads the play's values and calls ``close``, then writes,
+freezes and verifies what it returns.
 Standard library only (plus the collection's own module_utils).
 """
 

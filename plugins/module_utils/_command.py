@@ -45,7 +45,7 @@ CATEGORIES = {
     "unknown": ("options this collection does not know (review them)", "unknown_options"),
 }
 
-# The ladder layers in their fixed order (ARCHITECTURE.md); other candidate layers come after, in this order.
+# The ladder layers in their fixed order (docs/architecture.md); other candidate layers come after, in this order.
 # unknown_options: the production command's options this collection does not know, set again as written (only with
 # repro_vllm_allow_unknown_options; refused before anything starts otherwise).
 LADDER_ORDER = ["prefix_caching", "long_context", "output_limit", "concurrency_2", "concurrency_n", "tool_calling",

@@ -31,7 +31,7 @@ STEP_KEYS = ("name", "purpose", "layer", "nodes", "host", "port", "argv", "env",
              "prefix", "allowed", "changed", "expected", "rollback", "input", "previous", "enforce_one_variable",
              "via_gateway", "probes", "layers_applied", "rollback_of", "repeat_of", "debug_as")
 
-# What a key is when a kind does not set it: what the attempt role and attempt_close read for a missing key
+# What a key is when a kind does not set it: what the attempt role and the attempt's close read for a missing key
 # (``| default([])``, ``.get(key)``). ``debug_as`` (the name repro_vllm_debug_step matches) defaults to the step's name.
 STEP_DEFAULTS = {
     "layer": None, "checks": [], "prompt_over": 0, "prefix": None, "allowed": [], "changed": [], "previous": None,

@@ -66,7 +66,6 @@ FROZEN_FILE_MODE = 0o444
 FROZEN_DIR_MODE = 0o555
 CHUNK = 1024 * 1024
 
-_RUN_UID = re.compile(r"^[0-9a-f]{16}$")
 _CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _RUN_DIR = re.compile(r"^run-([0-9]{3,})$")
 # A run elsewhere that holds a number: a run folder, or a copy in transit into one (the records sink unpacks into
@@ -203,13 +202,6 @@ def plan_run(root, case_id, taken=None):
 def new_run_uid():
     """16 random lowercase hex characters: the run's own id on every host (never the case and run number)."""
     return secrets.token_hex(8)
-
-
-def validate_run_uid(run_uid):
-    if not isinstance(run_uid, str) or not _RUN_UID.match(run_uid):
-        raise RecordError("run_uid %r is not a run id: 16 lowercase hex characters (run_record state=create makes it)"
-                          % (run_uid,))
-    return run_uid
 
 
 def _proc_start_ticks(pid):

@@ -200,7 +200,7 @@ options:
         sheet, status C(ok) or C(failed); the task fails after the freeze when a host is not complete
         (C(fail_on_incomplete) of O(inputs)) or C(error) of O(inputs) is given.
       - V(attempt) one step of the ladder - every node's log classified once together, the verdict and the parts
-        (what M(repro.vllm.attempt_close) decides), then the freeze.
+        (module_utils/_attempt.py C(close) decides), then the freeze.
       - V(collective) the collective checkpoint - every rank's log of every node classified together, the verdict.
       - V(decisions) a summary or diff run - O(parts) as given, status C(ok).
       - V(incomplete) a run whose play failed after its open - C(incomplete.json) with the real error (redacted, cut at
@@ -486,7 +486,7 @@ compatibility:
   returned: when O(state=close), O(kind=fleet) and C(judge) is in O(inputs)
   type: dict
 attempt:
-  description: With O(kind=attempt), the attempt as M(repro.vllm.attempt_close) returns it.
+  description: With O(kind=attempt), the attempt's record (its verdict, stage, request and refusal) as module_utils/_attempt.py decides it.
   returned: when O(state=close) and O(kind=attempt)
   type: dict
 collection_version:

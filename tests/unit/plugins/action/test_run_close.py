@@ -13,7 +13,7 @@ import pytest
 
 from ansible_collections.repro.vllm.plugins.action import job_result
 from ansible_collections.repro.vllm.plugins.action import run_record as action
-from ansible_collections.repro.vllm.plugins.module_utils import _record, _runclose
+from ansible_collections.repro.vllm.plugins.module_utils import _attempt, _record, _runclose
 from ansible_collections.repro.vllm.plugins.module_utils._fleet import host_summary
 from ansible_collections.repro.vllm.plugins.module_utils._redact import scan_secrets
 
@@ -88,7 +88,7 @@ def test_a_judge_error_fails_after_the_freeze_and_check_mode_writes_nothing(tmp_
     assert res["status"] == "ok" and _record.is_frozen(path)
 
 
-def test_an_attempt_closes_in_one_task_like_attempt_close_decides(tmp_path):
+def test_an_attempt_closes_in_one_task_as_the_attempts_close_decides(tmp_path):
     path = _open(tmp_path, ["node1"], purpose="minimal_startup", profile=None)
     os.makedirs(os.path.join(path, "hosts", "node1", "logs"))
     shutil.copy(os.path.join(CPU, "fail_b_no_weights.log"), os.path.join(path, "hosts", "node1", "logs", "server.log"))
@@ -98,9 +98,10 @@ def test_an_attempt_closes_in_one_task_like_attempt_close_decides(tmp_path):
     hostvars = {"node1": {"_repro_vllm_node_report": {"started": {"ready": False, "outcome": "exited"},
                                                       "alive": None, "task_error": None},
                           "_repro_vllm_exchanges": [], "_repro_vllm_api_url": "http://127.0.0.1:8000"}}
-    from ansible_collections.repro.vllm.plugins.action import attempt_close
-    decided = _action({"step": step, "run_id": "run-001", "run_path": path, "case_id": "case"}, hostvars,
-                      cls=attempt_close.ActionModule, name="repro.vllm.attempt_close")
+    # what _attempt.close decides (it writes nothing), then the one task that decides the same, writes and freezes
+    opened = (_record.read_open(path) or {}).get("run") or {}
+    decided = _attempt.close(step, "run-001", path, "case", _runclose.host_reader(hostvars),
+                             profile=_attempt.profile_text(opened))
     res = _action({"state": "close", "kind": "attempt", "path": path, "inputs": {"step": step}}, hostvars)
     assert not res.get("failed"), res
     assert res["status"] == decided["status"] == "failed" and res["attempt"] == decided["attempt"]
