@@ -1,8 +1,16 @@
 #!/usr/bin/env python
-"""Count what issue 22 item 7 asks to shrink, in a checkout of this collection (default: this one):
+"""Count what issues 22 (item 7) and 34 (item 6) ask to shrink, in a checkout of this collection (default: this one):
 role task lines, set_fact tasks, Jinja expressions that carry logic (in roles/ and playbooks/), filters (public:
 no leading underscore and no deprecation in meta/runtime.yml; private: a leading underscore; deprecated names) and
 how many places in roles/ and playbooks/ call each.
+
+Issue 34's figures, every one counted from the files (comments and blank lines included): role and playbook YAML
+(tasks, handlers, defaults, vars, meta, playbooks) with and without argument_specs.yml; set_fact in roles and
+playbooks; the records-root filter (`_records_root`) in YAML; meta/runtime.yml's lines; logic-carrying Jinja where
+bare `when:`/`that:`/`until:`/`failed_when:`/`changed_when:` values count as expressions too; the YAML each
+playbook reaches (itself, the task files it includes or imports - `tasks_from`, include/import_tasks - and the
+defaults/vars/meta, argument_specs.yml included, of every role it names, followed transitively); plugin Python lines (a filter's YAML doc is not
+Python) and the Python files over 1,200 lines.
 
     python3 scripts/surface-counts.py [TREE] [--json]
 
@@ -66,6 +74,82 @@ def deprecated_filters(tree):
     return sorted(n for n, e in routing.items() if isinstance(e, dict) and "deprecation" in e)
 
 
+BARE = re.compile(r"^\s*-?\s*(when|that|until|failed_when|changed_when):\s*(.*)$")
+ROLE_REF = re.compile(r"(?:^\s*-?\s*(?:name|role):\s*|^\s*-\s+)(?:repro\.vllm\.)([a-z_]+)\s*$", re.M)
+TASKS_FROM = re.compile(r"^\s*tasks_from:\s*['\"]?([\w./-]+)", re.M)
+INCLUDE = re.compile(r"^\s*-?\s*(?:ansible\.builtin\.)?(?:include_tasks|import_tasks|import_playbook):\s*"
+                     r"(?:\n\s*file:\s*)?['\"]?([\w./{} -]+?)['\"]?\s*$", re.M)
+
+
+def bare_expressions(text):
+    """The bare Jinja of when/that/until/failed_when/changed_when: an inline value, or the items of a list below."""
+    out = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = BARE.match(line)
+        if not m:
+            continue
+        value = m.group(2).strip()
+        if value and not value.startswith(("{{", "|", ">", "[")):
+            out.append(value)
+        elif value.startswith("["):
+            out.append(value)
+        elif not value:
+            indent = len(line) - len(line.lstrip())
+            for nxt in lines[i + 1:]:
+                if not nxt.strip():
+                    continue
+                if len(nxt) - len(nxt.lstrip()) <= indent or not nxt.lstrip().startswith("- "):
+                    break
+                item = nxt.lstrip()[2:].strip()
+                if not item.startswith("{{"):
+                    out.append(item)
+    return out
+
+
+def reached(tree, playbook):
+    """Every YAML file a playbook reaches: itself, task files it includes or imports, and for each role it names
+    the role's task files named (main.yml without tasks_from) and its defaults/vars/meta (argument_specs.yml
+    included: Ansible reads it for every role it runs); transitively."""
+    seen, todo = set(), [playbook]
+    roles_done = set()
+    while todo:
+        path = os.path.normpath(todo.pop())
+        if path in seen or not os.path.isfile(path):
+            continue
+        seen.add(path)
+        text = open(path).read()
+        here = os.path.dirname(path)
+        for m in INCLUDE.finditer(text):
+            name = m.group(1).strip()
+            if "{{" in name:
+                continue
+            todo.append(os.path.join(here, name))
+        for block in re.split(r"\n(?=\s*- )", text):
+            for m in ROLE_REF.finditer(block):
+                role = m.group(1)
+                rdir = os.path.join(tree, "roles", role)
+                if not os.path.isdir(rdir):
+                    continue
+                tf = TASKS_FROM.search(block)
+                entry = (tf.group(1) if tf else "main")
+                entry = entry if entry.endswith(".yml") else entry + ".yml"
+                todo.append(os.path.join(rdir, "tasks", entry))
+                if role not in roles_done:
+                    roles_done.add(role)
+                    for sub in ("defaults", "vars", "meta"):
+                        todo.extend(glob.glob(os.path.join(rdir, sub, "*.yml")))
+    return sorted(seen)
+
+
+def plugin_python(tree):
+    """(lines, {file: lines}) of plugins/**/*.py; a filter's YAML documentation (plugins/filter/*.yml) is not counted."""
+    files = {}
+    for path in glob.glob(os.path.join(tree, "plugins", "**", "*.py"), recursive=True):
+        files[os.path.relpath(path, tree)] = len(open(path).read().splitlines())
+    return sum(files.values()), files
+
+
 def counts(tree):
     tasks = yaml_files(tree, "roles/*/tasks/**/*.yml")
     task_lines = sum(len(open(p).read().splitlines()) for p in tasks)
@@ -81,7 +165,33 @@ def counts(tree):
     for name in filters:
         rx = re.compile(r"repro\.vllm\.%s\b" % re.escape(name))
         callers[name] = sum(len(rx.findall(t)) for t in text.values())
-    return {"role_task_lines": task_lines, "role_task_files": len(tasks), "set_fact": set_facts,
+    role_yaml = yaml_files(tree, "roles/*/tasks/**/*.yml", "roles/*/handlers/*.yml", "roles/*/defaults/*.yml",
+                           "roles/*/vars/*.yml", "roles/*/meta/*.yml", "playbooks/*.yml")
+    specs = [p for p in role_yaml if p.endswith("argument_specs.yml")]
+    lines_of = {p: len(open(p).read().splitlines()) for p in role_yaml}
+    yaml_text = {p: open(p).read() for p in role_yaml if p not in specs}
+    bare = [e for t in yaml_text.values() for e in bare_expressions(t)]
+    braced = [(m.group(1) or m.group(2) or "") for t in yaml_text.values() for m in EXPR.finditer(t)]
+    runtime = os.path.join(tree, "meta", "runtime.yml")
+    py_total, py_files = plugin_python(tree)
+    reach = {}
+    for pb in yaml_files(tree, "playbooks/*.yml"):
+        files = reached(tree, pb)
+        reach[os.path.basename(pb)] = {"files": len(files), "lines": sum(len(open(p).read().splitlines()) for p in files)}
+    issue34 = {
+        "yaml_lines_without_argument_specs": sum(n for p, n in lines_of.items() if p not in specs),
+        "yaml_lines_with_argument_specs": sum(lines_of.values()),
+        "set_fact_roles_and_playbooks": sum(len(re.findall(r"^\s*-?\s*ansible\.builtin\.set_fact:", t, re.M))
+                                            for t in yaml_text.values()),
+        "records_root_filter_in_yaml": sum(len(re.findall(r"repro\.vllm\._records_root\b", t))
+                                           for t in yaml_text.values()),
+        "runtime_yml_lines": len(open(runtime).read().splitlines()) if os.path.isfile(runtime) else 0,
+        "jinja_with_logic_incl_bare": sum(1 for e in braced + bare if carries_logic(e)),
+        "playbook_reach": reach,
+        "plugin_python_lines": py_total,
+        "python_files_over_1200": {f: n for f, n in sorted(py_files.items()) if n > 1200},
+    }
+    return {"issue34": issue34, "role_task_lines": task_lines, "role_task_files": len(tasks), "set_fact": set_facts,
             "jinja_expressions": len(exprs), "jinja_with_logic": logic, "filters": len(filters),
             "public_filters": len(public), "private_filters": sum(1 for n in filters if n.startswith("_")),
             "deprecated_filter_names": len(deprecated),
@@ -100,6 +210,13 @@ def main(argv):
                 "filters", "public_filters", "private_filters", "deprecated_filter_names",
                 "filters_with_one_caller_or_none", "public_filters_with_one_caller_or_none"):
         print("%-40s %d" % (key, res[key]))
+    print("issue 34 (item 6):")
+    for key, value in res["issue34"].items():
+        if isinstance(value, dict):
+            for k, v in value.items():
+                print("  %-38s %s" % ("%s %s" % (key, k), v))
+        else:
+            print("  %-38s %s" % (key, value))
     return 0
 
 
