@@ -19,7 +19,7 @@ from ansible_collections.repro.vllm.plugins.module_utils import (
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CAPTURE = os.path.join(HERE, "..", "..", "..", "fixtures", "2026-12-04-580.159.04-h200-vllm-0.26.0")
-RECORDS = os.path.join(CAPTURE, "records")
+RECORDS = os.path.join(CAPTURE, "runs")
 HOST = "h200"
 
 
