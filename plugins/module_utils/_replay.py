@@ -623,19 +623,16 @@ def profile_override(chosen, given_profile=None, given_file=None):
 
     replay.yml sets both variables to ``chosen`` and reads them back: a value other than the one it set can only
     come from an extra variable, which outranks what the playbook sets (``given_profile`` / ``given_file`` are
-    the values read back). The receiver's profile name wins with no file, the receiver's file with no name;
-    both given is refused before the package is unpacked."""
+    the values read back). The receiver's profile name wins with no file; the receiver's file always wins (over
+    the package's choice and over a name given beside it: one rule with the compatibility role's)."""
     given_profile = (given_profile or "").strip() if isinstance(given_profile, str) else given_profile
     given_file = (given_file or "").strip() if isinstance(given_file, str) else given_file
     by_name = bool(given_profile) and given_profile != chosen.get("profile")
     by_file = bool(given_file) and given_file != chosen.get("profile_file")
-    if by_name and by_file:
-        raise ReplayError("give either -e repro_vllm_profile (%s) or -e repro_vllm_profile_file (%s) to override the "
-                          "package's profile, not both; nothing was unpacked" % (given_profile, given_file))
-    if by_name:
-        return {"profile": str(given_profile), "profile_file": "", "source": "repro_vllm_profile"}
     if by_file:
         return {"profile": "", "profile_file": str(given_file), "source": "repro_vllm_profile_file"}
+    if by_name:
+        return {"profile": str(given_profile), "profile_file": "", "source": "repro_vllm_profile"}
     return dict(chosen)
 
 

@@ -292,8 +292,9 @@ def test_profile_override_is_the_receivers_extra_variable():
     assert _replay.profile_override(named, "kimi-k3-h200", "") == named
     assert _replay.profile_override(named, "kimi-k3-h200", "my.yml") == \
         {"profile": "", "profile_file": "my.yml", "source": "repro_vllm_profile_file"}
-    with pytest.raises(_replay.ReplayError, match="not both"):
-        _replay.profile_override(named, "cpu-smoke", "my.yml")
+    # a file always wins, also over a name given beside it (issue 32 item 6)
+    assert _replay.profile_override(named, "cpu-smoke", "my.yml") == \
+        {"profile": "", "profile_file": "my.yml", "source": "repro_vllm_profile_file"}
 
 
 def test_a_checked_package_says_before_the_unpack_what_replay_yml_decides(tmp_path):
