@@ -281,10 +281,11 @@ def test_the_open_checks_every_variable_then_the_profile_before_anything_is_crea
     # a role that is not the collection's is named too
     res = _action(dict(base, check_variables=["nope"]))
     assert res["failed"] and "nope" in res["msg"]
-    # the profile: both variables, an unknown name - refused before any host is touched, naming the key
+    # the profile: both variables (the file wins: here a folder, no profile), an unknown name - refused before any
+    # host is touched, naming the key
     res = _action(dict(base, compatibility={"enabled": True, "profile": "kimi-k3-h200", "profile_file": str(tmp_path)}))
-    assert res["failed"] and res["msg"].startswith("compatibility profile refused before any host is touched")
-    assert "not both" in res["msg"]
+    assert res["failed"] and res["msg"].startswith("compatibility profile refused before any host is touched: "
+                                                   "repro_vllm_profile_file: %s does not exist" % tmp_path)
     res = _action(dict(base, compatibility={"enabled": True, "profile": "kimi-k3-nope"}))
     assert res["failed"] and "kimi-k3-nope" in res["msg"] and "kimi-k3-h200" in res["msg"]
     assert not root.exists()
