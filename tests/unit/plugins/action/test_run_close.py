@@ -117,6 +117,34 @@ def test_an_attempt_closes_in_one_task_like_attempt_close_decides(tmp_path):
         assert "| profile | none (not judged) |" in fh.read()
 
 
+@pytest.mark.parametrize("runtime", ["podman", None])
+def test_a_container_the_runtime_refused_gets_the_container_args_hint_on_the_console(tmp_path, runtime):
+    # issue 32 item 6: podman's real answer on this project's VMs without the engine flags (tests/fixtures/containers,
+    # podman-4.3.1/probe_rlimit: rc 126, "setrlimit RLIMIT_NOFILE: Operation not permitted") as the server's log
+    path = _open(tmp_path, ["node1"], purpose="minimal_startup", profile=None)
+    os.makedirs(os.path.join(path, "hosts", "node1", "logs"))
+    capture = os.path.join(FIX, "containers", "podman-4.3.1", "probe_rlimit")
+    shutil.copy(capture + ".err", os.path.join(path, "hosts", "node1", "logs", "server.log"))
+    with open(capture + ".rc") as fh:
+        rc = int(fh.read())
+    step = {"name": "minimal", "purpose": "minimal_startup", "nodes": ["node1"], "expected": "ready",
+            "argv": ["vllm", "serve", "/models/tiny"], "env": {},
+            "request": {"route": "/v1/completions", "timeout": 60, "body": {"prompt": "hi", "max_tokens": 8}}}
+    started = {"ready": False, "outcome": "exited", "exit_code": rc,
+               "container": {"runtime": runtime, "name": "repro-vllm-x-node1"} if runtime else None}
+    hostvars = {"node1": {"_repro_vllm_node_report": {"started": started, "alive": None, "task_error": None},
+                          "_repro_vllm_exchanges": [], "_repro_vllm_api_url": "http://127.0.0.1:8000"}}
+    res = _action({"state": "close", "kind": "attempt", "path": path, "inputs": {"step": step}}, hostvars)
+    assert not res.get("failed"), res
+    hints = [line for line in res["console"] if "repro_vllm_container_args" in line]
+    if runtime is None:  # a process's exit status is vLLM's own: no runtime hint
+        assert rc == 126 and hints == []
+        return
+    assert len(hints) == 1 and hints[0].startswith("reproduce | node1 | ")
+    assert "podman refused to start the server's container (exit 126: the command in the container could not be " \
+           "invoked;" in hints[0] and "REPRO_VLLM_CONTAINER_ARGS" in hints[0]
+
+
 def test_an_incomplete_run_keeps_the_redacted_error_and_stops_the_play(tmp_path):
     path = _open(tmp_path, ["node1"], purpose="minimal_startup")
     error = "vllm_server: start failed with HF_TOKEN=%s in the environment; " % FAKE_TOKEN + "x" * 3000
