@@ -83,6 +83,12 @@ class HandoffError(Exception):
 
 
 # ------------------------------------------------------------------------------------------------ helpers
+# who writes score.json and isolation.json: reproduce.yml's last play (the decide role, a summary run of the case);
+# playbooks/diff.yml writes diff.json and diff.md, not these
+SUMMARY_RUN_HOW = ("run playbooks/reproduce.yml on this case: its last play (\"Reproduce | baseline score and isolation "
+                   "decision\", the decide role) writes %s into a summary run of the case")
+
+
 def _unknown(how):
     return {"value": "unknown", "how": how}
 
@@ -1126,8 +1132,7 @@ def render_markdown(facts, pics, runs, redactions):
     elif score:
         out.append("Baseline score: %s (`%s`)" % (score.get("score", "unknown"), score["source"]))
     else:
-        out.append("Baseline score: unknown - how to get it: run the decide role (playbooks/diff.yml) on this case "
-                   "to write score.json")
+        out.append("Baseline score: unknown - how to get it: %s" % SUMMARY_RUN_HOW % "score.json")
     iso = facts.get("isolation")
     out.append("")
     if iso and isinstance(iso.get("reasons"), list):
@@ -1141,8 +1146,7 @@ def render_markdown(facts, pics, runs, redactions):
             out.append("")
             out.append("No isolation condition holds.")
     else:
-        out.append("Isolation decision: unknown - how to get it: run the decide role (playbooks/diff.yml) on this "
-                   "case to write isolation.json")
+        out.append("Isolation decision: unknown - how to get it: %s" % SUMMARY_RUN_HOW % "isolation.json")
     out += ["", "## To run it again", ""]
     ran_in = sorted({(v.get("image"), v.get("image_id")) for v in
                      ((facts.get("items") or {}).get("image") or {}).get("hosts", {}).values()

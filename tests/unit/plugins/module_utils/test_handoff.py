@@ -163,6 +163,13 @@ def test_summary_answers_every_item_and_pictures(case, tmp_path):
                                        "error_class": facts["items"]["first_exception"]["error_class"], "run": "run-002",
                                        "rollback": "returned", "facts": []}
     assert md.splitlines()[0] == "# [Bug]: " + facts["verdict_sentence"]
+    # no summary run in this case: the hints name the play that writes score.json and isolation.json (issue 32
+    # item 5: they named diff.yml, which writes diff.json and diff.md)
+    for name, label in (("score.json", "Baseline score"), ("isolation.json", "Isolation decision")):
+        line = [x for x in md.splitlines() if x.startswith(label + ": unknown")]
+        assert line == ['%s: unknown - how to get it: run playbooks/reproduce.yml on this case: its last play ("Reproduce '
+                        '| baseline score and isolation decision", the decide role) writes %s into a summary run of the '
+                        'case' % (label, name)]
     assert facts["items"]["rollback"]["value"] == "returned"
     # run-004 repeats the healthy minimal run-001, not the failure: the failure was never run again
     assert facts["items"]["repeat"]["value"] == "not tried" and facts["items"]["repeat"]["failed_run"] == "run-002"
