@@ -262,6 +262,23 @@ def collect_env_item(runs):
                     "inside the image) on the serving host and attach its output" % why)
 
 
+def container_argv(run, host, argv=None):
+    """The ``<runtime> run ... <image>@sha256:... <vllm args>`` that ran, for a server run in a container (server.json
+    ``container``): its ``argv`` as vllm_server recorded it, or, in records made before that key, rebuilt from the
+    record (``binary``, ``args`` up to the image, ``run_ref``) and the command's arguments after its program (the
+    record's ``--entrypoint`` is that program). None for a bare process."""
+    server = (run["hosts"].get(host) or {}).get("server.json")
+    ran = server.get("container") if isinstance(server, dict) else None
+    if not isinstance(ran, dict) or not ran.get("run_ref"):
+        return None
+    if ran.get("argv"):
+        return [str(a) for a in ran["argv"]]
+    args = [str(a) for a in ran.get("args") or []]
+    if "--entrypoint" not in args or not argv:
+        return None
+    return [str(ran.get("binary") or ran.get("runtime")), "run"] + args + [str(ran["run_ref"])] + [str(a) for a in argv[1:]]
+
+
 def _host_item(runs, picker, how, prefer=None):
     """Per host, the newest run's answer from ``picker(run, host, view)`` -> dict or None; runs holding the
     ``prefer`` part for that host (the fingerprint) are asked first."""
@@ -487,6 +504,10 @@ def collect_facts(case_id, runs, verdict=None):
     def command(run, host, view):
         if not view["argv"]:
             return None
+        ran = container_argv(run, host, view["argv"])
+        if ran:  # the server ran in a container: what ran is the runtime's run of the image by digest
+            return {"argv": ran, "shell": _quote_argv(ran), "run": run["run"], "vllm_argv": view["argv"],
+                    "source": _cite(run, host, "server.json")}
         return {"argv": view["argv"], "shell": _quote_argv(view["argv"]), "run": run["run"],
                 "source": view["sources"].get("command")}
     first_cmd = {}
@@ -951,6 +972,8 @@ def _item_md(key, item):
             lines.append("**not applicable** - %s" % item.get("note"))
         for h, v in sorted((hosts or {}).items()):
             what = "the command that failed, as started" if item.get("failed") else "the command as started"
+            if v.get("vllm_argv"):
+                what += " (the server in its container, by the image's digest)"
             lines.append("`%s`, %s (%s, `%s`):\n\n%s" % (h, what, v["run"], v["source"], _fence(v["shell"], "bash")))
         lines.append(_production_md(item.get("production") or {}))
     elif key == "environment":

@@ -652,7 +652,9 @@ def _container_plan(module, argv, env_names, result):
               "run_ref": pin["run_ref"], "pinned_by": pin.get("pinned_by"), "pin": pin, "tag_moved": moved,
               "args": srv.redacted_argv(run_argv[2:run_argv.index(pin["run_ref"])]), "dropped": spec["dropped"],
               "user_args": srv.redacted_argv([str(a) for a in c.get("args") or []] + list(spec["options"])),
-              "labels": full_labels, "probe": None, "runtime_version": None, "log_path": None, "stop": None}
+              "labels": full_labels, "probe": None, "runtime_version": None, "log_path": None, "stop": None,
+              # what ran, whole: the hand-off's startup command of a container run
+              "argv": srv.redacted_argv(run_argv)}
     return {"spec": spec, "rt": rt, "argv": run_argv, "record": record, "moved": moved}
 
 

@@ -315,6 +315,23 @@ def test_a_case_whose_server_ran_in_its_image_hands_on_the_image_that_ran(tmp_pa
     image = facts["items"]["image"]["hosts"]["localhost"]
     assert image["image_id"] == image_id and image["digest"] == digest
     assert "podman save -o image.tar %s" % image_id in md and "podman load -i image.tar" in md
+    # issue 32 item 5: the full startup command is the podman run that ran (by digest), not the host venv's vllm
+    # (records of 2026-12-02, before server.json's container.argv: rebuilt from the container record)
+    cmd = facts["items"]["command"]["hosts"]["localhost"]
+    with open(os.path.join(path, cmd["run"], "hosts", "localhost", "server.json")) as f:
+        name = json.load(f)["container"]["name"]
+    assert cmd["argv"][:4] == ["/usr/bin/podman", "run", "--name", name] and name.endswith("-localhost")
+    assert cmd["argv"][cmd["argv"].index(digest) - 2:cmd["argv"].index(digest) + 3] == [
+        "--entrypoint", "vllm", digest, "serve", "/opt/repro-vllm/models/tiny"]
+    assert cmd["source"] == "runs/%s/hosts/localhost/server.json" % cmd["run"] and cmd["vllm_argv"][0].endswith("/bin/vllm")
+    assert "/usr/bin/podman run --name %s" % name in md
+    assert "the command as started (the server in its container, by the image's digest)" in md
+    # a record with server.json's container.argv (vllm_server since issue 32) is taken as it is
+    run = _evidence.read_run(os.path.join(path, "run-002"))
+    run["hosts"]["localhost"]["server.json"]["container"]["argv"] = ["podman", "run", digest]
+    assert _handoff.container_argv(run, "localhost", ["vllm"]) == ["podman", "run", digest]
+    run["hosts"]["localhost"]["server.json"]["container"] = None
+    assert _handoff.container_argv(run, "localhost", ["vllm"]) is None
     attempt = _replay.select_attempt(path)
     assert attempt["run"] == "run-003" and attempt["container"]["image_id"] == image_id
     step = _replay.replay_step(attempt)
