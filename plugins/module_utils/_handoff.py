@@ -78,6 +78,44 @@ _VERSION_RES = (
 )
 
 
+# collect_env's own lines (vLLM's "Key   : value" and torch's "Key: value"; both real captures in tests/fixtures) and
+# its "[pip3] name==version" lines -> the versions table's components
+_COLLECT_ENV_KEYS = (
+    ("vllm", "vLLM Version"),
+    ("torch", "PyTorch version"),
+    ("cuda", "CUDA runtime version"),
+    ("torch_cuda", "CUDA used to build PyTorch"),
+    ("python", "Python version"),
+    ("driver", "Nvidia driver version"),
+)
+_COLLECT_ENV_PIP = ("transformers", "flashinfer-python", "triton", "nvidia-nccl-cu12", "nvidia-nccl-cu13")
+_COLLECT_ENV_LINE_RE = re.compile(r"^(?P<key>[A-Za-z][A-Za-z ]*?)\s*:\s*(?P<value>\S.*)$")
+_COLLECT_ENV_PIP_RE = re.compile(r"^\[(?:pip3?|conda)\]\s+(?P<name>[A-Za-z0-9_.\-]+)==(?P<value>\S+)")
+_NOT_A_VERSION = ("none", "n/a", "could not collect", "")
+
+
+def versions_from_collect_env(output):
+    """``{component: version}`` from vLLM's (or torch's) collect_env output: the versions table's values, so that
+    a package holding collect_env never says torch is "unknown"."""
+    keys = {label.lower(): name for name, label in _COLLECT_ENV_KEYS}
+    found = {}
+    for line in str(output or "").splitlines():
+        line = line.strip()
+        m = _COLLECT_ENV_LINE_RE.match(line)
+        if m and m.group("key").strip().lower() in keys:
+            name = keys[m.group("key").strip().lower()]
+            value = m.group("value").strip()
+            if name == "python":
+                value = value.split()[0]
+            if value.lower() not in _NOT_A_VERSION:
+                found.setdefault(name, value)
+            continue
+        m = _COLLECT_ENV_PIP_RE.match(line)
+        if m and m.group("name").lower() in _COLLECT_ENV_PIP:
+            found.setdefault(m.group("name").lower(), m.group("value"))
+    return found
+
+
 class HandoffError(Exception):
     """The package cannot be made; the message names the run, file and line, and the fix."""
 
@@ -490,7 +528,18 @@ def collect_facts(case_id, runs, verdict=None):
         return got or None
     items["versions"] = _host_item(runs, versions, "run 'python -m vllm.collect_env' (or vllm's collect_env.py) in "
                                                    "the serving image or venv and attach its output")
-    items["versions"]["collect_env"] = collect_env_item(runs)
+    ce = collect_env_item(runs)
+    if ce.get("host") and ce.get("value"):
+        # vLLM's own report of the serving environment answers what the image probe and the logs did not
+        from_ce = {name: {"value": value, "source": ce["source"]}
+                   for name, value in versions_from_collect_env(ce["value"]).items()}
+        if from_ce:
+            if items["versions"].get("value") != "per host":
+                items["versions"] = {"value": "per host", "hosts": {}}
+            mine = items["versions"]["hosts"].setdefault(ce["host"], {})
+            for name, val in from_ce.items():
+                mine.setdefault(name, val)
+    items["versions"]["collect_env"] = ce
 
     def gpus(run, host, view):
         if view["gpu_present"] is None and not view["sources"].get("gpus"):
@@ -951,7 +1000,8 @@ def _item_md(key, item):
                 rows.append([h, name, v[name]["value"], v[name]["source"]])
             for name in ("vllm", "torch"):
                 if name not in v:
-                    rows.append([h, name, "unknown - run `python -m vllm.collect_env` in the serving environment", "-"])
+                    rows.append([h, name, "unknown - run `python -m vllm.collect_env` in the serving environment (or "
+                                 "keep repro_vllm_collect_env on: reproduce.yml embeds it)", "-"])
         lines.append(_md_table(["host", "component", "version", "source"], rows))
         ce = item.get("collect_env") or {}
         if ce.get("value") == "unknown":

@@ -336,3 +336,30 @@ def test_a_case_whose_server_ran_in_its_image_hands_on_the_image_that_ran(tmp_pa
     assert attempt["run"] == "run-003" and attempt["container"]["image_id"] == image_id
     step = _replay.replay_step(attempt)
     assert step["runtime"] == "podman" and step["container_pin"]["run_ref"] == image_id
+
+
+def test_the_versions_table_reads_the_embedded_collect_env(tmp_path):
+    # issue 32 item 5: torch "unknown - run collect_env" beside an embedded collect_env that names torch 2.13.0
+    from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import case as copy_case
+    path = copy_case(tmp_path, "cpu-podman")
+    res = _handoff.build_package(os.path.dirname(path), "cpu-podman")
+    members = _members(res["path"])
+    facts = json.loads(members["cpu-podman-handoff/summary.json"][1].decode())
+    md = members["cpu-podman-handoff/summary.md"][1].decode()
+    versions = facts["items"]["versions"]
+    assert versions["collect_env"]["source"] == "runs/run-002/hosts/localhost/collect_env.json"
+    got = versions["hosts"]["localhost"]
+    assert got["torch"] == {"value": "2.13.0+cpu", "source": "runs/run-002/hosts/localhost/collect_env.json"}
+    assert got["transformers"]["value"] == "5.19.0" and got["python"]["value"] == "3.11.7"
+    assert "vllm" in got and "torch_cuda" not in got  # "CUDA used to build PyTorch: None" is no version
+    assert "unknown - run `python -m vllm.collect_env`" not in md
+    assert "| localhost | torch | 2.13.0+cpu | runs/run-002/hosts/localhost/collect_env.json |" in md
+
+
+def test_collect_env_versions_from_torchs_own_format_on_the_h200():
+    # tests/fixtures/h200-1gpu/torch_collect_env.txt: torch's collect_env on the lent H200 ("Key: value" lines)
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "h200-1gpu",
+                           "torch_collect_env.txt")) as f:
+        got = _handoff.versions_from_collect_env(f.read())
+    assert got["torch"] == "2.11.0+cu130" and got["torch_cuda"] == "13.0" and got["cuda"] == "13.0.88"
+    assert got["driver"] == "580.159.04" and got["python"] == "3.12.3"
