@@ -317,6 +317,54 @@ def container_argv(run, host, argv=None):
     return [str(ran.get("binary") or ran.get("runtime")), "run"] + args + [str(ran["run_ref"])] + [str(a) for a in argv[1:]]
 
 
+# where each variable of the server's environment came from (summary.json items.environment.hosts.<h>.from)
+ENV_SOURCES = {
+    "run": "set by the run",
+    "production": "the production environment (repro_vllm_production_env)",
+    "secret": "the secret environment (repro_vllm_secret_env)",
+    "inherited": "inherited",
+}
+
+
+def _production_env(attempts):
+    """``(plain, secret)`` names of the production environment the minimal command kept, from the play's minimal
+    run (command.json ``minimal_derivation``: ``env`` the kept variables, ``secret_env`` the secret ones)."""
+    for run in attempts:
+        for host in _evidence.run_hosts(run):
+            derived = ((run["hosts"].get(host) or {}).get("command.json") or {}).get("minimal_derivation")
+            if isinstance(derived, dict):
+                return set(derived.get("env") or {}), set(derived.get("secret_env") or {})
+    return set(), set()
+
+
+def env_sources(cmd, production=(set(), set())):
+    """``{name: ENV_SOURCES key}`` for every variable of a node's environment as started (command.json ``env`` and
+    ``env_set_by_run``): a secret the production environment held is ``production`` (the minimal command kept it as
+    a secret), another secret variable ``secret``; a variable the run set that the production environment gave is
+    ``production``, else ``run``; everything else ``inherited``. A name in both the production environment and
+    ``repro_vllm_secret_env`` reads ``production`` (the record keeps one list of secret names)."""
+    plain, secret = production
+    set_by_run = cmd.get("env_set_by_run") or {}
+    secrets = set(cmd.get("secret_env_names") or [])
+    out = {}
+    for name in sorted(set(cmd.get("env") or {}) | set(set_by_run)):
+        if name in secrets:
+            out[name] = "production" if name in secret else "secret"
+        elif name in set_by_run:
+            out[name] = "production" if name in plain else "run"
+        else:
+            out[name] = "inherited"
+    return out
+
+
+def _by_source(sources):
+    """``{source: [names]}`` (summary.json keeps names as values: a secret's name as a key would read as a secret)."""
+    out = {}
+    for name, source in sorted(sources.items()):
+        out.setdefault(source, []).append(name)
+    return out
+
+
 def _host_item(runs, picker, how, prefer=None):
     """Per host, the newest run's answer from ``picker(run, host, view)`` -> dict or None; runs holding the
     ``prefer`` part for that host (the fingerprint) are asked first."""
@@ -577,13 +625,16 @@ def collect_facts(case_id, runs, verdict=None):
 
     secret_names = set()
 
+    production = _production_env(attempts)
+
     def environment(run, host, view):
         cmd = ((run["hosts"].get(host) or {}).get("command.json") or {})
         secret_names.update(cmd.get("secret_env_names") or [])
         if view["env"] is None:
             return None
         return {"set_by_run": view["env_set_by_run"], "inherited": view["inherited_env"],
-                "inherited_names": cmd.get("inherited_env_names") or [], "source": view["sources"].get("command")}
+                "inherited_names": cmd.get("inherited_env_names") or [], "source": view["sources"].get("command"),
+                "from": _by_source(env_sources(cmd, production))}
     env_hosts = {}
     for run in ([focus] if focus is not None else []) + attempts:
         for host in _evidence.run_hosts(run):
@@ -1028,8 +1079,9 @@ def _item_md(key, item):
         lines.append(_production_md(item.get("production") or {}))
     elif key == "environment":
         for h, v in sorted(hosts.items()):
-            rows = [[k, val, "set by the run"] for k, val in sorted((v.get("set_by_run") or {}).items())]
-            rows += [[k, val, "inherited"] for k, val in sorted((v.get("inherited") or {}).items())
+            origin = {name: source for source, names in (v.get("from") or {}).items() for name in names}
+            rows = [[k, val, ENV_SOURCES[origin.get(k, "run")]] for k, val in sorted((v.get("set_by_run") or {}).items())]
+            rows += [[k, val, ENV_SOURCES[origin.get(k, "inherited")]] for k, val in sorted((v.get("inherited") or {}).items())
                      if k not in (v.get("set_by_run") or {})]
             lines.append("`%s` (`%s`):\n\n%s" % (h, v["source"], _md_table(["variable", "value", "from"], rows)))
     elif key == "model":

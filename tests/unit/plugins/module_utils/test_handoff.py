@@ -363,3 +363,24 @@ def test_collect_env_versions_from_torchs_own_format_on_the_h200():
         got = _handoff.versions_from_collect_env(f.read())
     assert got["torch"] == "2.11.0+cu130" and got["torch_cuda"] == "13.0" and got["cuda"] == "13.0.88"
     assert got["driver"] == "580.159.04" and got["python"] == "3.12.3"
+
+
+def test_each_variable_says_where_it_came_from(tmp_path):
+    # issue 32 item 5: HF_TOKEN read "inherited" although it came from repro_vllm_production_env.
+    # tests/fixtures/frozen-runs/cpu-layer: the production command's HF_TOKEN kept as a secret by the minimal command
+    from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import case as copy_case
+    path = copy_case(tmp_path, "cpu-layer")
+    res = _handoff.build_package(os.path.dirname(path), "cpu-layer")
+    members = _members(res["path"])
+    facts = json.loads(members["cpu-layer-handoff/summary.json"][1].decode())
+    md = members["cpu-layer-handoff/summary.md"][1].decode()
+    env = facts["items"]["environment"]["hosts"]["localhost"]
+    assert "HF_TOKEN" in env["from"]["production"] and "PATH" in env["from"]["inherited"]
+    assert "VLLM_CPU_KVCACHE_SPACE" in env["from"]["run"]
+    row = [line for line in md.splitlines() if line.startswith("| HF_TOKEN |")]
+    assert row and row[0].endswith("| the production environment (repro_vllm_production_env) |"), row
+    # a variable of repro_vllm_secret_env, and the rest
+    cmd = {"env": {"A": "<redacted>", "B": "1", "PATH": "/bin"}, "env_set_by_run": {"B": "1"},
+           "secret_env_names": ["A"], "inherited_env_names": ["PATH"]}
+    assert _handoff.env_sources(cmd) == {"A": "secret", "B": "run", "PATH": "inherited"}
+    assert _handoff.env_sources(cmd, ({"B"}, set())) == {"A": "secret", "B": "production", "PATH": "inherited"}
