@@ -115,10 +115,10 @@ options:
     default: {}
   secrets:
     description:
-      - The values the operator declared secret (C(repro_vllm_secret_env), V({NAME: value})), read on the controller
-        only (never sent to the host). Every part is redacted of them whatever their name or shape: the variable's
-        own value always (a key of that name, C(NAME=value), C("NAME": "value")), the value by itself anywhere only
-        when it has 8 characters or more and is not only digits (docs/handoff.md, "Declared secrets").
+      - The values the operator declared secret (C(repro_vllm_secret_env), names and values), read on the controller
+        only (never sent to the host). Every part is redacted of them whatever their name or shape - the variable's
+        own value always (a key of that name, C(NAME=value), a JSON pair of that name), the value by itself anywhere
+        only when it has 8 characters or more and is not only digits (docs/handoff.md, section Declared secrets).
     type: dict
     default: {}
   files:
