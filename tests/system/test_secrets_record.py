@@ -6,7 +6,8 @@ twice through ansible-runner on localhost: once without secrets, once with ``rep
 single character, a digit-only value, a host-name-like value and a value under a plain name (CORP_CREDS). Every
 frozen file of the second must equal the first after normalising what differs between any two runs (run ids,
 times, pids, durations, sizes, digests: every digit run and long hex run), apart from the planted variables
-themselves. Before this, Ansible's no_log masking rewrote every "1" of server.json and terminal.log (exit_code,
+themselves. The run without secrets says "minimal only" as ``repro_vllm_ladder_until: none``, the other as ``""``.
+Before this, Ansible's no_log masking rewrote every "1" of server.json and terminal.log (exit_code,
 the port, 127.0.0.1) and CORP_CREDS was written in clear into command.json. All secrets here are obviously fake.
 """
 from __future__ import annotations
@@ -34,6 +35,10 @@ _PLANTED_ITEM = re.compile(r'"(?:%s)": "<redacted[^"]*>", ' % "|".join(PLANTED))
 # vLLM's own shutdown noise, which comes in some stops and not in others of the same server (an EngineDeadError
 # logged while the play stops it; the classifier leaves it out as after_stop): not a difference the secrets made
 _METHODS = re.compile(r"Methods: ([A-Z, ]+)$")
+# what differs between any two runs on a shared machine and is not the run's own: other plays' live servers on the
+# host (the sweep's "live", server.json's "other_live_runs") and vLLM's shutdown noise (after_stop, below)
+_OTHERS = ("after_stop", "other_live_runs", "live")
+_RESULT_LINE = re.compile(r"^(?P<head>\S+ (?:ok|changed|failed|fatal): \[[^\]]+\]) (?P<json>\{.*\})$")
 _AFTER_STOP = ((re.compile(r" \\?\| an error logged during the stop is not counted"), ""),
                (re.compile(r"; N error line\(s\) after the stop \(shutdown noise, see after_stop\)"), ""),
                (re.compile(r"no failure while the server was serving; N error line\(s\) logged after the last liveness "
@@ -41,9 +46,10 @@ _AFTER_STOP = ((re.compile(r" \\?\| an error logged during the stop is not count
 
 
 def _reproduce(work, secrets):
+    # "minimal only", written both ways (issue 32 item 6: none is what people type): the two runs must still agree
     v = {"repro_vllm_records_root": str(work / "records"), "repro_vllm_case_id": CASE,
          "repro_vllm_remote_root": str(work / "remote"), "repro_vllm_port": free_port(),
-         "repro_vllm_ladder_until": ""}
+         "repro_vllm_ladder_until": "" if secrets else "none"}
     if secrets:
         v["repro_vllm_secret_env"] = dict(secrets)
     return run_playbook(work, "playbooks/reproduce.yml", INVENTORY, v, ident="run")
@@ -68,10 +74,23 @@ def _text(s, work):
     return _METHODS.sub(lambda m: "Methods: " + ", ".join(sorted(m.group(1).split(", "))), s)
 
 
+def _line(line, work):
+    """A text line normalised; a task result the play log holds as JSON is normalised as data."""
+    m = _RESULT_LINE.match(line)
+    if m:
+        try:
+            data = json.loads(m.group("json"))
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            return _text(m.group("head"), work) + " " + json.dumps(_norm(data, work), sort_keys=True)
+    return _text(line, work)
+
+
 def _norm(value, work):
     """Run ids, times, pids, durations, sizes and digests normalised; the planted variables themselves left out."""
     if isinstance(value, dict):
-        return {_text(k, work): _norm(v, work) for k, v in value.items() if k not in PLANTED and k != "after_stop"}
+        return {_text(k, work): _norm(v, work) for k, v in value.items() if k not in PLANTED and k not in _OTHERS}
     if isinstance(value, list):
         return [_norm(v, work) for v in value if not (isinstance(v, str) and v in PLANTED)]
     if isinstance(value, str):
@@ -102,7 +121,7 @@ def _frozen(work):
                 with open(os.path.join(root, "..", "..", "..", "outcome.json")) as f:
                     lines = lines[:int(json.load(f)["lines_when_last_alive"][os.path.basename(os.path.dirname(root))])]
             # the task that writes the secret file runs only when there are secrets (its result hidden: no_log)
-            files[rel] = sorted({_text(line, work) for line in lines if not line.endswith("(output hidden: no_log)")
+            files[rel] = sorted({_line(line, work) for line in lines if not line.endswith("(output hidden: no_log)")
                                  and not line.startswith("- not counted: ")})
     return files, base
 
