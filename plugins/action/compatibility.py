@@ -149,9 +149,10 @@ class ActionModule(ActionBase):
         result["profile"] = profile
         # what every run of the play records as its profile (repro.vllm.run_record's profile takes this result)
         result["judged"] = _record.judged_profile(profile)
+        chosen = [line for line in [_compat.choice_line(args["profile"], args["profile_file"])] if line]
         if args["state"] == "profile":
             result["msg"] = "profile %s (%s) is valid" % (profile["name"], profile["origin"])
-            result["console"] = ["compatibility | " + result["msg"]]
+            result["console"] = chosen + ["compatibility | " + result["msg"]]
             return result
         if self._task.check_mode and not (args["run_path"] and os.path.isdir(args["run_path"])):
             result.update(check_mode_unjudged(args["run_path"]))
@@ -161,7 +162,7 @@ class ActionModule(ActionBase):
                                     "the open run" % args["run_path"])
         doc = judge_run(profile, matrix, args["run_path"], args["hosts"], args["allow_foreign"])
         result.update(compatibility=doc, verdict=doc["verdict"], lines=_compat.console_lines(doc))
-        result["console"] = console_lines(result["lines"])
+        result["console"] = chosen + console_lines(result["lines"])
         if args["write"]:
             try:
                 written = _record.write_part(args["run_path"], PART, data=doc, check_mode=bool(self._task.check_mode),

@@ -53,6 +53,7 @@ ARGUMENT_SPEC = dict(
     service_command_timeout=dict(type="float", default=_service.DEFAULT_TIMEOUT),
     service_max_log_bytes=dict(type="int", default=_service.DEFAULT_LOG_BYTES),
     service_required=dict(type="bool", default=False),
+    secrets=dict(type="dict", default={}, no_log=True),
 )
 
 
@@ -120,6 +121,9 @@ class ActionModule(ActionBase):
         run_path = os.path.abspath(args["run_path"])
         part_dir = args["part_dir"] or "hosts/%s" % host
         ctx = {"host": host, "run_path": run_path, "part_dir": part_dir, "stage": args["stage"],
+               # the values the operator declared secret: redacted in every part on the controller (never sent to the
+               # host, never in a module's parameters whose result is recorded)
+               "secrets": _redact.declared(args["secrets"]),
                "part_abs": os.path.join(run_path, *part_dir.split("/")),
                "case_id": os.path.basename(os.path.dirname(run_path)), "run_id": os.path.basename(run_path),
                "version": _record.read_collection_version(), "check": bool(self._play_context.check_mode)}
@@ -247,7 +251,8 @@ class ActionModule(ActionBase):
         for p in _service.record_parts(served["record"], served["logs"]) if served else []:
             parts[p["part"]] = _record.render_json(p["json"]) if "json" in p else p["content"].encode("utf-8")
         for name, value in (args["data"] or {}).items():
-            parts[name] = _record.render_json(_redact.redact_data(value, key=ctx.get("key")))
+            value = _redact.redact_declared(_redact.redact_data(value, key=ctx.get("key")), ctx["secrets"], ctx.get("key"))
+            parts[name] = _record.render_json(value)
         for f in remote.get("files") or []:
             if f.get("status") == "missing":
                 missing.append(f["src"])
@@ -255,9 +260,15 @@ class ActionModule(ActionBase):
             if f.get("status") != "ok" or f.get("transfer") == "planned":
                 continue
             data = self._bring_back(ctx, f)
-            parts[f["part"]] = data
             notes[f["part"]] = {"original": f.get("original"), "cut": f.get("cut"), "source": f["src"],
                                 "redacted_on_host": bool(f.get("redacted"))}
+            if ctx["secrets"] and f.get("redact", True):
+                text = data.decode("utf-8", errors="surrogateescape")
+                declared = _redact.redact_declared(text, ctx["secrets"], ctx.get("key"))
+                if declared != text:
+                    data = declared.encode("utf-8", errors="surrogateescape")
+                    notes[f["part"]]["declared_secrets_redacted"] = True
+            parts[f["part"]] = data
         for name in parts:
             _record.resolve_part(ctx["run_path"], "%s/%s" % (ctx["part_dir"], name))  # refuses '..', absolute paths
         return parts, notes, missing
@@ -329,6 +340,7 @@ class ActionModule(ActionBase):
             body.update(extra or {})
             if trace:
                 body["controller_traceback"] = _redact.redact_text(trace[-_TRACE_CHARS:])
+            body = _redact.redact_declared(body, ctx.get("secrets"))
             _record.write_part(ctx["run_path"], "%s/%s.json" % (ctx["part_dir"], status), data=body, overwrite=True)
             _record.freeze(ctx["part_abs"], ctx["version"], case_id=ctx["case_id"], run_id=ctx["run_id"],
                            metadata={"host": ctx["host"], "stage": ctx["stage"], "status": status})

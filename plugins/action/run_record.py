@@ -150,7 +150,9 @@ class ActionModule(ActionBase):
         except _compat.ProfileError as exc:
             return dict(failed=True, msg="compatibility profile refused before any host is touched: %s" % exc)
         args["profile"] = _record.judged_profile(profile)
-        return {"console": ["compatibility | profile %s (%s) is valid" % (profile["name"], profile["origin"])]}
+        chosen = _compat.choice_line(compat["profile"], compat["profile_file"])
+        return {"console": ([chosen] if chosen else []) + [
+            "compatibility | profile %s (%s) is valid" % (profile["name"], profile["origin"])]}
 
     @staticmethod
     def _judge(run_path, opened, judge, hosts, check_mode):

@@ -226,16 +226,23 @@ def profile_needs_gpu(profile):
 
 def choose_profile(name, path):
     """Which of ``repro_vllm_profile``/``repro_vllm_profile_file`` applies: ('name', n) or ('file', p); neither
-    means the documented default profile; both is a ProfileError."""
+    means the documented default profile. A file always wins over a name: the shipped inventories set
+    ``repro_vllm_profile`` in group_vars, so ``-e repro_vllm_profile_file=...`` must be enough (issue 32)."""
     name = (name or "").strip() if isinstance(name, str) else name
     path = (path or "").strip() if isinstance(path, str) else path
-    if name and path:
-        raise ProfileError("variables", "repro_vllm_profile_file",
-                           "give either repro_vllm_profile (%s) or repro_vllm_profile_file (%s), not both"
-                           % (name, path))
     if path:
         return "file", path
     return "name", name or DEFAULT_PROFILE
+
+
+def choice_line(name, path):
+    """The console's line saying which profile variable was used and why, or None when only one (or none) was set."""
+    name = (name or "").strip() if isinstance(name, str) else name
+    path = (path or "").strip() if isinstance(path, str) else path
+    if name and path:
+        return ("compatibility | profile file %s used (repro_vllm_profile_file); it wins over repro_vllm_profile=%s "
+                "(set in the inventory or on the command line), which is ignored" % (path, name))
+    return None
 
 
 def unknown_profile(name, known):

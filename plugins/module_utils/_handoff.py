@@ -78,11 +78,55 @@ _VERSION_RES = (
 )
 
 
+# collect_env's own lines (vLLM's "Key   : value" and torch's "Key: value"; both real captures in tests/fixtures) and
+# its "[pip3] name==version" lines -> the versions table's components
+_COLLECT_ENV_KEYS = (
+    ("vllm", "vLLM Version"),
+    ("torch", "PyTorch version"),
+    ("cuda", "CUDA runtime version"),
+    ("torch_cuda", "CUDA used to build PyTorch"),
+    ("python", "Python version"),
+    ("driver", "Nvidia driver version"),
+)
+_COLLECT_ENV_PIP = ("transformers", "flashinfer-python", "triton", "nvidia-nccl-cu12", "nvidia-nccl-cu13")
+_COLLECT_ENV_LINE_RE = re.compile(r"^(?P<key>[A-Za-z][A-Za-z ]*?)\s*:\s*(?P<value>\S.*)$")
+_COLLECT_ENV_PIP_RE = re.compile(r"^\[(?:pip3?|conda)\]\s+(?P<name>[A-Za-z0-9_.\-]+)==(?P<value>\S+)")
+_NOT_A_VERSION = ("none", "n/a", "could not collect", "")
+
+
+def versions_from_collect_env(output):
+    """``{component: version}`` from vLLM's (or torch's) collect_env output: the versions table's values, so that
+    a package holding collect_env never says torch is "unknown"."""
+    keys = {label.lower(): name for name, label in _COLLECT_ENV_KEYS}
+    found = {}
+    for line in str(output or "").splitlines():
+        line = line.strip()
+        m = _COLLECT_ENV_LINE_RE.match(line)
+        if m and m.group("key").strip().lower() in keys:
+            name = keys[m.group("key").strip().lower()]
+            value = m.group("value").strip()
+            if name == "python":
+                value = value.split()[0]
+            if value.lower() not in _NOT_A_VERSION:
+                found.setdefault(name, value)
+            continue
+        m = _COLLECT_ENV_PIP_RE.match(line)
+        if m and m.group("name").lower() in _COLLECT_ENV_PIP:
+            found.setdefault(m.group("name").lower(), m.group("value"))
+    return found
+
+
 class HandoffError(Exception):
     """The package cannot be made; the message names the run, file and line, and the fix."""
 
 
 # ------------------------------------------------------------------------------------------------ helpers
+# who writes score.json and isolation.json: reproduce.yml's last play (the decide role, a summary run of the case);
+# playbooks/diff.yml writes diff.json and diff.md, not these
+SUMMARY_RUN_HOW = ("run playbooks/reproduce.yml on this case: its last play (\"Reproduce | baseline score and isolation "
+                   "decision\", the decide role) writes %s into a summary run of the case")
+
+
 def _unknown(how):
     return {"value": "unknown", "how": how}
 
@@ -254,6 +298,71 @@ def collect_env_item(runs):
             why = "it did not run on %s (%s: %s)" % (host, ce.get("status"), ce.get("msg") or "no message")
     return _unknown("%s; run 'python -m vllm.collect_env' with the python beside the vllm binary of the command (or "
                     "inside the image) on the serving host and attach its output" % why)
+
+
+def container_argv(run, host, argv=None):
+    """The ``<runtime> run ... <image>@sha256:... <vllm args>`` that ran, for a server run in a container (server.json
+    ``container``): its ``argv`` as vllm_server recorded it, or, in records made before that key, rebuilt from the
+    record (``binary``, ``args`` up to the image, ``run_ref``) and the command's arguments after its program (the
+    record's ``--entrypoint`` is that program). None for a bare process."""
+    server = (run["hosts"].get(host) or {}).get("server.json")
+    ran = server.get("container") if isinstance(server, dict) else None
+    if not isinstance(ran, dict) or not ran.get("run_ref"):
+        return None
+    if ran.get("argv"):
+        return [str(a) for a in ran["argv"]]
+    args = [str(a) for a in ran.get("args") or []]
+    if "--entrypoint" not in args or not argv:
+        return None
+    return [str(ran.get("binary") or ran.get("runtime")), "run"] + args + [str(ran["run_ref"])] + [str(a) for a in argv[1:]]
+
+
+# where each variable of the server's environment came from (summary.json items.environment.hosts.<h>.from)
+ENV_SOURCES = {
+    "run": "set by the run",
+    "production": "the production environment (repro_vllm_production_env)",
+    "secret": "the secret environment (repro_vllm_secret_env)",
+    "inherited": "inherited",
+}
+
+
+def _production_env(attempts):
+    """``(plain, secret)`` names of the production environment the minimal command kept, from the play's minimal
+    run (command.json ``minimal_derivation``: ``env`` the kept variables, ``secret_env`` the secret ones)."""
+    for run in attempts:
+        for host in _evidence.run_hosts(run):
+            derived = ((run["hosts"].get(host) or {}).get("command.json") or {}).get("minimal_derivation")
+            if isinstance(derived, dict):
+                return set(derived.get("env") or {}), set(derived.get("secret_env") or {})
+    return set(), set()
+
+
+def env_sources(cmd, production=(set(), set())):
+    """``{name: ENV_SOURCES key}`` for every variable of a node's environment as started (command.json ``env`` and
+    ``env_set_by_run``): a secret the production environment held is ``production`` (the minimal command kept it as
+    a secret), another secret variable ``secret``; a variable the run set that the production environment gave is
+    ``production``, else ``run``; everything else ``inherited``. A name in both the production environment and
+    ``repro_vllm_secret_env`` reads ``production`` (the record keeps one list of secret names)."""
+    plain, secret = production
+    set_by_run = cmd.get("env_set_by_run") or {}
+    secrets = set(cmd.get("secret_env_names") or [])
+    out = {}
+    for name in sorted(set(cmd.get("env") or {}) | set(set_by_run)):
+        if name in secrets:
+            out[name] = "production" if name in secret else "secret"
+        elif name in set_by_run:
+            out[name] = "production" if name in plain else "run"
+        else:
+            out[name] = "inherited"
+    return out
+
+
+def _by_source(sources):
+    """``{source: [names]}`` (summary.json keeps names as values: a secret's name as a key would read as a secret)."""
+    out = {}
+    for name, source in sorted(sources.items()):
+        out.setdefault(source, []).append(name)
+    return out
 
 
 def _host_item(runs, picker, how, prefer=None):
@@ -467,7 +576,18 @@ def collect_facts(case_id, runs, verdict=None):
         return got or None
     items["versions"] = _host_item(runs, versions, "run 'python -m vllm.collect_env' (or vllm's collect_env.py) in "
                                                    "the serving image or venv and attach its output")
-    items["versions"]["collect_env"] = collect_env_item(runs)
+    ce = collect_env_item(runs)
+    if ce.get("host") and ce.get("value"):
+        # vLLM's own report of the serving environment answers what the image probe and the logs did not
+        from_ce = {name: {"value": value, "source": ce["source"]}
+                   for name, value in versions_from_collect_env(ce["value"]).items()}
+        if from_ce:
+            if items["versions"].get("value") != "per host":
+                items["versions"] = {"value": "per host", "hosts": {}}
+            mine = items["versions"]["hosts"].setdefault(ce["host"], {})
+            for name, val in from_ce.items():
+                mine.setdefault(name, val)
+    items["versions"]["collect_env"] = ce
 
     def gpus(run, host, view):
         if view["gpu_present"] is None and not view["sources"].get("gpus"):
@@ -481,6 +601,10 @@ def collect_facts(case_id, runs, verdict=None):
     def command(run, host, view):
         if not view["argv"]:
             return None
+        ran = container_argv(run, host, view["argv"])
+        if ran:  # the server ran in a container: what ran is the runtime's run of the image by digest
+            return {"argv": ran, "shell": _quote_argv(ran), "run": run["run"], "vllm_argv": view["argv"],
+                    "source": _cite(run, host, "server.json")}
         return {"argv": view["argv"], "shell": _quote_argv(view["argv"]), "run": run["run"],
                 "source": view["sources"].get("command")}
     first_cmd = {}
@@ -501,13 +625,16 @@ def collect_facts(case_id, runs, verdict=None):
 
     secret_names = set()
 
+    production = _production_env(attempts)
+
     def environment(run, host, view):
         cmd = ((run["hosts"].get(host) or {}).get("command.json") or {})
         secret_names.update(cmd.get("secret_env_names") or [])
         if view["env"] is None:
             return None
         return {"set_by_run": view["env_set_by_run"], "inherited": view["inherited_env"],
-                "inherited_names": cmd.get("inherited_env_names") or [], "source": view["sources"].get("command")}
+                "inherited_names": cmd.get("inherited_env_names") or [], "source": view["sources"].get("command"),
+                "from": _by_source(env_sources(cmd, production))}
     env_hosts = {}
     for run in ([focus] if focus is not None else []) + attempts:
         for host in _evidence.run_hosts(run):
@@ -924,7 +1051,8 @@ def _item_md(key, item):
                 rows.append([h, name, v[name]["value"], v[name]["source"]])
             for name in ("vllm", "torch"):
                 if name not in v:
-                    rows.append([h, name, "unknown - run `python -m vllm.collect_env` in the serving environment", "-"])
+                    rows.append([h, name, "unknown - run `python -m vllm.collect_env` in the serving environment (or "
+                                 "keep repro_vllm_collect_env on: reproduce.yml embeds it)", "-"])
         lines.append(_md_table(["host", "component", "version", "source"], rows))
         ce = item.get("collect_env") or {}
         if ce.get("value") == "unknown":
@@ -945,12 +1073,15 @@ def _item_md(key, item):
             lines.append("**not applicable** - %s" % item.get("note"))
         for h, v in sorted((hosts or {}).items()):
             what = "the command that failed, as started" if item.get("failed") else "the command as started"
+            if v.get("vllm_argv"):
+                what += " (the server in its container, by the image's digest)"
             lines.append("`%s`, %s (%s, `%s`):\n\n%s" % (h, what, v["run"], v["source"], _fence(v["shell"], "bash")))
         lines.append(_production_md(item.get("production") or {}))
     elif key == "environment":
         for h, v in sorted(hosts.items()):
-            rows = [[k, val, "set by the run"] for k, val in sorted((v.get("set_by_run") or {}).items())]
-            rows += [[k, val, "inherited"] for k, val in sorted((v.get("inherited") or {}).items())
+            origin = {name: source for source, names in (v.get("from") or {}).items() for name in names}
+            rows = [[k, val, ENV_SOURCES[origin.get(k, "run")]] for k, val in sorted((v.get("set_by_run") or {}).items())]
+            rows += [[k, val, ENV_SOURCES[origin.get(k, "inherited")]] for k, val in sorted((v.get("inherited") or {}).items())
                      if k not in (v.get("set_by_run") or {})]
             lines.append("`%s` (`%s`):\n\n%s" % (h, v["source"], _md_table(["variable", "value", "from"], rows)))
     elif key == "model":
@@ -1126,8 +1257,7 @@ def render_markdown(facts, pics, runs, redactions):
     elif score:
         out.append("Baseline score: %s (`%s`)" % (score.get("score", "unknown"), score["source"]))
     else:
-        out.append("Baseline score: unknown - how to get it: run the decide role (playbooks/diff.yml) on this case "
-                   "to write score.json")
+        out.append("Baseline score: unknown - how to get it: %s" % SUMMARY_RUN_HOW % "score.json")
     iso = facts.get("isolation")
     out.append("")
     if iso and isinstance(iso.get("reasons"), list):
@@ -1141,8 +1271,7 @@ def render_markdown(facts, pics, runs, redactions):
             out.append("")
             out.append("No isolation condition holds.")
     else:
-        out.append("Isolation decision: unknown - how to get it: run the decide role (playbooks/diff.yml) on this "
-                   "case to write isolation.json")
+        out.append("Isolation decision: unknown - how to get it: %s" % SUMMARY_RUN_HOW % "isolation.json")
     out += ["", "## To run it again", ""]
     ran_in = sorted({(v.get("image"), v.get("image_id")) for v in
                      ((facts.get("items") or {}).get("image") or {}).get("hosts", {}).values()

@@ -271,15 +271,21 @@ def last_good(attempt, resumed_from=None, changes=None):
     }
 
 
+def minimal_only(until):
+    """Does ``repro_vllm_ladder_until`` mean "no layer, stop after the single request": empty, null or ``none``."""
+    return until is None or str(until).strip().lower() in ("", "none")
+
+
 def window(names, until, applied=None):
     """The layers this play climbs, in order: after the last layer the last good run already has (``applied``, its
-    layers_applied: none for a minimal start) up to ``until`` (repro_vllm_ladder_until; empty: none)."""
+    layers_applied: none for a minimal start) up to ``until`` (repro_vllm_ladder_until; empty or ``none``, what
+    people type: no layer, the minimal start and its single request only)."""
     names = list(names or [])
-    if not until:
+    if minimal_only(until):
         return []
     if until not in names:
         raise LadderError("repro_vllm_ladder_until is '%s', which is no ladder layer; use one of %s (or leave it empty "
-                          "to stop after the single request)" % (until, ", ".join(names)))
+                          "or none to stop after the single request)" % (until, ", ".join(names)))
     applied = list(applied or [])
     if applied and applied[-1] not in names:
         raise LadderError("the last good run has the layer %s, which is no ladder layer (%s)"

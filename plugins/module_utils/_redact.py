@@ -24,6 +24,14 @@ API (docs/handoff.md has the long form):
     hand-off refuses to pack on any finding).
 ``redaction_markers(text)``
     ``[(lineno, kind), ...]`` of the markers already in ``text`` (the hand-off's list of what was redacted where).
+``declared(secrets)``, ``redact_declared(data, declared, key=None)``
+    The values the operator declared secret (``{name: value}``, ``repro_vllm_secret_env``), redacted whatever their
+    name or shape.  The rule (docs/handoff.md, "Declared secrets"): the declared variable's own value always (a
+    mapping key of that name, ``NAME=value`` and ``"NAME": "value"`` in text), and the value by itself anywhere
+    (free text, other variables, argv) only when it is unambiguous: ``DECLARED_MIN_CHARS`` characters or more, not
+    only digits, and not next to a letter or digit.  A value such as ``1``, ``8000`` or ``abc`` cannot be told from
+    an ordinary count, port or word elsewhere; replacing it everywhere would corrupt the record, as Ansible's
+    no_log masking did.
 ``load_case_key(case_dir)``
     The per-case key (bytes), created once with mode 0600 as ``<records_root>/<case_id>/.redact.key``.
 
@@ -74,6 +82,7 @@ KINDS = (
     "azure_secret",     # Entra client secret (3 chars, digit, Q~, 31-34), SAS sig= in a URL
     "secret_flag",      # the value after --api-key style arguments
     "secret_value",     # the value of a secret-named variable or key (HF_TOKEN=, api_key=, "token": ...)
+    "declared_secret",  # a value the operator declared secret (repro_vllm_secret_env), whatever its name or shape
 )
 
 # ------------------------------------------------------------------------------------------------ names
@@ -577,6 +586,77 @@ def redact_data(data, key=None):
         return [redact_data(x, key) for x in data]
     if isinstance(data, str):
         return redact_text(data, key)
+    return data
+
+
+# ------------------------------------------------------------------------------------------------ declared secrets
+DECLARED_MIN_CHARS = 8
+
+
+def unambiguous(value):
+    """Is a declared secret value redacted by value anywhere (not only as its own variable)?"""
+    return isinstance(value, str) and len(value) >= DECLARED_MIN_CHARS and not value.isdigit()
+
+
+def declared(secrets):
+    """``{name: value}`` of the declared secrets as strings (empty values dropped), or None when there are none."""
+    out = {str(k): str(v) for k, v in (secrets or {}).items() if v is not None and str(v) != ""}
+    return out or None
+
+
+@functools.lru_cache(maxsize=32)
+def _declared_res(items):
+    """(the per-name patterns, one pattern of the unambiguous values) for ``items`` ((name, value), ...)."""
+    pairs = []
+    for name, value in sorted(items, key=lambda nv: len(nv[1]), reverse=True):
+        n, v = re.escape(name), re.escape(value)
+        # NAME=value (a shell line, an env dump) and "NAME": "value" / 'NAME': 'value' (JSON or a repr in a log)
+        pairs.append(re.compile(r"(?P<pre>(?<![A-Za-z0-9_])%s=)(?P<val>%s)(?![A-Za-z0-9])" % (n, v)))
+        pairs.append(re.compile(r"""(?P<pre>(?P<q>["'])%s(?P=q):\s*(?P<r>["']))(?P<val>%s)(?P=r)""" % (n, v)))
+    values = sorted({v for _n, v in items if unambiguous(v)}, key=len, reverse=True)
+    by_value = None
+    if values:
+        by_value = re.compile(r"(?<![A-Za-z0-9])(?:%s)(?![A-Za-z0-9])" % "|".join(re.escape(v) for v in values))
+    return pairs, by_value
+
+
+def _declared_text(text, items, key):
+    pairs, by_value = _declared_res(items)
+    for rx in pairs:
+        text = rx.sub(lambda m: m.group("pre") + marker("declared_secret", m.group("val"), key)
+                      + m.group(0)[m.end("val") - m.start(0):], text)
+    if by_value is not None:
+        text = by_value.sub(lambda m: marker("declared_secret", m.group(0), key), text)
+    return text
+
+
+def redact_declared(data, secrets, key=None):
+    """Redact the declared secrets (``{name: value}``) in any JSON-like structure or text, by the rule above.
+
+    A mapping key that is a declared name gets its value's marker (whatever the value); strings anywhere get the
+    ``NAME=value`` forms and the unambiguous values replaced.  Markers already there are kept.
+    """
+    decl = declared(secrets)
+    if not decl:
+        return data
+    items = tuple(sorted(decl.items()))
+    return _declared_walk(data, items, key)
+
+
+def _declared_walk(data, items, key):
+    names = dict(items)
+    if isinstance(data, dict):
+        out = {}
+        for k, value in data.items():
+            if k in names and isinstance(value, str) and value and not _is_marker(value):
+                out[k] = marker("declared_secret", value, key)
+            else:
+                out[k] = _declared_walk(value, items, key)
+        return out
+    if isinstance(data, (list, tuple)):
+        return [_declared_walk(x, items, key) for x in data]
+    if isinstance(data, str) and data:
+        return _declared_text(data, items, key)
     return data
 
 

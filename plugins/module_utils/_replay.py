@@ -36,6 +36,7 @@ from ansible_collections.repro.vllm.plugins.module_utils import _evidence
 from ansible_collections.repro.vllm.plugins.module_utils._command import CommandError, option_map, parse_command, render_command
 from ansible_collections.repro.vllm.plugins.module_utils._handoff import safe_member
 from ansible_collections.repro.vllm.plugins.module_utils._ladder import attempt_text, build_step
+from ansible_collections.repro.vllm.plugins.module_utils._redact import MASK
 from ansible_collections.repro.vllm.plugins.module_utils._record import (
     MANIFEST, RecordError, _make_read_only, describe_problems, run_id_for, run_numbers, validate_case_id, verify)
 from ansible_collections.repro.vllm.plugins.module_utils._redact import MARKER_RE
@@ -500,7 +501,19 @@ def missing_secrets(replay, secret_env=None):
     return [n for n in secret_names(replay) if n not in supplied]
 
 
-def replay_verdict(package, here, diff=None, package_verdict=None, missing=None):
+def added_env(replay, here, secret_env=None):
+    """The environment the receiver added to the replayed attempt (``repro_vllm_secret_env`` names that are neither
+    in the package attempt's environment nor among its secret variables), as differences ``[{host, variable: env:NAME,
+    from: None, to: "<redacted>"}]`` on the first node of the replay: names only, never a value."""
+    env = ((replay or {}).get("attempt") or {}).get("env") or {}
+    known = set(secret_names(replay)) | set(env)
+    nodes = (here or {}).get("nodes") or []
+    host = str(nodes[0]) if nodes else None
+    return [{"host": host, "variable": "env:%s" % name, "from": None, "to": MASK}
+            for name in sorted(str(n) for n in (secret_env or {})) if name not in known]
+
+
+def replay_verdict(package, here, diff=None, package_verdict=None, missing=None, added=None):
     """``{"verdict", "package_verdict", "replay_verdict", "package", "here", "differences", "missing_secrets",
     "summary"}``.
 
@@ -510,7 +523,8 @@ def replay_verdict(package, here, diff=None, package_verdict=None, missing=None)
     ``here`` with the package attempt's layer. ``reproduced``: both verdicts match and, for a failure, so do the
     stage and the error class (a healthy package replayed healthy included); ``not_reproduced``: the package
     failed and the replay is healthy; ``different`` otherwise (both first errors side by side). ``diff`` is the
-    run diff of the package's environment against the receiver's (``_diff.run_diff``); ``missing`` the package's
+    run diff of the package's environment against the receiver's (``_diff.run_diff``), ``added`` what the receiver
+    added to the attempt's environment (added_env); ``missing`` the package's
     secret variables the receiver did not supply (missing_secrets): a verdict other than ``reproduced`` says the
     difference may come from them."""
     p, h = _side(package), _side(here)
@@ -523,7 +537,7 @@ def replay_verdict(package, here, diff=None, package_verdict=None, missing=None)
         verdict = "not_reproduced"
     else:
         verdict = "different"
-    diffs = differences(diff)
+    diffs = differences(diff) + list(added or [])  # the receiver's own additions: a difference the run diff cannot see
     missing = sorted(set(missing or []))
 
     def text(side, case):
@@ -609,19 +623,16 @@ def profile_override(chosen, given_profile=None, given_file=None):
 
     replay.yml sets both variables to ``chosen`` and reads them back: a value other than the one it set can only
     come from an extra variable, which outranks what the playbook sets (``given_profile`` / ``given_file`` are
-    the values read back). The receiver's profile name wins with no file, the receiver's file with no name;
-    both given is refused before the package is unpacked."""
+    the values read back). The receiver's profile name wins with no file; the receiver's file always wins (over
+    the package's choice and over a name given beside it: one rule with the compatibility role's)."""
     given_profile = (given_profile or "").strip() if isinstance(given_profile, str) else given_profile
     given_file = (given_file or "").strip() if isinstance(given_file, str) else given_file
     by_name = bool(given_profile) and given_profile != chosen.get("profile")
     by_file = bool(given_file) and given_file != chosen.get("profile_file")
-    if by_name and by_file:
-        raise ReplayError("give either -e repro_vllm_profile (%s) or -e repro_vllm_profile_file (%s) to override the "
-                          "package's profile, not both; nothing was unpacked" % (given_profile, given_file))
-    if by_name:
-        return {"profile": str(given_profile), "profile_file": "", "source": "repro_vllm_profile"}
     if by_file:
         return {"profile": "", "profile_file": str(given_file), "source": "repro_vllm_profile_file"}
+    if by_name:
+        return {"profile": str(given_profile), "profile_file": "", "source": "repro_vllm_profile"}
     return dict(chosen)
 
 
@@ -716,7 +727,8 @@ def replay_document(replay, head, diff=None, case_id=None, secret_env=None, igno
         return None
     attempt = replay["attempt"]
     pv, pv_from = package_case_verdict(replay.get("summary"), attempt)
-    doc = replay_verdict(attempt, head, diff, package_verdict=pv, missing=missing_secrets(replay, secret_env))
+    doc = replay_verdict(attempt, head, diff, package_verdict=pv, missing=missing_secrets(replay, secret_env),
+                         added=added_env(replay, head, secret_env))
     doc.update(package_verdict_from=pv_from, origin=replay.get("origin"),
                package_run="%s/%s" % (replay["original_case"], attempt["run"]),
                run="%s/%s" % (case_id or replay["case_id"], head["run"]),

@@ -31,7 +31,7 @@ from __future__ import annotations
 import inspect
 import os
 
-from ansible_collections.repro.vllm.plugins.module_utils import _attempt, _collective, _fleet, _record
+from ansible_collections.repro.vllm.plugins.module_utils import _attempt, _collective, _fleet, _record, _runtime
 from ansible_collections.repro.vllm.plugins.module_utils._logstage import LogStageError, classify_files
 from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_text
 
@@ -114,7 +114,13 @@ def close_attempt(run_path, opened, host_var, step, run_id, case_id, identity=No
     except (_attempt.AttemptCloseError, LogStageError) as exc:
         raise CloseError(str(exc)) from exc
     attempt = out["attempt"]
-    return Closing(out["status"], out["parts"], out["metadata"], [], None,
+    # a container the runtime refused to start: the one hint that helps (docs/method.md), keyed on the run's exit code
+    console = []
+    for node in step.get("nodes") or []:
+        hint = _runtime.refusal_hint(((host_var(node, "_repro_vllm_node_report", None) or {}).get("started")))
+        if hint:
+            console.append("reproduce | %s | %s %s | %s" % (node, run_id, step.get("name"), hint))
+    return Closing(out["status"], out["parts"], out["metadata"], console, None,
                    {"attempt": attempt, "step": out["step"], "stages": out["stages"], "refused": out["refused"]})
 
 

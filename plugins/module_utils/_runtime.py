@@ -36,6 +36,32 @@ from ansible_collections.repro.vllm.plugins.module_utils._container import (
     parse_docker_inspect, parse_podman_inspect, pinned_reference)
 
 RUNTIMES = ("podman", "docker")
+# podman-run(1) and docker's "run" reference: exit 125 the runtime itself failed, 126 the contained command could not
+# be invoked, 127 it could not be found - the container never ran vLLM (its classification is the classifier's)
+REFUSAL_EXIT_CODES = {125: "the runtime itself failed", 126: "the command in the container could not be invoked",
+                      127: "the command in the container was not found"}
+ENGINE_FLAGS_EXAMPLE = "--cgroup-manager cgroupfs --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1000:1000"
+
+
+def refusal_hint(server):
+    """The hint of docs/method.md ("The server in its exact image") when the container runtime refused to start the
+    server's container: ``server`` is a vllm_server result or a frozen ``server.json`` (its ``start``: the
+    ``exit_code`` of the ``<runtime> run`` process; ``container.runtime`` podman or docker). None otherwise."""
+    if not isinstance(server, dict):
+        return None
+    start = server["start"] if isinstance(server.get("start"), dict) else server  # server.json keeps it under start
+    container = server.get("container") or start.get("container")
+    runtime = container.get("runtime") if isinstance(container, dict) else None
+    code = start.get("exit_code")
+    if runtime not in RUNTIMES or isinstance(code, bool) or code not in REFUSAL_EXIT_CODES:
+        return None
+    return ("%s refused to start the server's container (exit %s: %s; its own error is in the server log: rlimits, "
+            "cgroups, the OCI runtime, no such image, no GPU device); give the flags this host's %s needs in "
+            "repro_vllm_container_args (the localhost inventory adds REPRO_VLLM_CONTAINER_ARGS, for example \"%s\"; "
+            "docs/method.md, \"The server in its exact image\") and run the attempt again"
+            % (runtime, code, REFUSAL_EXIT_CODES[code], runtime, ENGINE_FLAGS_EXAMPLE))
+
+
 LABEL_PREFIX = "repro.vllm."
 LABEL_KEYS = ("run_uid", "case", "run", "controller", "node")
 PROBE_MARKER = "REPRO_VLLM_CONTAINER_PROBE "

@@ -19,6 +19,7 @@ import os
 import re
 
 from ansible_collections.repro.vllm.plugins.module_utils._compat import profile_needs_gpu
+from ansible_collections.repro.vllm.plugins.module_utils._runtime import refusal_hint
 from ansible_collections.repro.vllm.plugins.module_utils._evidence import (
     attempt_key, attempt_result, cite, declared_repeat, host_view, is_attempt, read_log_tail, result_text,
     run_hosts, unexpanded)
@@ -260,6 +261,17 @@ def _gpu_visibility(hosts, baseline, fps, memory_in_use_mib):
 
 
 def _first_failure(baseline):
+    item = _first_failure_item(baseline)
+    if baseline is not None and item["points"] != 2:
+        # a container the runtime refused to start (podman/docker exit 125-127): vLLM never ran; say what helps
+        hints = ["%s: %s" % (host, hint) for host in run_hosts(baseline)
+                 for hint in [refusal_hint((baseline["hosts"].get(host) or {}).get("server.json"))] if hint]
+        if hints:
+            item["how"] = "; ".join(hints + ([item["how"]] if item["how"] else []))
+    return item
+
+
+def _first_failure_item(baseline):
     if baseline is None:
         return _item("first_failure", 0, [], ["no attempt with server logs in the case"],
                      ["run playbooks/reproduce.yml: every node's log is classified into stages.json"])

@@ -327,6 +327,37 @@ def case_verdict(case_dir, runs=None, exclude=None):
     return verdict_of_case(every, os.path.basename(case_dir))
 
 
+# summary.md's title by verdict (public: docs/handoff.md, "The title"): [Bug] only for a failure in vLLM; a stop the
+# method made, a configuration vLLM refused by design, an unfinished run or a healthy case say what they are
+TITLES = (
+    ("fails_at_minimal", "Bug"),
+    ("fails_at_layer", "Bug"),
+    ("config_refused", "Configuration refused by vLLM"),
+    ("host_environment", "Host environment"),
+    ("boundary", "Compatibility boundary"),
+    ("collective_failed", "Collective check failed"),
+    ("refused", "Refused before start"),
+    ("incomplete", "Incomplete run"),
+    ("healthy", "No failure"),
+)
+CONFIG_STAGE = "config"
+
+
+def title_kind(answer):
+    """The row of TITLES for a verdict. A failure is a bug of vLLM's unless it is vLLM refusing its configuration by
+    design (stage ``config``, error class ``config_error``: its message names what allows it) - ``config_refused`` -
+    or the host's environment before vLLM's own code ran (stage ``environment``: a port in use, no executable) -
+    ``host_environment``."""
+    verdict = (answer or {}).get("verdict")
+    detail = (answer or {}).get("verdict_detail") or {}
+    if verdict in ("fails_at_minimal", "fails_at_layer"):
+        if detail.get("stage") == CONFIG_STAGE and detail.get("error_class") == "config_error":
+            return "config_refused"
+        if detail.get("stage") == "environment":
+            return "host_environment"
+    return verdict if verdict in dict(TITLES) else "incomplete"
+
+
 def title(answer):
-    """summary.md's first line (without the ``# ``): ``[Bug]: <the verdict sentence>``, vLLM's bug report title."""
-    return "[Bug]: %s" % answer.get("verdict_sentence")
+    """summary.md's first line (without the ``# ``): ``[<title by verdict>]: <the verdict sentence>`` (TITLES)."""
+    return "[%s]: %s" % (dict(TITLES)[title_kind(answer)], answer.get("verdict_sentence"))

@@ -18,8 +18,8 @@ description:
     violation and note. It writes the file into the run only with O(write), and it never fails on a failed
     boundary; the C(repro.vllm.compatibility) role stops the method after the run is frozen.
   - O(state=profile) only resolves and validates the profile, before any host is touched.
-  - An unknown profile name, a malformed profile file, or both O(profile) and O(profile_file) fail the task with a
-    message naming the key.
+  - An unknown profile name or a malformed profile file fails the task with a message naming the key. Given both,
+    O(profile_file) wins and the console says so.
   - The fact vocabulary, the profile keys and the matrix are described in docs/compatibility.md.
   - This is an action plugin; it always runs on the controller.
 author:
@@ -37,12 +37,12 @@ options:
   profile:
     description:
       - Name of a profile shipped with the collection (C(kimi-k3-gb300), C(kimi-k3-b300), C(kimi-k3-h200),
-        C(h200-1gpu), C(cpu-smoke)). Mutually exclusive with O(profile_file). When neither is given, C(cpu-smoke).
+        C(h200-1gpu), C(cpu-smoke)). Ignored when O(profile_file) is given. When neither is given, C(cpu-smoke).
     type: str
   profile_file:
     description:
       - A profile of the user's own (YAML), with the keys of docs/compatibility.md. A relative path is taken from
-        the controller's working directory. Mutually exclusive with O(profile).
+        the controller's working directory. Wins over O(profile) (an inventory's name).
     type: path
   run_path:
     description:

@@ -139,7 +139,7 @@ verdict_detail:
   returned: when O(state=pack)
   type: dict
 verdict_sentence:
-  description: The verdict in one sentence, the title of C(summary.md) after C([Bug]:).
+  description: The verdict in one sentence, the title of C(summary.md) after its prefix by verdict (C([Bug]:) only for a failure in vLLM; docs/handoff.md).
   returned: when O(state=pack)
   type: str
 problems:

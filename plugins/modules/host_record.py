@@ -115,6 +115,14 @@ options:
         C(command.json)); values are redacted with the collection's redactor before they are written.
     type: dict
     default: {}
+  secrets:
+    description:
+      - The values the operator declared secret (C(repro_vllm_secret_env), names and values), read on the controller
+        only (never sent to the host). Every part is redacted of them whatever their name or shape - the variable's
+        own value always (a key of that name, C(NAME=value), a JSON pair of that name), the value by itself anywhere
+        only when it has 8 characters or more and is not only digits (docs/handoff.md, section Declared secrets).
+    type: dict
+    default: {}
   files:
     description:
       - Host files to bring back into the part (server logs, the memory trace).
@@ -367,6 +375,7 @@ def main():
             service_command_timeout=dict(type="float"),
             service_max_log_bytes=dict(type="int"),
             service_required=dict(type="bool"),
+            secrets=dict(type="dict", default={}, no_log=True),
         ),
         supports_check_mode=True,
     )

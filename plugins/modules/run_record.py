@@ -250,7 +250,7 @@ options:
   compatibility:
     description:
       - With O(state=create), the compatibility profile this run is judged against, loaded and validated before
-        anything is created (an unknown name, a malformed file, or both given fail the task naming the key); the run
+        anything is created (an unknown name or a malformed file fails the task naming the key; a file wins over a name); the run
         is recorded as judged against it (its open.json, then the manifest), and O(profile) is not read.
       - Done by the action on the controller, with what M(repro.vllm.compatibility) checks.
     type: dict

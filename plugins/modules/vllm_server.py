@@ -75,8 +75,18 @@ options:
     description:
       - Like O(env), for secret values (C(HF_TOKEN), C(VLLM_API_KEY)); masked in the task output and always returned
         as C(<redacted>).
+      - Ansible masks every occurrence of these values anywhere in the result (a value C(1) turns C(exit_code) into
+        C(VALUE_SPECIFIED_IN_NO_LOG_PARAMETER)); when the result is recorded, use O(secret_env_file) instead.
     type: dict
     default: {}
+  secret_env_file:
+    description:
+      - A JSON object file of secret variables (names and values) for the server, like O(secret_env), written by the
+        play (mode 0600, C(no_log)) under the run's own folder. The module reads it and removes it before the
+        server starts, so the values are never module parameters and no_log masking never rewrites the result;
+        the variables are returned as C(<redacted>), and a value of 8 characters or more (not only digits) is
+        redacted wherever it appears in the result.
+    type: path
   inherit_env:
     description:
       - Names of variables copied from the module's own environment. Nothing else is inherited.
@@ -504,11 +514,13 @@ actions:
   elements: str
 """
 
+import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.repro.vllm.plugins.module_utils import _lease
+from ansible_collections.repro.vllm.plugins.module_utils import _redact
 from ansible_collections.repro.vllm.plugins.module_utils import _runtime as rtm
 from ansible_collections.repro.vllm.plugins.module_utils import _server as srv
 
@@ -640,7 +652,9 @@ def _container_plan(module, argv, env_names, result):
               "run_ref": pin["run_ref"], "pinned_by": pin.get("pinned_by"), "pin": pin, "tag_moved": moved,
               "args": srv.redacted_argv(run_argv[2:run_argv.index(pin["run_ref"])]), "dropped": spec["dropped"],
               "user_args": srv.redacted_argv([str(a) for a in c.get("args") or []] + list(spec["options"])),
-              "labels": full_labels, "probe": None, "runtime_version": None, "log_path": None, "stop": None}
+              "labels": full_labels, "probe": None, "runtime_version": None, "log_path": None, "stop": None,
+              # what ran, whole: the hand-off's startup command of a container run
+              "argv": srv.redacted_argv(run_argv)}
     return {"spec": spec, "rt": rt, "argv": run_argv, "record": record, "moved": moved}
 
 
@@ -662,7 +676,30 @@ def _container_seen(plan, result, probe):
     result["container"] = rec
 
 
-def run_started(module, result, state_file):
+def take_secret_file(path, check_mode=False):
+    """The secret environment in ``path`` (a JSON object of names and values the play wrote, 0600, with no_log),
+    read once and removed at once: ``(env, error)``. The values never pass through the module's parameters, so
+    Ansible's no_log masking never rewrites the result that becomes server.json."""
+    if not path:
+        return {}, None
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as exc:
+        if check_mode and isinstance(exc, FileNotFoundError):
+            return {}, None
+        return {}, "vllm_server: cannot read secret_env_file %s: %s" % (path, type(exc).__name__)
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    if not isinstance(data, dict):
+        return {}, "vllm_server: secret_env_file %s holds no JSON object of names and values" % path
+    return {str(k): "" if v is None else str(v) for k, v in data.items()}, None
+
+
+def run_started(module, result, state_file, file_secrets=None):
     p = module.params
     argv = [str(a) for a in (p["argv"] or [])]
     if not argv:
@@ -673,6 +710,7 @@ def run_started(module, result, state_file):
     log_dir = os.path.dirname(log_path)
     extra = dict(p["env"] or {})
     extra.update(p["secret_env"] or {})
+    extra.update(file_secrets or {})
     plan = _container_plan(module, argv, sorted(extra), result)
     inherit = list(p["inherit_env"]) + ([k for k in _CLIENT_ENV if k not in p["inherit_env"]] if plan else [])
     env, inherited = srv.build_env(extra, inherit)
@@ -687,7 +725,8 @@ def run_started(module, result, state_file):
             return
     base_url = (p["base_url"] or srv.derive_base_url(vllm_argv)).rstrip("/")
     red_argv = srv.redacted_argv(argv)
-    result.update(argv=red_argv, env=srv.redacted_env(env), inherited_env_names=inherited, base_url=base_url,
+    result.update(argv=red_argv, env=_redact.redact_declared(srv.redacted_env(env), file_secrets),
+                  inherited_env_names=inherited, base_url=base_url,
                   log_path=log_path, memory_path=os.path.join(log_dir, "memory.jsonl"))
 
     # already running (idempotence)
@@ -1008,6 +1047,7 @@ def main():
             argv=dict(type="list", elements="str"),
             env=dict(type="dict", default={}),
             secret_env=dict(type="dict", default={}, no_log=True),
+            secret_env_file=dict(type="path"),
             inherit_env=dict(type="list", elements="str", default=list(srv.DEFAULT_INHERIT_ENV)),
             log_path=dict(type="path"),
             state_file=dict(type="path"),
@@ -1052,7 +1092,14 @@ def main():
         run_swept(module, result)
         failed = bool(result["remaining_pids"] or result["conflicts"])
     elif state == "started":
-        run_started(module, result, state_file)
+        secrets, error = take_secret_file(module.params["secret_env_file"], module.check_mode)
+        if error:
+            module.fail_json(msg=error, **result)
+        try:
+            run_started(module, result, state_file, file_secrets=secrets)
+        finally:
+            # the result names the secret variables, never a value (the env itself is redacted where it is set)
+            result.update(_redact.redact_declared(result, secrets))
         failed = not result["ready"] and result["outcome"] not in ("planned",)
     elif state == "checked":
         run_checked(module, result, state_file)

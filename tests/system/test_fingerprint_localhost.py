@@ -120,3 +120,22 @@ def test_frozen_run_refuses_writes_and_verify_detects_tampering(tmp_path):
     target.write_text(target.read_text().replace("NVIDIA H200", "NVIDIA H100"))
     v = adhoc("state=verify path=%s" % run)
     assert v.returncode != 0 and "hosts/localhost/fingerprint.json" in v.stdout, v.stdout
+
+
+def test_a_profile_file_wins_over_the_inventorys_profile_name(tmp_path):
+    """Issue 32 item 6: the shipped inventory's group_vars set repro_vllm_profile (cpu-smoke), so
+    -e repro_vllm_profile_file=... was refused as "both given". The file is used now, and the console says why."""
+    with open(os.path.join(ROOT, "profiles", "cpu-smoke.yml")) as f:
+        text = f.read().replace("name: cpu-smoke", "name: my-cpu-profile")
+    mine = tmp_path / "my-profile.yml"
+    mine.write_text(text)
+    r = run_playbook(tmp_path, "playbooks/fingerprint.yml", INVENTORY,
+                     _vars(tmp_path, repro_vllm_profile_file=str(mine)), ident="pf")
+    out = r.stdout.read()
+    assert r.status == "successful", out
+    # the line the console prints (the open's console lines, as the job events carry them)
+    lines = [line for _h, _e, res in task_results(r, "") for line in res.get("console") or []]
+    assert ("compatibility | profile file %s used (repro_vllm_profile_file); it wins over repro_vllm_profile=cpu-smoke "
+            "(set in the inventory or on the command line), which is ignored" % mine) in lines, lines
+    compat = json.loads((tmp_path / "records" / "lh" / "run-001" / "compatibility.json").read_text())
+    assert compat["profile"] == "my-cpu-profile" and compat["verdict"] == "pass"

@@ -125,7 +125,7 @@ def test_unpacked_summary_has_every_section_and_the_pictures(packed, tmp_path):
     top = _unpack(packed, tmp_path)
     md = (top / "summary.md").read_text()
     facts = json.loads((top / "summary.json").read_text())
-    assert md.startswith("# [Bug]: ") and "## Your current environment" in md and "## \U0001f41b Describe the bug" in md
+    assert md.startswith("# [No failure]: ") and "## Your current environment" in md and "## \U0001f41b Describe the bug" in md
     for n, (key, label) in enumerate(ITEMS, 1):
         assert "### %d. %s" % (n, label) in md
         item = facts["items"][key]
@@ -138,8 +138,8 @@ def test_unpacked_summary_has_every_section_and_the_pictures(packed, tmp_path):
     assert facts["format"] == 2 and facts["verdict"] == "healthy"
     assert facts["verdict_detail"] == {"layer": None, "stage": None, "error_class": None, "run": "run-003",
                                        "rollback": "not_applicable", "facts": []}
-    assert md.splitlines()[0] == ("# [Bug]: case %s is healthy: every attempt passed (minimal -> prefix_caching; "
-                                  "last run-003)" % CASE) == "# [Bug]: " + facts["verdict_sentence"]
+    assert md.splitlines()[0] == ("# [No failure]: case %s is healthy: every attempt passed (minimal -> prefix_caching; "
+                                  "last run-003)" % CASE) == "# [No failure]: " + facts["verdict_sentence"]
     assert items["repeat"]["value"] == "not applicable" and items["rollback"]["value"] == "not applicable"
     assert items["host_driver"]["hosts"]["localhost"]["source"] == "runs/run-001/hosts/localhost/fingerprint.json"
     assert items["host_driver"]["hosts"]["localhost"]["kernel"] and items["host_driver"]["hosts"]["localhost"]["os"]

@@ -135,9 +135,13 @@ def test_unknown_name_both_variables_missing_and_broken_files_are_refused(tmp_pa
     with pytest.raises(_compat.ProfileError) as err:
         action.load_profile("kimi-k3-h100", None)
     assert err.value.key == "repro_vllm_profile" and "kimi-k3-gb300" in str(err.value)
-    with pytest.raises(_compat.ProfileError) as err:
-        action.load_profile("kimi-k3-h200", "p.yml")
-    assert err.value.key == "repro_vllm_profile_file" and "not both" in str(err.value)
+    # both given: the file wins (the shipped inventories set repro_vllm_profile in group_vars), and the console says so
+    cpu = os.path.join(action.PROFILES_DIR, "cpu-smoke.yml")
+    assert action.load_profile("kimi-k3-h200", cpu)["name"] == "cpu-smoke"
+    assert _compat.choice_line("kimi-k3-h200", cpu) == (
+        "compatibility | profile file %s used (repro_vllm_profile_file); it wins over repro_vllm_profile=kimi-k3-h200 "
+        "(set in the inventory or on the command line), which is ignored" % cpu)
+    assert _compat.choice_line("kimi-k3-h200", "") is None and _compat.choice_line(None, cpu) is None
     with pytest.raises(_compat.ProfileError) as err:
         action.load_profile(None, "nowhere.yml", cwd=str(tmp_path))
     assert "does not exist" in str(err.value)

@@ -118,6 +118,34 @@ def test_an_attempt_closes_in_one_task_as_the_attempts_close_decides(tmp_path):
         assert "| profile | none (not judged) |" in fh.read()
 
 
+@pytest.mark.parametrize("runtime", ["podman", None])
+def test_a_container_the_runtime_refused_gets_the_container_args_hint_on_the_console(tmp_path, runtime):
+    # issue 32 item 6: podman's real answer on this project's VMs without the engine flags (tests/fixtures/containers,
+    # podman-4.3.1/probe_rlimit: rc 126, "setrlimit RLIMIT_NOFILE: Operation not permitted") as the server's log
+    path = _open(tmp_path, ["node1"], purpose="minimal_startup", profile=None)
+    os.makedirs(os.path.join(path, "hosts", "node1", "logs"))
+    capture = os.path.join(FIX, "containers", "podman-4.3.1", "probe_rlimit")
+    shutil.copy(capture + ".err", os.path.join(path, "hosts", "node1", "logs", "server.log"))
+    with open(capture + ".rc") as fh:
+        rc = int(fh.read())
+    step = {"name": "minimal", "purpose": "minimal_startup", "nodes": ["node1"], "expected": "ready",
+            "argv": ["vllm", "serve", "/models/tiny"], "env": {},
+            "request": {"route": "/v1/completions", "timeout": 60, "body": {"prompt": "hi", "max_tokens": 8}}}
+    started = {"ready": False, "outcome": "exited", "exit_code": rc,
+               "container": {"runtime": runtime, "name": "repro-vllm-x-node1"} if runtime else None}
+    hostvars = {"node1": {"_repro_vllm_node_report": {"started": started, "alive": None, "task_error": None},
+                          "_repro_vllm_exchanges": [], "_repro_vllm_api_url": "http://127.0.0.1:8000"}}
+    res = _action({"state": "close", "kind": "attempt", "path": path, "inputs": {"step": step}}, hostvars)
+    assert not res.get("failed"), res
+    hints = [line for line in res["console"] if "repro_vllm_container_args" in line]
+    if runtime is None:  # a process's exit status is vLLM's own: no runtime hint
+        assert rc == 126 and hints == []
+        return
+    assert len(hints) == 1 and hints[0].startswith("reproduce | node1 | ")
+    assert "podman refused to start the server's container (exit 126: the command in the container could not be " \
+           "invoked;" in hints[0] and "REPRO_VLLM_CONTAINER_ARGS" in hints[0]
+
+
 def test_an_incomplete_run_keeps_the_redacted_error_and_stops_the_play(tmp_path):
     path = _open(tmp_path, ["node1"], purpose="minimal_startup")
     error = "vllm_server: start failed with HF_TOKEN=%s in the environment; " % FAKE_TOKEN + "x" * 3000
@@ -282,10 +310,11 @@ def test_the_open_checks_every_variable_then_the_profile_before_anything_is_crea
     # a role that is not the collection's is named too
     res = _action(dict(base, check_variables=["nope"]))
     assert res["failed"] and "nope" in res["msg"]
-    # the profile: both variables, an unknown name - refused before any host is touched, naming the key
+    # the profile: both variables (the file wins: here a folder, no profile), an unknown name - refused before any
+    # host is touched, naming the key
     res = _action(dict(base, compatibility={"enabled": True, "profile": "kimi-k3-h200", "profile_file": str(tmp_path)}))
-    assert res["failed"] and res["msg"].startswith("compatibility profile refused before any host is touched")
-    assert "not both" in res["msg"]
+    assert res["failed"] and res["msg"].startswith("compatibility profile refused before any host is touched: "
+                                                   "repro_vllm_profile_file: %s does not exist" % tmp_path)
     res = _action(dict(base, compatibility={"enabled": True, "profile": "kimi-k3-nope"}))
     assert res["failed"] and "kimi-k3-nope" in res["msg"] and "kimi-k3-h200" in res["msg"]
     assert not root.exists()

@@ -94,6 +94,15 @@ def test_a_wrong_type_is_named():
     assert ArgumentSpecValidator(argument_spec(sorted(load_role_specs()))).validate({}).error_messages == []
 
 
+def test_ladder_until_none_is_what_people_type_for_minimal_only():
+    # issue 32 item 6: "none" was refused by the gate although the docs call the default "none"
+    spec = argument_spec(sorted(load_role_specs()))
+    for value in ("", "none", "prefix_caching"):
+        assert ArgumentSpecValidator(spec).validate({"repro_vllm_ladder_until": value}).error_messages == [], value
+    errors = ArgumentSpecValidator(spec).validate({"repro_vllm_ladder_until": "long_ctx"}).error_messages
+    assert len(errors) == 1 and "repro_vllm_ladder_until" in errors[0]
+
+
 def _doc(**entry_points):
     return {"argument_specs": {ep: {"options": opts} for ep, opts in entry_points.items()}}
 

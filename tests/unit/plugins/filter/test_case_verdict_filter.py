@@ -15,7 +15,7 @@ def test_workflow_result_and_filter_say_the_same_sentence(tmp_path):
     stats = build_result("reproduce", "cpu-layer", [str(case / "run-006"), str(case / "run-007")])
     got = stats["repro_vllm_result"]
     assert got["case_verdict"] == "fails_at_layer" and got["verdict_detail"] == summary["verdict_detail"]
-    assert got["verdict_sentence"] == summary["verdict_sentence"] == md.splitlines()[0][len("# [Bug]: "):]
+    assert got["verdict_sentence"] == summary["verdict_sentence"] == md.splitlines()[0][len("# [Configuration refused by vLLM]: "):]
     # the filter takes the case folder or a run in it; exclude leaves a run out (one still being written)
     assert case_verdict_filter(str(case / "run-004"))["verdict_sentence"] == summary["verdict_sentence"]
     assert case_verdict_filter(str(case), exclude=["run-004", "run-005", "run-006"])["verdict"] == "healthy"

@@ -64,8 +64,9 @@ def test_replay_profile_before_the_unpack_reads_the_checked_text_and_takes_the_r
     assert F.replay_profile(checked, "", "/mine/p.yml") == \
         {"profile": "", "profile_file": "/mine/p.yml", "source": "repro_vllm_profile_file"}
     assert F.replay_profile(checked, "", checked["profile_file"]) == chosen
-    with pytest.raises(AnsibleFilterError, match="not both; nothing was unpacked"):
-        F.replay_profile(checked, "cpu-smoke", "/mine/p.yml")
+    # a file always wins, also over a name given beside it (issue 32 item 6)
+    assert F.replay_profile(checked, "cpu-smoke", "/mine/p.yml") == \
+        {"profile": "", "profile_file": "/mine/p.yml", "source": "repro_vllm_profile_file"}
     # a package's compatibility profile that is not a valid profile is refused before the unpack, naming the override
     broken = dict(checked, profile_text=text.replace("gpu_count_min: 0", "gpu_count_min: many"))
     with pytest.raises(AnsibleFilterError, match="gpu_count_min.*nothing was unpacked.*repro_vllm_profile=<name>"):

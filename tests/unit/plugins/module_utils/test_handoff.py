@@ -163,6 +163,13 @@ def test_summary_answers_every_item_and_pictures(case, tmp_path):
                                        "error_class": facts["items"]["first_exception"]["error_class"], "run": "run-002",
                                        "rollback": "returned", "facts": []}
     assert md.splitlines()[0] == "# [Bug]: " + facts["verdict_sentence"]
+    # no summary run in this case: the hints name the play that writes score.json and isolation.json (issue 32
+    # item 5: they named diff.yml, which writes diff.json and diff.md)
+    for name, label in (("score.json", "Baseline score"), ("isolation.json", "Isolation decision")):
+        line = [x for x in md.splitlines() if x.startswith(label + ": unknown")]
+        assert line == ['%s: unknown - how to get it: run playbooks/reproduce.yml on this case: its last play ("Reproduce '
+                        '| baseline score and isolation decision", the decide role) writes %s into a summary run of the '
+                        'case' % (label, name)]
     assert facts["items"]["rollback"]["value"] == "returned"
     # run-004 repeats the healthy minimal run-001, not the failure: the failure was never run again
     assert facts["items"]["repeat"]["value"] == "not tried" and facts["items"]["repeat"]["failed_run"] == "run-002"
@@ -308,7 +315,72 @@ def test_a_case_whose_server_ran_in_its_image_hands_on_the_image_that_ran(tmp_pa
     image = facts["items"]["image"]["hosts"]["localhost"]
     assert image["image_id"] == image_id and image["digest"] == digest
     assert "podman save -o image.tar %s" % image_id in md and "podman load -i image.tar" in md
+    # issue 32 item 5: the full startup command is the podman run that ran (by digest), not the host venv's vllm
+    # (records of 2026-12-02, before server.json's container.argv: rebuilt from the container record)
+    cmd = facts["items"]["command"]["hosts"]["localhost"]
+    with open(os.path.join(path, cmd["run"], "hosts", "localhost", "server.json")) as f:
+        name = json.load(f)["container"]["name"]
+    assert cmd["argv"][:4] == ["/usr/bin/podman", "run", "--name", name] and name.endswith("-localhost")
+    assert cmd["argv"][cmd["argv"].index(digest) - 2:cmd["argv"].index(digest) + 3] == [
+        "--entrypoint", "vllm", digest, "serve", "/opt/repro-vllm/models/tiny"]
+    assert cmd["source"] == "runs/%s/hosts/localhost/server.json" % cmd["run"] and cmd["vllm_argv"][0].endswith("/bin/vllm")
+    assert "/usr/bin/podman run --name %s" % name in md
+    assert "the command as started (the server in its container, by the image's digest)" in md
+    # a record with server.json's container.argv (vllm_server since issue 32) is taken as it is
+    run = _evidence.read_run(os.path.join(path, "run-002"))
+    run["hosts"]["localhost"]["server.json"]["container"]["argv"] = ["podman", "run", digest]
+    assert _handoff.container_argv(run, "localhost", ["vllm"]) == ["podman", "run", digest]
+    run["hosts"]["localhost"]["server.json"]["container"] = None
+    assert _handoff.container_argv(run, "localhost", ["vllm"]) is None
     attempt = _replay.select_attempt(path)
     assert attempt["run"] == "run-003" and attempt["container"]["image_id"] == image_id
     step = _replay.replay_step(attempt)
     assert step["runtime"] == "podman" and step["container_pin"]["run_ref"] == image_id
+
+
+def test_the_versions_table_reads_the_embedded_collect_env(tmp_path):
+    # issue 32 item 5: torch "unknown - run collect_env" beside an embedded collect_env that names torch 2.13.0
+    from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import case as copy_case
+    path = copy_case(tmp_path, "cpu-podman")
+    res = _handoff.build_package(os.path.dirname(path), "cpu-podman")
+    members = _members(res["path"])
+    facts = json.loads(members["cpu-podman-handoff/summary.json"][1].decode())
+    md = members["cpu-podman-handoff/summary.md"][1].decode()
+    versions = facts["items"]["versions"]
+    assert versions["collect_env"]["source"] == "runs/run-002/hosts/localhost/collect_env.json"
+    got = versions["hosts"]["localhost"]
+    assert got["torch"] == {"value": "2.13.0+cpu", "source": "runs/run-002/hosts/localhost/collect_env.json"}
+    assert got["transformers"]["value"] == "5.19.0" and got["python"]["value"] == "3.11.7"
+    assert "vllm" in got and "torch_cuda" not in got  # "CUDA used to build PyTorch: None" is no version
+    assert "unknown - run `python -m vllm.collect_env`" not in md
+    assert "| localhost | torch | 2.13.0+cpu | runs/run-002/hosts/localhost/collect_env.json |" in md
+
+
+def test_collect_env_versions_from_torchs_own_format_on_the_h200():
+    # tests/fixtures/h200-1gpu/torch_collect_env.txt: torch's collect_env on the lent H200 ("Key: value" lines)
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "h200-1gpu",
+                           "torch_collect_env.txt")) as f:
+        got = _handoff.versions_from_collect_env(f.read())
+    assert got["torch"] == "2.11.0+cu130" and got["torch_cuda"] == "13.0" and got["cuda"] == "13.0.88"
+    assert got["driver"] == "580.159.04" and got["python"] == "3.12.3"
+
+
+def test_each_variable_says_where_it_came_from(tmp_path):
+    # issue 32 item 5: HF_TOKEN read "inherited" although it came from repro_vllm_production_env.
+    # tests/fixtures/frozen-runs/cpu-layer: the production command's HF_TOKEN kept as a secret by the minimal command
+    from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import case as copy_case
+    path = copy_case(tmp_path, "cpu-layer")
+    res = _handoff.build_package(os.path.dirname(path), "cpu-layer")
+    members = _members(res["path"])
+    facts = json.loads(members["cpu-layer-handoff/summary.json"][1].decode())
+    md = members["cpu-layer-handoff/summary.md"][1].decode()
+    env = facts["items"]["environment"]["hosts"]["localhost"]
+    assert "HF_TOKEN" in env["from"]["production"] and "PATH" in env["from"]["inherited"]
+    assert "VLLM_CPU_KVCACHE_SPACE" in env["from"]["run"]
+    row = [line for line in md.splitlines() if line.startswith("| HF_TOKEN |")]
+    assert row and row[0].endswith("| the production environment (repro_vllm_production_env) |"), row
+    # a variable of repro_vllm_secret_env, and the rest
+    cmd = {"env": {"A": "<redacted>", "B": "1", "PATH": "/bin"}, "env_set_by_run": {"B": "1"},
+           "secret_env_names": ["A"], "inherited_env_names": ["PATH"]}
+    assert _handoff.env_sources(cmd) == {"A": "secret", "B": "run", "PATH": "inherited"}
+    assert _handoff.env_sources(cmd, ({"B"}, set())) == {"A": "secret", "B": "production", "PATH": "inherited"}

@@ -192,6 +192,8 @@ def test_rollback_status_on_the_real_rollback_and_one_that_did_not_come_back():
 @pytest.mark.parametrize("until,applied,window", [
     ("", [], []),
     (None, ["prefix_caching"], []),
+    ("none", [], []),  # what people type for "minimal only" (issue 32 item 6)
+    ("none", ["prefix_caching"], []),
     ("long_context", [], ["prefix_caching", "long_context"]),
     ("concurrency_2", ["prefix_caching"], ["long_context", "output_limit", "concurrency_2"]),
     ("prefix_caching", ["prefix_caching", "long_context"], []),

@@ -292,8 +292,9 @@ def test_profile_override_is_the_receivers_extra_variable():
     assert _replay.profile_override(named, "kimi-k3-h200", "") == named
     assert _replay.profile_override(named, "kimi-k3-h200", "my.yml") == \
         {"profile": "", "profile_file": "my.yml", "source": "repro_vllm_profile_file"}
-    with pytest.raises(_replay.ReplayError, match="not both"):
-        _replay.profile_override(named, "cpu-smoke", "my.yml")
+    # a file always wins, also over a name given beside it (issue 32 item 6)
+    assert _replay.profile_override(named, "cpu-smoke", "my.yml") == \
+        {"profile": "", "profile_file": "my.yml", "source": "repro_vllm_profile_file"}
 
 
 def test_a_checked_package_says_before_the_unpack_what_replay_yml_decides(tmp_path):
@@ -372,6 +373,12 @@ def test_replay_document_names_both_runs_or_is_none_when_nothing_ran(tmp_path):
     assert doc2["package_verdict_from"] == "summary.json" and doc2["verdict"] == "not_reproduced"
     assert doc2["missing_secrets"] == ["HF_TOKEN"] and doc2["summary"].endswith("the difference may come from them")
     assert _replay.replay_document(v2, here, secret_env={"HF_TOKEN": "FAKE"})["missing_secrets"] == []
+    # issue 32 item 4: the environment the receiver added is a difference (names only; values redacted)
+    added = _replay.replay_document(v2, dict(here, nodes=["node01"]), {"hosts": {}, "summary": "no difference"},
+                                    secret_env={"HF_TOKEN": "FAKE", "VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"})
+    assert added["differences"] == [{"host": "node01", "variable": "env:VLLM_ALLOW_LONG_MAX_MODEL_LEN", "from": None,
+                                     "to": "<redacted>"}]
+    assert "not the same here: env:VLLM_ALLOW_LONG_MAX_MODEL_LEN" in added["summary"] and "FAKE" not in str(added)
     assert doc["run"] == "c-replay-x/run-009" and doc["diff"] == "no difference" and doc["origin"] == unpacked["origin"]
     # an extra repro_vllm_case_id the replay ignored is named; none given: null
     assert doc["ignored_case_id"] is None

@@ -12,7 +12,7 @@ from ansible_collections.repro.vllm.plugins.module_utils import _score
 from ansible_collections.repro.vllm.plugins.module_utils._evidence import case_runs
 
 from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import (
-    case, container_facts, edit, load, real_h200_gpu, save)
+    CONTAINERS, case, container_facts, edit, load, real_h200_gpu, save)
 
 PINNED = "localhost/repro-vllm-tiny@sha256:3463a4e2ed3ff2faa1f7c875ee5ed71ad2ab6a28918e698fd0cc9da7e134090b"
 BY_TAG = "localhost/repro-vllm-tiny:0.1"
@@ -228,3 +228,46 @@ def test_decided_by_the_profile_never_by_what_the_run_lacked(tmp_path):
     assert all(len(line) < 600 for line in lines)
     md = _score.score_markdown(cpu)
     assert "## Baseline score: 6/10 (collect" in md and "| gpu_visibility | n/a |" in md
+
+
+def _refused_container(tmp_path, rc_capture="probe_rlimit", runtime="podman"):
+    """cpu-podman run-001/002 (real, podman 4.3.1), edited into a container the runtime refused to start: server.json's
+    start gets the exit status of the real capture podman-4.3.1/<rc_capture> (126: this VM refuses podman's default
+    rlimits), its container.log that capture's stderr, outcome.json/stages.json a failure with no stage."""
+    path = case(tmp_path, "cpu-podman", ["run-001", "run-002"])
+    run = os.path.join(path, "run-002")
+    captured = os.path.join(CONTAINERS, "podman-4.3.1", rc_capture)
+    with open(captured + ".rc") as f:
+        rc = int(f.read().strip())
+    with open(captured + ".err") as f:
+        err = f.read()
+
+    def refused(d):
+        d["start"].update(exit_code=rc, ready=False, outcome="exited")
+        d["container"]["runtime"] = runtime
+    edit(os.path.join(run, "hosts", "localhost", "server.json"), refused)
+    with open(os.path.join(run, "hosts", "localhost", "logs", "container.log"), "w") as f:
+        f.write(err)
+    edit(os.path.join(run, "outcome.json"), lambda d: d.update(ok=False, stage="unknown", error_class=None))
+    edit(os.path.join(run, "stages.json"), lambda d: d.update(stage="unknown", error_class=None, first_error=None))
+    return path, rc
+
+
+def test_a_container_the_runtime_refused_says_which_variable_helps(tmp_path):
+    # issue 32 item 6: "exit 126, stage unknown" and no word of REPRO_VLLM_CONTAINER_ARGS
+    path, rc = _refused_container(tmp_path)
+    item = _items(_score_of(path))["first_failure"]
+    assert rc == 126 and item["points"] == 0
+    assert item["how"].startswith("localhost: podman refused to start the server's container (exit 126: the command "
+                                  "in the container could not be invoked;")
+    assert "repro_vllm_container_args" in item["how"] and "REPRO_VLLM_CONTAINER_ARGS" in item["how"]
+    assert item["how"].endswith("keep the complete server log of every node from the first line (the start, not a "
+                                "tail) and classify it again; raise VLLM_LOGGING_LEVEL=DEBUG for one run")
+
+
+@pytest.mark.parametrize("capture,runtime", [("probe_tinypy", "podman"), ("probe_rlimit", "process")])
+def test_no_runtime_hint_for_a_command_exit_or_a_process(tmp_path, capture, runtime):
+    # rc 0 of a real run, or a server that ran as a process (its exit status is vLLM's own): no runtime hint
+    path, _rc = _refused_container(tmp_path, capture, runtime)
+    item = _items(_score_of(path))["first_failure"]
+    assert "repro_vllm_container_args" not in (item["how"] or "")

@@ -54,7 +54,7 @@ def test_boundary_from_the_real_h200_capture_with_kimi_k3_h200(tmp_path):
         "case kimi-boundary stops at the compatibility boundary: gpu_count, gpus_per_host (profile kimi-k3-h200")
     res, md, summary = _pack(root, "kimi-boundary")
     first = md.splitlines()[0]
-    assert first == "# [Bug]: " + ans["verdict_sentence"]
+    assert first == "# [Compatibility boundary]: " + ans["verdict_sentence"]
     assert "every attempt passed" not in md
     assert summary["format"] == 2 and summary["verdict"] == "boundary"
     assert summary["verdict_detail"] == ans["verdict_detail"] and summary["verdict_sentence"] == ans["verdict_sentence"]
@@ -78,7 +78,8 @@ def test_fails_at_minimal_with_history(tmp_path):
     assert summary["verdict"] == "fails_at_minimal"
     assert summary["verdict_detail"] == {"layer": None, "stage": "config", "error_class": "config_error",
                                          "run": "run-005", "rollback": "not_applicable", "facts": []}
-    assert md.splitlines()[0] == ("# [Bug]: case cpu-fail fails at the minimal start: config_error (stage config, "
+    assert md.splitlines()[0] == ("# [Configuration refused by vLLM]: case cpu-fail fails at the minimal start: "
+                                  "config_error (stage config, "
                                   "run-005; rollback not applicable)")
     # the latest play is run-004..006; the first reproduce.yml is history below it
     assert summary["play"]["play_id"] == "run-004" and summary["play"]["runs"] == ["run-004", "run-005", "run-006"]
@@ -106,7 +107,8 @@ def test_fails_at_layer_with_rollback_and_a_repeated_failure(tmp_path):
     assert summary["verdict_detail"] == {"layer": "long_context", "stage": "config", "error_class": "config_error",
                                          "run": "run-004", "rollback": "returned", "facts": []}
     assert md.splitlines()[0].startswith(
-        "# [Bug]: case cpu-layer fails at ladder layer long_context: config_error (stage config, run-004; ")
+        "# [Configuration refused by vLLM]: case cpu-layer fails at ladder layer long_context: config_error (stage "
+        "config, run-004; ")
     items = summary["items"]
     # the command item: the argv that failed, as started, with the production command's derivation beside it
     cmd = items["command"]
@@ -149,7 +151,7 @@ def test_healthy_play(tmp_path):
     assert summary["verdict"] == "healthy"
     assert summary["verdict_detail"] == {"layer": None, "stage": None, "error_class": None, "run": "run-004",
                                          "rollback": "not_applicable", "facts": []}
-    assert md.splitlines()[0] == "# [Bug]: case cpu-ok is healthy: every attempt passed (minimal; last run-004)"
+    assert md.splitlines()[0] == "# [No failure]: case cpu-ok is healthy: every attempt passed (minimal; last run-004)"
     items = summary["items"]
     # healthy repeats are not counted: there is no failure to reproduce
     assert items["repeat"]["value"] == "not applicable" and items["rollback"]["value"] == "not applicable"
@@ -175,7 +177,7 @@ def test_incomplete_run_both_shapes(tmp_path):
     assert summary["verdict"] == "incomplete"
     assert summary["verdict_detail"] == {"layer": None, "stage": None, "error_class": None, "run": "run-006",
                                          "rollback": None, "facts": []}
-    assert md.splitlines()[0] == ("# [Bug]: case cpu-ok is incomplete: run-006 (minimal) was not finished: "
+    assert md.splitlines()[0] == ("# [Incomplete run]: case cpu-ok is incomplete: run-006 (minimal) was not finished: "
                                   "interrupted")
 
 
@@ -221,3 +223,21 @@ def test_derivation_with_secret_options_passes_the_scan():
     md = _handoff._production_md(prod)
     assert "| removed: gateway | --api-key <redacted> | gateway |" in md and "- --frobnicate-level 3" in md
     assert scan_secrets(md) == [], md
+
+
+@pytest.mark.parametrize("verdict,stage,error_class,prefix", [
+    ("fails_at_minimal", "weight_loading", "weights_missing", "[Bug]: "),
+    ("fails_at_layer", "request", "engine_dead", "[Bug]: "),
+    ("fails_at_minimal", "config", "config_error", "[Configuration refused by vLLM]: "),
+    ("fails_at_minimal", "environment", "port_in_use", "[Host environment]: "),
+    ("boundary", None, None, "[Compatibility boundary]: "),
+    ("collective_failed", "distributed_init", "nccl_error", "[Collective check failed]: "),
+    ("refused", None, None, "[Refused before start]: "),
+    ("incomplete", None, None, "[Incomplete run]: "),
+    ("healthy", None, None, "[No failure]: "),
+])
+def test_the_title_says_what_the_verdict_is_and_bug_only_for_a_failure_in_vllm(verdict, stage, error_class, prefix):
+    # issue 32 item 5: every title started [Bug]:, also a boundary stop where vLLM never started
+    ans = {"verdict": verdict, "verdict_detail": {"stage": stage, "error_class": error_class}, "verdict_sentence": "S"}
+    assert _verdict.title(ans) == prefix + "S"
+    assert [v for v in _verdict.VERDICTS if v not in dict(_verdict.TITLES)] == []

@@ -268,6 +268,37 @@ def test_explicit_environment_and_redaction(tmp_path, prog, cleanup):
     run_module("vllm_server", {"state": "stopped", "log_path": res["log_path"]})
 
 
+def test_secret_env_file_reaches_the_server_and_no_result_is_masked(tmp_path, prog, cleanup):
+    # issue 32 item 4: a secret "1" given as a no_log parameter makes Ansible mask every "1" of the result (the
+    # recorded server.json); given as the run's file it reaches the server, the file is gone, the result is intact
+    port = free_port()
+    secrets = {"ONE_CHAR": "1", "CORP_CREDS": "corp-FAKE-creds-value", "DIGITS": str(port)}
+    masked = run_module("vllm_server", start_args(tmp_path / "param", prog, port, secret_env=dict(secrets)))
+    cleanup.append(masked["sid"])
+    run_module("vllm_server", {"state": "stopped", "log_path": masked["log_path"]})
+    assert "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" in json.dumps(masked) or "********" in json.dumps(masked)
+
+    secret_file = tmp_path / "run" / ".state" / "secret-env.json"
+    secret_file.parent.mkdir(parents=True)
+    secret_file.write_text(json.dumps(secrets))
+    secret_file.chmod(0o600)
+    args = start_args(tmp_path, prog, port, secret_env_file=str(secret_file))
+    res = run_module("vllm_server", args)
+    cleanup.append(res["sid"])
+    assert res["outcome"] == "ready" and not secret_file.exists()
+    dumped = json.dumps(res)
+    assert "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" not in dumped and "*****" not in dumped
+    assert "corp-FAKE-creds-value" not in dumped
+    assert res["env"]["ONE_CHAR"] == res["env"]["CORP_CREDS"] == res["env"]["DIGITS"] == "<redacted>"
+    assert str(port) in res["base_url"] and isinstance(res["pid"], int)
+    env_line = [line for line in open(res["log_path"]) if line.startswith("ENV ")][0]
+    got = json.loads(env_line[4:])
+    assert {k: got[k] for k in secrets} == secrets
+    run_module("vllm_server", {"state": "stopped", "log_path": res["log_path"]})
+    missing = run_module("vllm_server", dict(args, log_path=str(tmp_path / "again" / "server.log")))
+    assert missing["failed"] and "cannot read secret_env_file" in missing["msg"]
+
+
 def test_check_mode_plans_and_starts_nothing(tmp_path, prog):
     port = free_port()
     res = run_module("vllm_server", start_args(tmp_path, prog, port), check=True)
