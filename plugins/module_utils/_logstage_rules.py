@@ -417,6 +417,10 @@ SIGNATURES = (
     (FAILURE, "busy or unavailable", None, "cuda_error", FIXED, "cuda_init", (),
      "a GPU in exclusive-process mode is held by another process"),
     (FAILURE, "no CUDA-capable device is detected", None, "cuda_error", FIXED, "cuda_init", (AT_WARNING,), None),
+    # NVML's exceptions (pynvml: NVMLError_<Code> made from nvmlErrorString, e.g. InvalidArgument for an index
+    # outside the host's GPUs, DriverNotLoaded, LibraryNotFound, GpuIsLost): the device could not be queried
+    (FAILURE, "NVMLError", None, "cuda_error", WHERE_OR, "cuda_init", (),
+     "NVML could not query the device: an index outside the host's GPUs (CUDA_VISIBLE_DEVICES), no driver loaded"),
     (FAILURE, "is out of bounds for", r"DP adjusted local rank \d+ is out of bounds",
      "cuda_error", FIXED, "cuda_init", (),
      "CUDA_VISIBLE_DEVICES narrower than TP x DP"),
@@ -783,6 +787,21 @@ FRAMES = (
     ("_init_workers_ray", "vllm", "cuda_init", "ray_distributed_executor.py / v1 ray executor: _init_workers_ray"),
     ("_lazy_init", "torch/cuda/__init__.py", "cuda_init", "PyTorch torch/cuda/__init__.py: _lazy_init (CUDA context)"),
     ("set_device", "torch/cuda/__init__.py", "cuda_init", "PyTorch torch/cuda/__init__.py: set_device"),
+    # device discovery: the platform asks the driver which GPUs there are and what they are (vllm/platforms/cuda.py
+    # NvmlCudaPlatform / NonNvmlCudaPlatform, interface.py Platform, rocm.py; 0.6.1 -> current).  The config asks
+    # lazily (ModelConfig's dtype and quantization checks call supported_dtypes / get_device_capability), so these
+    # frames sit under config frames: a device query that fails is device discovery (DEVICE_QUERY_PATHS)
+    ("get_device_capability", "vllm/platforms/", "cuda_init", "platforms/cuda.py, interface.py: get_device_capability"),
+    ("has_device_capability", "vllm/platforms/", "cuda_init", "platforms/cuda.py, interface.py: has_device_capability"),
+    ("is_device_capability", "vllm/platforms/", "cuda_init", "platforms/interface.py: is_device_capability"),
+    ("get_device_name", "vllm/platforms/", "cuda_init", "platforms/cuda.py, rocm.py: get_device_name"),
+    ("get_device_uuid", "vllm/platforms/", "cuda_init", "platforms/cuda.py: get_device_uuid"),
+    ("get_device_total_memory", "vllm/platforms/", "cuda_init", "platforms/cuda.py: get_device_total_memory"),
+    ("_get_physical_device_name", "vllm/platforms/", "cuda_init", "platforms/cuda.py: _get_physical_device_name"),
+    ("get_physical_device_capability", "vllm/platforms/", "cuda_init", "platforms/cuda.py (0.6): module function"),
+    ("get_physical_device_name", "vllm/platforms/", "cuda_init", "platforms/cuda.py (0.6): module function"),
+    ("device_id_to_physical_device_id", "vllm/platforms/", "cuda_init", "platforms/interface.py, cuda.py"),
+    ("log_warnings", "vllm/platforms/", "cuda_init", "platforms/cuda.py: NvmlCudaPlatform.log_warnings (at import)"),
     # distributed_init: torch.distributed, vLLM's parallel groups, NCCL communicators
     ("init_worker_distributed_environment", "vllm", "distributed_init", "gpu_worker.py / worker.py: init_worker_distributed_environment"),
     ("init_distributed_environment", "vllm/distributed", "distributed_init", "vllm/distributed/parallel_state.py: init_distributed_environment"),
@@ -925,7 +944,17 @@ FRAME_FILES = (
     ("vllm/engine/arg_utils.py", "config", "vllm/engine/arg_utils.py: EngineArgs"),
     ("vllm/transformers_utils/config.py", "config", "transformers_utils/config.py: the HF config helpers"),
     ("safetensors/torch.py", "weight_loading", "the safetensors package's torch loaders (load_file, load)"),
+    # NVML's Python bindings (vllm/third_party/pynvml.py since 0.8, nvidia-ml-py's pynvml.py before): every call is
+    # a device query; the custom all-reduce's NVLink check (is_fully_connected) shows its distributed_init frames
+    ("pynvml", "cuda_init", "vllm/third_party/pynvml.py, nvidia-ml-py pynvml.py: nvmlInit, nvmlDeviceGet*"),
 )
+
+# frames of device discovery (mapped to cuda_init above): a failure inside one outranks the config (and environment)
+# frames above it - vLLM's config asks the platform lazily, so "no such device" surfaces while the config is built,
+# but what failed is the device query - and stays below any later stage's frames (a device query while loading the
+# weights is that stage's); "device_query" stands for them among a traceback's frame stages
+DEVICE_QUERY = "device_query"
+DEVICE_QUERY_PATHS = ("vllm/platforms/", "pynvml")
 
 # the source line printed under a frame whose ``File`` line was cut from a paste: (substring, stage, where in vLLM)
 SOURCE_LINES = (

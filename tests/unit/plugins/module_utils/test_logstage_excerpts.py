@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.repro.vllm.plugins.module_utils._logstage import _method_stage, classify_text, frame_stage
+from ansible_collections.repro.vllm.plugins.module_utils._logstage import (
+    _frames_stage, _method_stage, classify_text, frame_stage)
+from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import DEVICE_QUERY
 
 CORPUS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "public-corpus", "cases"))
 
@@ -163,3 +165,49 @@ def test_the_servers_error_body_alone_is_a_request():
     ans = classify_text('{"object":"error","message":"This model\'s maximum context length is 4096 tokens.",'
                         '"type":"BadRequestError","param":null,"code":400}\n')
     assert ans["stage"] == "none"
+
+
+def test_a_failed_device_query_outranks_the_config_frames_above_it():
+    # dev c273, frozen on the lent H200 (CUDA_VISIBLE_DEVICES=1 on a one-GPU host): ModelConfig's dtype check asks
+    # vllm/platforms/cuda.py get_device_capability -> pynvml.nvmlDeviceGetHandleByIndex -> NVMLError_InvalidArgument
+    ans = classify_text(_case("c273"))
+    assert (ans["stage"], ans["stage_basis"], ans["confidence"], ans["error_class"]) == (
+        "cuda_init", "frames", "high", "cuda_error")
+    assert ans["first_error"]["line"].endswith("NVMLError_InvalidArgument: Invalid Argument")
+
+
+def test_a_device_query_yields_to_later_stages_frames():
+    assert frame_stage("get_device_capability", "/x/vllm/platforms/cuda.py") == "cuda_init"
+    assert frame_stage("nvmlDeviceGetHandleByIndex", "/x/vllm/third_party/pynvml.py") == "cuda_init"
+    assert frame_stage("get_device_capability", "/x/myapp/gpu.py") is None
+    assert _frames_stage({"config", DEVICE_QUERY}) == "cuda_init"
+    assert _frames_stage({DEVICE_QUERY}) == "cuda_init"
+    # the device was found before: the custom all-reduce's NVLink query is distributed init, a query while the
+    # weights load is weight loading
+    assert _frames_stage({"config", "distributed_init", DEVICE_QUERY}) == "distributed_init"
+    assert _frames_stage({"weight_loading", DEVICE_QUERY}) == "weight_loading"
+    # without a device query the earliest stage still wins
+    assert _frames_stage({"config", "cuda_init"}) == "config"
+
+
+# CONSTRUCTED from vLLM 0.6's vllm/config.py (ModelConfig._verify_quantization asks current_platform) and
+# vllm/platforms/cuda.py (get_physical_device_capability under with_nvml_context); pynvml's NVMLError_DriverNotLoaded
+CONSTRUCTED_NVML_UNDER_CONFIG = """\
+  File "/usr/lib/python3/site-packages/vllm/config.py", line 225, in __init__
+    self._verify_quantization()
+  File "/usr/lib/python3/site-packages/vllm/config.py", line 290, in _verify_quantization
+    capability_tuple = current_platform.get_device_capability()
+  File "/usr/lib/python3/site-packages/vllm/platforms/cuda.py", line 41, in wrapper
+    pynvml.nvmlInit()
+  File "/usr/lib/python3/site-packages/pynvml.py", line 1947, in nvmlInit
+    _nvmlCheckReturn(ret)
+pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded
+"""
+
+
+def test_an_nvml_error_under_the_config_is_device_discovery():
+    ans = classify_text(CONSTRUCTED_NVML_UNDER_CONFIG)
+    assert (ans["stage"], ans["stage_basis"], ans["error_class"]) == ("cuda_init", "frames", "cuda_error")
+    # the exception line alone: NVML's usual stage, medium
+    ans = classify_text("pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded\n")
+    assert (ans["stage"], ans["confidence"], ans["error_class"]) == ("cuda_init", "medium", "cuda_error")
