@@ -609,6 +609,45 @@ SIGNATURES = (
     (FAILURE, "Cannot load symbol", r"Cannot load symbol \w+", "driver_mismatch", WHERE, None, (AT_WARNING,),
      "a CUDA library in the environment lacks a symbol another library needs (mixed CUDA library versions)"),
     (FAILURE, "Segmentation fault", None, "other", WHERE, None, (), "a crash in native code"),
+    # --- issue 35, round 2: an exception's type and message whose meaning places a one-line paste (sources beside) -
+    # the OpenAI server's request models (entrypoints/openai/protocol.py ChatCompletionRequest, CompletionRequest,
+    # EmbeddingRequest, ...) are validated only when a request arrives; a config class's error stays config (GENERIC)
+    (FAILURE, "validation error for", r"\d+ validation errors? for (?:\w*Request|ChatCompletion\w+|\w*ToolsParam)\b",
+     "other", FIXED, "request", (), "the request's body does not match the API's schema"),
+    # the chat template renders per request (chat_utils.py apply_hf_chat_template -> jinja2), or is missing
+    (FAILURE, "jinja2.exceptions.", r"jinja2\.exceptions\.(?:Template\w*Error|UndefinedError|SecurityError)",
+     "other", WHERE_OR, "request", (), "the chat template cannot render this conversation"),
+    (FAILURE, "default chat template is no longer allowed", None, "other", WHERE_OR, "request", (),
+     "the tokenizer has no chat template: pass --chat-template"),
+    (FAILURE, "chat_template is not set", None, "other", WHERE_OR, "request", (),
+     "the tokenizer has no chat template: pass --chat-template"),
+    # the quantization method's GPU check (VllmConfig._get_quantization_config, vllm/config.py 0.6+ and
+    # config/vllm.py; model_loader/loader.py in 0.4-0.5, where markers or frames show weight_loading)
+    (FAILURE, "is not supported for the current GPU", r"quantization method \S+ is not supported for the current GPU",
+     "config_error", WHERE_OR, "config", (), "the GPU is older than the quantization method needs"),
+    # SchedulerConfig._verify_args (vllm/config.py 0.4-0.10, config/scheduler.py): raised as the config is built
+    (FAILURE, "is smaller than max_model_len", r"max_num_batched_tokens \(\d+\) is smaller than max_model_len",
+     "config_error", FIXED, "config", (), None),
+    # transformers' Auto* classes (vLLM's config and tokenizer helpers): the checkpoint's class is unknown to it
+    (FAILURE, "Unrecognized configuration class", None, "config_error", WHERE_OR, "config", (), None),
+    (FAILURE, "does not recognize this architecture", None, "config_error", WHERE_OR, "config", (),
+     "the installed transformers is older than the model"),
+    (FAILURE, "does not exist or is not currently imported", r"Tokenizer class \S+ does not exist", "config_error",
+     WHERE_OR, "config", (), None),
+    # a missing file named by what reads it: the config and tokenizer files (config), checkpoint shards (weights)
+    (FAILURE, "No such file or directory", r"No such file or directory:? '?\S*(?:config|tokenizer|vocab|merges)"
+     r"[\w.-]*\.(?:json|model|txt)\b", "missing_file", WHERE_OR, "config", (), None),
+    (FAILURE, "No such file or directory", r"No such file or directory:? '?\S*\.(?:safetensors|bin|pt|pth|gguf)\b",
+     "missing_file", WHERE_OR, "weight_loading", (), None),
+    # a parameter name not in the model (models/*.py load_weights: params_dict[name]); torch's load_state_dict
+    (FAILURE, "KeyError: '", r"KeyError: '[\w.]+\.(?:weight|bias|qweight|qzeros|scales|g_idx|\w*_scale)'", "other",
+     WHERE_OR, "weight_loading", (), "a checkpoint tensor the model code does not know (another architecture/version)"),
+    (FAILURE, "Error(s) in loading state_dict for", None, "other", WHERE_OR, "weight_loading", (), None),
+    # PyTorch's CUDA init (c10/cuda): "CUDA driver initialization failed, you might not have a CUDA gpu."
+    (FAILURE, "CUDA driver initialization failed", None, "cuda_error", WHERE_OR, "cuda_init", (), None),
+    # the rendezvous' TCPStore server (c10d/TCPStore.cpp "... waiting for clients. %d/%d clients joined.")
+    (VICTIM, "waiting for clients", r"Timed out after \d+ seconds waiting for clients", "timeout", AT_LEAST,
+     "distributed_init", (), "ranks missing at the rendezvous (MASTER_ADDR/PORT, a rank that died first)"),
     # --- api_ready / request --------------------------------------------------------------------------------
     (FAILURE, "Application startup failed", None, "other", FIXED, "api_ready", (AT_WARNING,), None),
     (FAILURE, "Exception occurred while running API servers", None, "other", FIXED, "api_ready", (), None),
@@ -972,6 +1011,8 @@ METHOD_MESSAGES = (
     r"Error executing method '?(\w+)'?",
     # Ray's task error header (ray/exceptions.py RayTaskError: "ray::<Actor>.<method>() (pid=..., ip=...)")
     r"ray::[\w:.-]*?\.(\w+)\(\) \(pid=",
+    # the V1 executor's collective_rpc (v1/executor/multiproc_executor.py): "RPC call to %s timed out."
+    r"RPC call to '?(\w+)'? timed out",
 )
 
 # --------------------------------------------------------------------------------------------------------------
@@ -985,7 +1026,7 @@ CLASS_KEYWORDS = (
                          "unsupported display driver")),
     ("port_in_use", ("Address already in use", "EADDRINUSE")),
     ("nccl_error", ("NCCL", "nccl", "Gloo", "DistBackendError", "ProcessGroupNCCL")),
-    ("cuda_error", ("CUDA error", "CUDA_ERROR_", "cudaError", "CUDADriverError", "AcceleratorError")),
+    ("cuda_error", ("CUDA error", "CUDA_ERROR_", "cudaError", "CUDADriverError", "AcceleratorError", "Triton Error [CUDA]")),
     ("timeout", ("TimeoutError", "timed out", "Timeout")),
     ("import_error", ("ModuleNotFoundError", "ImportError", "No module named", "PackageNotFoundError",
                       "undefined symbol", "cannot open shared object file")),
@@ -1151,5 +1192,7 @@ CAUSES = (
     ("Error while creating shared memory segment", None, "environment", "NCCL transport/shm: /dev/shm too small"),
     ("Bfloat16 is only supported on GPUs", None, "config",
      "the device init's dtype check: the model's dtype (--dtype) does not suit this GPU"),
+    ("chat template", r"default chat template is no longer allowed|chat_template is not set", "config",
+     "the tokenizer has no chat template: the server's --chat-template is the fix"),
 )
 CAUSE_CLASSES = {"driver_mismatch": "environment", "import_error": "environment"}

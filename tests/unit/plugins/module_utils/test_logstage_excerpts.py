@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from ansible_collections.repro.vllm.plugins.module_utils._logstage import (
     _frames_stage, _method_stage, classify_text, frame_stage)
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import DEVICE_QUERY
@@ -211,3 +213,42 @@ def test_an_nvml_error_under_the_config_is_device_discovery():
     # the exception line alone: NVML's usual stage, medium
     ans = classify_text("pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded\n")
     assert (ans["stage"], ans["confidence"], ans["error_class"]) == ("cuda_init", "medium", "cuda_error")
+
+
+# issue 35, round 2: a one-line paste whose exception type and message place it (the sources are cited beside each
+# row in _logstage_rules.py); a usual stage is ``medium``, a meaning that fixes the stage ``high``
+@pytest.mark.parametrize("line,stage,cls,conf", [
+    ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ChatCompletionRequest", "request",
+     "other", "high"),
+    ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig", "config", "config_error",
+     "high"),
+    ("jinja2.exceptions.UndefinedError: 'dict object' has no attribute 'content'", "request", "other", "medium"),
+    ("ValueError: As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat "
+     "template if the tokenizer does not define one.", "request", "other", "medium"),
+    ("ValueError: The quantization method awq is not supported for the current GPU. Minimum capability: 75. Current "
+     "capability: 70.", "config", "config_error", "medium"),
+    ("ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (4096).", "config", "config_error",
+     "high"),
+    ("ValueError: Unrecognized configuration class <class 'X'> for this kind of AutoModel: AutoModelForCausalLM.",
+     "config", "config_error", "medium"),
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/models/m/config.json'", "config", "missing_file",
+     "medium"),
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/models/m/pytorch_model.bin'", "weight_loading",
+     "missing_file", "medium"),
+    ("KeyError: 'model.layers.0.mlp.experts.w2_weight_scale'", "weight_loading", "other", "medium"),
+    ("RuntimeError: Error(s) in loading state_dict for Linear:", "weight_loading", "other", "medium"),
+    ("RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.", "cuda_init", "cuda_error",
+     "medium"),
+    ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+     "distributed_init", "timeout", "medium"),
+    # the V1 executor's RPC names the worker method, looked up like a worker-method logger line
+    ("TimeoutError: RPC call to execute_model timed out.", "request", "timeout", "high"),
+    ("RuntimeError: Triton Error [CUDA]: invalid device context", "unknown", "cuda_error", None),
+    # what stays unplaced: a bare OOM, a missing file that names no reader, a KeyError that is no parameter
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", "unknown", "oom", None),
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/data/prompts.txt'", "unknown", "missing_file", None),
+    ("KeyError: 'choices'", "unknown", "other", None),
+])
+def test_a_one_line_error_is_placed_by_its_meaning(line, stage, cls, conf):
+    ans = classify_text(line + "\n")
+    assert (ans["stage"], ans["error_class"], ans["confidence"]) == (stage, cls, conf)

@@ -121,8 +121,11 @@ def test_a_message_with_one_meaning_wins_over_progress():
 # --- failures without a Traceback header ---------------------------------------------------------------------------
 
 def test_exception_line_first_and_after_a_process_prefix():
-    ans = classify_text("KeyError: 'model.layers.0.weight'\n")
+    ans = classify_text("KeyError: 'choices'\n")
     assert ans["stage"] == "unknown" and ans["first_error"]["lineno"] == 1
+    # a KeyError naming a model parameter is a checkpoint the model's load_weights does not know (issue 35)
+    ans = classify_text("KeyError: 'model.layers.0.weight'\n")
+    assert (ans["stage"], ans["confidence"], ans["first_error"]["lineno"]) == ("weight_loading", "medium", 1)
     ans = classify_text("(EngineCore_DP0 pid=7) ValueError: No available memory for the cache blocks. Try increasing "
                         "`gpu_memory_utilization` when initializing the engine.\n")
     assert ans["stage"] == "engine_init" and ans["error_class"] == "oom" and ans["first_error"]["process"] == "EngineCore_DP0"
