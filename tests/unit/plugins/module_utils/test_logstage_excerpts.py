@@ -15,7 +15,7 @@ import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils._logstage import (
     _frames_stage, _method_stage, classify_text, frame_stage)
-from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import DEVICE_QUERY
+from ansible_collections.repro.vllm.plugins.module_utils._logstage_frames import DEVICE_QUERY
 
 CORPUS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "public-corpus", "cases"))
 
@@ -252,3 +252,29 @@ def test_an_nvml_error_under_the_config_is_device_discovery():
 def test_a_one_line_error_is_placed_by_its_meaning(line, stage, cls, conf):
     ans = classify_text(line + "\n")
     assert (ans["stage"], ans["error_class"], ans["confidence"]) == (stage, cls, conf)
+
+
+def test_more_of_vllms_functions_are_mapped():
+    # the V1 runner's per-batch steps and the engine taking a request are request; the runner's KV-cache tensors and
+    # graph capture engine_init; the per-architecture config fix-ups config (not a model's forward pass)
+    assert frame_stage("_prepare_inputs", "/x/vllm/v1/worker/gpu_model_runner.py") == "request"
+    assert frame_stage("preprocess_add_request", "/x/vllm/v1/engine/core.py") == "request"
+    assert frame_stage("execute_model_ray", "/x/vllm/v1/executor/ray_utils.py") == "request"
+    assert frame_stage("_allocate_kv_cache_tensors", "/x/vllm/v1/worker/gpu_model_runner.py") == "engine_init"
+    assert frame_stage("graph_capture", "/x/vllm/distributed/parallel_state.py") == "engine_init"
+    assert frame_stage("verify_and_update_config", "/x/vllm/model_executor/models/config.py") == "config"
+    # a per-batch step inside the profiling run is the profiling run's (the earliest stage wins)
+    ans = classify_text(CONSTRUCTED_PREPARE_INPUTS_IN_PROFILE)
+    assert (ans["stage"], ans["stage_basis"]) == ("engine_init", "frames")
+    ans = classify_text(CONSTRUCTED_PREPARE_INPUTS_IN_PROFILE.split("\n", 2)[2])
+    assert (ans["stage"], ans["stage_basis"]) == ("request", "frames")
+
+
+# CONSTRUCTED from vllm/v1/worker/gpu_model_runner.py (profile_run -> _dummy_run; execute_model -> _prepare_inputs)
+CONSTRUCTED_PREPARE_INPUTS_IN_PROFILE = """\
+  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 2900, in profile_run
+    self.execute_model(dummy_scheduler_output)
+  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 1500, in _prepare_inputs
+    self.input_batch.block_table.commit_block_table(num_reqs)
+IndexError: index 513 is out of bounds for dimension 0 with size 512
+"""

@@ -5,7 +5,7 @@
 header, logger-line failures, headers without their traceback, wrappers quoting a failure, the rules data.
 
 The texts are built from vLLM's and PyTorch's own format strings and function names (the citations are in
-_logstage_rules.FRAMES); none is a capture, and no rule is keyed to one.  Real logs are in test_logstage.py and
+_logstage_frames.FRAMES); none is a capture, and no rule is keyed to one.  Real logs are in test_logstage.py and
 the public corpus (test_logstage_corpus.py)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils._logstage import (
     STAGES, classify_text, frame_stage, match_signature)
-from ansible_collections.repro.vllm.plugins.module_utils import _logstage_rules as rules
+from ansible_collections.repro.vllm.plugins.module_utils import _logstage_frames as frames_data, _logstage_rules as rules
 
 SITE = "/opt/venv/lib/python3.12/site-packages/"
 
@@ -26,7 +26,7 @@ def _frame(path, func, code="x = y()"):
 # --- the rules data --------------------------------------------------------------------------------------------
 
 def test_frames_rows_are_cited_and_in_the_vocabulary():
-    for func, part, stage, source in rules.FRAMES:
+    for func, part, stage, source in frames_data.FRAMES:
         assert func and part and source, func
         assert stage in STAGES, func
         assert frame_stage(func, SITE + part + "/x.py") == stage, func
