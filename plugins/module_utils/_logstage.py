@@ -973,7 +973,9 @@ class _Scan(object):
             if sig.kind == HEADER:
                 self._open_tb(line, lineno, body, header=sig)
                 return
-            self._sig_candidate(sig, line, lineno, shown, rec_key=rec_key)
+            inner = _match_failure(body, lvl) if sig.kind in (CONSEQUENCE, WEAK_CONSEQUENCE) else None
+            # a wrapper quoting the failure on its own line is classed and placed by it, and stays a wrapper
+            self._sig_candidate(inner or sig, line, lineno, shown, rec_key=rec_key, kind=inner and sig.kind)
             return
         if lvl == LEVEL_DEBUG:
             return

@@ -278,3 +278,15 @@ CONSTRUCTED_PREPARE_INPUTS_IN_PROFILE = """\
     self.input_batch.block_table.commit_block_table(num_reqs)
 IndexError: index 513 is out of bounds for dimension 0 with size 512
 """
+
+
+def test_a_wrapper_line_alone_is_classed_by_the_failure_it_quotes():
+    # vllm/v1/executor/multiproc_executor.py (and V0's worker wrappers): "Worker failed with error '%s', please check
+    # the stack trace above for the root cause" - without the worker's traceback in the paste
+    ans = classify_text("RuntimeError: Worker failed with error 'CUDA error: an illegal memory access was "
+                        "encountered', please check the stack trace above for the root cause\n")
+    assert (ans["error_class"], ans["first_error"]["kind"]) == ("illegal_memory_access", "consequence")
+    # a wrapper that quotes nothing known stays engine_dead
+    ans = classify_text("RuntimeError: Worker failed with error 'boom', please check the stack trace above for the "
+                        "root cause\n")
+    assert ans["error_class"] == "engine_dead"
