@@ -644,6 +644,17 @@ SIGNATURES = (
     (FAILURE, "Error(s) in loading state_dict for", None, "other", WHERE_OR, "weight_loading", (), None),
     # PyTorch's CUDA init (c10/cuda): "CUDA driver initialization failed, you might not have a CUDA gpu."
     (FAILURE, "CUDA driver initialization failed", None, "cuda_error", WHERE_OR, "cuda_init", (), None),
+    # Triton compiles its launcher with the host's C compiler at the first kernel (triton/runtime/build.py), in
+    # vLLM at the compile / profiling / warm-up passes like the gcc row above
+    (FAILURE, "Failed to find C compiler", None, "other", AT_LEAST, "engine_init", (), "no C compiler in the image"),
+    # a CPU-only PyTorch (torch/cuda/__init__.py _lazy_init), met where CUDA is first asked for
+    (FAILURE, "Torch not compiled with CUDA enabled", None, "driver_mismatch", WHERE_OR, "cuda_init", (),
+     "the installed torch is a CPU-only build"),
+    # the model path is neither a folder nor a Hub id (transformers utils/hub.py; vllm transformers_utils/config.py)
+    (FAILURE, "Incorrect path_or_model_id", None, "missing_file", WHERE_OR, "config", (), None),
+    (FAILURE, "Invalid repository ID or local directory specified", None, "missing_file", WHERE_OR, "config", (), None),
+    # the server's CLI check (entrypoints/openai/cli_args.py validate_parsed_serve_args)
+    (FAILURE, "enable-auto-tool-choice requires", None, "config_error", FIXED, "config", (), "add --tool-call-parser"),
     # the rendezvous' TCPStore server (c10d/TCPStore.cpp "... waiting for clients. %d/%d clients joined.")
     (VICTIM, "waiting for clients", r"Timed out after \d+ seconds waiting for clients", "timeout", AT_LEAST,
      "distributed_init", (), "ranks missing at the rendezvous (MASTER_ADDR/PORT, a rank that died first)"),
@@ -777,7 +788,8 @@ MARKERS = (
 # --------------------------------------------------------------------------------------------------------------
 # a generic exception is classed by keywords (first hit wins)
 CLASS_KEYWORDS = (
-    ("oom", ("OutOfMemoryError", "out of memory", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation")),
+    ("oom", ("OutOfMemoryError", "out of memory", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation",
+             "DefaultCPUAllocator: can't allocate memory")),
     ("illegal_memory_access", ("illegal memory access", "CUDA_ERROR_ILLEGAL_ADDRESS", "cudaErrorIllegalAddress")),
     ("driver_mismatch", ("driver version is insufficient", "driver on your system is too old",
                          "unsupported display driver")),

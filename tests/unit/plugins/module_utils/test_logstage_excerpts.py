@@ -244,6 +244,14 @@ def test_an_nvml_error_under_the_config_is_device_discovery():
     # the V1 executor's RPC names the worker method, looked up like a worker-method logger line
     ("TimeoutError: RPC call to execute_model timed out.", "request", "timeout", "high"),
     ("RuntimeError: Triton Error [CUDA]: invalid device context", "unknown", "cuda_error", None),
+    ("RuntimeError: Failed to find C compiler. Please specify via CC environment variable.", "engine_init", "other",
+     "medium"),
+    ("AssertionError: Torch not compiled with CUDA enabled", "cuda_init", "driver_mismatch", "medium"),
+    ("OSError: Incorrect path_or_model_id: '/models/x'. Please provide either the path to a local folder or the "
+     "repo_id of a model on the Hub.", "config", "missing_file", "medium"),
+    ("TypeError: Error: --enable-auto-tool-choice requires --tool-call-parser", "config", "config_error", "high"),
+    ("RuntimeError: [enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: can't allocate memory: you "
+     "tried to allocate 1073741824 bytes.", "unknown", "oom", None),
     # what stays unplaced: a bare OOM, a missing file that names no reader, a KeyError that is no parameter
     ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", "unknown", "oom", None),
     ("FileNotFoundError: [Errno 2] No such file or directory: '/data/prompts.txt'", "unknown", "missing_file", None),
