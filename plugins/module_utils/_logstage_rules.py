@@ -644,6 +644,9 @@ SIGNATURES = (
     (FAILURE, "Error(s) in loading state_dict for", None, "other", WHERE_OR, "weight_loading", (), None),
     # PyTorch's CUDA init (c10/cuda): "CUDA driver initialization failed, you might not have a CUDA gpu."
     (FAILURE, "CUDA driver initialization failed", None, "cuda_error", WHERE_OR, "cuda_init", (), None),
+    # PyTorch's caching allocator warns before it raises (c10/cuda/CUDACachingAllocator.cpp, torch 2.4+: "memory
+    # allocation failed with OOM on device %d while trying to allocate %d bytes (free: %d, total: %d)"; dev c181)
+    (FAILURE, "memory allocation failed with OOM", None, "oom", WHERE, None, (AT_WARNING,), None),
     # Triton compiles its launcher with the host's C compiler at the first kernel (triton/runtime/build.py), in
     # vLLM at the compile / profiling / warm-up passes like the gcc row above
     (FAILURE, "Failed to find C compiler", None, "other", AT_LEAST, "engine_init", (), "no C compiler in the image"),
