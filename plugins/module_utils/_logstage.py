@@ -185,13 +185,15 @@ def _stage_by_path(rows, path):
 
 
 def _method_stage(text):
-    """The stage of the worker method a logger line names (``... while processing method load_model``)."""
+    """The stage of the worker method a logger line names (``... while processing method load_model``), when every
+    FRAMES row of that name agrees."""
     for rx in _METHOD_RXS:
         m = rx.search(text)
         if m is not None:
-            rows = _FRAME_STAGES.get(m.group(1))
-            if rows:
-                return rows[0][1]
+            # a name whose rows disagree (``__init__``: a config class, a communicator, ...) names no stage
+            stages = set(stage for _part, stage in _FRAME_STAGES.get(m.group(1), ()))
+            if len(stages) == 1:
+                return stages.pop()
     return None
 
 

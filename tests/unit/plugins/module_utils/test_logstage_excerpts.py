@@ -298,3 +298,13 @@ def test_a_wrapper_line_alone_is_classed_by_the_failure_it_quotes():
     ans = classify_text("RuntimeError: Worker failed with error 'boom', please check the stack trace above for the "
                         "root cause\n")
     assert ans["error_class"] == "engine_dead"
+
+
+def test_a_method_name_whose_frames_disagree_names_no_stage():
+    # Ray's actor-died error names the creation task ("ray::RayWorkerWrapper.__init__()"); __init__ is a config
+    # class's and a communicator's in FRAMES: it says nothing about the stage (it was read as config, high)
+    assert _method_stage("ray::RayWorkerWrapper.__init__() (pid=1, ip=10.0.0.1, actor_id=a)") is None
+    assert _method_stage("ray::RayWorkerWrapper.load_model() (pid=1, ip=10.0.0.1)") == "weight_loading"
+    ans = classify_text("ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation "
+                        "task, ray::RayWorkerWrapper.__init__() (pid=1234, ip=10.0.0.1, actor_id=abc)\n")
+    assert (ans["stage"], ans["confidence"]) == ("unknown", None)
