@@ -647,6 +647,15 @@ SIGNATURES = (
     # PyTorch's caching allocator warns before it raises (c10/cuda/CUDACachingAllocator.cpp, torch 2.4+: "memory
     # allocation failed with OOM on device %d while trying to allocate %d bytes (free: %d, total: %d)"; dev c181)
     (FAILURE, "memory allocation failed with OOM", None, "oom", WHERE, None, (AT_WARNING,), None),
+    # the quantized layers' shape checks in create_weights (layers/quantization/gptq.py, awq.py, *marlin*.py), run
+    # while load_model builds the model: the tensor-parallel split does not fit the quantized shapes (cause config)
+    (FAILURE, "is not aligned with the quantized weight shape", None, "config_error", WHERE_OR, "weight_loading", (),
+     "the tensor-parallel size splits the quantized weights unevenly"),
+    (FAILURE, "is not divisible by min_thread_", None, "config_error", WHERE_OR, "weight_loading", (),
+     "the tensor-parallel size splits the quantized weights unevenly"),
+    # the model's config cannot be read (vllm transformers_utils/config.py get_config; transformers' AutoConfig)
+    (FAILURE, "No supported config format found in", None, "missing_file", WHERE_OR, "config", (), None),
+    (FAILURE, "Should have a `model_type` key in its config.json", None, "config_error", WHERE_OR, "config", (), None),
     # Triton compiles its launcher with the host's C compiler at the first kernel (triton/runtime/build.py), in
     # vLLM at the compile / profiling / warm-up passes like the gcc row above
     (FAILURE, "Failed to find C compiler", None, "other", AT_LEAST, "engine_init", (), "no C compiler in the image"),
@@ -929,6 +938,9 @@ CAUSES = (
     ("Error while creating shared memory segment", None, "environment", "NCCL transport/shm: /dev/shm too small"),
     ("Bfloat16 is only supported on GPUs", None, "config",
      "the device init's dtype check: the model's dtype (--dtype) does not suit this GPU"),
+    ("quantized weight", r"not aligned with the quantized weight shape", "config",
+     "the quantized layers' shape check: the tensor-parallel size (--tensor-parallel-size) does not suit the weights"),
+    ("min_thread_", r"is not divisible by min_thread_[kn]", "config", "Marlin's shape check: as above"),
     ("chat template", r"default chat template is no longer allowed|chat_template is not set", "config",
      "the tokenizer has no chat template: the server's --chat-template is the fix"),
 )

@@ -252,6 +252,9 @@ def test_an_nvml_error_under_the_config_is_device_discovery():
     ("TypeError: Error: --enable-auto-tool-choice requires --tool-call-parser", "config", "config_error", "high"),
     ("RuntimeError: [enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: can't allocate memory: you "
      "tried to allocate 1073741824 bytes.", "unknown", "oom", None),
+    ("ValueError: Weight input_size_per_partition = 1792 is not divisible by min_thread_k = 128. Consider reducing "
+     "tensor_parallel_size or running with --quantization gptq.", "weight_loading", "config_error", "medium"),
+    ("ValueError: No supported config format found in /models/x", "config", "missing_file", "medium"),
     # what stays unplaced: a bare OOM, a missing file that names no reader, a KeyError that is no parameter
     ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", "unknown", "oom", None),
     ("FileNotFoundError: [Errno 2] No such file or directory: '/data/prompts.txt'", "unknown", "missing_file", None),
@@ -308,3 +311,10 @@ def test_a_method_name_whose_frames_disagree_names_no_stage():
     ans = classify_text("ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation "
                         "task, ray::RayWorkerWrapper.__init__() (pid=1234, ip=10.0.0.1, actor_id=abc)\n")
     assert (ans["stage"], ans["confidence"]) == ("unknown", None)
+
+
+def test_a_quantized_shape_check_names_the_tensor_parallel_size_as_its_cause():
+    # layers/quantization/gptq.py, awq.py create_weights, under load_model
+    ans = classify_text("ValueError: The input size is not aligned with the quantized weight shape. This can be "
+                        "caused by too large tensor parallel size.\n")
+    assert (ans["stage"], ans["cause_stage"], ans["error_class"]) == ("weight_loading", "config", "config_error")
