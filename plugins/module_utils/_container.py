@@ -420,7 +420,11 @@ def parse_probe(text):
 
 
 def classify_error(text):
-    """Error text of a runtime command -> ``daemon_down``, ``image_absent`` or ``other``."""
+    """Error text of a runtime command -> ``daemon_down``, ``image_absent`` or ``other``.
+
+    Not a second log classifier: it reads one probe command's answer (``image_absent`` is a normal answer that
+    leads to a pull, not a failure), while ``_logstage`` places a failed run's log; its generic texts ("not
+    found", "connection refused") would make false failures among vLLM's log lines (issue 35)."""
     low = (text or "").lower()
     if any(s in low for s in _DAEMON_DOWN):
         return "daemon_down"

@@ -39,17 +39,19 @@ import re
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import (
     ACCESS_5XX_RX, ANSWER_STAGES, AT_DEBUG, AT_INFO, AT_LEAST, AT_LEAST_OR_UNKNOWN, AT_WARNING, BASIS_FRAMES,
     BASIS_INFERRED, BASIS_MARKERS, BASIS_MESSAGE, CAUSE_CLASSES, CAUSES, CLASS_DEFAULT_STAGE, CLASS_FLOOR,
-    CLASS_KEYWORDS, CLIENT_ERROR, COLLECTIVE_INIT_SEQ, COLLECTIVE_RX, COLLECTIVE_STARTUP_SEQ, COLLECTIVE_TINY_NUMEL,
-    CONF_HIGH, CONF_MEDIUM, CONSEQUENCE, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY,
-    FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, FRAME_FILES, FRAMES, GENERIC, HANG_HINT, HEADER, LEVEL_WORD_RX,
-    MARKERS, METHOD_MESSAGES, READY, SERVING_FRAMES, SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES,
-    SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS, UNKNOWN_MISSING, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE,
+    CLASS_KEYWORDS, CLIENT_ERROR, CONF_HIGH, CONF_MEDIUM, CONSEQUENCE, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY,
+    FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, GENERIC, HANG_HINT, HEADER, LEVEL_WORD_RX,
+    MARKERS, READY, SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES,
+    UNKNOWN_MISSING, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE,
     WHERE_OR)
+from ansible_collections.repro.vllm.plugins.module_utils._logstage_frames import (
+    DEVICE_QUERY, DEVICE_QUERY_PATHS, FRAME_FILES, FRAMES, METHOD_MESSAGES, SERVING_FRAMES, SOURCE_LINES,
+    STARTUP_FUNC_WORDS, STARTUP_FUNCS)
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_parse import (
     CARETS_RX, CHAIN, CODE_STARTS, EXC_RX, GLUED_RX as _GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING,
     MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX,
     RAY_REPEAT_RX, STOP_RX, SUBJECT_RX,
-    TB_START, TEE_RX, TS_BYTES_RX, Line, clean, cut, cut_record as _cut_record, frame_line as _frame_line, parse_line,
+    TB_START, TEE_RX, TS_BYTES_RX, Line, clean, collective_stage, cut, cut_record as _cut_record, frame_line as _frame_line, parse_line,
     strip_wrappers, tkey)
 
 __all__ = ("ANSWER_STAGES", "ERROR_CLASSES", "STAGES", "LogStageError", "cause_stage", "classify_files",
@@ -183,20 +185,21 @@ def _stage_by_path(rows, path):
 
 
 def _method_stage(text):
-    """The stage of the worker method a logger line names (``... while processing method load_model``)."""
+    """The stage of the worker method a logger line names (``... while processing method load_model``), when every
+    FRAMES row of that name agrees."""
     for rx in _METHOD_RXS:
         m = rx.search(text)
         if m is not None:
-            rows = _FRAME_STAGES.get(m.group(1))
-            if rows:
-                return rows[0][1]
+            # a name whose rows disagree (``__init__``: a config class, a communicator, ...) names no stage
+            stages = set(stage for _part, stage in _FRAME_STAGES.get(m.group(1), ()))
+            if len(stages) == 1:
+                return stages.pop()
     return None
 
 
 _SERVING_FRAMES = tuple((part, stage) for part, stage, _source in SERVING_FRAMES)
 _SERVING_FILE_RXS = tuple((re.compile(rx), stage) for rx, stage in SERVING_LOGGER_FILES)
 _STAGE_WORDS = tuple((key, re.compile(rx) if rx else None, stage, conf) for key, rx, stage, conf, _s in STAGE_WORDS)
-_COLLECTIVE_RX = re.compile(COLLECTIVE_RX)
 _STARTUP_WORD_RX = re.compile(STARTUP_FUNC_WORDS)
 _ACCESS_5XX_RX = re.compile(ACCESS_5XX_RX)
 _LEVEL_WORD_RX = re.compile(LEVEL_WORD_RX)
@@ -206,23 +209,6 @@ _CAUSES = tuple((key, re.compile(rx) if rx else None, stage) for key, rx, stage,
 def _serving_frame(path):
     """The stage of a serving-only frame (the forward pass, sampler, attention, request handlers, parsers), or None."""
     return _stage_by_path(_SERVING_FRAMES, path)
-
-
-def collective_stage(text):
-    """The stage of the collective a ProcessGroupNCCL watchdog line names (``WorkNCCL(SeqNum=.., OpType=..,
-    NumelIn=..)`` or ``Timeout at NCCL work: N``), read against vLLM's start-up sequence; None without one."""
-    if "NCCL" not in text:
-        return None
-    m = _COLLECTIVE_RX.search(text)
-    if m is None:
-        return None
-    seq = int(m.group(1) or m.group(5))
-    numel = m.group(3)
-    if seq <= COLLECTIVE_INIT_SEQ and (numel is None or int(numel) <= COLLECTIVE_TINY_NUMEL):
-        return "distributed_init"
-    if seq <= COLLECTIVE_STARTUP_SEQ:
-        return "engine_init"
-    return "request"
 
 
 def _text_hint(text, rec=None):
@@ -323,6 +309,9 @@ def _frames_stage(frames):
     if not frames:
         return None
     fs = set(frames)
+    if DEVICE_QUERY in fs:
+        # a device query failed: device discovery, unless a later stage's frames show the device was found before
+        fs = set(s for s in fs if s != DEVICE_QUERY and _RANK[s] > _RANK["config"]) or set(("cuda_init",))
     if "distributed_init" in fs:
         fs.discard("cuda_init")
     return min(fs, key=lambda s: _RANK[s])
@@ -704,7 +693,7 @@ class _Scan(object):
                 func, path = m.group("func"), m.group("path")
                 fs = frame_stage(func, path)
                 if fs:
-                    tb.frames.add(fs)
+                    tb.frames.add(DEVICE_QUERY if fs == "cuda_init" and any(p in path for p in DEVICE_QUERY_PATHS) else fs)
                 elif "vllm" in path or _serving_frame(path):
                     if func in STARTUP_FUNCS or _STARTUP_WORD_RX.search(func) is not None:
                         tb.startup = True
@@ -986,7 +975,9 @@ class _Scan(object):
             if sig.kind == HEADER:
                 self._open_tb(line, lineno, body, header=sig)
                 return
-            self._sig_candidate(sig, line, lineno, shown, rec_key=rec_key)
+            inner = _match_failure(body, lvl) if sig.kind in (CONSEQUENCE, WEAK_CONSEQUENCE) else None
+            # a wrapper quoting the failure on its own line is classed and placed by it, and stays a wrapper
+            self._sig_candidate(inner or sig, line, lineno, shown, rec_key=rec_key, kind=inner and sig.kind)
             return
         if lvl == LEVEL_DEBUG:
             return

@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import (
-    FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM)
+    COLLECTIVE_INIT_SEQ, COLLECTIVE_RX, COLLECTIVE_STARTUP_SEQ, COLLECTIVE_TINY_NUMEL, FMT_C10, FMT_NCCL, FMT_PYLOG,
+    FMT_RAW, FMT_UVICORN, FMT_VLLM)
 
 MAX_LINE_CHARS = 2000               # a reported line is cut to this many characters
 
@@ -379,3 +380,23 @@ LEVEL_WORDS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 CUT_RECORD_RX = re.compile(r"^([A-Z]{2,8})(?: \d\d?(?:-\d{0,2}(?: [\d:]{0,8}(?:[.,]\d*)?)?)?)?(?: \[[^\]\s]*)?$")
 # a vLLM record glued after a progress bar's "]" (the bar's carriage return lost in a paste)
 GLUED_RX = re.compile(r"\](?=\s*(?:\([^)]*pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d )")
+
+
+COLLECTIVE_LINE_RX = re.compile(COLLECTIVE_RX)
+
+
+def collective_stage(text):
+    """The stage of the collective a ProcessGroupNCCL watchdog line names (``WorkNCCL(SeqNum=.., OpType=..,
+    NumelIn=..)`` or ``Timeout at NCCL work: N``), read against vLLM's start-up sequence; None without one."""
+    if "NCCL" not in text:
+        return None
+    m = COLLECTIVE_LINE_RX.search(text)
+    if m is None:
+        return None
+    seq = int(m.group(1) or m.group(5))
+    numel = m.group(3)
+    if seq <= COLLECTIVE_INIT_SEQ and (numel is None or int(numel) <= COLLECTIVE_TINY_NUMEL):
+        return "distributed_init"
+    if seq <= COLLECTIVE_STARTUP_SEQ:
+        return "engine_init"
+    return "request"

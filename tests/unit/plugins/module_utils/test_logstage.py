@@ -362,6 +362,22 @@ RX_SAMPLES = [
     ("Waiting for 1 local, 0 remote core engine proc(s) to start.", HANG_HINT, None),
     ("port 8000 is used by process psutil.Process(pid=77) launched with command:", WARNING_HINT, None),
     ("Exception in worker VllmWorkerProcess while processing method init_device.", HEADER, "other"),
+    # issue 35, round 2: exception types and messages by their meaning (sources in _logstage_rules.py)
+    ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ChatCompletionRequest", FAILURE, "other"),
+    ("jinja2.exceptions.TemplateError: Conversation roles must alternate user/assistant/user/assistant/...",
+     FAILURE, "other"),
+    ("ValueError: The quantization method fp8 is not supported for the current GPU. Minimum capability: 89. "
+     "Current capability: 80.", FAILURE, "config_error"),
+    ("ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (4096).", FAILURE, "config_error"),
+    ("ValueError: Tokenizer class LlamaTokenizerFast does not exist or is not currently imported.", FAILURE,
+     "config_error"),
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/models/m/tokenizer_config.json'", FAILURE,
+     "missing_file"),
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/models/m/model-00001-of-00002.safetensors'",
+     FAILURE, "missing_file"),
+    ("KeyError: 'model.layers.0.self_attn.qkv_proj.weight'", FAILURE, "other"),
+    ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+     VICTIM, "timeout"),
 ]
 
 

@@ -21,7 +21,7 @@ from ansible_collections.repro.vllm.plugins.module_utils._logstage import ANSWER
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 CORPUS = os.path.join(ROOT, "tests", "fixtures", "public-corpus")
 
-# what the classifier reached on the dev split when the floor was set (hits out of 99); raise these when it gets better.
+# what the classifier reached on the dev split when the floor was set (hits out of 99, now 106); raise these when it gets better.
 # Issue 24 placed collective timeouts by what timed out (docs/classifier.md, "Collective timeouts"): c20 (SeqNum=2,
 # 134217728 elements: the profiling run's first forward all-reduce after init's one-element warm-up) is answered
 # engine_init and c22 (SeqNum=4967570: serving) request, against their labels (distributed_init) set under the
@@ -29,7 +29,10 @@ CORPUS = os.path.join(ROOT, "tests", "fixtures", "public-corpus")
 # The second dev batch (c154-c204, 51 cases labelled blind before the classifier ran on them) scored stage 74/99,
 # class 85/99, line 83/99 with the rules of that day; the rules written from its misses (docs/classifier.md, "Rules
 # from the second dev batch") reach the floor below.
-FLOOR = {"stage": 93, "class": 93, "line": 95}
+# Issue 35's second round: the H200 captures joined the dev split (c270-c276, 106 cases); a device query of
+# vllm/platforms/* (NVML) that fails outranks the config frames above it (c273), and PyTorch's allocator warning that
+# precedes its OutOfMemoryError is an oom (c181): the floor below includes both.
+FLOOR = {"stage": 101, "class": 101, "line": 103}
 SPLITS = ("dev", "test")
 
 

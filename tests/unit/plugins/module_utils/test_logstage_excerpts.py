@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.repro.vllm.plugins.module_utils._logstage import _method_stage, classify_text, frame_stage
+import pytest
+
+from ansible_collections.repro.vllm.plugins.module_utils._logstage import (
+    _frames_stage, _method_stage, classify_text, frame_stage)
+from ansible_collections.repro.vllm.plugins.module_utils._logstage_frames import DEVICE_QUERY
 
 CORPUS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "public-corpus", "cases"))
 
@@ -163,3 +167,165 @@ def test_the_servers_error_body_alone_is_a_request():
     ans = classify_text('{"object":"error","message":"This model\'s maximum context length is 4096 tokens.",'
                         '"type":"BadRequestError","param":null,"code":400}\n')
     assert ans["stage"] == "none"
+
+
+def test_a_failed_device_query_outranks_the_config_frames_above_it():
+    # dev c273, frozen on the lent H200 (CUDA_VISIBLE_DEVICES=1 on a one-GPU host): ModelConfig's dtype check asks
+    # vllm/platforms/cuda.py get_device_capability -> pynvml.nvmlDeviceGetHandleByIndex -> NVMLError_InvalidArgument
+    ans = classify_text(_case("c273"))
+    assert (ans["stage"], ans["stage_basis"], ans["confidence"], ans["error_class"]) == (
+        "cuda_init", "frames", "high", "cuda_error")
+    assert ans["first_error"]["line"].endswith("NVMLError_InvalidArgument: Invalid Argument")
+
+
+def test_a_device_query_yields_to_later_stages_frames():
+    assert frame_stage("get_device_capability", "/x/vllm/platforms/cuda.py") == "cuda_init"
+    assert frame_stage("nvmlDeviceGetHandleByIndex", "/x/vllm/third_party/pynvml.py") == "cuda_init"
+    assert frame_stage("get_device_capability", "/x/myapp/gpu.py") is None
+    assert _frames_stage({"config", DEVICE_QUERY}) == "cuda_init"
+    assert _frames_stage({DEVICE_QUERY}) == "cuda_init"
+    # the device was found before: the custom all-reduce's NVLink query is distributed init, a query while the
+    # weights load is weight loading
+    assert _frames_stage({"config", "distributed_init", DEVICE_QUERY}) == "distributed_init"
+    assert _frames_stage({"weight_loading", DEVICE_QUERY}) == "weight_loading"
+    # without a device query the earliest stage still wins
+    assert _frames_stage({"config", "cuda_init"}) == "config"
+
+
+# CONSTRUCTED from vLLM 0.6's vllm/config.py (ModelConfig._verify_quantization asks current_platform) and
+# vllm/platforms/cuda.py (get_physical_device_capability under with_nvml_context); pynvml's NVMLError_DriverNotLoaded
+CONSTRUCTED_NVML_UNDER_CONFIG = """\
+  File "/usr/lib/python3/site-packages/vllm/config.py", line 225, in __init__
+    self._verify_quantization()
+  File "/usr/lib/python3/site-packages/vllm/config.py", line 290, in _verify_quantization
+    capability_tuple = current_platform.get_device_capability()
+  File "/usr/lib/python3/site-packages/vllm/platforms/cuda.py", line 41, in wrapper
+    pynvml.nvmlInit()
+  File "/usr/lib/python3/site-packages/pynvml.py", line 1947, in nvmlInit
+    _nvmlCheckReturn(ret)
+pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded
+"""
+
+
+def test_an_nvml_error_under_the_config_is_device_discovery():
+    ans = classify_text(CONSTRUCTED_NVML_UNDER_CONFIG)
+    assert (ans["stage"], ans["stage_basis"], ans["error_class"]) == ("cuda_init", "frames", "cuda_error")
+    # the exception line alone: NVML's usual stage, medium
+    ans = classify_text("pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded\n")
+    assert (ans["stage"], ans["confidence"], ans["error_class"]) == ("cuda_init", "medium", "cuda_error")
+
+
+# issue 35, round 2: a one-line paste whose exception type and message place it (the sources are cited beside each
+# row in _logstage_rules.py); a usual stage is ``medium``, a meaning that fixes the stage ``high``
+@pytest.mark.parametrize("line,stage,cls,conf", [
+    ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ChatCompletionRequest", "request",
+     "other", "high"),
+    ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig", "config", "config_error",
+     "high"),
+    ("jinja2.exceptions.UndefinedError: 'dict object' has no attribute 'content'", "request", "other", "medium"),
+    ("ValueError: As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat "
+     "template if the tokenizer does not define one.", "request", "other", "medium"),
+    ("ValueError: The quantization method awq is not supported for the current GPU. Minimum capability: 75. Current "
+     "capability: 70.", "config", "config_error", "medium"),
+    ("ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (4096).", "config", "config_error",
+     "high"),
+    ("ValueError: Unrecognized configuration class <class 'X'> for this kind of AutoModel: AutoModelForCausalLM.",
+     "config", "config_error", "medium"),
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/models/m/config.json'", "config", "missing_file",
+     "medium"),
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/models/m/pytorch_model.bin'", "weight_loading",
+     "missing_file", "medium"),
+    ("KeyError: 'model.layers.0.mlp.experts.w2_weight_scale'", "weight_loading", "other", "medium"),
+    ("RuntimeError: Error(s) in loading state_dict for Linear:", "weight_loading", "other", "medium"),
+    ("RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.", "cuda_init", "cuda_error",
+     "medium"),
+    ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+     "distributed_init", "timeout", "medium"),
+    # the V1 executor's RPC names the worker method, looked up like a worker-method logger line
+    ("TimeoutError: RPC call to execute_model timed out.", "request", "timeout", "high"),
+    ("RuntimeError: Triton Error [CUDA]: invalid device context", "unknown", "cuda_error", None),
+    ("RuntimeError: Failed to find C compiler. Please specify via CC environment variable.", "engine_init", "other",
+     "medium"),
+    ("AssertionError: Torch not compiled with CUDA enabled", "cuda_init", "driver_mismatch", "medium"),
+    ("OSError: Incorrect path_or_model_id: '/models/x'. Please provide either the path to a local folder or the "
+     "repo_id of a model on the Hub.", "config", "missing_file", "medium"),
+    ("TypeError: Error: --enable-auto-tool-choice requires --tool-call-parser", "config", "config_error", "high"),
+    ("RuntimeError: [enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: can't allocate memory: you "
+     "tried to allocate 1073741824 bytes.", "unknown", "oom", None),
+    ("ValueError: Weight input_size_per_partition = 1792 is not divisible by min_thread_k = 128. Consider reducing "
+     "tensor_parallel_size or running with --quantization gptq.", "weight_loading", "config_error", "medium"),
+    ("ValueError: No supported config format found in /models/x", "config", "missing_file", "medium"),
+    # what stays unplaced: a bare OOM, a missing file that names no reader, a KeyError that is no parameter
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", "unknown", "oom", None),
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/data/prompts.txt'", "unknown", "missing_file", None),
+    ("KeyError: 'choices'", "unknown", "other", None),
+])
+def test_a_one_line_error_is_placed_by_its_meaning(line, stage, cls, conf):
+    ans = classify_text(line + "\n")
+    assert (ans["stage"], ans["error_class"], ans["confidence"]) == (stage, cls, conf)
+
+
+def test_more_of_vllms_functions_are_mapped():
+    # the V1 runner's per-batch steps and the engine taking a request are request; the runner's KV-cache tensors and
+    # graph capture engine_init; the per-architecture config fix-ups config (not a model's forward pass)
+    assert frame_stage("_prepare_inputs", "/x/vllm/v1/worker/gpu_model_runner.py") == "request"
+    assert frame_stage("preprocess_add_request", "/x/vllm/v1/engine/core.py") == "request"
+    assert frame_stage("execute_model_ray", "/x/vllm/v1/executor/ray_utils.py") == "request"
+    assert frame_stage("_allocate_kv_cache_tensors", "/x/vllm/v1/worker/gpu_model_runner.py") == "engine_init"
+    assert frame_stage("graph_capture", "/x/vllm/distributed/parallel_state.py") == "engine_init"
+    assert frame_stage("verify_and_update_config", "/x/vllm/model_executor/models/config.py") == "config"
+    # a per-batch step inside the profiling run is the profiling run's (the earliest stage wins)
+    ans = classify_text(CONSTRUCTED_PREPARE_INPUTS_IN_PROFILE)
+    assert (ans["stage"], ans["stage_basis"]) == ("engine_init", "frames")
+    ans = classify_text(CONSTRUCTED_PREPARE_INPUTS_IN_PROFILE.split("\n", 2)[2])
+    assert (ans["stage"], ans["stage_basis"]) == ("request", "frames")
+
+
+# CONSTRUCTED from vllm/v1/worker/gpu_model_runner.py (profile_run -> _dummy_run; execute_model -> _prepare_inputs)
+CONSTRUCTED_PREPARE_INPUTS_IN_PROFILE = """\
+  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 2900, in profile_run
+    self.execute_model(dummy_scheduler_output)
+  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 1500, in _prepare_inputs
+    self.input_batch.block_table.commit_block_table(num_reqs)
+IndexError: index 513 is out of bounds for dimension 0 with size 512
+"""
+
+
+def test_a_wrapper_line_alone_is_classed_by_the_failure_it_quotes():
+    # vllm/v1/executor/multiproc_executor.py (and V0's worker wrappers): "Worker failed with error '%s', please check
+    # the stack trace above for the root cause" - without the worker's traceback in the paste
+    ans = classify_text("RuntimeError: Worker failed with error 'CUDA error: an illegal memory access was "
+                        "encountered', please check the stack trace above for the root cause\n")
+    assert (ans["error_class"], ans["first_error"]["kind"]) == ("illegal_memory_access", "consequence")
+    # a wrapper that quotes nothing known stays engine_dead
+    ans = classify_text("RuntimeError: Worker failed with error 'boom', please check the stack trace above for the "
+                        "root cause\n")
+    assert ans["error_class"] == "engine_dead"
+
+
+def test_a_method_name_whose_frames_disagree_names_no_stage():
+    # Ray's actor-died error names the creation task ("ray::RayWorkerWrapper.__init__()"); __init__ is a config
+    # class's and a communicator's in FRAMES: it says nothing about the stage (it was read as config, high)
+    assert _method_stage("ray::RayWorkerWrapper.__init__() (pid=1, ip=10.0.0.1, actor_id=a)") is None
+    assert _method_stage("ray::RayWorkerWrapper.load_model() (pid=1, ip=10.0.0.1)") == "weight_loading"
+    ans = classify_text("ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation "
+                        "task, ray::RayWorkerWrapper.__init__() (pid=1234, ip=10.0.0.1, actor_id=abc)\n")
+    assert (ans["stage"], ans["confidence"]) == ("unknown", None)
+
+
+def test_a_quantized_shape_check_names_the_tensor_parallel_size_as_its_cause():
+    # layers/quantization/gptq.py, awq.py create_weights, under load_model
+    ans = classify_text("ValueError: The input size is not aligned with the quantized weight shape. This can be "
+                        "caused by too large tensor parallel size.\n")
+    assert (ans["stage"], ans["cause_stage"], ans["error_class"]) == ("weight_loading", "config", "config_error")
+
+
+def test_a_4xx_access_line_before_a_traceback_shows_the_server_serving():
+    # uvicorn's access line of a non-probe request (rule 3): the server was serving, whatever its status; a health
+    # probe is no request
+    tb = ("Traceback (most recent call last):\n  File \"/app/x.py\", line 3, in f\n    g()\n"
+          "ValueError: something odd\n")
+    ans = classify_text('INFO:     10.0.0.1:5000 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request\n' + tb)
+    assert (ans["stage"], ans["stage_basis"]) == ("request", "markers")
+    ans = classify_text('INFO:     10.0.0.1:5000 - "GET /health HTTP/1.1" 200 OK\n' + tb)
+    assert ans["stage"] == "unknown"

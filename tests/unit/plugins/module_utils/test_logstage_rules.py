@@ -5,7 +5,7 @@
 header, logger-line failures, headers without their traceback, wrappers quoting a failure, the rules data.
 
 The texts are built from vLLM's and PyTorch's own format strings and function names (the citations are in
-_logstage_rules.FRAMES); none is a capture, and no rule is keyed to one.  Real logs are in test_logstage.py and
+_logstage_frames.FRAMES); none is a capture, and no rule is keyed to one.  Real logs are in test_logstage.py and
 the public corpus (test_logstage_corpus.py)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils._logstage import (
     STAGES, classify_text, frame_stage, match_signature)
-from ansible_collections.repro.vllm.plugins.module_utils import _logstage_rules as rules
+from ansible_collections.repro.vllm.plugins.module_utils import _logstage_frames as frames_data, _logstage_rules as rules
 
 SITE = "/opt/venv/lib/python3.12/site-packages/"
 
@@ -26,7 +26,7 @@ def _frame(path, func, code="x = y()"):
 # --- the rules data --------------------------------------------------------------------------------------------
 
 def test_frames_rows_are_cited_and_in_the_vocabulary():
-    for func, part, stage, source in rules.FRAMES:
+    for func, part, stage, source in frames_data.FRAMES:
         assert func and part and source, func
         assert stage in STAGES, func
         assert frame_stage(func, SITE + part + "/x.py") == stage, func
@@ -121,8 +121,11 @@ def test_a_message_with_one_meaning_wins_over_progress():
 # --- failures without a Traceback header ---------------------------------------------------------------------------
 
 def test_exception_line_first_and_after_a_process_prefix():
-    ans = classify_text("KeyError: 'model.layers.0.weight'\n")
+    ans = classify_text("KeyError: 'choices'\n")
     assert ans["stage"] == "unknown" and ans["first_error"]["lineno"] == 1
+    # a KeyError naming a model parameter is a checkpoint the model's load_weights does not know (issue 35)
+    ans = classify_text("KeyError: 'model.layers.0.weight'\n")
+    assert (ans["stage"], ans["confidence"], ans["first_error"]["lineno"]) == ("weight_loading", "medium", 1)
     ans = classify_text("(EngineCore_DP0 pid=7) ValueError: No available memory for the cache blocks. Try increasing "
                         "`gpu_memory_utilization` when initializing the engine.\n")
     assert ans["stage"] == "engine_init" and ans["error_class"] == "oom" and ans["first_error"]["process"] == "EngineCore_DP0"

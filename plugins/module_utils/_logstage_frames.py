@@ -1,0 +1,338 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+# Do not use this from other collections or standalone plugins/modules!
+"""The traceback-frame tables of the log_stage classifier: which vLLM (or library) function runs in which stage.
+
+Data only, read by the scanner in ``_logstage.py``; split from ``_logstage_rules.py`` (issue 34's 1,200-line
+limit) by responsibility: this file changes when a vLLM release moves or renames a function, the rules file when
+a message changes.
+
+* :data:`FRAMES`: (function, part of the file path, stage, source) - read from vLLM's source 0.2 -> current;
+* :data:`FRAME_FILES`: files whose every function runs in one stage; :data:`DEVICE_QUERY_PATHS`: device discovery;
+* :data:`SOURCE_LINES`: a source line only one vLLM function prints (a frame whose ``File`` line was cut);
+* :data:`METHOD_MESSAGES`: logger lines that name the worker method that failed (looked up in FRAMES);
+* :data:`SERVING_FRAMES`, :data:`STARTUP_FUNCS`, :data:`STARTUP_FUNC_WORDS`: serving-only code and its veto.
+
+Standard library only; imports on Python 3.9.
+"""
+
+from __future__ import annotations
+
+# --------------------------------------------------------------------------------------------------------------
+# traceback frames -> stage: (function, part of the frame's file path, stage, where it is in vLLM's source)
+# A frame counts only when its file path contains the part given (a user's own ``load_model`` is not vLLM's).
+# Read from vLLM's source 0.8 -> 0.33 (V0 files up to their removal in 0.11) and PyTorch's.  When several
+# frames of a traceback map, the earliest stage wins (V0's ``profile_run`` calls ``execute_model``), except that
+# distributed init inside ``init_device`` is distributed init.
+# --------------------------------------------------------------------------------------------------------------
+FRAMES = (
+    # config: engine arguments -> VllmConfig, HF config loading, config classes' validation
+    ("create_engine_config", "vllm/engine/arg_utils.py", "config", "EngineArgs.create_engine_config"),
+    ("create_model_config", "vllm/engine/arg_utils.py", "config", "EngineArgs.create_model_config"),
+    ("_get_and_verify_max_len", "vllm/config", "config", "vllm/config.py (<=0.10), vllm/config/model.py: _get_and_verify_max_len"),
+    ("verify_with_parallel_config", "vllm/config", "config", "ModelConfig.verify_with_parallel_config"),
+    ("__post_init__", "vllm/config", "config", "the config dataclasses' validation (vllm/config.py, vllm/config/*.py)"),
+    # the config classes' checks (vllm/config.py 0.4 -> 0.10: ModelConfig.__init__ -> _verify_tokenizer_mode,
+    # _verify_quantization, _verify_cuda_graph, _verify_embedding_mode; CacheConfig/ParallelConfig/SchedulerConfig/
+    # SpeculativeConfig._verify_args, CacheConfig._verify_cache_dtype, LoadConfig._verify_load_format; LoRAConfig
+    # verify_with_*; vllm/config/*.py keep the names)
+    ("__init__", "vllm/config.py", "config", "vllm/config.py (<=0.10): the config classes' __init__ (they validate)"),
+    ("_verify_args", "vllm/config", "config", "vllm/config.py, vllm/config/*.py: *Config._verify_args"),
+    ("_verify_quantization", "vllm/config", "config", "ModelConfig._verify_quantization"),
+    ("_verify_cuda_graph", "vllm/config", "config", "ModelConfig._verify_cuda_graph"),
+    ("_verify_tokenizer_mode", "vllm/config", "config", "ModelConfig._verify_tokenizer_mode"),
+    ("_verify_embedding_mode", "vllm/config", "config", "ModelConfig._verify_embedding_mode (0.4-0.6)"),
+    ("_verify_cache_dtype", "vllm/config", "config", "CacheConfig._verify_cache_dtype"),
+    ("_verify_prefix_caching", "vllm/config", "config", "CacheConfig._verify_prefix_caching"),
+    ("_verify_load_format", "vllm/config", "config", "LoadConfig._verify_load_format"),
+    ("verify_with_model_config", "vllm/config", "config", "LoRAConfig.verify_with_model_config"),
+    ("verify_with_scheduler_config", "vllm/config", "config", "LoRAConfig.verify_with_scheduler_config"),
+    ("maybe_create_spec_config", "vllm/config", "config", "SpeculativeConfig.maybe_create_spec_config (0.5)"),
+    ("create_engine_configs", "vllm/engine/arg_utils.py", "config", "EngineArgs.create_engine_configs (<=0.3)"),
+    ("from_cli_args", "vllm/engine/arg_utils.py", "config", "EngineArgs.from_cli_args"),
+    ("get_config", "vllm/transformers_utils/config.py", "config", "transformers_utils/config.py: get_config (HF config)"),
+    # transformers' loading of a config, tokenizer or processor (configuration_utils.py get_config_dict,
+    # the Auto* classes' from_pretrained): vLLM does it while the config and the tokenizer are built
+    ("from_pretrained", "transformers/", "config", "transformers: AutoConfig/AutoTokenizer/AutoProcessor.from_pretrained"),
+    ("get_config_dict", "transformers/", "config", "transformers/configuration_utils.py: get_config_dict"),
+    ("get_tokenizer", "vllm/transformers_utils", "config", "transformers_utils/tokenizer.py: get_tokenizer (0.2 -> current)"),
+    ("init_tokenizer_from_configs", "vllm/transformers_utils", "config", "transformers_utils/tokenizer_group: (0.4 -> 0.10)"),
+    ("_init_tokenizer", "vllm/engine", "config", "vllm/engine/llm_engine.py (V0): LLMEngine._init_tokenizer"),
+    ("_try_inspect_model_cls", "vllm/model_executor/models/registry.py", "config",
+     "models/registry.py: the model class is inspected (in a subprocess) while ModelConfig resolves the architecture"),
+    ("inspect_model_cls", "vllm/model_executor/models/registry.py", "config", "models/registry.py: inspect_model_cls"),
+    ("_run_in_subprocess", "vllm/model_executor/models/registry.py", "config", "models/registry.py: _run_in_subprocess"),
+    # cuda_init: executor and worker processes, Ray placement, device and CUDA context
+    ("init_device", "vllm", "cuda_init", "vllm/worker/worker.py (V0), vllm/v1/worker/gpu_worker.py: Worker.init_device"),
+    ("_check_if_gpu_supports_dtype", "vllm", "cuda_init", "gpu_worker.py / worker.py: _check_if_gpu_supports_dtype"),
+    ("request_memory", "vllm/v1/worker", "cuda_init", "vllm/v1/worker/utils.py: request_memory (init_device's free-memory check)"),
+    ("initialize_ray_cluster", "vllm", "cuda_init", "vllm/executor/ray_utils.py, vllm/v1/executor/ray_utils.py: initialize_ray_cluster"),
+    ("initialize_cluster", "vllm/engine/ray_utils.py", "cuda_init", "vllm/engine/ray_utils.py (<0.4): initialize_cluster"),
+    ("_init_workers_ray", "vllm", "cuda_init", "ray_distributed_executor.py / v1 ray executor: _init_workers_ray"),
+    ("_lazy_init", "torch/cuda/__init__.py", "cuda_init", "PyTorch torch/cuda/__init__.py: _lazy_init (CUDA context)"),
+    ("set_device", "torch/cuda/__init__.py", "cuda_init", "PyTorch torch/cuda/__init__.py: set_device"),
+    # device discovery: the platform asks the driver which GPUs there are and what they are (vllm/platforms/cuda.py
+    # NvmlCudaPlatform / NonNvmlCudaPlatform, interface.py Platform, rocm.py; 0.6.1 -> current).  The config asks
+    # lazily (ModelConfig's dtype and quantization checks call supported_dtypes / get_device_capability), so these
+    # frames sit under config frames: a device query that fails is device discovery (DEVICE_QUERY_PATHS)
+    ("get_device_capability", "vllm/platforms/", "cuda_init", "platforms/cuda.py, interface.py: get_device_capability"),
+    ("has_device_capability", "vllm/platforms/", "cuda_init", "platforms/cuda.py, interface.py: has_device_capability"),
+    ("is_device_capability", "vllm/platforms/", "cuda_init", "platforms/interface.py: is_device_capability"),
+    ("get_device_name", "vllm/platforms/", "cuda_init", "platforms/cuda.py, rocm.py: get_device_name"),
+    ("get_device_uuid", "vllm/platforms/", "cuda_init", "platforms/cuda.py: get_device_uuid"),
+    ("get_device_total_memory", "vllm/platforms/", "cuda_init", "platforms/cuda.py: get_device_total_memory"),
+    ("_get_physical_device_name", "vllm/platforms/", "cuda_init", "platforms/cuda.py: _get_physical_device_name"),
+    ("get_physical_device_capability", "vllm/platforms/", "cuda_init", "platforms/cuda.py (0.6): module function"),
+    ("get_physical_device_name", "vllm/platforms/", "cuda_init", "platforms/cuda.py (0.6): module function"),
+    ("device_id_to_physical_device_id", "vllm/platforms/", "cuda_init", "platforms/interface.py, cuda.py"),
+    ("log_warnings", "vllm/platforms/", "cuda_init", "platforms/cuda.py: NvmlCudaPlatform.log_warnings (at import)"),
+    # distributed_init: torch.distributed, vLLM's parallel groups, NCCL communicators
+    ("init_worker_distributed_environment", "vllm", "distributed_init", "gpu_worker.py / worker.py: init_worker_distributed_environment"),
+    ("init_distributed_environment", "vllm/distributed", "distributed_init", "vllm/distributed/parallel_state.py: init_distributed_environment"),
+    ("initialize_model_parallel", "vllm/distributed", "distributed_init", "parallel_state.py: initialize_model_parallel"),
+    ("ensure_model_parallel_initialized", "vllm/distributed", "distributed_init", "parallel_state.py: ensure_model_parallel_initialized"),
+    ("init_model_parallel_group", "vllm/distributed", "distributed_init", "parallel_state.py: init_model_parallel_group"),
+    ("ncclCommInitRank", "vllm/distributed", "distributed_init", "device_communicators/pynccl_wrapper.py: NCCLLibrary.ncclCommInitRank"),
+    ("__init__", "device_communicators/pynccl.py", "distributed_init", "device_communicators/pynccl.py: PyNcclCommunicator.__init__"),
+    ("create", "vllm/distributed/utils.py", "distributed_init", "vllm/distributed/utils.py: StatelessProcessGroup.create (TCPStore)"),
+    ("ensure_kv_transfer_initialized", "vllm/distributed", "distributed_init", "distributed/kv_transfer: ensure_kv_transfer_initialized"),
+    ("init_distributed_environment", "vllm/worker", "distributed_init", "vllm/worker/worker.py (<=0.3): init_distributed_environment"),
+    ("init_world_group", "vllm/distributed", "distributed_init", "parallel_state.py (0.5.1+): init_world_group"),
+    ("__init__", "vllm/distributed/parallel_state.py", "distributed_init", "parallel_state.py (0.5.1+): GroupCoordinator.__init__"),
+    ("__init__", "device_communicators/custom_all_reduce.py", "distributed_init",
+     "distributed/device_communicators/custom_all_reduce.py: CustomAllreduce.__init__"),
+    ("init_process_group", "torch/distributed", "distributed_init", "PyTorch distributed_c10d.py: init_process_group"),
+    ("_create_c10d_store", "torch/distributed", "distributed_init", "PyTorch torch/distributed/rendezvous.py: _create_c10d_store"),
+    ("_create_tcp_store", "torch/distributed", "distributed_init", "PyTorch elastic/rendezvous/c10d_rendezvous_backend.py: _create_tcp_store"),
+    # weight_loading: building the model and reading its weights
+    ("load_model", "vllm", "weight_loading", "Worker.load_model / model runners' load_model / model_loader *.load_model"),
+    ("get_model", "vllm/model_executor/model_loader", "weight_loading", "model_executor/model_loader/__init__.py: get_model"),
+    ("initialize_model", "vllm/model_executor/model_loader", "weight_loading", "model_loader/loader.py (<=0.9), utils.py: initialize_model"),
+    ("load_weights", "vllm", "weight_loading", "model_executor/models/*.py and models/utils.py AutoWeightsLoader: load_weights"),
+    ("_prepare_weights", "vllm/model_executor/model_loader", "weight_loading", "model_loader (DefaultModelLoader): _prepare_weights"),
+    ("_get_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "DefaultModelLoader._get_weights_iterator"),
+    ("get_all_weights", "vllm/model_executor/model_loader", "weight_loading", "DefaultModelLoader.get_all_weights"),
+    ("safetensors_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
+    ("pt_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
+    ("download_weights_from_hf", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
+    ("process_weights_after_loading", "vllm/model_executor", "weight_loading", "model_loader/utils.py, quantization methods"),
+    # issue 35, from vLLM 0.2 / 0.4 / 0.5.1 (neuralmagic/nm-vllm tags) and the current weight_utils.py
+    ("hf_model_weights_iterator", "vllm/model_executor", "weight_loading", "vllm/model_executor/weight_utils.py (<=0.3)"),
+    ("prepare_hf_model_weights", "vllm/model_executor", "weight_loading", "vllm/model_executor/weight_utils.py (<=0.3)"),
+    ("np_cache_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py (0.4+)"),
+    ("fastsafetensors_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
+    ("runai_safetensors_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
+    ("multi_thread_safetensors_weights_iterator", "vllm/model_executor/model_loader", "weight_loading",
+     "model_loader/weight_utils.py"),
+    ("download_safetensors_index_file_from_hf", "vllm/model_executor/model_loader", "weight_loading",
+     "model_loader/weight_utils.py (0.5+)"),
+    ("filter_duplicate_safetensors_files", "vllm/model_executor/model_loader", "weight_loading",
+     "model_loader/weight_utils.py (0.5+)"),
+    ("default_weight_loader", "vllm/model_executor", "weight_loading", "weight_utils.py: default_weight_loader (0.2+)"),
+    ("weight_loader", "vllm/model_executor", "weight_loading", "layers (linear.py, vocab_parallel_embedding.py, fused_moe): weight_loader"),
+    ("weight_loader_v2", "vllm/model_executor", "weight_loading", "layers/linear.py: weight_loader_v2 (0.6+)"),
+    ("_load_module", "vllm/model_executor/models/utils.py", "weight_loading", "models/utils.py: AutoWeightsLoader._load_module"),
+    ("initialize_dummy_weights", "vllm/model_executor", "weight_loading", "weight_utils.py: initialize_dummy_weights (load_format dummy)"),
+    # engine_init: memory profiling, KV-cache sizing and allocation, compile/warm-up, CUDA graph capture
+    ("determine_available_memory", "vllm", "engine_init", "vllm/v1/worker/gpu_worker.py: Worker.determine_available_memory"),
+    ("determine_num_available_blocks", "vllm", "engine_init", "vllm/worker/worker.py (V0): determine_num_available_blocks"),
+    ("profile_run", "vllm", "engine_init", "gpu_model_runner.py / worker/model_runner.py: profile_run"),
+    ("_dummy_run", "vllm", "engine_init", "vllm/v1/worker/gpu_model_runner.py: _dummy_run"),
+    ("_dummy_sampler_run", "vllm", "engine_init", "vllm/v1/worker/gpu_model_runner.py: _dummy_sampler_run"),
+    ("initialize_cache", "vllm", "engine_init", "vllm/worker/worker.py (V0): initialize_cache"),
+    ("raise_if_cache_size_invalid", "vllm", "engine_init", "vllm/worker/worker.py (V0): raise_if_cache_size_invalid"),
+    ("_init_cache_engine", "vllm", "engine_init", "vllm/worker/worker.py (V0): _init_cache_engine"),
+    ("_initialize_kv_caches", "vllm", "engine_init", "vllm/v1/engine/core.py, vllm/engine/llm_engine.py: _initialize_kv_caches"),
+    ("initialize_from_config", "vllm", "engine_init", "gpu_worker.py: initialize_from_config (KV-cache allocation)"),
+    ("initialize_kv_cache", "vllm", "engine_init", "gpu_model_runner.py: initialize_kv_cache"),
+    ("get_kv_cache_config", "vllm/v1/core", "engine_init", "vllm/v1/core/kv_cache_utils.py: get_kv_cache_config"),
+    ("get_kv_cache_configs", "vllm/v1/core", "engine_init", "vllm/v1/core/kv_cache_utils.py: get_kv_cache_configs"),
+    ("check_enough_kv_cache_memory", "vllm/v1/core", "engine_init", "kv_cache_utils.py: check_enough_kv_cache_memory"),
+    ("_check_enough_kv_cache_memory", "vllm/v1/core", "engine_init", "kv_cache_utils.py / kv_cache_planning.py"),
+    ("compile_or_warm_up_model", "vllm", "engine_init", "gpu_worker.py: compile_or_warm_up_model"),
+    ("_warm_up_model", "vllm", "engine_init", "vllm/worker/worker.py (V0): _warm_up_model"),
+    ("capture_model", "vllm", "engine_init", "model runners: capture_model (CUDA graphs)"),
+    ("kernel_warmup", "vllm", "engine_init", "vllm/model_executor/warmup/kernel_warmup.py: kernel_warmup"),
+    ("capture_begin", "torch/cuda/graphs.py", "engine_init", "PyTorch torch/cuda/graphs.py: CUDAGraph.capture_begin"),
+    ("capture_end", "torch/cuda/graphs.py", "engine_init", "PyTorch torch/cuda/graphs.py: CUDAGraph.capture_end"),
+    ("profile_num_available_blocks", "vllm/worker", "engine_init", "vllm/worker/worker.py (<=0.3)"),
+    ("init_cache_engine", "vllm/worker", "engine_init", "vllm/worker/worker.py (<=0.3)"),
+    ("warm_up_model", "vllm/worker", "engine_init", "vllm/worker/worker.py (<=0.3)"),
+    ("_allocate_kv_cache", "vllm/worker/cache_engine.py", "engine_init", "vllm/worker/cache_engine.py (V0): CacheEngine._allocate_kv_cache"),
+    # api_ready: the API server's app and HTTP server
+    ("init_app_state", "vllm/entrypoints", "api_ready", "entrypoints/openai/api_server.py: init_app_state"),
+    ("build_app", "vllm/entrypoints", "api_ready", "entrypoints/openai/api_server.py: build_app"),
+    ("serve_http", "vllm/entrypoints", "api_ready", "entrypoints/launcher.py: serve_http (uvicorn start)"),
+    ("warmup", "vllm/entrypoints", "api_ready",
+     "entrypoints/openai/ chat handler: warmup (chat-template warm-up run by init_app_state before the server is up)"),
+    # request: serving - the engine loop, the output handler, the OpenAI handlers
+    ("execute_model", "vllm", "request", "gpu_worker.py, gpu_model_runner.py, executors: execute_model"),
+    ("execute_model_async", "vllm", "request", "vllm/executor/*.py (V0): execute_model_async"),
+    ("sample_tokens", "vllm", "request", "vllm/v1/worker/gpu_model_runner.py: sample_tokens"),
+    ("step_async", "vllm/engine", "request", "vllm/engine/async_llm_engine.py (V0): step_async"),
+    ("engine_step", "vllm/engine", "request", "vllm/engine/async_llm_engine.py (V0): engine_step"),
+    ("_log_task_completion", "vllm/engine", "request", "async_llm_engine.py (V0): the engine loop's end"),
+    ("_raise_exception_on_finish", "vllm/engine", "request", "async_llm_engine.py (<=0.3): the engine loop's end"),
+    ("output_handler", "vllm/v1/engine", "request", "vllm/v1/engine/async_llm.py: AsyncLLM output_handler"),
+    ("run_busy_loop", "vllm/v1/engine", "request", "vllm/v1/engine/core.py: EngineCoreProc.run_busy_loop (after start-up)"),
+    ("_process_engine_step", "vllm/v1/engine", "request", "vllm/v1/engine/core.py: _process_engine_step"),
+    ("run_engine_loop", "vllm/engine", "request",
+     "vllm/engine/multiprocessing/engine.py (V0): MQLLMEngine.run_engine_loop (after start-up)"),
+    ("start_worker_execution_loop", "vllm/worker", "request", "vllm/worker/worker_base.py (V0): the workers' execute loop"),
+    ("_verify_args", "vllm/sampling_params.py", "request", "vllm/sampling_params.py: SamplingParams._verify_args (a request's)"),
+    ("get_output", "vllm/v1/worker/gpu_model_runner.py", "request",
+     "gpu_model_runner.py: AsyncGPUModelRunnerOutput.get_output (the output copy of a scheduled batch)"),
+    ("create_completion", "vllm/entrypoints", "request", "entrypoints/openai/serving_completion.py"),
+    ("create_chat_completion", "vllm/entrypoints", "request", "entrypoints/openai/serving_chat.py"),
+    ("completion_stream_generator", "vllm/entrypoints", "request", "entrypoints/openai/serving_completion.py"),
+    ("completion_full_generator", "vllm/entrypoints", "request", "serving_completion.py, api_server.py (<=0.2)"),
+    ("chat_completion_stream_generator", "vllm/entrypoints", "request", "entrypoints/openai/serving_chat.py"),
+    ("chat_completion_full_generator", "vllm/entrypoints", "request", "entrypoints/openai/serving_chat.py"),
+    ("render_completion_request", "vllm/entrypoints", "request", "entrypoints/openai/completion/serving.py"),
+    # the HTTP server's request path (uvicorn/protocols/http/{h11,httptools}_impl.py RequestResponseCycle.run_asgi,
+    # starlette/routing.py Route.handle, fastapi/routing.py run_endpoint_function): they run only for a request
+    ("run_asgi", "uvicorn/protocols/http", "request", "uvicorn: RequestResponseCycle.run_asgi"),
+    ("run_endpoint_function", "fastapi/routing.py", "request", "fastapi/routing.py: run_endpoint_function"),
+    ("handle", "starlette/routing.py", "request", "starlette/routing.py: Route.handle"),
+    # the schedulers and engine steps, the offline LLM's generation calls (vLLM 0.2 -> current)
+    ("schedule", "vllm/core/scheduler.py", "request", "vllm/core/scheduler.py (V0): Scheduler.schedule"),
+    ("_schedule", "vllm/core/scheduler.py", "request", "vllm/core/scheduler.py (V0): Scheduler._schedule"),
+    ("_schedule_prefills", "vllm/core/scheduler.py", "request", "vllm/core/scheduler.py (V0, 0.4+)"),
+    ("_schedule_running", "vllm/core/scheduler.py", "request", "vllm/core/scheduler.py (V0, 0.4+)"),
+    ("schedule", "vllm/v1/core/sched", "request", "vllm/v1/core/sched/scheduler.py: Scheduler.schedule"),
+    ("update_from_output", "vllm/v1/core/sched", "request", "vllm/v1/core/sched/scheduler.py: Scheduler.update_from_output"),
+    ("allocate_slots", "vllm/v1/core", "request", "vllm/v1/core/kv_cache_manager.py: allocate_slots (scheduling a request)"),
+    ("step", "vllm/engine/llm_engine.py", "request", "vllm/engine/llm_engine.py (V0): LLMEngine.step"),
+    ("_process_model_outputs", "vllm/engine/llm_engine.py", "request", "vllm/engine/llm_engine.py (V0)"),
+    ("step", "vllm/v1/engine/core.py", "request", "vllm/v1/engine/core.py: EngineCore.step"),
+    ("step_with_batch_queue", "vllm/v1/engine/core.py", "request", "vllm/v1/engine/core.py: EngineCore.step_with_batch_queue"),
+    ("execute_worker", "vllm/worker", "request", "vllm/worker/worker.py (V0, 0.5+): execute_worker"),
+    ("generate", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py: LLM.generate"),
+    ("chat", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py: LLM.chat"),
+    ("encode", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py: LLM.encode"),
+    ("_run_engine", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py: LLM._run_engine"),
+    ("_validate_and_add_requests", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py (0.5+)"),
+    # issue 35, round 2: the V1 model runner's per-batch steps (vllm/v1/worker/gpu_model_runner.py, also the other
+    # runners under vllm/v1/worker/; the profiling and capture passes show their own engine_init frames, which win)
+    ("_update_states", "vllm/v1/worker", "request", "gpu_model_runner.py: _update_states (a batch's requests)"),
+    ("_prepare_inputs", "vllm/v1/worker", "request", "gpu_model_runner.py: _prepare_inputs"),
+    ("_sample", "vllm/v1/worker", "request", "gpu_model_runner.py: _sample"),
+    ("_model_forward", "vllm/v1/worker", "request", "gpu_model_runner.py: _model_forward"),
+    ("_bookkeeping_sync", "vllm/v1/worker", "request", "gpu_model_runner.py: _bookkeeping_sync"),
+    ("_execute_mm_encoder", "vllm/v1/worker", "request", "gpu_model_runner.py: _execute_mm_encoder"),
+    ("_gather_mm_embeddings", "vllm/v1/worker", "request", "gpu_model_runner.py: _gather_mm_embeddings"),
+    ("_calc_spec_decode_metadata", "vllm/v1/worker", "request", "gpu_model_runner.py: _calc_spec_decode_metadata"),
+    ("prepare_model_input", "vllm/worker", "request", "vllm/worker/model_runner.py (V0): prepare_model_input"),
+    # ... the engine core and the front end taking a request (vllm/v1/engine/core.py, async_llm.py, processor.py /
+    # input_processor.py, output_processor.py, core_client.py) and the KV-cache manager serving it
+    ("add_request", "vllm/v1/engine", "request", "v1/engine/core.py EngineCore.add_request, async_llm.py AsyncLLM.add_request"),
+    ("preprocess_add_request", "vllm/v1/engine", "request", "vllm/v1/engine/core.py: EngineCore.preprocess_add_request"),
+    ("process_input_sockets", "vllm/v1/engine", "request", "vllm/v1/engine/core.py: EngineCoreProc.process_input_sockets"),
+    ("process_output_sockets", "vllm/v1/engine", "request", "vllm/v1/engine/core.py: EngineCoreProc.process_output_sockets"),
+    ("generate", "vllm/v1/engine/async_llm.py", "request", "vllm/v1/engine/async_llm.py: AsyncLLM.generate"),
+    ("process_inputs", "vllm/v1/engine", "request", "v1/engine/processor.py, input_processor.py: process_inputs"),
+    ("_validate_params", "vllm/v1/engine", "request", "v1/engine/processor.py: _validate_params"),
+    ("_validate_model_inputs", "vllm/v1/engine", "request", "v1/engine/processor.py: _validate_model_inputs"),
+    ("process_outputs", "vllm/v1/engine/output_processor.py", "request", "v1/engine/output_processor.py: process_outputs"),
+    ("get_output_async", "vllm/v1/engine/core_client.py", "request", "v1/engine/core_client.py: get_output_async"),
+    ("get_computed_blocks", "vllm/v1/core", "request", "vllm/v1/core/kv_cache_manager.py: get_computed_blocks"),
+    ("get_new_blocks", "vllm/v1/core", "request", "vllm/v1/core/block_pool.py: BlockPool.get_new_blocks"),
+    ("hash_request_tokens", "vllm/v1/core", "request", "vllm/v1/core/kv_cache_utils.py: hash_request_tokens"),
+    ("execute_model_spmd", "vllm/executor", "request", "vllm/executor/ray_utils.py (V0): RayWorkerWrapper.execute_model_spmd"),
+    ("execute_model_ray", "vllm/v1/executor", "request", "vllm/v1/executor/ray_utils.py: RayWorkerWrapper.execute_model_ray"),
+    # ... and the V1 model runner's KV-cache allocation and graph capture (gpu_model_runner.py, parallel_state.py)
+    ("_allocate_kv_cache_tensors", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: _allocate_kv_cache_tensors"),
+    ("_reshape_kv_cache_tensors", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: _reshape_kv_cache_tensors"),
+    ("initialize_kv_cache_tensors", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: initialize_kv_cache_tensors"),
+    ("initialize_attn_backend", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: initialize_attn_backend"),
+    ("may_reinitialize_input_batch", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: may_reinitialize_input_batch"),
+    ("_capture_cudagraphs", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: _capture_cudagraphs"),
+    ("graph_capture", "vllm/distributed/parallel_state.py", "engine_init", "parallel_state.py: graph_capture (CUDA graphs)"),
+)
+
+# files whose every function belongs to one stage: a frame of one of them places the traceback even when its
+# function is not in FRAMES (the model loaders and weight_utils.py run only while the weights load; EngineArgs and the
+# HF config helpers only while the config is built): (part of the frame's file path, stage, source)
+FRAME_FILES = (
+    ("vllm/model_executor/model_loader/weight_utils.py", "weight_loading", "model_loader/weight_utils.py (0.4+)"),
+    ("vllm/model_executor/weight_utils.py", "weight_loading", "vllm/model_executor/weight_utils.py (<=0.3)"),
+    ("vllm/model_executor/model_loader/loader.py", "weight_loading", "model_loader/loader.py (0.4 -> 0.9)"),
+    ("vllm/model_executor/model_loader/default_loader.py", "weight_loading", "model_loader/default_loader.py (0.9+)"),
+    ("vllm/model_executor/model_loader/base_loader.py", "weight_loading", "model_loader/base_loader.py (0.9+)"),
+    ("vllm/model_executor/model_loader/bitsandbytes_loader.py", "weight_loading", "model_loader (0.9+)"),
+    ("vllm/model_executor/model_loader/gguf_loader.py", "weight_loading", "model_loader (0.9+)"),
+    ("vllm/engine/arg_utils.py", "config", "vllm/engine/arg_utils.py: EngineArgs"),
+    ("vllm/transformers_utils/config.py", "config", "transformers_utils/config.py: the HF config helpers"),
+    ("safetensors/torch.py", "weight_loading", "the safetensors package's torch loaders (load_file, load)"),
+    # the per-architecture config fix-ups (VerifyAndUpdateConfig classes), run while VllmConfig is built
+    ("vllm/model_executor/models/config.py", "config", "model_executor/models/config.py (0.10+): verify_and_update_config"),
+    # NVML's Python bindings (vllm/third_party/pynvml.py since 0.8, nvidia-ml-py's pynvml.py before): every call is
+    # a device query; the custom all-reduce's NVLink check (is_fully_connected) shows its distributed_init frames
+    ("pynvml", "cuda_init", "vllm/third_party/pynvml.py, nvidia-ml-py pynvml.py: nvmlInit, nvmlDeviceGet*"),
+)
+
+# frames of device discovery (mapped to cuda_init above): a failure inside one outranks the config (and environment)
+# frames above it - vLLM's config asks the platform lazily, so "no such device" surfaces while the config is built,
+# but what failed is the device query - and stays below any later stage's frames (a device query while loading the
+# weights is that stage's); "device_query" stands for them among a traceback's frame stages
+DEVICE_QUERY = "device_query"
+DEVICE_QUERY_PATHS = ("vllm/platforms/", "pynvml")
+
+# the source line printed under a frame whose ``File`` line was cut from a paste: (substring, stage, where in vLLM)
+SOURCE_LINES = (
+    # every model's load_weights (vllm/model_executor/models/*.py, 0.2 -> current): "param = params_dict[name]"
+    ("params_dict[name]", "weight_loading", "models/*.py load_weights: param = params_dict[name]"),
+    # the weight loaders' calls ("weight_loader(param, loaded_weight", models/*.py load_weights)
+    ("weight_loader(param, loaded_weight", "weight_loading", "models/*.py load_weights: weight_loader(param, ...)"),
+)
+
+# logger lines that name the worker method that failed; the method is looked up in FRAMES by name
+METHOD_MESSAGES = (
+    # vllm/executor/multiproc_worker_utils.py (V0): "Exception in worker %s while processing method %s."
+    r"while processing method '?(\w+)'?",
+    # vllm/worker/worker_base.py execute_method: "Error executing method %r. This might cause deadlock ..."
+    r"Error executing method '?(\w+)'?",
+    # Ray's task error header (ray/exceptions.py RayTaskError: "ray::<Actor>.<method>() (pid=..., ip=...)")
+    r"ray::[\w:.-]*?\.(\w+)\(\) \(pid=",
+    # the V1 executor's collective_rpc (v1/executor/multiproc_executor.py): "RPC call to %s timed out."
+    r"RPC call to '?(\w+)'? timed out",
+)
+
+# Serving-only frames: (part of the frame's file path, stage, where it is in vLLM's source).  This code runs for
+# every batch or every request; at start-up it runs only inside the profiling / warm-up / capture passes, whose
+# own frames (``profile_run``, ``_dummy_run``, ``determine_available_memory``, ``capture_model``, ... in FRAMES)
+# then show and win (the earliest mapped stage wins, and mapped frames win over these).  A traceback that also
+# shows a start-up function of STARTUP_FUNCS (building the model, starting the server) is not placed by these.
+SERVING_FRAMES = (
+    ("vllm/model_executor/models/", "request", "the models' forward passes (vllm/model_executor/models/*.py)"),
+    ("vllm/model_executor/layers/", "request",
+     "layers run by the forward pass: attention, linear, fused MoE, logits processor, V0 sampler"),
+    ("vllm/attention/", "request", "attention backends and ops (vllm/attention/, <=0.11)"),
+    ("vllm/v1/attention/", "request", "V1 attention backends and their metadata builders (vllm/v1/attention/)"),
+    ("vllm/v1/sample/", "request", "the V1 sampler and its logits processors (vllm/v1/sample/)"),
+    ("vllm/v1/structured_output/", "request", "per-request grammar compilation (vllm/v1/structured_output/)"),
+    ("vllm/entrypoints/", "request",
+     "the OpenAI server's request handlers, chat-template rendering and (<=0.11) tool parsers (vllm/entrypoints/)"),
+    ("vllm/tool_parsers/", "request", "tool-call parsers (vllm/tool_parsers/, >=0.12)"),
+    ("vllm/reasoning/", "request", "reasoning parsers (vllm/reasoning/)"),
+    ("vllm/vllm_flash_attn/", "request", "the flash-attention kernels' Python wrappers (vllm/vllm_flash_attn/)"),
+    ("vllm/sampling_params.py", "request", "SamplingParams built and checked for each request (vllm/sampling_params.py)"),
+    # the structured-output backends vLLM calls for each request's grammar (xgrammar, outlines, lm-format-enforcer)
+    ("xgrammar/", "request", "xgrammar: compiling a request's grammar"),
+    ("outlines/", "request", "outlines: compiling a request's guide"),
+    ("lmformatenforcer/", "request", "lm-format-enforcer: a request's token filter"),
+)
+# start-up functions that pass through the same files (building the model, starting the API server, CLI
+# validation, warm-ups): with one of these in the traceback, serving-only frames place nothing
+STARTUP_FUNCS = frozenset((
+    "__init__", "load_weights", "run_server", "run_server_worker", "build_async_engine_client",
+    "build_async_engine_client_from_engine_args", "setup_server", "validate_parsed_serve_args", "main", "<module>",
+    "cmd", "from_engine_args", "from_vllm_config", "make_arg_parser", "create_engine_config", "warmup",
+    "_warmup", "kernel_warmup", "_dummy_run", "profile_run", "capture_model",
+))
+# ... and the words of vLLM's start-up function names (weight_loader, create_weights, load_model, _dummy_run,
+# profile_run, capture_model, kernel_warmup, init_device, initialize_kv_cache, ...): the same veto
+STARTUP_FUNC_WORDS = r"weight|load|warm_?up|capture|profile|dummy|init"
