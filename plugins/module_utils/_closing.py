@@ -175,12 +175,16 @@ def table_lines(rows):
 
 def shown(result):
     """``result`` of one of this collection's actions, made visible under any stdout callback: its ``console`` lines
-    and its ``closing`` table as ``msg``, and the result shown (``_ansible_verbose_always``, as debug's), so Ansible's
+    and its ``closing`` table as ``msg`` (``closing`` then only there), and the result shown (``_ansible_verbose_always``, as debug's), so Ansible's
     default display - and AWX's, which replaces the stdout callback - prints them as the task's result. The
     ``repro.vllm.console`` callback prints ``console`` itself, its own table at the end, and no result dump (so
-    nothing twice). A failed result is shown by every display anyway, with its own ``msg``."""
+    nothing twice). A failed result keeps its own ``msg`` (the reason) and is shown indented, its ``console`` and
+    ``closing`` one line a row."""
     lines = [str(line) for line in list(result.get("console") or []) + list(result.get("closing") or [])]
-    if lines and not result.get("failed"):
-        result["msg"] = lines
+    if lines:
+        if not result.get("failed"):
+            result["msg"] = lines
+            result.pop("closing", None)  # in msg: the table once in the dump
+        # a failed result too: shown one key and one line a row (indented), not as one line of JSON
         result["_ansible_verbose_always"] = True
     return result

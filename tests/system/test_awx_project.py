@@ -16,6 +16,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -225,6 +226,53 @@ def test_job_in_awx_layout(playbook, needs_vllm, make_vars, checks, tmp_path, mo
     # the project's ansible.cfg was read (this repository is the project): terminal.log is in every run
     for run in result["runs"]:
         assert os.path.isfile(os.path.join(run, "terminal.log")), run
+
+
+def test_awx_display_shows_the_violations_the_verdict_and_the_closing_table(tmp_path, monkeypatch, this_project):
+    """Issue 32, observation 1 and 2: AWX runs the job with its own display callback (ansible-runner's awx_display
+    over Ansible's default; the project's ansible.cfg names repro.vllm.console, which AWX never loads), so the
+    verdict must be in the tasks' results. A fingerprint of the H200 capture against the GB300 profile: every
+    violation line, the judge's verdict and the closing table are in the job output, and the job fails (rc 2, AWX
+    ``failed``) after the run is frozen and handed on; with repro_vllm_record_only it only records, and says so."""
+    _clean_ansible_env(monkeypatch)
+    job = AwxJob(tmp_path / "pdd", this_project)
+    made = fingerprint_vars(tmp_path, "gb300")
+    made["repro_vllm_profile"] = "kimi-k3-gb300"
+    art = job.run("playbooks/fingerprint.yml", localhost_inventory(), made, ident="violations")
+    # what AWX reads of a job that judged 5 violations: failed, rc 2, the run frozen and handed on
+    assert art.status == "failed" and art.rc == 2, art.stdout()[-6000:]
+    result = check_result(art.artifact_data, "fingerprint", "gb300", tmp_path)
+    with open(os.path.join(result["last_run"], "compatibility.json")) as f:
+        assert len(json.load(f)["violations"]) == 5
+    # ansible-runner ran it as AWX does: its awx_display over Ansible's default, no console callback
+    stdout = art.stdout()
+    assert "PLAY RECAP" in stdout and not stdout.startswith("== "), stdout[:500]
+    wanted = ["compatibility | profile kimi-k3-gb300: FAIL, 5 violation(s), 6 note(s)",
+              "compatibility | VIOLATION localhost | gpu_model | required: GB300 | found: GPU 0 NVIDIA H200",
+              "compatibility | VIOLATION job | gpu_count | required: at least 8 GB300 GPUs across the job",
+              "the run is frozen, but 5 compatibility violation(s)"]
+    for line in wanted:
+        assert line in stdout, (line, stdout[-6000:])
+    # the closing table (the close's ``closing``), one row a line: both hosts' rows say VIOLATION, never ok
+    table = [ln.strip().strip('",').split()[:2] for ln in stdout.splitlines()
+             if re.match(r'\s*"(localhost|job)\s+[A-Za-z]', ln)]
+    assert table == [["localhost", "VIOLATION"], ["job", "VIOLATION"]], stdout[-6000:]
+    # the job events hold the same (what AWX's job output shows, event by event)
+    closed = art.results("Close the run")
+    assert [e for _h, e, _r in closed] == ["runner_on_failed"]
+    events = "".join(e.get("stdout", "") for e in art.events)
+    assert all(line in events for line in wanted)
+
+    recorded = dict(made, repro_vllm_record_only=True, repro_vllm_case_id="gb300-recorded")
+    art = job.run("playbooks/fingerprint.yml", localhost_inventory(), recorded, ident="recorded")
+    assert art.status == "successful" and art.rc == 0, art.stdout()[-6000:]
+    stdout = art.stdout()
+    for line in wanted[:3] + ["exit | record only (repro_vllm_record_only): the job does not fail on 5 compatibility "
+                              "violation(s)"]:
+        assert line in stdout, (line, stdout[-6000:])
+    table = [ln.strip().strip('",').split()[:2] for ln in stdout.splitlines()
+             if re.match(r'\s*"(localhost|job)\s+[A-Za-z]', ln)]
+    assert table == [["localhost", "VIOLATION"], ["job", "VIOLATION"]], stdout[-6000:]
 
 
 def test_workflow_chain_passes_only_the_case_on(tmp_path, monkeypatch, this_project):
