@@ -28,8 +28,11 @@ description:
     when a worker it stopped on the interrupt was writing to the results queue at that moment (the dead worker holds
     the queue's lock).
   - Enable it with C(stdout_callback = repro.vllm.console) in C(ansible.cfg) (this repository's C(ansible.cfg) does),
-    or C(ANSIBLE_STDOUT_CALLBACK=repro.vllm.console) in the environment; in AWX set that variable in the job
-    template's or the organization's environment, or keep the project's C(ansible.cfg) at its root.
+    or C(ANSIBLE_STDOUT_CALLBACK=repro.vllm.console) in the environment. AWX never reads the C(ansible.cfg) setting
+    (ansible-runner sets its own C(awx_display) callback, over Ansible's C(default)); the collection's actions hand
+    their lines and the closing table back as the task's C(msg), which any display shows, and this callback prints
+    them once, without the result. AWX's Settings -> Jobs -> Extra Environment Variables
+    C(ANSIBLE_STDOUT_CALLBACK=repro.vllm.console) makes C(awx_display) build on this callback.
 options:
   interrupt_grace:
     description:

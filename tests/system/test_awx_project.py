@@ -467,7 +467,7 @@ def test_workflow_handoff_then_replay(tmp_path, monkeypatch, this_project, real_
     job = AwxJob(tmp_path / "pdd", this_project)
     inventory = os.path.join(ROOT, "inventories", "localhost")
     made = _reproduce_vars(tmp_path, "chain", free_port())
-    made.update(repro_vllm_platform_args=["--max-model-len", "99999", "--enforce-eager"], repro_vllm_fail_on_finding=False)
+    made.update(repro_vllm_platform_args=["--max-model-len", "99999", "--enforce-eager"], repro_vllm_record_only=True)
     rep = job.run("playbooks/reproduce.yml", inventory, made, ident="reproduce")
     assert rep.status == "successful", rep.stdout()[-6000:]
     assert check_result(rep.artifact_data, "reproduce", "chain", tmp_path)["classification"]["stage"] == "config"
