@@ -177,10 +177,21 @@ def check_result(artifact_data, purpose, case, work):
 
 
 # ---- one entry per playbook: (playbook, needs the real vLLM, extravars(work, case, port), extra checks) --------
+def _table_rows(stdout):
+    """The closing table's rows as AWX's display shows them (lines of the close's msg): [[host, status], ...]."""
+    return [ln.strip().strip('",').split()[:2] for ln in stdout.splitlines()
+            if re.match(r'\s*"(localhost|job|node\d+)\s+[A-Za-z]', ln)]
+
+
 def _fingerprint_checks(result, job, work):
     assert [os.path.basename(r) for r in result["runs"]] == ["run-001"]
     fleet = json.loads((work / "records" / "awx" / "run-001" / "fleet.json").read_text())
     assert [h["status"] for h in fleet["hosts"]] == ["ok"]
+    # AWX's display shows the host's line, where the record is and the closing table (the close's msg; no profile
+    # is judged in this inventory)
+    stdout = job.stdout()
+    assert '"localhost: ok | driver 580.159.04' in stdout and " frozen (ok), " in stdout, stdout
+    assert _table_rows(stdout) == [["localhost", "ok"]], stdout[-4000:]
 
 
 def _reproduce_vars(work, case, port):
@@ -194,6 +205,10 @@ def _reproduce_checks(result, job, work):
     assert len(result["runs"]) >= 2, result
     assert result["classification"] == {"stage": "none", "error_class": None}, result
     assert result["refused"] is False
+    # AWX's display shows the fingerprint's closing table, the ladder's summary and the case's one verdict line
+    stdout = job.stdout()
+    assert ["localhost", "ok"] in _table_rows(stdout), stdout[-4000:]
+    assert re.search(r'"msg": "verdict \| %s \| ' % re.escape(result["case_verdict"]), stdout), stdout[-4000:]
 
 
 PLAYBOOKS = [
@@ -254,9 +269,7 @@ def test_awx_display_shows_the_violations_the_verdict_and_the_closing_table(tmp_
     for line in wanted:
         assert line in stdout, (line, stdout[-6000:])
     # the closing table (the close's ``closing``), one row a line: both hosts' rows say VIOLATION, never ok
-    table = [ln.strip().strip('",').split()[:2] for ln in stdout.splitlines()
-             if re.match(r'\s*"(localhost|job)\s+[A-Za-z]', ln)]
-    assert table == [["localhost", "VIOLATION"], ["job", "VIOLATION"]], stdout[-6000:]
+    assert _table_rows(stdout) == [["localhost", "VIOLATION"], ["job", "VIOLATION"]], stdout[-6000:]
     # the job events hold the same (what AWX's job output shows, event by event)
     closed = art.results("Close the run")
     assert [e for _h, e, _r in closed] == ["runner_on_failed"]
@@ -270,9 +283,7 @@ def test_awx_display_shows_the_violations_the_verdict_and_the_closing_table(tmp_
     for line in wanted[:3] + ["exit | record only (repro_vllm_record_only): the job does not fail on 5 compatibility "
                               "violation(s)"]:
         assert line in stdout, (line, stdout[-6000:])
-    table = [ln.strip().strip('",').split()[:2] for ln in stdout.splitlines()
-             if re.match(r'\s*"(localhost|job)\s+[A-Za-z]', ln)]
-    assert table == [["localhost", "VIOLATION"], ["job", "VIOLATION"]], stdout[-6000:]
+    assert _table_rows(stdout) == [["localhost", "VIOLATION"], ["job", "VIOLATION"]], stdout[-6000:]
 
 
 def test_workflow_chain_passes_only_the_case_on(tmp_path, monkeypatch, this_project):
