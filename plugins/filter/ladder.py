@@ -73,7 +73,7 @@ def job_exit(verdict, variables=None):
     except _exitrule.ExitRuleError as exc:
         raise AnsibleFilterError("job_exit: %s" % exc) from exc
     for msg in out["deprecations"]:
-        Display().deprecated(msg, version=_exitrule.REMOVED_IN, collection_name="repro.vllm")
+        Display().deprecated(msg, version="0.3.0", collection_name="repro.vllm")  # _exitrule.REMOVED_IN
     return out
 
 

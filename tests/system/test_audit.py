@@ -94,8 +94,8 @@ def test_audit_names_no_majority_drift_then_fails_on_drift_from_the_baseline(tmp
     assert table == {"node01": "ok", "node02": "DRIFT", "node03": "DRIFT"}, table
     iso2 = _json(run2 / "isolation.json")
     assert iso2["decision"] == "move"
-    assert [(x["condition"], x["host"]) for x in iso2["reasons"]] == [("driver_changed", "node02"),
-                                                                       ("driver_changed", "node03")]
+    reasons = [(x["condition"], x["host"]) for x in iso2["reasons"]]
+    assert reasons == [("driver_changed", "node02"), ("driver_changed", "node03")]
     assert "run-001/hosts/node02/fingerprint.json" in iso2["reasons"][0]["evidence"]
     assert iso2["hosts"]["node02"] == {"decision": "move", "previous_run": "fleet/run-001"}
     assert iso2["hosts"]["node01"]["decision"] == "stay"
