@@ -259,7 +259,9 @@ def test_awx_display_shows_the_violations_the_verdict_and_the_closing_table(tmp_
     result = check_result(art.artifact_data, "fingerprint", "gb300", tmp_path)
     with open(os.path.join(result["last_run"], "compatibility.json")) as f:
         assert len(json.load(f)["violations"]) == 5
-    # ansible-runner ran it as AWX does: its awx_display over Ansible's default, no console callback
+    # ansible-runner ran it as AWX does: ansible-runner 2.4 always sets ANSIBLE_STDOUT_CALLBACK=awx_display, built on
+    # ORIGINAL_STDOUT_CALLBACK when the job's environment names one (AWX's Extra Environment Variables), else on
+    # Ansible's default; this job's environment names none (_clean_ansible_env), so the console callback is not loaded
     stdout = art.stdout()
     assert "PLAY RECAP" in stdout and not stdout.startswith("== "), stdout[:500]
     wanted = ["compatibility | profile kimi-k3-gb300: FAIL, 5 violation(s), 6 note(s)",

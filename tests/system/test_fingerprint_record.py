@@ -283,3 +283,39 @@ def test_comma_list_targets_a_name_that_matches_nothing_and_an_unreachable_host(
     # (its part holds unreachable.json: the connection failed inside the record task, so the audit names why)
     assert "audit | node09 | NOT AUDITED | unreachable" in out and "every host matches the majority" not in out
     assert (run / "hosts" / "node09" / "unreachable.json").is_file()
+
+
+def test_the_cli_console_says_violation_and_the_job_fails_unless_it_only_records(tmp_path):
+    """Issue 32, observation 2: fingerprint.yml against a profile the hosts violate said FAIL, then a closing table
+    with the hosts ``ok`` and rc 0 (the table read the compatibility action's result only, while fingerprint.yml
+    judges in its close). Through the CLI console (the project's ansible.cfg): the hosts' rows say VIOLATION, each
+    violation line is printed once (the close's ``msg`` is not printed again), the job ends rc 2 after the freeze;
+    with repro_vllm_record_only it ends 0 and says so."""
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+               ANSIBLE_NOCOLOR="1")
+    smi = replay_wrapper(tmp_path, "gb", "h200-1gpu")
+
+    def play(case, *extra):
+        return subprocess.run(
+            ["ansible-playbook", "-i", LOCAL_INVENTORY, os.path.join(ROOT, "playbooks", "fingerprint.yml"),
+             "-e", "repro_vllm_records_root=%s" % (tmp_path / "records"), "-e", "repro_vllm_case_id=%s" % case,
+             "-e", "repro_vllm_nvidia_smi_path=%s" % smi, "-e", "repro_vllm_profile=kimi-k3-gb300"] + list(extra),
+            env=env, capture_output=True, text=True, timeout=300, check=False)
+
+    proc = play("gb")
+    out = proc.stdout
+    assert proc.returncode == 2, out[-3000:] + proc.stderr[-2000:]
+    check_frozen(str(tmp_path / "records" / "gb" / "run-001"))
+    assert out.count("compatibility | VIOLATION localhost | gpu_model | ") == 1, out
+    assert out.count("compatibility | profile kimi-k3-gb300: FAIL, 5 violation(s)") == 1, out
+    assert "=> {" not in out and '"msg"' not in out, out  # no result dump on the console
+    table = _table(out)
+    assert {h: row[0] for h, row in table.items()} == {"localhost": "VIOLATION", "job": "VIOLATION"}, out[-3000:]
+    assert table["localhost"][2] == "gpu_model, gpus_per_host, fabric, imex" and table["job"][2] == "gpu_count", table
+    assert "the run is frozen, but 5 compatibility violation(s)" in proc.stdout + proc.stderr
+
+    proc = play("gb-recorded", "-e", "repro_vllm_record_only=true")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "exit | record only (repro_vllm_record_only): the job does not fail on 5 compatibility violation(s)" \
+        in proc.stdout
+    assert {h: row[0] for h, row in _table(proc.stdout).items()} == {"localhost": "VIOLATION", "job": "VIOLATION"}
