@@ -5,11 +5,21 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.filter import ladder
+from ansible_collections.repro.vllm.plugins.module_utils import _judge
+
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import RECORDS, load
+
+
+def _run(name, case="cpu-layer"):
+    """outcome.json of a real run (the attempt as the play kept it)."""
+    return load(os.path.join(RECORDS, case, name, "outcome.json"))
 
 
 def test_the_ladder_filters_and_their_errors():
@@ -50,3 +60,21 @@ def test_the_ladder_filters_and_their_errors():
 def test_job_exit_reads_record_only_as_ansibles_bool(record_only, fails):
     verdict = {"finding": {"run": "run-004"}, "refused": False, "line": "run-004 failed"}
     assert ladder.job_exit(verdict, {"repro_vllm_record_only": record_only})["fails"] is fails
+
+
+def test_the_exit_rule_on_the_real_plays_verdicts():
+    """reproduce.yml's end (filter _job_exit), on the verdicts of real runs (the cpu-layer case): a failed run or a
+    refusal fails the job unless it only records."""
+    layer_play = _judge.reproduction_summary([_run(r) for r in ("run-002", "run-003", "run-004", "run-005")])
+    healthy = _judge.reproduction_summary([_run("run-002")])
+    assert layer_play["finding"] is not None and healthy["finding"] is None
+    failed = ladder.job_exit(layer_play)
+    assert failed["fails"] is True and failed["why"] == ["a failure was found: %s" % layer_play["line"]]
+    recorded = ladder.job_exit(layer_play, {"repro_vllm_record_only": True})
+    assert recorded["fails"] is False and recorded["recorded"] == failed["why"]
+    assert recorded["lines"] == ["exit | record only (repro_vllm_record_only): the job does not fail on "
+                                 "a failure was found: %s" % layer_play["line"]]
+    assert ladder.job_exit(layer_play, {"repro_vllm_fail_on_finding": False})["fails"] is False
+    assert ladder.job_exit(healthy)["fails"] is False
+    assert ladder.job_exit(dict(healthy, refused=True))["why"] == ["a step was refused: %s" % healthy["line"]]
+    assert ladder.job_exit(None)["fails"] is False

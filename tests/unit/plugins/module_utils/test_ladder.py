@@ -215,24 +215,6 @@ def test_window_after_the_real_runs_and_its_refusals():
         _ladder.window(LADDER_ORDER, "gateway", ["speculative"])
 
 
-def test_the_exit_rule_on_the_real_plays_verdicts():
-    """reproduce.yml's end (filter _job_exit): a failed run or a refusal fails the job unless it only records."""
-    from ansible_collections.repro.vllm.plugins.filter.ladder import job_exit
-    layer_play = _judge.reproduction_summary([_run(r) for r in ("run-002", "run-003", "run-004", "run-005")])
-    healthy = _judge.reproduction_summary([_run("run-002")])
-    assert layer_play["finding"] is not None and healthy["finding"] is None
-    failed = job_exit(layer_play)
-    assert failed["fails"] is True and failed["why"] == ["a failure was found: %s" % layer_play["line"]]
-    recorded = job_exit(layer_play, {"repro_vllm_record_only": True})
-    assert recorded["fails"] is False and recorded["recorded"] == failed["why"]
-    assert recorded["lines"] == ["exit | record only (repro_vllm_record_only): the job does not fail on "
-                                 "a failure was found: %s" % layer_play["line"]]
-    assert job_exit(layer_play, {"repro_vllm_fail_on_finding": False})["fails"] is False
-    assert job_exit(healthy)["fails"] is False
-    assert job_exit(dict(healthy, refused=True))["why"] == ["a step was refused: %s" % healthy["line"]]
-    assert job_exit(None)["fails"] is False
-
-
 # ------------------------------------------------------------------------------------------------ the skip rule
 @pytest.mark.parametrize("layer,kw,why", [
     ({"name": "long_context"}, {"skip": ["long_context"]}, "left out by repro_vllm_ladder_skip"),
