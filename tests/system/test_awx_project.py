@@ -208,6 +208,8 @@ def _reproduce_checks(result, job, work):
     # AWX's display shows the fingerprint's closing table, the ladder's summary and the case's one verdict line
     stdout = job.stdout()
     assert ["localhost", "ok"] in _table_rows(stdout), stdout[-4000:]
+    # the attempts' closing table (the console's own is not loaded here): the host ok through the one request
+    assert re.search(r'\n\s*"localhost\s+ok through \S+\s+none\s', stdout), stdout[-4000:]
     assert re.search(r'"msg": "verdict \| %s \| ' % re.escape(result["case_verdict"]), stdout), stdout[-4000:]
 
 

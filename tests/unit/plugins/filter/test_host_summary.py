@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.repro.vllm.plugins.filter.fleet_hosts import fleet_close, fleet_summary, host_summary, host_summary_line, service_hosts
+from ansible_collections.repro.vllm.plugins.filter.fleet_hosts import (
+    closing_table, fleet_close, fleet_summary, host_summary, host_summary_line, service_hosts)
 
 H200 = {"present": True,
         "driver": {"userspace_version": "580.159.04", "kernel_module_version": "580.159.04",
@@ -85,3 +86,17 @@ def test_fleet_close_of_a_complete_fleet():
     assert fleet_close(fleet, "/r") == {"status": "ok", "incomplete": [], "lines": [host_summary_line(fleet[0])],
                                         "complete": "1/1"}
     assert fleet_close([], "/r")["status"] == "ok" and fleet_close([], "/r")["complete"] == "0/0"
+
+
+def test_closing_table_of_the_attempts_and_the_fingerprint_run():
+    """reproduce.yml's summary shows the console's table to a display without it (AWX's)."""
+    attempts = [{"run": "run-002", "step": "minimal", "nodes": ["n1"], "ok": True, "refused": False, "stage": "none",
+                 "path": "/r/c/run-002"},
+                {"run": "run-003", "step": "prefix_caching", "nodes": ["n1"], "ok": False, "refused": False,
+                 "stage": "startup", "error_class": "oom", "path": "/r/c/run-003"}]
+    fleet = [{"host": "n1", "status": "ok"}, {"host": "n2", "status": "unreachable"}]
+    lines = closing_table(attempts, fleet, {"violations": [{"host": None, "fact": "gpu_count"}]})
+    rows = [ln.split() for ln in lines[2:]]
+    assert [r[:4] for r in rows] == [["n1", "FAILED", "at", "prefix_caching"], ["n2", "UNREACHABLE", "-", "-"],
+                                     ["job", "VIOLATION", "-", "gpu_count"]]
+    assert rows[0][-1] == "/r/c/run-003" and closing_table([]) == []
