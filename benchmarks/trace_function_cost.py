@@ -101,7 +101,7 @@ def main():
     tmpdir = os.path.join(work, "tmp")
     os.makedirs(tmpdir, exist_ok=True)
     port = free_port()
-    common = {"repro_vllm_ready_timeout": args.ready_timeout, "repro_vllm_fail_on_finding": True}
+    common = {"repro_vllm_ready_timeout": args.ready_timeout, "repro_vllm_record_only": False}
     plays = [
         ("debug", {"repro_vllm_debug": True, "repro_vllm_debug_step": "minimal"}),
         ("debug+trace", {"repro_vllm_debug": True, "repro_vllm_debug_step": "minimal",

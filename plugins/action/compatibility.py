@@ -14,7 +14,7 @@ import yaml
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.repro.vllm.plugins.module_utils import _compat, _record
+from ansible_collections.repro.vllm.plugins.module_utils import _closing, _compat, _record
 
 PROFILES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "profiles")
 MATRIX = "matrix.yml"
@@ -172,4 +172,5 @@ class ActionModule(ActionBase):
                                         % (args["run_path"], exc))
             result.update(changed=written["changed"], written=dict(part=written["part"], sha256=written["sha256"],
                                                                    size=written["size"]))
-        return result
+        # the verdict and every violation as the task's result under any display (AWX's): module_utils/_closing.py
+        return _closing.shown(result)

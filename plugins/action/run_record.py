@@ -46,7 +46,7 @@ from ansible_collections.repro.vllm.plugins.action.compatibility import (
     check_mode_unjudged, console_lines, judge_run, load_matrix, load_profile)
 from ansible_collections.repro.vllm.plugins.action.job_result import hand_on
 from ansible_collections.repro.vllm.plugins.filter.playbook_spec import argument_spec as playbook_argument_spec
-from ansible_collections.repro.vllm.plugins.module_utils import _compat, _record, _runclose, _targets
+from ansible_collections.repro.vllm.plugins.module_utils import _closing, _compat, _exitrule, _record, _runclose, _targets
 
 
 class ActionModule(ActionBase):
@@ -110,7 +110,7 @@ class ActionModule(ActionBase):
         if gate_console:
             result["console"] = gate_console + list(result.get("console") or [])
         result.setdefault("collection_version", args["collection_version"])
-        return result
+        return _closing.shown(result)
 
     def _gate(self, args, task_vars):
         """``check_variables`` then ``compatibility`` of a create: ``{console}`` (the profile's line; ``args`` then
@@ -255,6 +255,12 @@ class ActionModule(ActionBase):
         handed = inputs.pop("result", None) if p["kind"] == "fleet" else None
         if handed and (check_mode or handed.get("sink")):
             handed = None
+        if p["kind"] == "fleet":
+            # the job's exit rule (module_utils/_exitrule.py): repro_vllm_record_only as the task gives it, and the
+            # names it replaces, read from the job's variables only to say they are deprecated and how they are read
+            inputs["variables"] = self._exit_variables(inputs.pop("record_only", None), task_vars)
+            if judged is not None and judged.get("compatibility"):
+                inputs["compatibility"] = judged["compatibility"]
         try:
             closing = _runclose.decide(p["kind"], p["path"], inputs, _runclose.host_reader(task_vars.get("hostvars")),
                                        check_mode=check_mode)
@@ -285,7 +291,15 @@ class ActionModule(ActionBase):
             handed_out = self._hand_on(handed, p["path"], _runclose.host_reader(task_vars.get("hostvars")))
             out["console"] = out["console"] + handed_out.pop("console", [])
             out.update(handed_out)
-        return out
+        return _closing.shown(out)
+
+    def _exit_variables(self, record_only, task_vars):
+        """``{name: value}`` of repro_vllm_record_only (the task's input) and each deprecated name the job gives."""
+        variables = {_exitrule.RECORD_ONLY: record_only}
+        for name in _exitrule.DEPRECATED:
+            if task_vars.get(name) is not None:
+                variables[name] = self._templar.template(task_vars[name])
+        return variables
 
     @staticmethod
     def _hand_on(handed, path, host_var):

@@ -28,8 +28,11 @@ description:
     when a worker it stopped on the interrupt was writing to the results queue at that moment (the dead worker holds
     the queue's lock).
   - Enable it with C(stdout_callback = repro.vllm.console) in C(ansible.cfg) (this repository's C(ansible.cfg) does),
-    or C(ANSIBLE_STDOUT_CALLBACK=repro.vllm.console) in the environment; in AWX set that variable in the job
-    template's or the organization's environment, or keep the project's C(ansible.cfg) at its root.
+    or C(ANSIBLE_STDOUT_CALLBACK=repro.vllm.console) in the environment. AWX never reads the C(ansible.cfg) setting
+    (ansible-runner sets its own C(awx_display) callback, over Ansible's C(default)); the collection's actions hand
+    their lines and the closing table back as the task's C(msg), which any display shows, and this callback prints
+    them once, without the result. AWX's Settings -> Jobs -> Extra Environment Variables
+    C(ANSIBLE_STDOUT_CALLBACK=repro.vllm.console) makes C(awx_display) build on this callback.
 options:
   interrupt_grace:
     description:
@@ -222,6 +225,10 @@ class CallbackModule(DefaultCallback):
                     self._fleet[entry["host"]] = entry
         if action in _COMPAT_ACTIONS and isinstance(res.get("compatibility"), dict) and res["compatibility"]:
             self._compat = res["compatibility"]
+        # the judge of a fleet run's close (fingerprint.yml judges there): the same document, one level down
+        judged = res.get("compatibility") if action in _CREATE_ACTIONS else None
+        if isinstance(judged, dict) and isinstance(judged.get("compatibility"), dict) and judged["compatibility"]:
+            self._compat = judged["compatibility"]
         decision = facts.get("repro_vllm_decision")
         if isinstance(decision, dict) and decision.get("purpose") == "audit":
             self._drifted = list(decision.get("drifted") or [])
@@ -322,6 +329,8 @@ class CallbackModule(DefaultCallback):
     def _failed(self, result, ignore_errors):
         if ignore_errors or _rescued(result._task):
             return
+        if result._result.get("exit_rule") is True:
+            return  # the job fails by the exit rule on what the run holds (the table's rows say it), not by an error
         if _controller_task(result):
             self._controller_errors.append({"task": result._task.get_name(),
                                             "msg": result._result.get("msg") or "(no message)"})
@@ -357,32 +366,26 @@ class CallbackModule(DefaultCallback):
 
     # --- the closing table ---------------------------------------------------------------------------------------
     def _rows(self, stats):
-        """The table's cells: one row per targeted host with its status from the record (_closing.closing_rows)."""
+        """One row per targeted host with its status from the record (_closing.closing_rows)."""
         unreachable = set(self._unreachable)
         for host in stats.processed:
             if stats.summarize(host).get("unreachable"):
                 unreachable.add(host)
         # a host's own failure counts when the play did not rescue it (stats.failures leaves rescued tasks out)
         failed = {h: t for h, t in self._host_failed.items() if stats.summarize(h).get("failures")}
-        rows = _closing.closing_rows(
+        return _closing.closing_rows(
             targets=self._targets, not_matched=self._not_matched, fleet=list(self._fleet.values()),
             compatibility=self._compat, drifted=self._drifted, attempts=self._attempts, unreachable=unreachable,
             failed=failed, ran=self._ran, records=self._records, controller_errors=self._controller_errors)
-        return [_closing.row_cells(r) for r in rows]
 
     def _table(self, stats):
-        rows = self._rows(stats)
-        if not rows:
+        lines = _closing.table_lines(self._rows(stats))
+        if not lines:
             if self._case_verdict:
                 self._display.display(str(self._case_verdict["line"]))
             return
-        head = ("host", "status", "stage", "error class", "record")
-        widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(4)]
-        fmt = "  ".join("%%-%ds" % w for w in widths) + "  %s"
-        self._display.display("")
-        self._display.display(fmt % head)
-        for row in rows:
-            self._display.display(fmt % row)
+        for line in lines:
+            self._display.display(line)
         if self._verdict and self._verdict.get("line"):
             self._display.display(str(self._verdict["line"]))
         # the closing line: the one verdict of the case, the same sentence as the hand-off's title and the result

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ansible_collections.repro.vllm.plugins.module_utils._fleet import (
     fleet_close, fleet_summary, host_summary, host_summary_line, service_hosts)
+from ansible_collections.repro.vllm.plugins.module_utils._closing import closing_rows, table_lines
 from ansible_collections.repro.vllm.plugins.module_utils._service import progress_line, record_parts
 
 
@@ -21,10 +22,18 @@ def service_line(record, host):
     return progress_line(host, record)
 
 
+def closing_table(attempts, fleet=None, compatibility=None):
+    """The closing table's lines (module_utils/_closing.py) of the play's attempts and the fingerprint run's hosts,
+    for a display that has no table of its own (AWX's)."""
+    return table_lines(closing_rows(fleet=fleet or [], compatibility=compatibility or None,
+                                    attempts=[a for a in attempts or [] if isinstance(a, dict)]))
+
+
 class FilterModule:
     """Per-host summary filters used by the record, fingerprint and service roles."""
 
     def filters(self):
         return {"_host_summary": host_summary, "_host_summary_line": host_summary_line, "_fleet_summary": fleet_summary,
                 "_service_hosts": service_hosts, "_fleet_close": fleet_close,
-                "_service_parts": service_parts, "_service_line": service_line}
+                "_service_parts": service_parts, "_service_line": service_line,
+                "_closing_table": closing_table}

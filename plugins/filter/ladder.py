@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filter fronts of the ladder (module_utils/_ladder.py): the one step builder (``_step``) and the ladder's
 decisions - the window, the last good run, the skip rule, a layer's judgement, the rollback's row and whether a
-finding fails the job."""
+finding fails the job (the exit rule)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import base64
 import json
 
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.utils.display import Display
 
 from ansible_collections.repro.vllm.plugins.filter.judge import _mapping
-from ansible_collections.repro.vllm.plugins.module_utils import _ladder
+from ansible_collections.repro.vllm.plugins.module_utils import _exitrule, _ladder
 from ansible_collections.repro.vllm.plugins.module_utils._command import CommandError
 
 
@@ -59,11 +59,22 @@ def rollback_row(attempt):
     return _ladder.rollback_status(_mapping(attempt, "the input (the rollback attempt)", "rollback_row"))
 
 
-def fail_on_finding(verdict, enabled=True):
-    """True when reproduce.yml fails the job on the play's verdict; ``enabled`` is read as Ansible's ``bool``."""
+def job_exit(verdict, variables=None):
+    """The exit rule (module_utils/_exitrule.py) on reproduce.yml's verdict: ``{fails, why, ...}`` - a failed run (the
+    finding) or a refusal fails the job unless ``variables`` (repro_vllm_record_only, or the name it replaces) say
+    record only. An old name given is a deprecation warning."""
     if verdict is not None and not isinstance(verdict, dict):
-        raise AnsibleFilterError("fail_on_finding: the input must be the play's verdict (a dict) or none")
-    return _ladder.fail_on_finding(verdict, boolean(enabled, strict=False))
+        raise AnsibleFilterError("job_exit: the input must be the play's verdict (a dict) or none")
+    verdict = verdict or {}
+    line = verdict.get("line") or "see the run"
+    try:
+        out = _exitrule.job_exit(variables, finding=line if verdict.get("finding") is not None else None,
+                                 refused=line if verdict.get("refused") else None)
+    except _exitrule.ExitRuleError as exc:
+        raise AnsibleFilterError("job_exit: %s" % exc) from exc
+    for msg in out["deprecations"]:
+        Display().deprecated(msg, version="0.3.0", collection_name="repro.vllm")  # _exitrule.REMOVED_IN
+    return out
 
 
 def one_variable_gate(step, diff, case_id=None):
@@ -99,5 +110,5 @@ class FilterModule:
 
     def filters(self):
         return {"_step": step, "_ladder_window": ladder_window, "_last_good": last_good, "_layer_skip": layer_skip,
-                "_layer_status": layer_status, "_rollback_row": rollback_row, "_fail_on_finding": fail_on_finding,
+                "_layer_status": layer_status, "_rollback_row": rollback_row, "_job_exit": job_exit,
                 "_one_variable_gate": one_variable_gate, "_minimal_plan": minimal_plan}

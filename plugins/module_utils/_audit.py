@@ -1,10 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The pre-change fleet audit: every host against the group majority and against a saved baseline run.
+"""The pre-change fleet audit: every host against a saved baseline run, else against the profile, else the spread.
 
-``audit`` reads one fingerprint run (the audit run), compares each host's facts with the value most hosts hold
-(a strict majority of the hosts that answered) and, when a baseline run is given, with the same host in it.
+``audit`` reads one fingerprint run (the audit run) and compares each host's facts with the same host in the
+baseline run when one is given (drift); without one it names nobody drifted and reports the facts the hosts do not
+agree on (the spread); compatibility violations come from the profile's judge (compatibility.json).
 ``host_isolation`` makes the isolation decision of each host against its previous run of the case.
 """
 
@@ -44,8 +45,33 @@ def majority(views, facts=AUDIT_FACTS):
     return out
 
 
+def spread(views, facts=AUDIT_FACTS):
+    """``{fact: [{value, hosts}]}`` of every fact the hosts of ``views`` (hosts that answered) do not agree on, the
+    values in the order of the hosts; facts all hosts agree on are left out. Nobody is named drifted by it."""
+    out = {}
+    for fact in facts:
+        groups = []
+        for host, view in views.items():
+            value = view.get(fact)
+            group = next((g for g in groups if _key(g["value"]) == _key(value)), None)
+            if group is None:
+                groups.append({"value": value, "hosts": [host]})
+            else:
+                group["hosts"].append(host)
+        if len(groups) > 1:
+            out[fact] = groups
+    return out
+
+
 def audit(run, baseline=None, compatibility=None, facts=AUDIT_FACTS):
-    """audit.json for the audit run ``run`` (``read_run``), with an optional baseline run and compatibility.json."""
+    """audit.json for the audit run ``run`` (``read_run``), with an optional baseline run and compatibility.json.
+
+    Drift is measured against the baseline when there is one (a host whose fact differs from the same host in the
+    baseline drifted); without one the reference is the profile (compatibility.json's violations) when the run was
+    judged, and the hosts' differences are reported as a ``spread``, naming nobody drifted: which value is right is
+    not for the majority to say (after 2 of 3 nodes dropped to another driver the healthy one would be "drifted").
+    ``verdict``: ``violation`` (a compatibility violation of a host or the job), else ``drift`` (a host drifted from
+    its baseline), else ``clean``. ``majority`` stays as information (the value most hosts hold), never a reference."""
     if not isinstance(run, dict) or "hosts" not in run:
         raise AuditError("audit: the audit run must be read with read_run")
     names = run_hosts(run)
@@ -66,64 +92,73 @@ def audit(run, baseline=None, compatibility=None, facts=AUDIT_FACTS):
                  "facts": {f: view.get(f) for f in facts} if view["status"] == "ok" else None,
                  "source": view["sources"].get("driver") or cite(run, h),
                  "violations": [v for v in violations if v.get("host") == h]}
-        if view["status"] == "ok":
+        if view["status"] == "ok" and baseline is not None:
             bv = base_views.get(h)
-            for fact in facts:
-                found = view.get(fact)
-                d = {"fact": fact, "found": found}
-                drifted = False
-                if fact in major:
-                    d["majority"] = major[fact]
-                    drifted = drifted or found != major[fact]
-                if bv is not None:
-                    d["baseline"] = bv.get(fact)
-                    drifted = drifted or found != bv.get(fact)
-                if drifted:
-                    entry["drift"].append(d)
-            if baseline is not None and bv is None:
+            if bv is None:
                 entry["drift"].append({"fact": "host", "found": "present", "baseline": "absent"})
+            else:
+                entry["drift"] = [{"fact": f, "found": view.get(f), "baseline": bv.get(f)} for f in facts
+                                  if view.get(f) != bv.get(f)]
         hosts[h] = entry
     drifted = [h for h in names if hosts[h]["drift"]]
     job_violations = [v for v in violations if v.get("host") is None]
+    if baseline is not None:
+        reference = "baseline"
+    elif compatibility:
+        reference = "profile"
+    else:
+        reference = "none"
     result = {
         "hosts": hosts,
         "majority": major,
+        "reference": reference,
+        "spread": spread(ok, facts),
         "baseline_run": "%s/%s" % (baseline["case"], baseline["run"]) if baseline is not None else None,
         "audit_run": "%s/%s" % (run["case"], run["run"]),
         "drifted": drifted,
         "unreachable": [h for h in names if views[h]["status"] != "ok"],
         "violations": len(violations),
         "job_violations": job_violations,
-        "verdict": "drift" if drifted or violations else "clean",
+        "verdict": "violation" if violations else "drift" if drifted else "clean",
     }
     return result
 
 
+def _values(groups):
+    return "; ".join("%s on %s" % (g["value"], ", ".join(g["hosts"])) for g in groups)
+
+
 def drift_lines(result):
-    """One line per drifted host (and per host, and the job, with a compatibility violation), for the console."""
+    """One line per host that drifted from its baseline or has a compatibility violation (and one for the job), one
+    per fact the hosts do not agree on (the spread, naming nobody drifted), one per host not looked at, and last the
+    verdict line."""
     lines = []
     for h, entry in sorted(result["hosts"].items()):
         if not entry["drift"] and not entry["violations"]:
             continue
-        bits = []
-        for d in entry["drift"]:
-            ref = []
-            if "majority" in d and d["majority"] != d["found"]:
-                ref.append("majority %s" % d["majority"])
-            if "baseline" in d and d["baseline"] != d["found"]:
-                ref.append("baseline %s" % d["baseline"])
-            bits.append("%s %s (%s)" % (d["fact"], d["found"], ", ".join(ref)))
+        bits = ["%s %s (baseline %s)" % (d["fact"], d["found"], d.get("baseline")) for d in entry["drift"]]
         for v in entry["violations"]:
             bits.append("violation %s: found %s, required %s" % (v.get("fact"), v.get("found"), v.get("required")))
         lines.append("audit | %s | %s | %s" % (h, "DRIFT" if entry["drift"] else "VIOLATION", "; ".join(bits)))
     for v in result.get("job_violations") or []:
         lines.append("audit | job | VIOLATION | %s: found %s, required %s; fix: %s" % (
             v.get("fact"), v.get("found"), v.get("required"), v.get("fix")))
-    # a host the audit could not look at is never reported as matching the majority
+    if result.get("reference") != "baseline":
+        why = {"profile": "measured against the profile; no baseline, so no host is named drifted",
+               "none": "no baseline and no profile: which value is right is not said"}[result.get("reference") or "none"]
+        for fact, groups in sorted((result.get("spread") or {}).items()):
+            lines.append("audit | spread | %s: %s (%s; give repro_vllm_audit_baseline)" % (fact, _values(groups), why))
+    # a host the audit could not look at is never reported as matching anything
     for h in result.get("unreachable") or []:
         status = (result["hosts"].get(h) or {}).get("status") or "missing"
         lines.append("audit | %s | NOT AUDITED | %s: no fingerprint of it in the run, so neither drift nor a match "
                      "can be said" % (h, status))
+    reference = {"baseline": "against the baseline %s" % result.get("baseline_run"),
+                 "profile": "no baseline: against the profile", "none": "no baseline and no profile"}
+    lines.append("audit | verdict %s | %d compatibility violation(s), %d host(s) drifted, %d fact(s) spread, %d host(s) "
+                 "not audited (%s)" % (result["verdict"], result["violations"], len(result["drifted"]),
+                                       len(result.get("spread") or {}), len(result.get("unreachable") or []),
+                                       reference.get(result.get("reference"), reference["none"])))
     return lines
 
 
@@ -138,8 +173,15 @@ def audit_markdown(result, isolation=None):
     out.append("Verdict: **%s** - %d host(s) drifted, %d compatibility violation(s), %d host(s) did not answer." % (
         result["verdict"], len(result["drifted"]), result["violations"], len(result["unreachable"])))
     if result["baseline_run"]:
-        out.append("Baseline run: %s." % result["baseline_run"])
-    out += ["", "## Majority", "", "| fact | value |", "|---|---|"]
+        out.append("Baseline run: %s (drift is measured against it)." % result["baseline_run"])
+    else:
+        out.append("No baseline run: no host is named drifted; %s." % (
+            "the hosts are measured against the profile (compatibility.json)" if result.get("reference") == "profile"
+            else "no profile either, so the differences below are a spread, not a verdict"))
+    if result.get("spread"):
+        out += ["", "## Spread (facts the hosts do not agree on)", "", "| fact | values |", "|---|---|"]
+        out += ["| %s | %s |" % (f, _md(_values(g))) for f, g in sorted(result["spread"].items())]
+    out += ["", "## Majority (information only, never a reference)", "", "| fact | value |", "|---|---|"]
     out += ["| %s | %s |" % (f, _md(v)) for f, v in result["majority"].items()]
     out += ["", "## Hosts", "", "| host | status | drift | violations |", "|---|---|---|---|"]
     for h, e in sorted(result["hosts"].items()):
@@ -147,11 +189,9 @@ def audit_markdown(result, isolation=None):
                                               len(e["violations"])))
     rows = [(h, d) for h, e in sorted(result["hosts"].items()) for d in e["drift"]]
     if rows:
-        out += ["", "## Drift", "", "| host | fact | found | majority | baseline |", "|---|---|---|---|---|"]
+        out += ["", "## Drift (against the baseline)", "", "| host | fact | found | baseline |", "|---|---|---|---|"]
         for h, d in rows:
-            cells = (_md(h), d["fact"], _md(d["found"]), _md(d.get("majority", "(not compared)")),
-                     _md(d.get("baseline", "(not compared)")))
-            out.append("| %s | %s | %s | %s | %s |" % cells)
+            out.append("| %s | %s | %s | %s |" % (_md(h), d["fact"], _md(d["found"]), _md(d.get("baseline"))))
     violations = [(h, v) for h, e in sorted(result["hosts"].items()) for v in e["violations"]]
     violations += [(None, v) for v in result.get("job_violations") or []]
     if violations:

@@ -157,3 +157,34 @@ def row_cells(row):
     if row.get("where"):
         status = "%s %s" % (status, row["where"])
     return (row["host"], status, row.get("stage") or "-", row.get("error_class") or "-", row.get("record") or "-")
+
+
+HEAD = ("host", "status", "stage", "error class", "record")
+
+
+def table_lines(rows):
+    """The closing table as text lines (a blank line, the head, one line per row; none without rows): what the
+    console prints at the end of the job and what a fleet close hands back for any display (AWX's)."""
+    cells = [row_cells(r) for r in rows or []]
+    if not cells:
+        return []
+    widths = [max(len(str(r[i])) for r in cells + [HEAD]) for i in range(4)]
+    fmt = "  ".join("%%-%ds" % w for w in widths) + "  %s"
+    return [""] + [fmt % HEAD] + [fmt % r for r in cells]
+
+
+def shown(result):
+    """``result`` of one of this collection's actions, made visible under any stdout callback: its ``console`` lines
+    and its ``closing`` table as ``msg`` (``closing`` then only there), and the result shown (``_ansible_verbose_always``, as debug's), so Ansible's
+    default display - and AWX's, which replaces the stdout callback - prints them as the task's result. The
+    ``repro.vllm.console`` callback prints ``console`` itself, its own table at the end, and no result dump (so
+    nothing twice). A failed result keeps its own ``msg`` (the reason) and is shown indented, its ``console`` and
+    ``closing`` one line a row."""
+    lines = [str(line) for line in list(result.get("console") or []) + list(result.get("closing") or [])]
+    if lines:
+        if not result.get("failed"):
+            result["msg"] = lines
+            result.pop("closing", None)  # in msg: the table once in the dump
+        # a failed result too: shown one key and one line a row (indented), not as one line of JSON
+        result["_ansible_verbose_always"] = True
+    return result

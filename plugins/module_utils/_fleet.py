@@ -90,23 +90,14 @@ def fleet_summary(hosts, records):
     return out
 
 
-def fleet_close(fleet, run_path, fail_on_incomplete=True, compat_error=None):
+def fleet_close(fleet, run_path):
     """How a run of the record role closes, from its fleet.json ``hosts`` (fleet_summary): ``status`` (``ok`` when
-    every host is ok, else ``failed``), ``incomplete`` (the hosts that are not ok), ``lines`` (one line per host),
-    ``complete`` (``ok/all``) and ``why`` - the reasons the play fails once the run is frozen: a host not complete
-    (when ``fail_on_incomplete``), and ``compat_error`` (the compatibility judge itself failed: no
-    compatibility.json)."""
+    every host is ok, else ``failed``), ``incomplete`` (the hosts that are not ok), ``lines`` (one line per host) and
+    ``complete`` (``ok/all``). Whether the job fails on it is the exit rule's (module_utils/_exitrule.py)."""
     fleet = list(fleet or [])
     incomplete = [h.get("host") for h in fleet if h.get("status") != "ok"]
-    why = []
-    if fail_on_incomplete and incomplete:
-        why.append("not every host is complete in it: %s (degraded, failed, unreachable or lost; see fleet.json and "
-                   "hosts/<host>/*.json in %s)" % (", ".join(str(h) for h in incomplete), run_path))
-    if compat_error is not None:
-        why.append("it has no compatibility.json: %s" % compat_error)
     return {"status": "failed" if incomplete else "ok", "incomplete": incomplete,
-            "lines": [host_summary_line(h) for h in fleet], "complete": "%d/%d" % (len(fleet) - len(incomplete), len(fleet)),
-            "why": why}
+            "lines": [host_summary_line(h) for h in fleet], "complete": "%d/%d" % (len(fleet) - len(incomplete), len(fleet))}
 
 
 def service_hosts(hosts, services):

@@ -13,7 +13,6 @@
   run already has).
 * ``layer_skip``: why a layer cannot run here; ``judge_layer``: a layer's status, whether the ladder stops, whether
   its run is the new last good one and its result row; ``rollback_status``: the row of a rollback.
-* ``fail_on_finding``: whether reproduce.yml fails the job at its end (a finding or a refusal, unless turned off).
 
 Controller side; Python standard library only (plus the collection's own module_utils).
 """
@@ -366,15 +365,6 @@ def rollback_status(attempt):
             "earlier_state_returned": attempt.get("earlier_state_returned"),
             "reason": ("the earlier state came back: " if back else "the earlier state did NOT come back: ")
             + str(attempt.get("summary") or "")}
-
-
-def fail_on_finding(verdict, enabled=True):
-    """Whether reproduce.yml fails the job at its end: ``enabled`` (repro_vllm_fail_on_finding) and the play's
-    verdict (``_judge.reproduction_summary``) has a finding (a failed run) or a refusal. No verdict (no attempt
-    ran): False."""
-    if not enabled or not isinstance(verdict, dict):
-        return False
-    return verdict.get("finding") is not None or bool(verdict.get("refused"))
 
 
 def one_variable_gate(step, diff, case_id=None):

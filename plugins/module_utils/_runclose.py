@@ -15,8 +15,9 @@ Kinds (``KINDS``):
 
 * ``fleet`` - fingerprint and audit runs: each expected host's registered ``repro.vllm.host_record`` result
   (``_repro_vllm_host_record``) becomes fleet.json's ``hosts``; status ``ok`` when every host is ok, else ``failed``;
-  the play fails after the freeze when a host is not complete (``fail_on_incomplete``) or the compatibility judge
-  itself failed (``error``).
+  the play fails after the freeze when the exit rule says so (module_utils/_exitrule.py: a host not complete, a
+  compatibility violation, a drifted host, unless the job only records) or the compatibility judge itself failed
+  (``error``).
 * ``attempt`` - one step of the ladder: module_utils/_attempt.py's close (one classification of every node's log,
   the verdict, request/outcome/changes/responses and the run sheet).
 * ``collective`` - the collective checkpoint: every rank's log of every node classified together, then
@@ -29,9 +30,11 @@ Kinds (``KINDS``):
 from __future__ import annotations
 
 import inspect
+import json
 import os
 
-from ansible_collections.repro.vllm.plugins.module_utils import _attempt, _collective, _fleet, _record, _runtime
+from ansible_collections.repro.vllm.plugins.module_utils import (
+    _attempt, _closing, _collective, _exitrule, _fleet, _record, _runtime)
 from ansible_collections.repro.vllm.plugins.module_utils._logstage import LogStageError, classify_files
 from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_text
 
@@ -88,20 +91,53 @@ def fleet_notes(case_id, run_id, opened, fleet):
     return "\n".join(lines) + "\n"
 
 
-def close_fleet(run_path, opened, host_var, hosts=None, fail_on_incomplete=True, error=None):
-    """A fingerprint or audit run: fleet.json from each expected host's record result, the run sheet, the status."""
+def _run_json(run_path, name):
+    """A JSON part the run already holds (written into it before the close), or None."""
+    try:
+        with open(os.path.join(run_path, name)) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def close_fleet(run_path, opened, host_var, hosts=None, error=None, variables=None, violations_fail=True,
+                compatibility=None):
+    """A fingerprint or audit run: fleet.json from each expected host's record result, the run sheet, the status,
+    and the job's exit (module_utils/_exitrule.py): a host not complete, a compatibility violation (the close's own
+    judge, ``compatibility``, or compatibility.json the run holds; when ``violations_fail``: reproduce.yml stops at
+    them itself) and a host audit.json names drifted fail the play after the freeze unless ``variables`` (the job's
+    repro_vllm_record_only and the names it replaces) say record only; ``error`` (the judge itself failed) always.
+    The result's ``closing`` is the closing table (_closing.py) of what the run holds."""
     hosts = list(hosts if hosts is not None else opened.get("hosts") or [])
     fleet = _fleet.fleet_summary(hosts, [host_var(h, "_repro_vllm_host_record", {}) for h in hosts])
-    closing = _fleet.fleet_close(fleet, run_path, fail_on_incomplete=fail_on_incomplete, compat_error=error)
+    closing = _fleet.fleet_close(fleet, run_path)
     case_id, run_id = os.path.basename(os.path.dirname(run_path)), os.path.basename(run_path)
     fleet_doc = {"case_id": case_id, "run_id": run_id, "profile": opened.get("profile"),
                  "purpose": opened.get("purpose"), "hosts": fleet}
     parts = [{"part": "fleet.json", "json": fleet_doc},
              {"part": "notes.md", "content": fleet_notes(case_id, run_id, opened, fleet)}]
-    fail = ("the run is frozen, but " + "; and ".join(closing["why"])) if closing["why"] else None
-    return Closing(closing["status"], parts, {"case_id": case_id, "hosts": hosts}, closing["lines"], fail,
-                   {"fleet": fleet, "incomplete": closing["incomplete"], "complete": closing["complete"],
-                    "why": closing["why"]})
+    compat = compatibility if compatibility is not None else _run_json(run_path, "compatibility.json") or {}
+    audit = _run_json(run_path, "audit.json") or {}
+    drifted = list(audit.get("drifted") or [])
+    try:
+        rule = _exitrule.job_exit(variables, violations=len(compat.get("violations") or []) if violations_fail else 0,
+                                  drifted=drifted, incomplete=closing["incomplete"],
+                                  errors=["it has no compatibility.json: %s" % error] if error is not None else [])
+    except _exitrule.ExitRuleError as exc:
+        raise CloseError(str(exc)) from exc
+    rule["why"] = [w if not w.startswith("not every host is complete") else
+                   "%s (degraded, failed, unreachable or lost; see fleet.json and hosts/<host>/*.json in %s)"
+                   % (w, run_path) for w in rule["why"]]
+    fail = ("the run is frozen, but " + "; and ".join(rule["why"])) if rule["fails"] else None
+    rows = _closing.closing_rows(targets=hosts, fleet=fleet, compatibility=compat, drifted=drifted,
+                                 records=dict((h, run_path) for h in hosts))
+    return Closing(closing["status"], parts, {"case_id": case_id, "hosts": hosts}, closing["lines"] + rule["lines"],
+                   fail, {"fleet": fleet, "incomplete": closing["incomplete"], "complete": closing["complete"],
+                          "why": rule["why"], "record_only": rule["record_only"], "recorded": rule["recorded"],
+                          # the job fails by the exit rule on what it found, not by an error of the controller's
+                          "exit_rule": bool(rule["fails"] and not rule["errors"]),
+                          "closing": _closing.table_lines(rows)})
 
 
 # ---------------------------------------------------------------------------------------------------- attempt

@@ -197,8 +197,9 @@ options:
       - With O(state=close), which kind of run closes (module_utils/_runclose.py decides, one function per kind).
       - V(fleet) a fingerprint or audit run - fleet.json from each expected host's registered C(repro.vllm.host_record)
         result (C(_repro_vllm_host_record); a host without one is C(lost), an unreachable one C(unreachable)), the run
-        sheet, status C(ok) or C(failed); the task fails after the freeze when a host is not complete
-        (C(fail_on_incomplete) of O(inputs)) or C(error) of O(inputs) is given.
+        sheet, status C(ok) or C(failed); the task fails after the freeze by the exit rule (module_utils/_exitrule.py -
+        a host not complete, a compatibility violation, a host audit.json names drifted, unless C(record_only) of
+        O(inputs)) or when C(error) of O(inputs) is given. RV(closing) is the closing table of what the run holds.
       - V(attempt) one step of the ladder - every node's log classified once together, the verdict and the parts
         (module_utils/_attempt.py C(close) decides), then the freeze.
       - V(collective) the collective checkpoint - every rank's log of every node classified together, the verdict.
@@ -210,8 +211,10 @@ options:
   inputs:
     description:
       - With O(state=close), what the kind decides with.
-      - V(fleet) - C(hosts) (default - the hosts the open recorded), C(fail_on_incomplete) (default V(true)),
-        C(error) (why the compatibility judge itself failed), C(judge) (C(profile), C(profile_file),
+      - V(fleet) - C(hosts) (default - the hosts the open recorded), C(record_only) (C(repro_vllm_record_only), false when
+        not given; the deprecated names it replaces are read from the job's variables, with a warning),
+        C(violations_fail) (default V(true); V(false) - the play stops at a violation itself, reproduce.yml and
+        replay.yml), C(error) (why the compatibility judge itself failed), C(judge) (C(profile), C(profile_file),
         C(allow_foreign) - when the run's open judged it, the close judges every host and the job against that
         profile first, as M(repro.vllm.compatibility) does, and C(compatibility.json) is one of its parts; RV(compatibility)
         is that action's result. A judge that cannot read a host's part leaves the run frozen without it and fails
@@ -440,8 +443,32 @@ console:
     - The lines the collection's console prints for this task (C(repro.vllm.console) shows them at the default
       verbosity) - with O(state=create), the runs sealed and, with O(announce), where the run is; with
       O(state=close), the compatibility judge's lines and one line per host of a fleet run, and where the record is
-      frozen; with O(compatibility), which profile was validated.
+      frozen; with O(compatibility), which profile was validated. The action also hands them back as C(msg) (with
+      RV(closing) after them) and marks the result to be shown, so any display - Ansible's default, AWX's - shows
+      them as the task's result; C(repro.vllm.console) prints them once, without the result.
   returned: with O(state=create) and O(state=close)
+  type: list
+  elements: str
+closing:
+  description:
+    - With O(state=close) O(kind=fleet), the closing table of what the run holds (a blank line, the head, one line per
+      host, then the C(job) row of a violation of the job as a whole), as C(repro.vllm.console) prints it; a host with a
+      violation or a drift is never C(ok). In an ok result it is in C(msg) only.
+  returned: with O(state=close) O(kind=fleet) when the close failed
+  type: list
+  elements: str
+record_only:
+  description: With O(kind=fleet), whether the job only records (the exit rule's reading of C(record_only) and the deprecated names).
+  returned: with O(state=close) O(kind=fleet)
+  type: bool
+why:
+  description: With O(kind=fleet), why the task fails after the freeze (empty when it does not).
+  returned: with O(state=close) O(kind=fleet)
+  type: list
+  elements: str
+recorded:
+  description: With O(kind=fleet), what the job would have failed on, recorded only (C(record_only)).
+  returned: with O(state=close) O(kind=fleet)
   type: list
   elements: str
 remote:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -176,10 +177,21 @@ def check_result(artifact_data, purpose, case, work):
 
 
 # ---- one entry per playbook: (playbook, needs the real vLLM, extravars(work, case, port), extra checks) --------
+def _table_rows(stdout):
+    """The closing table's rows as AWX's display shows them (lines of the close's msg): [[host, status], ...]."""
+    return [ln.strip().strip('",').split()[:2] for ln in stdout.splitlines()
+            if re.match(r'\s*"(localhost|job|node\d+)\s+[A-Za-z]', ln)]
+
+
 def _fingerprint_checks(result, job, work):
     assert [os.path.basename(r) for r in result["runs"]] == ["run-001"]
     fleet = json.loads((work / "records" / "awx" / "run-001" / "fleet.json").read_text())
     assert [h["status"] for h in fleet["hosts"]] == ["ok"]
+    # AWX's display shows the host's line, where the record is and the closing table (the close's msg; no profile
+    # is judged in this inventory)
+    stdout = job.stdout()
+    assert '"localhost: ok | driver 580.159.04' in stdout and " frozen (ok), " in stdout, stdout
+    assert _table_rows(stdout) == [["localhost", "ok"]], stdout[-4000:]
 
 
 def _reproduce_vars(work, case, port):
@@ -193,6 +205,12 @@ def _reproduce_checks(result, job, work):
     assert len(result["runs"]) >= 2, result
     assert result["classification"] == {"stage": "none", "error_class": None}, result
     assert result["refused"] is False
+    # AWX's display shows the fingerprint's closing table, the ladder's summary and the case's one verdict line
+    stdout = job.stdout()
+    assert ["localhost", "ok"] in _table_rows(stdout), stdout[-4000:]
+    # the attempts' closing table (the console's own is not loaded here): the host ok through the one request
+    assert re.search(r'\n\s*"localhost\s+ok through \S+\s+none\s', stdout), stdout[-4000:]
+    assert re.search(r'"msg": "verdict \| %s \| ' % re.escape(result["case_verdict"]), stdout), stdout[-4000:]
 
 
 PLAYBOOKS = [
@@ -225,6 +243,51 @@ def test_job_in_awx_layout(playbook, needs_vllm, make_vars, checks, tmp_path, mo
     # the project's ansible.cfg was read (this repository is the project): terminal.log is in every run
     for run in result["runs"]:
         assert os.path.isfile(os.path.join(run, "terminal.log")), run
+
+
+def test_awx_display_shows_the_violations_the_verdict_and_the_closing_table(tmp_path, monkeypatch, this_project):
+    """Issue 32, observation 1 and 2: AWX runs the job with its own display callback (ansible-runner's awx_display
+    over Ansible's default; the project's ansible.cfg names repro.vllm.console, which AWX never loads), so the
+    verdict must be in the tasks' results. A fingerprint of the H200 capture against the GB300 profile: every
+    violation line, the judge's verdict and the closing table are in the job output, and the job fails (rc 2, AWX
+    ``failed``) after the run is frozen and handed on; with repro_vllm_record_only it only records, and says so."""
+    _clean_ansible_env(monkeypatch)
+    job = AwxJob(tmp_path / "pdd", this_project)
+    made = fingerprint_vars(tmp_path, "gb300")
+    made["repro_vllm_profile"] = "kimi-k3-gb300"
+    art = job.run("playbooks/fingerprint.yml", localhost_inventory(), made, ident="violations")
+    # what AWX reads of a job that judged 5 violations: failed, rc 2, the run frozen and handed on
+    assert art.status == "failed" and art.rc == 2, art.stdout()[-6000:]
+    result = check_result(art.artifact_data, "fingerprint", "gb300", tmp_path)
+    with open(os.path.join(result["last_run"], "compatibility.json")) as f:
+        assert len(json.load(f)["violations"]) == 5
+    # ansible-runner ran it as AWX does: ansible-runner 2.4 always sets ANSIBLE_STDOUT_CALLBACK=awx_display, built on
+    # ORIGINAL_STDOUT_CALLBACK when the job's environment names one (AWX's Extra Environment Variables), else on
+    # Ansible's default; this job's environment names none (_clean_ansible_env), so the console callback is not loaded
+    stdout = art.stdout()
+    assert "PLAY RECAP" in stdout and not stdout.startswith("== "), stdout[:500]
+    wanted = ["compatibility | profile kimi-k3-gb300: FAIL, 5 violation(s), 6 note(s)",
+              "compatibility | VIOLATION localhost | gpu_model | required: GB300 | found: GPU 0 NVIDIA H200",
+              "compatibility | VIOLATION job | gpu_count | required: at least 8 GB300 GPUs across the job",
+              "the run is frozen, but 5 compatibility violation(s)"]
+    for line in wanted:
+        assert line in stdout, (line, stdout[-6000:])
+    # the closing table (the close's ``closing``), one row a line: both hosts' rows say VIOLATION, never ok
+    assert _table_rows(stdout) == [["localhost", "VIOLATION"], ["job", "VIOLATION"]], stdout[-6000:]
+    # the job events hold the same (what AWX's job output shows, event by event)
+    closed = art.results("Close the run")
+    assert [e for _h, e, _r in closed] == ["runner_on_failed"]
+    events = "".join(e.get("stdout", "") for e in art.events)
+    assert all(line in events for line in wanted)
+
+    recorded = dict(made, repro_vllm_record_only=True, repro_vllm_case_id="gb300-recorded")
+    art = job.run("playbooks/fingerprint.yml", localhost_inventory(), recorded, ident="recorded")
+    assert art.status == "successful" and art.rc == 0, art.stdout()[-6000:]
+    stdout = art.stdout()
+    for line in wanted[:3] + ["exit | record only (repro_vllm_record_only): the job does not fail on 5 compatibility "
+                              "violation(s)"]:
+        assert line in stdout, (line, stdout[-6000:])
+    assert _table_rows(stdout) == [["localhost", "VIOLATION"], ["job", "VIOLATION"]], stdout[-6000:]
 
 
 def test_workflow_chain_passes_only_the_case_on(tmp_path, monkeypatch, this_project):
@@ -419,7 +482,7 @@ def test_workflow_handoff_then_replay(tmp_path, monkeypatch, this_project, real_
     job = AwxJob(tmp_path / "pdd", this_project)
     inventory = os.path.join(ROOT, "inventories", "localhost")
     made = _reproduce_vars(tmp_path, "chain", free_port())
-    made.update(repro_vllm_platform_args=["--max-model-len", "99999", "--enforce-eager"], repro_vllm_fail_on_finding=False)
+    made.update(repro_vllm_platform_args=["--max-model-len", "99999", "--enforce-eager"], repro_vllm_record_only=True)
     rep = job.run("playbooks/reproduce.yml", inventory, made, ident="reproduce")
     assert rep.status == "successful", rep.stdout()[-6000:]
     assert check_result(rep.artifact_data, "reproduce", "chain", tmp_path)["classification"]["stage"] == "config"

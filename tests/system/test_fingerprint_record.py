@@ -87,7 +87,9 @@ def test_limit_opens_the_run_and_expects_only_the_limited_host(fleet, tmp_path):
     # localhost out
     r = run_playbook(tmp_path, "playbooks/fingerprint.yml", fleet.inventory_ok,
                      {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_case_id": "lim",
-                      "repro_vllm_profile": "kimi-k3-h200"},
+                      # the one-GPU capture violates the H200 profile (gpus_per_host): this test is about --limit, so
+                      # the job only records (the exit rule: docs/method.md)
+                      "repro_vllm_profile": "kimi-k3-h200", "repro_vllm_record_only": True},
                      ident="limit", cmdline="--limit node02")
     assert r.status == "successful", r.stdout.read()
     run = tmp_path / "records" / "lim" / "run-001"
@@ -260,7 +262,8 @@ def test_comma_list_targets_a_name_that_matches_nothing_and_an_unreachable_host(
     assert table["controller"][0] == "FAILED" and "Open the next run" in table["controller"][2], table
 
     # every name a host: the run opens with all three; node09 cannot be reached: its record and the table say
-    # unreachable, the healthy hosts ok, and the close's failure (a host is not complete) is the controller's
+    # unreachable, the healthy hosts ok; the job fails by the exit rule (a host is not complete), which is no error of
+    # the controller's (no controller row)
     r = run_playbook(tmp_path, "playbooks/audit.yml", str(path),
                      dict(common, repro_vllm_case_id="dark", repro_vllm_targets="node01, node02,node09"),
                      ident="dark", envvars=console)
@@ -272,7 +275,7 @@ def test_comma_list_targets_a_name_that_matches_nothing_and_an_unreachable_host(
     audit = json.loads((run / "audit.json").read_text())
     assert audit["unreachable"] == ["node09"], audit
     table = _table(out)
-    expected = {"node01": "ok", "node02": "ok", "node09": "UNREACHABLE", "controller": "FAILED"}
+    expected = {"node01": "ok", "node02": "ok", "node09": "UNREACHABLE"}
     assert {h: row[0] for h, row in table.items()} == expected, out[-3000:]
     assert table["node01"][-1] == str(run) and table["node09"][-1] == str(run)
     assert "not every host is complete in it: node09" in out
@@ -280,3 +283,39 @@ def test_comma_list_targets_a_name_that_matches_nothing_and_an_unreachable_host(
     # (its part holds unreachable.json: the connection failed inside the record task, so the audit names why)
     assert "audit | node09 | NOT AUDITED | unreachable" in out and "every host matches the majority" not in out
     assert (run / "hosts" / "node09" / "unreachable.json").is_file()
+
+
+def test_the_cli_console_says_violation_and_the_job_fails_unless_it_only_records(tmp_path):
+    """Issue 32, observation 2: fingerprint.yml against a profile the hosts violate said FAIL, then a closing table
+    with the hosts ``ok`` and rc 0 (the table read the compatibility action's result only, while fingerprint.yml
+    judges in its close). Through the CLI console (the project's ansible.cfg): the hosts' rows say VIOLATION, each
+    violation line is printed once (the close's ``msg`` is not printed again), the job ends rc 2 after the freeze;
+    with repro_vllm_record_only it ends 0 and says so."""
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+               ANSIBLE_NOCOLOR="1")
+    smi = replay_wrapper(tmp_path, "gb", "h200-1gpu")
+
+    def play(case, *extra):
+        return subprocess.run(
+            ["ansible-playbook", "-i", LOCAL_INVENTORY, os.path.join(ROOT, "playbooks", "fingerprint.yml"),
+             "-e", "repro_vllm_records_root=%s" % (tmp_path / "records"), "-e", "repro_vllm_case_id=%s" % case,
+             "-e", "repro_vllm_nvidia_smi_path=%s" % smi, "-e", "repro_vllm_profile=kimi-k3-gb300"] + list(extra),
+            env=env, capture_output=True, text=True, timeout=300, check=False)
+
+    proc = play("gb")
+    out = proc.stdout
+    assert proc.returncode == 2, out[-3000:] + proc.stderr[-2000:]
+    check_frozen(str(tmp_path / "records" / "gb" / "run-001"))
+    assert out.count("compatibility | VIOLATION localhost | gpu_model | ") == 1, out
+    assert out.count("compatibility | profile kimi-k3-gb300: FAIL, 5 violation(s)") == 1, out
+    assert "=> {" not in out and '"msg"' not in out, out  # no result dump on the console
+    table = _table(out)
+    assert {h: row[0] for h, row in table.items()} == {"localhost": "VIOLATION", "job": "VIOLATION"}, out[-3000:]
+    assert table["localhost"][2] == "gpu_model, gpus_per_host, fabric, imex" and table["job"][2] == "gpu_count", table
+    assert "the run is frozen, but 5 compatibility violation(s)" in proc.stdout + proc.stderr
+
+    proc = play("gb-recorded", "-e", "repro_vllm_record_only=true")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "exit | record only (repro_vllm_record_only): the job does not fail on 5 compatibility violation(s)" \
+        in proc.stdout
+    assert {h: row[0] for h, row in _table(proc.stdout).items()} == {"localhost": "VIOLATION", "job": "VIOLATION"}

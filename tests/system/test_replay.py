@@ -50,7 +50,7 @@ def _settings(work, vllm, port, case, max_model_len):
         "repro_vllm_server_env": {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind",
                                   "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"},
         "repro_vllm_request_body": {"model": "tiny", "prompt": "Hello, my name is", "max_tokens": 8, "temperature": 0},
-        "repro_vllm_ready_timeout": 300, "repro_vllm_request_timeout": 120, "repro_vllm_fail_on_finding": False,
+        "repro_vllm_ready_timeout": 300, "repro_vllm_request_timeout": 120, "repro_vllm_record_only": True,
     }
 
 

@@ -168,7 +168,7 @@ def test_an_incomplete_run_keeps_the_redacted_error_and_stops_the_play(tmp_path)
 def test_inputs_a_kind_does_not_take_are_refused_naming_those_it_takes(tmp_path):
     path = _open(tmp_path, ["node1"])
     res = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"stp": "minimal"}})
-    assert res["failed"] and "the run is still open" in res["msg"] and "fail_on_incomplete" in res["msg"]
+    assert res["failed"] and "the run is still open" in res["msg"] and "violations_fail" in res["msg"]
     assert not _record.is_frozen(path)
     with pytest.raises(_runclose.CloseError):
         _runclose.decide("nosuch", path, {}, lambda *a: None)
@@ -361,8 +361,39 @@ def test_the_fleet_close_judges_the_run_its_open_judged(tmp_path):
         assert "compatibility.json" in [f["path"] for f in json.load(fh)["files"]]
     # the console: the judge's lines first (as the compatibility action hands them), then the hosts, then the record
     assert res["console"][0] == alone["console"][0] and res["console"][len(alone["console"])].startswith("node01: ")
-    # a failed boundary does not fail the close (enforce.yml stops the method after the freeze)
-    assert not res.get("failed") and judged["verdict"] in ("pass", "fail")
+    # the exit rule: the violations fail the play after the freeze, unless the job only records
+    assert judged["verdict"] == "fail" and len(judged["compatibility"]["violations"]) == 2
+    assert res["failed"] and res["msg"] == "the run is frozen, but 2 compatibility violation(s)"
+    # the closing table of what the run holds, for a display that has no table of its own (AWX's): node01 violates
+    assert res["closing"][1].split() == ["host", "status", "stage", "error", "class", "record"]
+    assert res["closing"][2].split()[:2] == ["node01", "VIOLATION"] and res["closing"][2].endswith(path)
+
+
+def test_a_fleet_close_records_only_or_leaves_violations_to_the_play(tmp_path):
+    """repro_vllm_record_only (the task's input): the same violations are recorded, said, and the close does not
+    fail; an old name says so too, with a deprecation; violations_fail false (reproduce.yml) leaves them to enforce."""
+    hostvars = {"node01": {"_repro_vllm_host_record": _h200_record("node01")}}
+    judge = {"profile": "kimi-k3-h200", "profile_file": None, "allow_foreign": False}
+    for i, (inputs, task_vars, line) in enumerate((
+            ({"record_only": True}, {}, "exit | record only (repro_vllm_record_only): the job does not fail on 2 "
+                                        "compatibility violation(s)"),
+            ({}, {"repro_vllm_fail_on_incomplete": False}, "WARNING: repro_vllm_fail_on_incomplete is deprecated and is "
+             "removed in 0.3.0: use repro_vllm_record_only (repro_vllm_fail_on_incomplete=false is read as "
+             "repro_vllm_record_only=true)"),
+            ({"violations_fail": False}, {}, None))):
+        work = tmp_path / str(i)
+        work.mkdir()
+        opened = _action({"state": "create", "root": str(work / "records"), "case_id": "case", "hosts": ["node01"],
+                          "purpose": "fingerprint", "compatibility": {"enabled": True, "profile": "kimi-k3-h200"}})
+        assert not opened.get("failed"), opened
+        _h200_part(opened["path"], "node01")
+        res = _action({"state": "close", "kind": "fleet", "path": opened["path"], "inputs": dict(inputs, judge=judge)},
+                      hostvars, job_vars=task_vars)
+        assert not res.get("failed") and _record.is_frozen(opened["path"]), res.get("msg")
+        assert (line in res["console"]) if line else not [c for c in res["console"] if c.startswith(("exit", "WARN"))]
+        # shown by any display (AWX's default one): the console lines and the closing table are the task's msg
+        assert res["_ansible_verbose_always"] is True and res["msg"][:len(res["console"])] == res["console"]
+        assert res["msg"][len(res["console"]) + 2].split()[:2] == ["node01", "VIOLATION"] and "closing" not in res
 
 
 def test_the_fleet_close_of_a_run_not_judged_judges_nothing(tmp_path):

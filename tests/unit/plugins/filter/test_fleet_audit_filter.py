@@ -17,4 +17,6 @@ def test_a_host_the_open_run_expects_but_that_left_no_folder_is_audited_as_missi
     assert sorted(result["hosts"]) == ["n1", "n2", "n9"] and result["unreachable"] == ["n9"]
     assert result["hosts"]["n9"]["status"] == "missing" and result["hosts"]["n9"]["facts"] is None
     assert _audit.drift_lines(result) == [
-        "audit | n9 | NOT AUDITED | missing: no fingerprint of it in the run, so neither drift nor a match can be said"]
+        "audit | n9 | NOT AUDITED | missing: no fingerprint of it in the run, so neither drift nor a match can be said",
+        "audit | verdict clean | 0 compatibility violation(s), 0 host(s) drifted, 0 fact(s) spread, 1 host(s) not "
+        "audited (no baseline and no profile)"]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.repro.vllm.plugins.filter.fleet_hosts import fleet_close, fleet_summary, host_summary, host_summary_line, service_hosts
+from ansible_collections.repro.vllm.plugins.filter.fleet_hosts import (
+    closing_table, fleet_close, fleet_summary, host_summary, host_summary_line, service_hosts)
 
 H200 = {"present": True,
         "driver": {"userspace_version": "580.159.04", "kernel_module_version": "580.159.04",
@@ -72,23 +73,30 @@ def test_service_hosts_are_the_hosts_that_name_a_server_in_inventory_order():
         service_hosts(["a", "b"], [{}, {}, {}])
 
 
-def test_fleet_close_fails_the_run_for_a_host_not_complete_and_says_why():
+def test_fleet_close_says_which_hosts_are_not_complete():
     ok = host_summary({"host": "n1", "gpu": H200}, {})
     fleet = fleet_summary(["n1", "n2", "n3"], [{"summary": ok}, {"unreachable": True, "msg": "ssh: no route"}, {}])
     closing = fleet_close(fleet, "/r/case/run-004")
     assert closing["status"] == "failed" and closing["incomplete"] == ["n2", "n3"] and closing["complete"] == "1/3"
     assert closing["lines"][0] == host_summary_line(ok) and closing["lines"][1].startswith("n2: UNREACHABLE")
-    assert closing["why"] == ["not every host is complete in it: n2, n3 (degraded, failed, unreachable or lost; see "
-                              "fleet.json and hosts/<host>/*.json in /r/case/run-004)"]
-    # told not to fail for it, the run is still failed, and the play goes on
-    assert fleet_close(fleet, "/r", fail_on_incomplete=False)["why"] == []
-    assert fleet_close(fleet, "/r", fail_on_incomplete=False)["status"] == "failed"
 
 
-def test_fleet_close_of_a_complete_fleet_and_a_failed_compatibility_judge():
+def test_fleet_close_of_a_complete_fleet():
     fleet = fleet_summary(["n1"], [{"summary": host_summary({"host": "n1", "gpu": H200}, {})}])
     assert fleet_close(fleet, "/r") == {"status": "ok", "incomplete": [], "lines": [host_summary_line(fleet[0])],
-                                        "complete": "1/1", "why": []}
-    assert fleet_close(fleet, "/r", compat_error="profile x: no such profile")["why"] == [
-        "it has no compatibility.json: profile x: no such profile"]
+                                        "complete": "1/1"}
     assert fleet_close([], "/r")["status"] == "ok" and fleet_close([], "/r")["complete"] == "0/0"
+
+
+def test_closing_table_of_the_attempts_and_the_fingerprint_run():
+    """reproduce.yml's summary shows the console's table to a display without it (AWX's)."""
+    attempts = [{"run": "run-002", "step": "minimal", "nodes": ["n1"], "ok": True, "refused": False, "stage": "none",
+                 "path": "/r/c/run-002"},
+                {"run": "run-003", "step": "prefix_caching", "nodes": ["n1"], "ok": False, "refused": False,
+                 "stage": "startup", "error_class": "oom", "path": "/r/c/run-003"}]
+    fleet = [{"host": "n1", "status": "ok"}, {"host": "n2", "status": "unreachable"}]
+    lines = closing_table(attempts, fleet, {"violations": [{"host": None, "fact": "gpu_count"}]})
+    rows = [ln.split() for ln in lines[2:]]
+    assert [r[:4] for r in rows] == [["n1", "FAILED", "at", "prefix_caching"], ["n2", "UNREACHABLE", "-", "-"],
+                                     ["job", "VIOLATION", "-", "gpu_count"]]
+    assert rows[0][-1] == "/r/c/run-003" and closing_table([]) == []

@@ -5,16 +5,26 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.filter import ladder
+from ansible_collections.repro.vllm.plugins.module_utils import _judge
+
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import RECORDS, load
+
+
+def _run(name, case="cpu-layer"):
+    """outcome.json of a real run (the attempt as the play kept it)."""
+    return load(os.path.join(RECORDS, case, name, "outcome.json"))
 
 
 def test_the_ladder_filters_and_their_errors():
     assert set(ladder.FilterModule().filters()) == {
-        "_step", "_ladder_window", "_last_good", "_layer_skip", "_layer_status", "_rollback_row", "_fail_on_finding",
+        "_step", "_ladder_window", "_last_good", "_layer_skip", "_layer_status", "_rollback_row", "_job_exit",
         "_one_variable_gate", "_minimal_plan"}
     # the minimal plan: the config.json the head's slurp read (base64), the host's console prefix, its errors named
     import base64
@@ -39,17 +49,32 @@ def test_the_ladder_filters_and_their_errors():
         ladder.layer_skip(["tool_calling"])
     with pytest.raises(AnsibleFilterError, match="rollback_row: the input"):
         ladder.rollback_row("run-007")
-    with pytest.raises(AnsibleFilterError, match="fail_on_finding: the input"):
-        ladder.fail_on_finding("run-007")
+    with pytest.raises(AnsibleFilterError, match="job_exit: the input"):
+        ladder.job_exit("run-007")
+    with pytest.raises(AnsibleFilterError, match="job_exit: repro_vllm_record_only must be a boolean, not 'maybe'"):
+        ladder.job_exit({}, {"repro_vllm_record_only": "maybe"})
 
 
-@pytest.mark.parametrize("enabled,fails", [(True, True), ("yes", True), ("true", True), (False, False),
-                                           ("false", False), ("no", False), ("0", False), ("", False)])
-def test_fail_on_finding_reads_the_flag_as_ansibles_bool(enabled, fails):
-    assert ladder.fail_on_finding({"finding": {"run": "run-004"}, "refused": False}, enabled) is fails
+@pytest.mark.parametrize("record_only,fails", [(True, False), ("yes", False), ("true", False), (False, True),
+                                               ("false", True), ("no", True), ("0", True), (None, True), ("", True)])
+def test_job_exit_reads_record_only_as_ansibles_bool(record_only, fails):
+    verdict = {"finding": {"run": "run-004"}, "refused": False, "line": "run-004 failed"}
+    assert ladder.job_exit(verdict, {"repro_vllm_record_only": record_only})["fails"] is fails
 
 
-def test_an_empty_resume_is_no_resume_and_a_missing_last_good_is_none():
-    assert ladder.last_good({"ok": True, "stage": "none"}, resumed_from="") == {"ok": True, "stage": "none"}
-    assert ladder.last_good({"ok": False}) is None
-    assert ladder.layer_status({"ok": True, "stage": "none", "layer": "x"}, None)["status"] == "failed"
+def test_the_exit_rule_on_the_real_plays_verdicts():
+    """reproduce.yml's end (filter _job_exit), on the verdicts of real runs (the cpu-layer case): a failed run or a
+    refusal fails the job unless it only records."""
+    layer_play = _judge.reproduction_summary([_run(r) for r in ("run-002", "run-003", "run-004", "run-005")])
+    healthy = _judge.reproduction_summary([_run("run-002")])
+    assert layer_play["finding"] is not None and healthy["finding"] is None
+    failed = ladder.job_exit(layer_play)
+    assert failed["fails"] is True and failed["why"] == ["a failure was found: %s" % layer_play["line"]]
+    recorded = ladder.job_exit(layer_play, {"repro_vllm_record_only": True})
+    assert recorded["fails"] is False and recorded["recorded"] == failed["why"]
+    assert recorded["lines"] == ["exit | record only (repro_vllm_record_only): the job does not fail on "
+                                 "a failure was found: %s" % layer_play["line"]]
+    assert ladder.job_exit(layer_play, {"repro_vllm_fail_on_finding": False})["fails"] is False
+    assert ladder.job_exit(healthy)["fails"] is False
+    assert ladder.job_exit(dict(healthy, refused=True))["why"] == ["a step was refused: %s" % healthy["line"]]
+    assert ladder.job_exit(None)["fails"] is False

@@ -108,3 +108,24 @@ def test_every_status_is_of_the_vocabulary_and_controller_errors_are_counted():
     assert rows[0]["status"] == "failed" and rows[0]["detail"] == "weird: ?"
     assert _closing.row_cells(rows[-1]) == ("controller", "FAILED (+1 more)", "-", "task: t1", "-")
     assert rows[-1]["detail"] == "m1"
+
+
+def test_table_lines_are_the_consoles_table_and_shown_puts_them_in_msg():
+    rows = _closing.closing_rows(targets=["node01", "node02"], fleet=[
+        {"host": "node01", "status": "ok"}, {"host": "node02", "status": "ok"}],
+        compatibility={"violations": [{"host": "node02", "fact": "gpu_model"}, {"host": None, "fact": "gpu_count"}]},
+        records={"node01": "/r/c/run-001", "node02": "/r/c/run-001"})
+    lines = _closing.table_lines(rows)
+    assert lines[0] == "" and lines[1].split() == ["host", "status", "stage", "error", "class", "record"]
+    assert [ln.split()[:2] for ln in lines[2:]] == [["node01", "ok"], ["node02", "VIOLATION"], ["job", "VIOLATION"]]
+    assert _closing.table_lines([]) == []
+    # any display shows an ok result's console lines and table as its msg (the table only there); a failed result
+    # keeps its reason and is shown indented
+    ok = _closing.shown({"console": ["record | /r/c/run-001 frozen (ok)"], "closing": lines})
+    assert ok["msg"] == ["record | /r/c/run-001 frozen (ok)"] + lines and "closing" not in ok
+    assert ok["_ansible_verbose_always"] is True
+    failed = _closing.shown({"failed": True, "msg": "the run is frozen, but 1 compatibility violation(s)",
+                             "console": ["x"], "closing": lines})
+    assert failed["msg"].startswith("the run is frozen") and failed["closing"] == lines
+    assert failed["_ansible_verbose_always"] is True
+    assert _closing.shown({"changed": False}) == {"changed": False}

@@ -217,17 +217,6 @@ def test_window_after_the_real_runs_and_its_refusals():
         _ladder.window(LADDER_ORDER, "gateway", ["speculative"])
 
 
-def test_fail_on_finding_from_the_real_plays_verdicts():
-    layer_play = _judge.reproduction_summary([_run(r) for r in ("run-002", "run-003", "run-004", "run-005")])
-    healthy = _judge.reproduction_summary([_run("run-002")])
-    assert layer_play["finding"] is not None and healthy["finding"] is None
-    assert _ladder.fail_on_finding(layer_play) is True
-    assert _ladder.fail_on_finding(layer_play, enabled=False) is False
-    assert _ladder.fail_on_finding(healthy) is False
-    assert _ladder.fail_on_finding(dict(healthy, refused=True)) is True
-    assert _ladder.fail_on_finding(None) is False
-
-
 # ------------------------------------------------------------------------------------------------ the skip rule
 @pytest.mark.parametrize("layer,kw,why", [
     ({"name": "long_context"}, {"skip": ["long_context"]}, "left out by repro_vllm_ladder_skip"),
