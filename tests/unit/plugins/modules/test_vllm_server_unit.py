@@ -291,8 +291,14 @@ def test_secret_env_file_reaches_the_server_and_no_result_is_masked(tmp_path, pr
     assert "corp-FAKE-creds-value" not in dumped
     assert res["env"]["ONE_CHAR"] == res["env"]["CORP_CREDS"] == res["env"]["DIGITS"] == "<redacted>"
     assert str(port) in res["base_url"] and isinstance(res["pid"], int)
-    env_line = [line for line in open(res["log_path"]) if line.startswith("ENV ")][0]
-    got = json.loads(env_line[4:])
+    # the supervisor copies the server's output into the log on its own: ready can come before the line is there
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        env_lines = [line for line in open(res["log_path"]) if line.startswith("ENV ")]
+        if env_lines:
+            break
+        time.sleep(0.1)
+    got = json.loads(env_lines[0][4:])
     assert {k: got[k] for k in secrets} == secrets
     run_module("vllm_server", {"state": "stopped", "log_path": res["log_path"]})
     missing = run_module("vllm_server", dict(args, log_path=str(tmp_path / "again" / "server.log")))
