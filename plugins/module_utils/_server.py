@@ -350,7 +350,10 @@ def _lease_check(lease_file, expired_file, sid, pgid, start_ticks, grace, node=N
         return False
     members = session_members(sid, pgid, start_ticks)
     record = {"expired_at": round(time.time(), 3), "lease_until": lease.get("until"), "renewed_at": lease.get("renewed_at"),
-              "renewed_by": lease.get("by"), "processes": describe(members), "stop": None, "container": None}
+              "renewed_by": lease.get("by"), "processes": describe(members), "stop": None, "container": None,
+              # why the lease ended: the controller's heartbeat asked (an interrupted or gone play) or nobody renewed it
+              "reason": lease.get("stop_reason") or "nobody renewed the lease",
+              "heartbeat_at": lease.get("heartbeat_at")}
     if container:
         record["container"] = stop_container(container, grace)
     if members:

@@ -23,8 +23,10 @@ LEASE = 20
 REQUEST_TIMEOUT = 10
 
 
-def _start(work, port, case, lease=LEASE, **more):
-    """reproduce.yml on the localhost inventory in its own session; ``more``: further extra variables."""
+def _start(work, port, case, lease=LEASE, stdout_callback=None, **more):
+    """reproduce.yml on the localhost inventory in its own session; ``more``: further extra variables.
+    ``stdout_callback``: another than ansible.cfg's console (AWX replaces it with its own display callback; the
+    project's ansible.cfg still enables record_log, docs/awx.md)."""
     extra = {"repro_vllm_records_root": str(work / "records"), "repro_vllm_remote_root": str(work / "remote"),
              "repro_vllm_case_id": case, "repro_vllm_port": port, "repro_vllm_fingerprint": False,
              "repro_vllm_ladder_until": "", "repro_vllm_server_lease": lease,
@@ -32,6 +34,8 @@ def _start(work, port, case, lease=LEASE, **more):
     extra.update(more)
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
                ANSIBLE_NOCOLOR="1", PYTHONUNBUFFERED="1")
+    if stdout_callback:
+        env["ANSIBLE_STDOUT_CALLBACK"] = stdout_callback
     cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY,
            os.path.join(ROOT, "playbooks", "reproduce.yml"), "-e", json.dumps(extra)]
     # its own session, like a terminal's foreground job: Ctrl-C reaches ansible-playbook and its workers
@@ -72,11 +76,17 @@ def _drain(proc, lines, seen, timeout=300):
         seen.append(line)
 
 
-def _cancel_with_server_up(work, port, case, sig, lease=LEASE):
+def _cancel_with_server_up(work, port, case, sig, lease=LEASE, heartbeat_too=False):
+    """``sig`` to the play's process group once its server is ready; ``heartbeat_too``: SIGKILL to the server's
+    controller heartbeat as well (its own session): the controller is lost as a whole, as with a lost AWX node."""
     proc, lines = _start(work, port, case, lease)
     seen = []
     try:
         _wait_for(lines, "minimal | server ready", 400, seen)
+        beats = _heartbeats_of(proc.pid)
+        assert len(beats) == 1, beats
+        if heartbeat_too:
+            os.kill(beats[0]["pid"], signal.SIGKILL)
         os.killpg(proc.pid, sig)
         # the server is up right after the cancel; that the play's always: did not stop it afterwards is shown by
         # the supervisor's lease-expired record (it found the processes and stopped them) or by the next play
@@ -96,6 +106,100 @@ def _cancel_with_server_up(work, port, case, sig, lease=LEASE):
     return seen
 
 
+def _heartbeats_of(pid):
+    """The heartbeat daemons the play with main process ``pid`` started (module_utils/_heartbeat.py registry)."""
+    folder = "/tmp/repro-vllm-heartbeat-%d-%d" % (os.getuid(), pid)
+    found = []
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        if name.endswith(".json"):
+            with open(os.path.join(folder, name)) as fh:
+                found.append(json.load(fh))
+    return found
+
+
+def _expired_records(work, timeout=60):
+    deadline = time.monotonic() + timeout
+    while True:
+        expired = list((work / "remote").rglob("vllm_server.state.json.lease-expired"))
+        if expired or time.monotonic() >= deadline:
+            return [json.loads(p.read_text()) for p in expired]
+        time.sleep(1)
+
+
+def _interrupt_with_server_up(work, port, case, sig, stdout_callback=None, lease=8):
+    """``sig`` to the play's process group once its minimal server is ready; the play must have stopped the server
+    before it ended. ``lease`` is shorter than the CPU server's start: only the controller's heartbeat kept it."""
+    proc, lines = _start(work, port, case, lease, stdout_callback=stdout_callback)
+    seen = []
+    try:
+        _wait_for(lines, "minimal | server ready", 400, seen)
+        beats = _heartbeats_of(proc.pid)
+        assert _live_servers(port), "\n".join(seen[-30:])
+        os.killpg(proc.pid, sig)
+        try:
+            _drain(proc, lines, seen, timeout=90)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("ansible-playbook still ran 90 s after %s:\n%s" % (sig, "\n".join(seen[-40:])))
+        # the moment the play has ended: no process of its server is left
+        left = _live_servers(port)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert left == [], "\n".join(seen[-40:])
+    assert proc.returncode != 0 and len(beats) == 1, beats
+    return seen, beats
+
+
+def test_sigint_without_the_console_stops_the_server_before_the_play_ends(real_vllm, tmp_path):
+    """AWX's case: its own display callback instead of repro.vllm.console (ansible.builtin.default here), the
+    project's ansible.cfg enabling record_log. Seen before: 'User interrupted execution' and the server running on
+    with 600 s left on its lease."""
+    port = free_port()
+    seen, _ = _interrupt_with_server_up(tmp_path, port, "int-awx", signal.SIGINT,
+                                        stdout_callback="ansible.builtin.default")
+    text = "\n".join(seen)
+    assert "User interrupted execution" in text
+    line = [x for x in seen if x.startswith("interrupt | localhost | ")]
+    assert line and "server stopped before the play ended" in line[0], text[-3000:]
+    # the supervisor stopped it because the heartbeat ended its lease, and says why
+    records = _expired_records(tmp_path)
+    assert len(records) == 1 and records[0]["reason"].startswith("the play was interrupted (SIGINT")
+    assert records[0]["heartbeat_at"] is not None and records[0]["stop"]["remaining"] == []
+    # the server started although its start took longer than its 8 s lease: the heartbeat renewed it meanwhile
+    server = json.loads(next((tmp_path / "remote").rglob("vllm_server.state.json")).read_text())
+    assert server["time_to_ready_s"] > 8, server["time_to_ready_s"]
+
+
+def test_sigterm_with_the_console_stops_the_server_before_the_play_ends(real_vllm, tmp_path):
+    port = free_port()
+    seen, _ = _interrupt_with_server_up(tmp_path, port, "term-console", signal.SIGTERM)
+    line = [x for x in seen if x.startswith("interrupt | localhost | ")]
+    assert line and "server stopped before the play ended" in line[0], "\n".join(seen[-30:])
+    records = _expired_records(tmp_path)
+    assert len(records) == 1 and records[0]["reason"] == "the play was terminated (SIGTERM)"
+
+
+def test_sigkill_to_the_play_alone_its_heartbeat_stops_the_server(real_vllm, tmp_path):
+    """No callback runs on SIGKILL (nor without record_log and the console): the heartbeat sees the play's process
+    gone and stops the server at once, not after its lease."""
+    port = free_port()
+    proc, lines = _start(tmp_path, port, "kill-play", lease=600)
+    seen = []
+    try:
+        _wait_for(lines, "minimal | server ready", 400, seen)
+        beats = _heartbeats_of(proc.pid)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert len(beats) == 1
+    # the stop grace (15 s) and the heartbeat's poll, far below the 600 s lease
+    assert _gone_within(port, 40) == []
+    records = _expired_records(tmp_path)
+    assert len(records) == 1 and records[0]["reason"] == "the play's controller process %d is gone" % proc.pid
+
+
 def _gone_within(port, seconds):
     deadline = time.monotonic() + seconds
     while _live_servers(port) and time.monotonic() < deadline:
@@ -103,24 +207,21 @@ def _gone_within(port, seconds):
     return _live_servers(port)
 
 
-def test_sigint_then_the_lease_stops_the_server(real_vllm, tmp_path):
+def test_a_lost_controller_leaves_the_server_to_its_short_lease(real_vllm, tmp_path):
+    """The play and its heartbeat are gone at once (SIGKILL to both: a lost AWX node): nothing on the controller
+    stops the server, its lease (LEASE s after its last beat) runs out and the supervisor stops the API server, the
+    engine core and the worker, without any controller."""
     port = free_port()
-    _cancel_with_server_up(tmp_path, port, "cancel-int", signal.SIGINT)
-    # the lease (LEASE s after its last renewal, which adds a request's timeout) runs out, the supervisor stops
-    # the API server, the engine core and the worker, without any controller
+    _cancel_with_server_up(tmp_path, port, "cancel-int", signal.SIGKILL, heartbeat_too=True)
     assert _gone_within(port, LEASE + REQUEST_TIMEOUT + 40) == []
-    # the supervisor writes its record once the stop is complete, so a moment after the last process is gone (on
-    # a loaded CI machine that moment was seen to be later than this check)
-    deadline = time.monotonic() + 60
-    expired = []
-    while not expired and time.monotonic() < deadline:
-        expired = list((tmp_path / "remote").rglob("vllm_server.state.json.lease-expired"))
-        if not expired:
-            time.sleep(1)
+    # the supervisor writes its record once the stop is complete, so a moment after the last process is gone
+    expired = _expired_records(tmp_path)
     assert len(expired) == 1, sorted(str(p) for p in (tmp_path / "remote").rglob("*"))
-    record = json.loads(expired[0].read_text())
+    record = expired[0]
     assert record["stop"]["remaining"] == [] and len(record["processes"]) >= 2
-    assert record["expired_at"] >= record["lease_until"]
+    assert record["expired_at"] >= record["lease_until"] and record["reason"] == "nobody renewed the lease"
+    # the last renewal was the heartbeat's (the start's lease alone would have been LEASE s from the start)
+    assert record["heartbeat_at"] is not None
     # the interrupted run is still open (nothing sealed it yet): the hand-off seals it, since its play is gone, and
     # packs the case naming it
     interrupted = [p for p in (tmp_path / "records" / "cancel-int").iterdir() if (p / "open.json").is_file()]
@@ -143,13 +244,14 @@ def _play(work, playbook, extra, timeout=300):
 
 
 def test_sigkill_a_live_lease_refuses_the_next_play_then_stop_then_handoff(real_vllm, tmp_path):
-    """A play killed with its server up: the server's lease is still live, so the next play of the case on the same
+    """A play killed with its server up and its heartbeat (a lost controller; lease 600 s, so that it is still live
+    here): the server's lease is still live, so the next play of the case on the same
     port does not stop it - its attempt is refused (a frozen run with status refused) naming the killed run and how
     to stop it; its open seals the killed run as incomplete (its play is gone); stop.yml stops the server by run_uid;
     handoff.yml packs the case and names the interrupted run."""
     port = free_port()
     case = "cancel-kill"
-    seen = _cancel_with_server_up(tmp_path, port, case, signal.SIGKILL, lease=600)
+    seen, _ = _cancel_with_server_up(tmp_path, port, case, signal.SIGKILL, lease=600, heartbeat_too=True)
     killed_run = [line for line in seen if "minimal | server ready" in line][0].split(" | ")[2].split()[0]
     killed_dir = tmp_path / "records" / case / killed_run
     opened = json.loads((killed_dir / "open.json").read_text())
