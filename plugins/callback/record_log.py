@@ -161,19 +161,29 @@ def _say_raw(line):
         pass
 
 
-def stop_servers(signame, say=None):
+_LISTENERS = []  # what hears of an interrupt in this process: the record_log callback (say, mark)
+
+
+def stop_servers(signame):
     """Ask every server heartbeat of this play to stop its server now, and wait for them (module_utils/_heartbeat.py
-    stop_all); one line per server through ``say``. Once per process: a second signal does not wait again."""
+    stop_all); first each listener's ``mark(signame)`` (the open run notes the interrupt), then one line per server
+    through the listeners' ``say`` (stderr without one). Once per process: a second signal does not wait again."""
     if _STOPPING:
         return []
     _STOPPING.append(signame)
+    for listener in _LISTENERS:
+        try:
+            listener.mark(signame)
+        except Exception:  # pylint: disable=broad-except
+            pass
     answers = _heartbeat.stop_all(signame)
     for answer in answers:
-        (say or _say_raw)(_heartbeat.stop_line(answer))
+        for say in [listener.say for listener in _LISTENERS] or [_say_raw]:
+            say(_heartbeat.stop_line(answer))
     return answers
 
 
-def watch_interrupt(handler, grace, say=None):
+def watch_interrupt(handler, grace):
     """The SIGINT handler to install over ``handler`` (ansible-core's): stop the play's servers, start the grace
     period (none with grace 0), then run it. None when there is nothing to wrap (no Python handler, or already
     wrapped)."""
@@ -182,7 +192,7 @@ def watch_interrupt(handler, grace, say=None):
 
     def on_sigint(signum, frame):
         # a second Ctrl-C while the servers stop goes straight to ansible-core (their heartbeats stop them anyway)
-        stop_servers("SIGINT", say)
+        stop_servers("SIGINT")
         if grace and grace > 0:
             _end_after(grace)
         return handler(signum, frame)
@@ -190,28 +200,31 @@ def watch_interrupt(handler, grace, say=None):
     return on_sigint
 
 
-def watch_term(handler, say=None):
+def watch_term(handler):
     """The SIGTERM handler to install over ``handler`` (ansible-core's, which kills the process at once): stop the
     play's servers first. None when there is nothing to wrap."""
     if not callable(handler) or getattr(handler, "repro_vllm_term", False):
         return None
 
     def on_sigterm(signum, frame):
-        stop_servers("SIGTERM", say)
+        stop_servers("SIGTERM")
         return handler(signum, frame)
     on_sigterm.repro_vllm_term = True
     return on_sigterm
 
 
-def install_interrupt_watch(grace, say=None):
-    """Wrap ansible-core's SIGINT and SIGTERM handlers (main thread only); returns the SIGINT handler now in place
-    (the one ``interrupt_lost`` compares with)."""
+def install_interrupt_watch(grace, listener=None):
+    """Wrap ansible-core's SIGINT and SIGTERM handlers once (main thread only), whichever callback comes first;
+    ``listener`` (say, mark) hears of the interrupt. Returns the SIGINT handler now in place (the one
+    ``interrupt_lost`` compares with)."""
+    if listener is not None and listener not in _LISTENERS:
+        _LISTENERS.append(listener)
     if threading.current_thread() is not threading.main_thread():
         return signal.getsignal(signal.SIGINT)
-    watched = watch_interrupt(signal.getsignal(signal.SIGINT), grace, say)
+    watched = watch_interrupt(signal.getsignal(signal.SIGINT), grace)
     if watched is not None:
         signal.signal(signal.SIGINT, watched)
-    term = watch_term(signal.getsignal(signal.SIGTERM), say)
+    term = watch_term(signal.getsignal(signal.SIGTERM))
     if term is not None:
         signal.signal(signal.SIGTERM, term)
     return signal.getsignal(signal.SIGINT)
@@ -316,7 +329,7 @@ class CallbackModule(CallbackBase):
         self._closed = True
 
     # --- events --------------------------------------------------------------------------------------
-    def _say(self, line):
+    def say(self, line):
         """A line from a signal handler: on the console and in terminal.log, never raising."""
         try:
             self._display.display(line)
@@ -327,6 +340,13 @@ class CallbackModule(CallbackBase):
         except Exception:  # pylint: disable=broad-except
             pass
 
+    def mark(self, signame):
+        """The open run notes when and how its play was interrupted (what stop.yml compares the hosts' files with)."""
+        if self._run and self._fh is not None and not os.path.exists(os.path.join(self._run, "manifest.json")):
+            with open(os.path.join(self._run, "interrupted.json"), "w", encoding="utf-8") as fh:
+                json.dump({"signal": signame, "at": round(time.time(), 3)}, fh, sort_keys=True)
+                fh.write("\n")
+
     def _stop_if_interrupt_lost(self):
         handler = self._sigint_at_start
         if threading.current_thread() is threading.main_thread() and interrupt_lost(handler,
@@ -336,7 +356,7 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_start(self, playbook):
         preload_plugins(self._display)
-        self._sigint_at_start = install_interrupt_watch(self.get_option("interrupt_grace"), self._say)
+        self._sigint_at_start = install_interrupt_watch(self.get_option("interrupt_grace"), listener=self)
 
     def v2_playbook_on_handler_task_start(self, task):
         self._stop_if_interrupt_lost()

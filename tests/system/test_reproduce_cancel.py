@@ -168,6 +168,34 @@ def test_sigint_without_the_console_stops_the_server_before_the_play_ends(real_v
     # the server started although its start took longer than its 8 s lease: the heartbeat renewed it meanwhile
     server = json.loads(next((tmp_path / "remote").rglob("vllm_server.state.json")).read_text())
     assert server["time_to_ready_s"] > 8, server["time_to_ready_s"]
+    # the play noted the interrupt in its open run; stop.yml, the next play that reaches the host, brings the host's
+    # files into it, says which came after the interrupt and how the server ended, seals it and cleans the host
+    case_dir = tmp_path / "records" / "int-awx"
+    run = [p for p in case_dir.iterdir() if (p / "open.json").is_file()]
+    assert len(run) == 1 and json.loads((run[0] / "interrupted.json").read_text())["signal"] == "SIGINT"
+    uid = json.loads((run[0] / "open.json").read_text())["run_uid"]
+    stop = _play(tmp_path, "stop.yml", {"repro_vllm_records_root": str(tmp_path / "records"),
+                                        "repro_vllm_remote_root": str(tmp_path / "remote")})
+    out = stop.stdout.decode()
+    assert stop.returncode == 0, out
+    line = [x for x in out.splitlines() if x.startswith("stop | localhost | int-awx/%s" % run[0].name)]
+    assert line, out
+    assert "its supervisor had stopped it at" in line[0] and "(the play was interrupted (SIGINT" in line[0], line[0]
+    brought, after = line[0].split("brought into the run: ")[1].split("; changed after the last write of the play "
+                                                                     "(the interrupt): ")
+    assert {"logs/server.log", "memory.jsonl", "state/vllm_server.state.json"} <= set(brought.split(", ")), line[0]
+    assert "state/vllm_server.state.json.lease-expired" in after.split(", "), line[0]
+    assert "stop | controller | sealed int-awx/%s as incomplete (interrupted)" % run[0].name in out
+    manifest = json.loads((run[0] / "manifest.json").read_text())
+    names = [f["path"] for f in manifest["files"]]
+    assert {"hosts/localhost/logs/server.log", "hosts/localhost/memory.jsonl", "hosts/localhost/salvage.json",
+            "interrupted.json"} <= set(names), names
+    assert manifest["metadata"]["status"] == "incomplete" and manifest["metadata"]["sealed_by"] == {"play": "stop"}
+    salvage = json.loads((run[0] / "hosts" / "localhost" / "salvage.json").read_text())
+    assert "state/vllm_server.state.json.lease-expired" in salvage["after_interrupt"]
+    # nothing of the run is left on the host, and its lease is released
+    assert not (tmp_path / "remote" / "runs" / uid).exists()
+    assert not os.path.exists("/var/tmp/repro-vllm/.leases/%s.json" % uid)
 
 
 def test_sigterm_with_the_console_stops_the_server_before_the_play_ends(real_vllm, tmp_path):
@@ -232,6 +260,23 @@ def test_a_lost_controller_leaves_the_server_to_its_short_lease(real_vllm, tmp_p
     sealed = json.loads((interrupted[0] / "manifest.json").read_text())["metadata"]
     assert sealed["status"] == "incomplete" and sealed["seal_reason"] == "interrupted"
     assert sealed["sealed_by"] == {"play": "handoff"} and sealed["sealed_because"] == "its play's process is gone"
+    # the hand-off says the run's host files were never fetched, where they are and how to get them
+    never = [x for x in hand.stdout.decode().splitlines() if "host files never fetched: %s" % interrupted[0].name in x]
+    assert never and "localhost" in never[0] and "stop.yml" in never[0], hand.stdout.decode()[-3000:]
+    # sealed without its host's files: prune never removes their only copy unless the run is named
+    uid = json.loads((interrupted[0] / "manifest.json").read_text())["run_uid"]
+    host_dir = tmp_path / "remote" / "runs" / uid
+    assert (host_dir / "hosts" / "localhost" / "logs" / "server.log").is_file()
+    extra = {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_remote_root": str(tmp_path / "remote"),
+             "repro_vllm_prune_older_than": 0}
+    prune = _play(tmp_path, "prune.yml", extra)
+    text = prune.stdout.decode()
+    assert prune.returncode == 0 and host_dir.is_dir(), text
+    kept = [x for x in text.splitlines() if x.startswith("prune | localhost | kept %s" % host_dir)]
+    assert kept and "no files of localhost" in kept[0] and "hosts/localhost/logs/server.log" in kept[0], text
+    assert "hosts/localhost/logs/memory.jsonl" in kept[0] and uid in kept[0]
+    prune = _play(tmp_path, "prune.yml", dict(extra, repro_vllm_prune_without_host_files=[uid]))
+    assert prune.returncode == 0 and not host_dir.exists(), prune.stdout.decode()
 
 
 def _play(work, playbook, extra, timeout=300):
