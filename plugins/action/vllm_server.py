@@ -36,9 +36,13 @@ class ActionModule(NormalAction):
             res = self._low_level_execute_command(cmd, sudoable=False)
             return res.get("rc"), res.get("stdout", ""), res.get("stderr", "")
 
+        def detach():
+            # Ansible's display in a worker sends its lines to the play's results queue; the heartbeat must not
+            display._final_q = None  # pylint: disable=protected-access
+
         try:
             _heartbeat.start(execute, interpreter, args["lease_file"], args.get("node") or "", args["state_file"],
-                             seconds, float(args.get("stop_grace") or 10))
+                             seconds, float(args.get("stop_grace") or 10), detach=detach)
         except Exception as exc:  # pylint: disable=broad-except
             display.warning("repro.vllm.vllm_server: no controller heartbeat for %s (%s): the start keeps the lease "
                             "for its ready timeout plus the lease" % (args.get("node") or "the server", exc))

@@ -53,8 +53,8 @@ import threading
 
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
-from ansible_collections.repro.vllm.plugins.callback.record_log import (  # noqa: F401 (tests import them here)
-    install_interrupt_watch, interrupt_lost, opened_run, preload_plugins, raise_if_interrupt_lost, watch_interrupt)
+from ansible_collections.repro.vllm.plugins.callback.record_log import (
+    install_interrupt_watch, interrupt_lost, opened_run, preload_plugins, raise_if_interrupt_lost)
 from ansible_collections.repro.vllm.plugins.module_utils import _closing
 
 _LOCALHOST = ("localhost", "127.0.0.1", "::1")
@@ -64,6 +64,7 @@ _COMPAT_ACTIONS = ("repro.vllm.compatibility", "compatibility")
 _PROGRESS_RX = re.compile(r"^(WARNING: |[a-z][a-z_]* \| )")
 _DEBUG_ACTIONS = ("debug", "ansible.builtin.debug", "ansible.legacy.debug")
 _MAX_MSG = 1500
+
 
 def _controller_task(result):
     """True for a task that works for the whole job on the controller (delegated to localhost, or run once): its

@@ -156,9 +156,10 @@ def _ask(beat, signum, _frame):
     beat.asked = signum
 
 
-def start(execute, interpreter, lease_file, node, state_file, seconds, stop_grace):
+def start(execute, interpreter, lease_file, node, state_file, seconds, stop_grace, detach=None):
     """Fork this server's heartbeat from the task's worker; returns its pid (None when one already beats for it).
-    The worker's parent is the play's main process: the heartbeat watches that one."""
+    The worker's parent is the play's main process: the heartbeat watches that one. ``detach``: called first in the
+    heartbeat (the action unhooks Ansible's display from the play's results queue there)."""
     main_pid = os.getppid()
     main_start = process_start(main_pid)
     folder = registry_dir(main_pid)
@@ -185,23 +186,22 @@ def start(execute, interpreter, lease_file, node, state_file, seconds, stop_grac
             os._exit(0)
         os.close(wfd)
         _daemon(execute, interpreter, lease_file, node, state_file, seconds, stop_grace, main_pid, main_start,
-                folder, key, entry_path)
+                folder, key, entry_path, detach)
     finally:
         os._exit(0)
     return None  # not reached
 
 
 def _daemon(execute, interpreter, lease_file, node, state_file, seconds, stop_grace, main_pid, main_start, folder,
-            key, entry_path):
+            key, entry_path, detach):
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
-    try:
-        # Ansible's display in a worker sends its lines to the play's results queue; the heartbeat must not
-        from ansible.utils.display import Display  # pylint: disable=import-outside-toplevel
-        Display()._final_q = None  # pylint: disable=protected-access
-    except Exception:  # pylint: disable=broad-except
-        pass
+    if detach is not None:
+        try:
+            detach()
+        except Exception:  # pylint: disable=broad-except
+            pass
     beat = Heartbeat(execute, interpreter, lease_file, node, state_file, seconds, stop_grace, main_pid, main_start,
                      folder, key)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -246,7 +246,7 @@ def stop_all(signame, main_pid=None, clock=time.monotonic, sleep=time.sleep):
         asked.append((path[:-len(".json")] + ".stopped", entry))
     if not asked:
         return []
-    deadline = clock() + max(e.get("stop_wait", 25.0) for _, e in asked) + 5.0
+    deadline = clock() + max(entry.get("stop_wait", 25.0) for _done, entry in asked) + 5.0
     answers = {}
     while len(answers) < len(asked) and clock() < deadline:
         for done, entry in asked:
