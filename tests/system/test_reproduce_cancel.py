@@ -339,3 +339,41 @@ def test_sigkill_a_live_lease_refuses_the_next_play_then_stop_then_handoff(real_
     assert listed[killed_run]["status"] == "incomplete", summary["runs"]
     assert not any(n.endswith("open.json") for n in names)
     assert "owner" not in json.dumps(summary)
+
+
+def test_an_awx_cancel_leaves_no_server(real_vllm, tmp_path, monkeypatch):
+    """AWX's cancel, as ansible-runner does it (cancel_callback -> SIGKILL to the job's process group; no signal
+    handler of the play runs, no stdout callback of ours is loaded) on a job laid out as AWX lays it out: the server's
+    heartbeat, in a session of its own, sees the job's process gone and ends the lease; the server is gone long
+    before its lease would have run out (600 s here)."""
+    import shutil
+
+    import ansible_runner
+    import yaml
+    from test_awx_project import AwxJob, ProjectUpdate, _clean_ansible_env
+
+    _clean_ansible_env(monkeypatch)
+    job = AwxJob(tmp_path / "pdd", ProjectUpdate(tmp_path / "scm"))
+    port = free_port()
+    os.makedirs(os.path.join(job.pdd, "env"))
+    shutil.copytree(INVENTORY, os.path.join(job.pdd, "inventory"))
+    with open(os.path.join(job.pdd, "env", "extravars"), "w") as fh:
+        yaml.safe_dump({"repro_vllm_records_root": str(tmp_path / "records"),
+                        "repro_vllm_remote_root": str(tmp_path / "remote"), "repro_vllm_case_id": "awx-cancel",
+                        "repro_vllm_port": port, "repro_vllm_fingerprint": False, "repro_vllm_ladder_until": "",
+                        "repro_vllm_server_lease": 600, "repro_vllm_request_timeout": REQUEST_TIMEOUT}, fh)
+    with open(os.path.join(job.pdd, "env", "envvars"), "w") as fh:
+        yaml.safe_dump({"ANSIBLE_COLLECTIONS_PATH": job.collections, "ANSIBLE_NOCOLOR": "1"}, fh)
+    ready = []
+
+    def on_event(event):
+        if "minimal | server ready" in (event.get("stdout") or ""):
+            ready.append(time.monotonic())
+        return True
+
+    runner = ansible_runner.run(private_data_dir=job.pdd, playbook="playbooks/reproduce.yml", ident="cancel",
+                                quiet=True, event_handler=on_event, cancel_callback=lambda: bool(ready))
+    assert runner.status == "canceled" and ready, runner.status
+    assert _gone_within(port, 40) == [], "the server outlived the cancelled job"
+    records = _expired_records(tmp_path)
+    assert len(records) == 1 and records[0]["reason"].startswith("the play's controller process "), records
