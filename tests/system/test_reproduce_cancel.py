@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -87,6 +88,8 @@ def _cancel_with_server_up(work, port, case, sig, lease=LEASE, heartbeat_too=Fal
         assert len(beats) == 1, beats
         if heartbeat_too:
             os.kill(beats[0]["pid"], signal.SIGKILL)
+            # a lost node takes its temporary files with it; the test leaves none behind on this machine
+            shutil.rmtree("/tmp/repro-vllm-heartbeat-%d-%d" % (os.getuid(), proc.pid), ignore_errors=True)
         os.killpg(proc.pid, sig)
         # the server is up right after the kill; that nothing of the controller stopped it afterwards is shown by
         # the supervisor's lease-expired record (it found the processes and stopped them) or by the next play
@@ -346,8 +349,6 @@ def test_an_awx_cancel_leaves_no_server(real_vllm, tmp_path, monkeypatch):
     handler of the play runs, no stdout callback of ours is loaded) on a job laid out as AWX lays it out: the server's
     heartbeat, in a session of its own, sees the job's process gone and ends the lease; the server is gone long
     before its lease would have run out (600 s here)."""
-    import shutil
-
     import ansible_runner
     import yaml
     from test_awx_project import AwxJob, ProjectUpdate, _clean_ansible_env
