@@ -378,3 +378,73 @@ def test_an_awx_cancel_leaves_no_server(real_vllm, tmp_path, monkeypatch):
     assert _gone_within(port, 40) == [], "the server outlived the cancelled job"
     records = _expired_records(tmp_path)
     assert len(records) == 1 and records[0]["reason"].startswith("the play's controller process "), records
+
+
+SSH_PLAY = """
+- hosts: node01
+  gather_facts: false
+  tasks:
+    - name: A start that never gets ready, on a 4 s lease that only the controller's heartbeat keeps
+      repro.vllm.vllm_server:
+        state: started
+        argv: ["/usr/bin/python3", "-c", "import time; time.sleep(300)", "--host", "127.0.0.1", "--port", "{port}"]
+        log_path: "{work}/host/server.log"
+        state_file: "{work}/host/state.json"
+        chdir: "{work}/host"
+        ready_timeout: 60
+        stop_grace: 2
+        lease: 4
+        lease_file: "{work}/leases/0123456789abcdef.json"
+        lease_info: {{run_uid: "0123456789abcdef"}}
+        node: node01
+        fail_on_error: false
+"""
+
+
+def _sleepers(port):
+    return [pid for pid, cmd in _procs() if "time.sleep(300)" in cmd and "--port %d" % port in cmd]
+
+
+def _procs():
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % name, "rb") as fh:
+                    yield int(name), fh.read().replace(b"\0", b" ").decode("utf-8", "replace")
+            except OSError:
+                continue
+
+
+def test_over_ssh_the_heartbeat_keeps_a_long_start_alive_and_sigint_stops_it(tmp_path, ssh_hosts):
+    """The heartbeat through a real SSH connection (loopback sshd, ControlPersist as in ansible.cfg): a start that
+    takes longer than its 4 s lease lives while the play lives, and SIGINT to the play stops it before the play
+    ends."""
+    hosts = ssh_hosts(1)
+    port = free_port()
+    (tmp_path / "host").mkdir()
+    (tmp_path / "play.yml").write_text(SSH_PLAY.format(port=port, work=tmp_path))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+               ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default")
+    proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
+                             hosts.inventory, str(tmp_path / "play.yml")], cwd=str(tmp_path), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not _sleepers(port) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        started = time.monotonic()
+        assert _sleepers(port), "the server never started"
+        time.sleep(14)  # more than three leases of 4 s
+        assert _sleepers(port), "killed by its lease although the play lives"
+        entry = json.loads((tmp_path / "leases" / "0123456789abcdef.json").read_text())["servers"]["node01"]
+        assert entry["heartbeat_by"] == "controller heartbeat" and entry["heartbeat_at"] > started
+        os.killpg(proc.pid, signal.SIGINT)
+        out = proc.communicate(timeout=90)[0].decode()
+        left = _sleepers(port)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        for pid in _sleepers(port):
+            os.kill(pid, signal.SIGKILL)
+    assert left == [], out[-3000:]
+    assert "interrupt | node01 | server stopped before the play ended" in out, out[-3000:]
