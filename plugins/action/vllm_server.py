@@ -20,7 +20,7 @@ class ActionModule(NormalAction):
     def _heartbeat_for(self, task_vars):
         """Start this server's heartbeat when the task leases a server on a node; True once one beats for it."""
         args = self._task.args
-        if args.get("state", "started") not in ("started", "checked") or self._task.check_mode:
+        if args.get("state", "started") not in ("started", "checked") or self._play_context.check_mode:
             return False
         try:
             seconds = float(args.get("lease") or 0)
@@ -28,6 +28,8 @@ class ActionModule(NormalAction):
             return False
         if seconds <= 0 or not args.get("lease_file") or not args.get("state_file"):
             return False
+        if _heartbeat.beating(args["lease_file"], args.get("node") or "", args["state_file"]):
+            return True  # a check of a server this play's heartbeat already keeps
         # the node's Python, as the module will run it (the interpreter discovery and templating of a module run)
         built = self._configure_module(self._task.action, dict(args), task_vars)[0]
         interpreter = (built.shebang or "#!/usr/bin/python3")[2:].strip().split()[0]

@@ -156,6 +156,13 @@ def _ask(beat, signum, _frame):
     beat.asked = signum
 
 
+def beating(lease_file, node, state_file, main_pid=None):
+    """True when a heartbeat of this play already beats for this server (the action then builds nothing)."""
+    known = _lease.read_json(os.path.join(registry_dir(main_pid or os.getppid()),
+                                          key_of(lease_file, node, state_file) + ".json"))
+    return bool(known) and alive(known.get("pid", 0), known.get("pid_start"))
+
+
 def start(execute, interpreter, lease_file, node, state_file, seconds, stop_grace, detach=None):
     """Fork this server's heartbeat from the task's worker; returns its pid (None when one already beats for it).
     The worker's parent is the play's main process: the heartbeat watches that one. ``detach``: called first in the
