@@ -109,12 +109,20 @@ class Heartbeat(object):
         self.clock, self.sleep = clock, sleep
         self.asked = None  # the signal the play sent (STOP_SIGNALS), once it did
 
-    def call(self, func, **kwargs):
+    def call(self, func, timeout=None, **kwargs):
+        """One command on the node; ``timeout`` seconds at most (a hung connection fails this call, the next beat
+        tries again)."""
         kwargs.update(self.where)
+        timeout = timeout or max(10.0, period_of(self.seconds) * 2)
+        previous = signal.signal(signal.SIGALRM, _timed_out)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
         try:
             rc, out, err = self.execute(remote_command(self.interpreter, func, kwargs))
         except Exception as exc:  # pylint: disable=broad-except
             return {"state": "error", "error": str(exc)[:300]}
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
         answer = _answer(out) if rc == 0 else None
         return answer or {"state": "error", "error": ("rc %s: %s" % (rc, (err or out or "")[-300:])).strip()}
 
@@ -128,7 +136,7 @@ class Heartbeat(object):
             gone = not alive(self.main_pid, self.main_start)
             if self.asked is not None or gone:
                 reason = _REASONS.get(self.asked) or "the play's controller process %d is gone" % self.main_pid
-                answer = self.call("expire_now", reason=reason, wait_s=self.stop_wait)
+                answer = self.call("expire_now", timeout=self.stop_wait + 30.0, reason=reason, wait_s=self.stop_wait)
                 answer.update(node=self.where["node"], state_file=self.where["state_file"])
                 _write_json(os.path.join(self.folder, self.key + ".stopped"), answer)
                 return "stopped: %s" % answer.get("state")
@@ -143,6 +151,14 @@ class Heartbeat(object):
                     return "no lease entry of this server appeared (it never started)"
                 next_beat = self.clock() + period_of(self.seconds)
             self.sleep(0.2)
+
+
+class CallTimeout(Exception):
+    pass
+
+
+def _timed_out(_signum, _frame):
+    raise CallTimeout("no answer from the node within the call's time limit")
 
 
 def _write_json(path, data):

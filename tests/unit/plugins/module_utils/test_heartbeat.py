@@ -131,3 +131,12 @@ def test_stop_line_says_how_each_server_ended():
         {"node": "n1", "state": "stopped", "processes": [1, 2, 3], "waited_s": 2.5})
     assert "may still be running" in _heartbeat.stop_line({"node": "n1", "state": "no answer"})
     assert _heartbeat.period_of(60) == 15 and _heartbeat.period_of(2) == 1
+
+
+def test_a_hung_call_is_cut_at_its_time_limit(tmp_path):
+    lease_file = _lease_with_server(tmp_path, seconds=300)
+    beat = _beat(tmp_path, lease_file, os.getpid())
+    beat.execute = lambda cmd: _execute("sleep 30")
+    t0 = time.monotonic()
+    got = beat.call("beat", timeout=1.0, seconds=4)
+    assert got["state"] == "error" and "time limit" in got["error"] and time.monotonic() - t0 < 5
