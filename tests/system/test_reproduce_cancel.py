@@ -225,6 +225,15 @@ def test_sigkill_to_the_play_alone_its_heartbeat_stops_the_server(real_vllm, tmp
     assert _gone_within(port, 40) == []
     records = _expired_records(tmp_path)
     assert len(records) == 1 and records[0]["reason"] == "the play's controller process %d is gone" % proc.pid
+    # stop.yml finishes the killed run: its host files in, the run sealed, its lease entry released
+    stop = _play(tmp_path, "stop.yml", {"repro_vllm_records_root": str(tmp_path / "records"),
+                                        "repro_vllm_remote_root": str(tmp_path / "remote")})
+    out = stop.stdout.decode()
+    assert stop.returncode == 0 and "stop | controller | sealed kill-play/run-001 as incomplete" in out, out
+    assert "(the play's controller process %d is gone)" % proc.pid in out, out
+    manifest = json.loads((tmp_path / "records" / "kill-play" / "run-001" / "manifest.json").read_text())
+    assert "hosts/localhost/logs/server.log" in [f["path"] for f in manifest["files"]]
+    assert not os.path.exists("/var/tmp/repro-vllm/.leases/%s.json" % manifest["run_uid"])
 
 
 def _gone_within(port, seconds):
