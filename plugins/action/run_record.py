@@ -79,7 +79,7 @@ class ActionModule(ActionBase):
                 result.update(refused)
                 return result
         root = args.get("root")
-        if args.get("state") in ("create", "prunable") and isinstance(root, str) and root \
+        if args.get("state") in ("create", "prunable", "interrupted") and isinstance(root, str) and root \
                 and self._connection.transport == "local":
             resolved = _record.resolve_root(root)
             args["root"] = resolved

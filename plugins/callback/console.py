@@ -19,14 +19,9 @@ description:
   - With C(-v) or more it prints the full task stream exactly like the C(default) callback, and the table at the end.
   - Plain text, no cursor movement and no color codes unless Ansible's color is on, so an AWX job log reads the
     same as a terminal.
-  - An interrupt (SIGINT - Ctrl-C, a job cancel) that ansible-core received but lost is honoured before the next task
-    starts, with a warning saying so (ansible-core raises its C(KeyboardInterrupt) from the signal handler; when that
-    handler runs inside a fork hook while the controller forks a task's worker, Python ignores the exception and the
-    play would go on).
-  - After an interrupt, ansible-playbook is ended (exit code 99, ansible-core's own for an interrupt) when it has not
-    ended by itself within O(interrupt_grace) seconds, with a line saying so. ansible-core's shutdown waits for ever
-    when a worker it stopped on the interrupt was writing to the results queue at that moment (the dead worker holds
-    the queue's lock).
+  - Interrupts (the servers stopped on SIGINT and SIGTERM, a lost SIGINT honoured, the end after
+    O(interrupt_grace)) are handled as P(repro.vllm.record_log#callback) does, with the same code, also when that
+    callback is not enabled.
   - Enable it with C(stdout_callback = repro.vllm.console) in C(ansible.cfg) (this repository's C(ansible.cfg) does),
     or C(ANSIBLE_STDOUT_CALLBACK=repro.vllm.console) in the environment. AWX never reads the C(ansible.cfg) setting
     (ansible-runner sets its own C(awx_display) callback, over Ansible's C(default)); the collection's actions hand
@@ -36,12 +31,16 @@ description:
 options:
   interrupt_grace:
     description:
-      - Seconds ansible-playbook may take to end after an interrupt before this callback ends it. 0 turns it off.
+      - Seconds ansible-playbook may take to end after an interrupt before it is ended (P(repro.vllm.record_log#callback)).
+        0 turns the grace off.
     type: float
     default: 30
     env:
+      - name: REPRO_VLLM_INTERRUPT_GRACE
       - name: REPRO_VLLM_CONSOLE_INTERRUPT_GRACE
     ini:
+      - section: repro_vllm
+        key: interrupt_grace
       - section: repro_vllm_console
         key: interrupt_grace
 extends_documentation_fragment:
@@ -51,16 +50,14 @@ requirements:
   - set as the stdout callback
 """
 
-import os
 import re
 import signal
-import sys
 import threading
-import time
 
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
-from ansible_collections.repro.vllm.plugins.callback.record_log import opened_run, preload_plugins
+from ansible_collections.repro.vllm.plugins.callback.record_log import (
+    install_interrupt_watch, interrupt_lost, opened_run, preload_plugins, raise_if_interrupt_lost)
 from ansible_collections.repro.vllm.plugins.module_utils import _closing
 
 _LOCALHOST = ("localhost", "127.0.0.1", "::1")
@@ -70,48 +67,6 @@ _COMPAT_ACTIONS = ("repro.vllm.compatibility", "compatibility")
 _PROGRESS_RX = re.compile(r"^(WARNING: |[a-z][a-z_]* \| )")
 _DEBUG_ACTIONS = ("debug", "ansible.builtin.debug", "ansible.legacy.debug")
 _MAX_MSG = 1500
-
-_LOST_INTERRUPT = (
-    "SIGINT (Ctrl-C, a job cancel) reached ansible-playbook while it forked a task's worker, and ansible-core lost "
-    "it (its KeyboardInterrupt was raised inside a fork hook, where Python ignores exceptions): the play stops here, "
-    "before the next task starts")
-
-
-def interrupt_lost(handler_at_start, handler_now):
-    """True when the SIGINT handler the play started with (ansible-core's TaskQueueManager handler, which first puts
-    SIGINT back to its default and then raises KeyboardInterrupt) has run, yet the play goes on: the interrupt was
-    lost. Only a Python handler at the start counts (a controller that ignores SIGINT, or never had a handler, is
-    left alone)."""
-    return callable(handler_at_start) and handler_now is signal.SIG_DFL
-
-
-def _end_after(grace):
-    """A daemon thread that ends the process grace seconds from now, with exit code 99 and a line saying why (the
-    main thread may be blocked for ever on a lock a dead worker holds; this thread is not)."""
-    def run():
-        time.sleep(grace)
-        try:
-            sys.stdout.flush()
-            sys.stderr.write("[ERROR]: repro.vllm.console: ansible-playbook had not ended %ss after the interrupt (SIGINT); "
-                             "ending it now. ansible-core's shutdown waits for ever when a worker it stopped was writing "
-                             "to the results queue (the dead worker holds the queue's lock)\n" % grace)
-            sys.stderr.flush()
-        finally:
-            os._exit(99)
-    threading.Thread(target=run, name="repro-vllm-interrupt-grace", daemon=True).start()
-
-
-def watch_interrupt(handler, grace):
-    """The SIGINT handler to install over ``handler`` (ansible-core's): start the grace period, then run it. None
-    when there is nothing to wrap (no Python handler, grace 0, or already wrapped)."""
-    if not callable(handler) or not grace or grace <= 0 or getattr(handler, "repro_vllm_grace", None) is not None:
-        return None
-
-    def on_sigint(signum, frame):
-        _end_after(grace)
-        return handler(signum, frame)
-    on_sigint.repro_vllm_grace = grace
-    return on_sigint
 
 
 def _controller_task(result):
@@ -165,23 +120,16 @@ class CallbackModule(DefaultCallback):
     def v2_playbook_on_start(self, playbook):
         # the collection's plugins imported once before the first worker forks (record_log.preload_plugins)
         preload_plugins(self._display)
-        self._sigint_at_start = signal.getsignal(signal.SIGINT)
-        watched = watch_interrupt(self._sigint_at_start, self.get_option("interrupt_grace"))
-        if watched is not None and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, watched)
-            self._sigint_at_start = watched
+        self._sigint_at_start = install_interrupt_watch(self.get_option("interrupt_grace"))
         super().v2_playbook_on_start(playbook)
 
     def _stop_if_interrupt_lost(self):
-        """Raise the KeyboardInterrupt ansible-core lost, in the main thread, where the strategy queues tasks (it
-        leaves the strategy as ansible-core's own would: 'User interrupted execution', rc 99). Callbacks sent from
-        the results thread never raise."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        if interrupt_lost(self._sigint_at_start, signal.getsignal(signal.SIGINT)):
+        """Raise the KeyboardInterrupt ansible-core lost before the next task (record_log.raise_if_interrupt_lost)."""
+        handler = self._sigint_at_start
+        if threading.current_thread() is threading.main_thread() and interrupt_lost(handler,
+                                                                                    signal.getsignal(signal.SIGINT)):
             self._sigint_at_start = None
-            self._display.warning(_LOST_INTERRUPT)
-            raise KeyboardInterrupt()
+            raise_if_interrupt_lost(handler, self._display)
 
     # --- helpers -------------------------------------------------------------------------------------------------
     def _quiet(self):

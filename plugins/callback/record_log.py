@@ -21,6 +21,36 @@ description:
     run is never written to); the lines before the run was opened are kept in memory and written first.
   - Enable it with C(callbacks_enabled = repro.vllm.record_log) in C(ansible.cfg), or
     C(ANSIBLE_CALLBACKS_ENABLED=repro.vllm.record_log) (for example in an AWX job template's environment).
+  - It also guards the play against interrupts, whatever the stdout callback (AWX replaces the stdout callback with
+    its own; this one it loads from the project's or the execution environment's C(ansible.cfg), docs/awx.md).
+    On SIGINT (Ctrl-C, an AWX job cancel) or SIGTERM every server this play started is stopped before the play
+    ends - each server's controller heartbeat ends its lease and waits for its supervisor's stop, at most the
+    stop grace plus 15 s (module_utils/_heartbeat.py) - with a line per server saying how it was stopped.
+  - An interrupt (SIGINT) that ansible-core received but lost is honoured before the next task starts, with a
+    warning saying so (ansible-core raises its C(KeyboardInterrupt) from the signal handler; when that handler runs
+    inside a fork hook while the controller forks a task's worker, Python ignores the exception and the play would
+    go on).
+  - After an interrupt, ansible-playbook is ended (exit code 99, ansible-core's own for an interrupt) when it has not
+    ended by itself within O(interrupt_grace) seconds, with a line saying so. ansible-core's shutdown waits for ever
+    when a worker it stopped on the interrupt was writing to the results queue at that moment (the dead worker holds
+    the queue's lock).
+options:
+  interrupt_grace:
+    description:
+      - Seconds ansible-playbook may take to end after an interrupt (and after its servers were stopped) before
+        this callback ends it. 0 turns the grace off (the servers are still stopped).
+      - C(REPRO_VLLM_CONSOLE_INTERRUPT_GRACE) and the C([repro_vllm_console]) section are the names of 0.1.0, when
+        the console callback held this option.
+    type: float
+    default: 30
+    env:
+      - name: REPRO_VLLM_INTERRUPT_GRACE
+      - name: REPRO_VLLM_CONSOLE_INTERRUPT_GRACE
+    ini:
+      - section: repro_vllm
+        key: interrupt_grace
+      - section: repro_vllm_console
+        key: interrupt_grace
 requirements:
   - enabled in the callbacks list
 """
@@ -28,12 +58,16 @@ requirements:
 import importlib
 import json
 import os
+import signal
+import sys
+import threading
 import time
 
 import yaml
 
 from ansible.plugins.callback import CallbackBase
 
+from ansible_collections.repro.vllm.plugins.module_utils import _heartbeat
 from ansible_collections.repro.vllm.plugins.module_utils._redact import load_case_key, redact_data, redact_text
 
 _MAX_RESULT_CHARS = 4000
@@ -88,6 +122,126 @@ def preload_plugins(display=None):
                     display.vvvv("repro.vllm: %s plugin %s not preloaded: %s" % (kind, name, exc))
 
 
+# ------------------------------------------------------------------------------------------------ interrupts
+LOST_INTERRUPT = (
+    "SIGINT (Ctrl-C, a job cancel) reached ansible-playbook while it forked a task's worker, and ansible-core lost "
+    "it (its KeyboardInterrupt was raised inside a fork hook, where Python ignores exceptions): the play stops here, "
+    "before the next task starts")
+_STOPPING = []  # the signal whose stop of the play's servers has begun (once per process)
+
+
+def interrupt_lost(handler_at_start, handler_now):
+    """True when the SIGINT handler the play started with (ansible-core's TaskQueueManager handler, which first puts
+    SIGINT back to its default and then raises KeyboardInterrupt) has run, yet the play goes on: the interrupt was
+    lost. Only a Python handler at the start counts (a controller that ignores SIGINT, or never had a handler, is
+    left alone)."""
+    return callable(handler_at_start) and handler_now is signal.SIG_DFL
+
+
+def _end_after(grace):
+    """A daemon thread that ends the process grace seconds from now, with exit code 99 and a line saying why (the
+    main thread may be blocked for ever on a lock a dead worker holds; this thread is not)."""
+    def run():
+        time.sleep(grace)
+        try:
+            sys.stdout.flush()
+            sys.stderr.write("[ERROR]: repro.vllm: ansible-playbook had not ended %ss after the interrupt (SIGINT); "
+                             "ending it now. ansible-core's shutdown waits for ever when a worker it stopped was writing "
+                             "to the results queue (the dead worker holds the queue's lock)\n" % grace)
+            sys.stderr.flush()
+        finally:
+            os._exit(99)
+    threading.Thread(target=run, name="repro-vllm-interrupt-grace", daemon=True).start()
+
+
+def _say_raw(line):
+    try:
+        os.write(2, (line + "\n").encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+_LISTENERS = []  # what hears of an interrupt in this process: the record_log callback (say, mark)
+
+
+def stop_servers(signame):
+    """Ask every server heartbeat of this play to stop its server now, and wait for them (module_utils/_heartbeat.py
+    stop_all); first each listener's ``mark(signame)`` (the open run notes the interrupt), then one line per server
+    through the listeners' ``say`` (stderr without one). Once per process: a second signal does not wait again."""
+    if _STOPPING:
+        return []
+    _STOPPING.append(signame)
+    for listener in _LISTENERS:
+        try:
+            listener.mark(signame)
+        except Exception:  # pylint: disable=broad-except
+            pass
+    answers = _heartbeat.stop_all(signame)
+    for answer in answers:
+        for say in [listener.say for listener in _LISTENERS] or [_say_raw]:
+            say(_heartbeat.stop_line(answer))
+    return answers
+
+
+def watch_interrupt(handler, grace):
+    """The SIGINT handler to install over ``handler`` (ansible-core's): stop the play's servers, start the grace
+    period (none with grace 0), then run it. None when there is nothing to wrap (no Python handler, or already
+    wrapped)."""
+    if not callable(handler) or getattr(handler, "repro_vllm_grace", None) is not None:
+        return None
+
+    def on_sigint(signum, frame):
+        # a second Ctrl-C while the servers stop goes straight to ansible-core (their heartbeats stop them anyway)
+        stop_servers("SIGINT")
+        if grace and grace > 0:
+            _end_after(grace)
+        return handler(signum, frame)
+    on_sigint.repro_vllm_grace = grace or 0
+    return on_sigint
+
+
+def watch_term(handler):
+    """The SIGTERM handler to install over ``handler`` (ansible-core's, which kills the process at once): stop the
+    play's servers first. None when there is nothing to wrap."""
+    if not callable(handler) or getattr(handler, "repro_vllm_term", False):
+        return None
+
+    def on_sigterm(signum, frame):
+        stop_servers("SIGTERM")
+        return handler(signum, frame)
+    on_sigterm.repro_vllm_term = True
+    return on_sigterm
+
+
+def install_interrupt_watch(grace, listener=None):
+    """Wrap ansible-core's SIGINT and SIGTERM handlers once (main thread only), whichever callback comes first;
+    ``listener`` (say, mark) hears of the interrupt. Returns the SIGINT handler now in place (the one
+    ``interrupt_lost`` compares with)."""
+    if listener is not None and listener not in _LISTENERS:
+        _LISTENERS.append(listener)
+    if threading.current_thread() is not threading.main_thread():
+        return signal.getsignal(signal.SIGINT)
+    watched = watch_interrupt(signal.getsignal(signal.SIGINT), grace)
+    if watched is not None:
+        signal.signal(signal.SIGINT, watched)
+    term = watch_term(signal.getsignal(signal.SIGTERM))
+    if term is not None:
+        signal.signal(signal.SIGTERM, term)
+    return signal.getsignal(signal.SIGINT)
+
+
+def raise_if_interrupt_lost(handler_at_start, display):
+    """Raise the KeyboardInterrupt ansible-core lost, in the main thread, where the strategy queues tasks (it leaves
+    the strategy as ansible-core's own would: 'User interrupted execution', rc 99); True when it would have.
+    Callbacks sent from the results thread never raise."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if interrupt_lost(handler_at_start, signal.getsignal(signal.SIGINT)):
+        display.warning(LOST_INTERRUPT)
+        raise KeyboardInterrupt()
+    return False
+
+
 def opened_run(result):
     """The path of the run a task result opens, else None: the record role registers repro.vllm.run_record's
     ``state=create`` result as ``repro_vllm_run``; a role may also set the fact ``repro_vllm_run`` (the attempt role)."""
@@ -117,6 +271,7 @@ class CallbackModule(CallbackBase):
         self._early = []
         self._closed = False
         self._key = None  # the case's redaction key, once the run (and so its case) is known
+        self._sigint_at_start = None  # the SIGINT handler in place when the playbook started (interrupt_lost)
 
     # --- writing ---------------------------------------------------------------------------------------
     def _line(self, text):
@@ -174,13 +329,46 @@ class CallbackModule(CallbackBase):
         self._closed = True
 
     # --- events --------------------------------------------------------------------------------------
+    def say(self, line):
+        """A line from a signal handler: on the console and in terminal.log, never raising."""
+        try:
+            self._display.display(line)
+        except Exception:  # pylint: disable=broad-except
+            _say_raw(line)
+        try:
+            self._line(line)
+        except Exception:  # pylint: disable=broad-except
+            pass
+
+    def mark(self, signame):
+        """The open run notes when and how its play was interrupted (what stop.yml compares the hosts' files with)."""
+        if self._run and self._fh is not None and not os.path.exists(os.path.join(self._run, "manifest.json")):
+            with open(os.path.join(self._run, "interrupted.json"), "w", encoding="utf-8") as fh:
+                json.dump({"signal": signame, "at": round(time.time(), 3)}, fh, sort_keys=True)
+                fh.write("\n")
+
+    def _stop_if_interrupt_lost(self):
+        handler = self._sigint_at_start
+        if threading.current_thread() is threading.main_thread() and interrupt_lost(handler,
+                                                                                    signal.getsignal(signal.SIGINT)):
+            self._sigint_at_start = None
+            raise_if_interrupt_lost(handler, self._display)
+
     def v2_playbook_on_start(self, playbook):
         preload_plugins(self._display)
+        self._sigint_at_start = install_interrupt_watch(self.get_option("interrupt_grace"), listener=self)
+
+    def v2_playbook_on_handler_task_start(self, task):
+        self._stop_if_interrupt_lost()
+
+    def v2_runner_on_start(self, host, task):
+        self._stop_if_interrupt_lost()
 
     def v2_playbook_on_play_start(self, play):
         self._line("PLAY [%s]" % play.get_name().strip())
 
     def v2_playbook_on_task_start(self, task, is_conditional):
+        self._stop_if_interrupt_lost()
         args = task.args or {}
         # close on the freeze of THIS run only: a node's own part (hosts/<host>/, the roles' _repro_vllm_host_dir)
         # is frozen too. Arguments are not templated yet at this point, so a templated path counts as the run's
@@ -239,3 +427,7 @@ class CallbackModule(CallbackBase):
                 h, s["ok"], s["changed"], s["unreachable"], s["failures"], s["skipped"]))
         if not self._closed:
             self._close("the playbook ended")
+        try:
+            os.rmdir(_heartbeat.registry_dir(os.getpid()))  # the heartbeats of an ended play removed their files
+        except OSError:
+            pass

@@ -1511,7 +1511,10 @@ def build_package(records_root, case_id, runs=None, profile_file=None, out_dir=N
     path = os.path.join(out_dir, name)
     result = {"name": name, "path": path, "sha256_path": path + ".sha256", "runs": run_ids,
               "members": [m[0] for m in all_members], "summary": facts, "redactions": facts["redactions"],
-              "findings": [], "files_checked": checked}
+              "findings": [], "files_checked": checked,
+              # sealed runs whose hosts' files never reached the controller, and how to get them (issue 32)
+              "host_files_missing": [m for m in (_record.host_files_never_fetched(os.path.join(case_dir, rid))
+                                                 for rid in run_ids) if m]}
     if check_mode:
         result.update(sha256=None, bytes=None, changed=True)
         return result

@@ -174,3 +174,60 @@ def list_run_leases(lease_dir):
         return []
     return [(os.path.join(lease_dir, n), read_json(os.path.join(lease_dir, n)))
             for n in names if n.endswith(".json") and not n.startswith(".")]
+
+
+# ------------------------------------------------------------------ the controller's heartbeat (module_utils/_heartbeat.py)
+# While the controller lives, its heartbeat calls these two on the node, each as one short command (this file's source
+# and one call, run by the node's Python): beat() every lease/4 seconds, and expire_now() when the play is interrupted
+# or its controller process is gone. They touch only the entry of one server (``state_file``): a later attempt of the
+# same run on the same node has its own heartbeat.
+
+
+def _entry_of(lease_file, node, state_file):
+    entry = node_entry(lease_file, node)
+    if not entry or (state_file and entry.get("state_file") not in (None, state_file)):
+        return None
+    return entry
+
+
+def beat(lease_file, node, state_file, seconds, by="controller heartbeat"):
+    """Keep this server's lease at least ``seconds`` from now (a longer lease a task set stays). Returns
+    {"state": "renewed"|"absent"|"expired", "until"}: "absent" - no entry of this server (not written yet, or the
+    server was stopped and released), "expired" - its supervisor stopped it already (``expired_at``)."""
+    now = time.time()
+    with _Locked(os.path.dirname(lease_file)):
+        data = read_json(lease_file)
+        entry = (data or {}).get("servers", {}).get(node)
+        if not entry or (state_file and entry.get("state_file") not in (None, state_file)):
+            return {"state": "absent", "until": None}
+        if entry.get("expired_at") is not None:
+            return {"state": "expired", "until": entry.get("until")}
+        until = max(float(entry.get("until") or 0), round(now + float(seconds), 3))
+        entry.update(until=until, renewed_at=round(now, 3), heartbeat_at=round(now, 3), heartbeat_by=by)
+        write_json_atomic(lease_file, data)
+    return {"state": "renewed", "until": until}
+
+
+def expire_now(lease_file, node, state_file, reason, wait_s):
+    """End this server's lease now (its supervisor stops the group within a second, SIGKILL after its stop grace)
+    and wait up to ``wait_s`` seconds until the supervisor says it stopped it (``expired_at``) or the entry is gone.
+    Returns {"state": "stopped"|"absent"|"still_running", "waited_s", "processes", "reason"}."""
+    t0 = time.time()
+    with _Locked(os.path.dirname(lease_file)):
+        data = read_json(lease_file)
+        entry = (data or {}).get("servers", {}).get(node)
+        if not entry or (state_file and entry.get("state_file") not in (None, state_file)):
+            return {"state": "absent", "waited_s": 0.0, "processes": None, "reason": reason}
+        if entry.get("expired_at") is None:
+            entry.update(until=round(t0, 3), stop_requested_at=round(t0, 3), stop_reason=reason)
+            write_json_atomic(lease_file, data)
+    while True:
+        entry = _entry_of(lease_file, node, state_file)
+        if entry is None or entry.get("expired_at") is not None:
+            record = read_json(lease_expired_file_for(state_file)) if state_file else None
+            return {"state": "stopped" if entry is not None else "absent", "waited_s": round(time.time() - t0, 3),
+                    "processes": (record or {}).get("processes"), "reason": reason}
+        if time.time() - t0 >= wait_s:
+            return {"state": "still_running", "waited_s": round(time.time() - t0, 3), "processes": None,
+                    "reason": reason}
+        time.sleep(0.2)

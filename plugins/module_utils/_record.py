@@ -282,6 +282,128 @@ def open_runs(case_dir):
             if not is_frozen(os.path.join(case_dir, run_id_for(n)))]
 
 
+def _open_run_owner(path, now, hostname=None):
+    """(alive, why, OPEN_FILE data) of an open run's owner; None when the run folder is gone."""
+    info = read_open(path)
+    if info is None:
+        try:
+            age = now - os.stat(path).st_mtime
+        except OSError:
+            return None
+        return (age < LEGACY_OPEN_GRACE, "it has no %s (made before schema 3, or being created now) and changed %d s "
+                "ago" % (OPEN_FILE, int(age)), None)
+    alive, why = owner_alive(info.get("owner"), info.get("lease_until"), now=now, hostname=hostname)
+    return alive, why, info
+
+
+# What the play's interrupt handler (callback/record_log.py) writes into its open run: {"signal", "at"}.
+INTERRUPTED_FILE = "interrupted.json"
+
+
+def read_json_file(path):
+    try:
+        with open(path, "rb") as fh:
+            data = json.loads(fh.read().decode("utf-8"))
+        return data if isinstance(data, dict) else None
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def interrupted_runs(root, now=None, hostname=None):
+    """Open runs under ``root`` (every case) whose play is provably gone - what stop.yml brings the host files of
+    into the run before it seals it: [{case_id, run, path, run_uid, hosts, why, last_written, interrupted,
+    interrupted_at}]. ``interrupted``: what the play's interrupt handler wrote (INTERRUPTED_FILE; None when the play
+    was killed or lost); ``interrupted_at`` its time, else ``last_written``, the play's last write into the run on
+    the controller (the moment it was killed or lost, as near as the controller knows)."""
+    now = time_now() if now is None else now
+    out = []
+    if not os.path.isdir(os.path.abspath(root)):
+        return out  # no records here: nothing was interrupted
+    try:
+        cases = sorted(os.listdir(os.path.abspath(root)))
+    except OSError as exc:
+        raise RecordError("records root %s cannot be read: %s" % (root, exc.strerror or exc))
+    for case in cases:
+        case_dir = os.path.join(os.path.abspath(root), case)
+        if not os.path.isdir(case_dir) or not _CASE_ID.match(case):
+            continue
+        for run_id, path in open_runs(case_dir):
+            found = _open_run_owner(path, now, hostname)
+            if found is None or found[0] or found[2] is None or not found[2].get("run_uid"):
+                continue
+            info = found[2]
+            written = [os.path.getmtime(os.path.join(path, rel)) for rel in scan(path)[0]]
+            last = round(max(written), 3) if written else None
+            marked = read_json_file(os.path.join(path, INTERRUPTED_FILE))
+            out.append({"case_id": case, "run": run_id, "path": path, "run_uid": info["run_uid"],
+                        "hosts": list((info.get("run") or {}).get("hosts") or []), "why": found[1],
+                        "last_written": last, "interrupted": marked,
+                        "interrupted_at": (marked or {}).get("at") if isinstance((marked or {}).get("at"), (int, float))
+                        else last})
+    return out
+
+
+def salvage_parts(found, run_dir, host, last_written=None):
+    """What of an interrupted run's folder on ``host`` (``found``: ansible.builtin.find's files under
+    ``<remote_root>/runs/<run_uid>``, recursive) goes into the run's part ``hosts/<host>/``: this host's files
+    (``hosts/<host>/...``, the same parts as a closed attempt's: logs/server.log, memory.jsonl, logs/...) and its
+    server's state (``.state/<host>/...`` as ``state/...``: the state file, the exit record, the supervisor's
+    lease-expired record). Returns ``files`` (host_record's), ``after_interrupt`` (the parts changed after
+    ``last_written``, the play's last write on the controller) and ``remove`` (this host's folders of the run)."""
+    run_dir = str(run_dir).rstrip("/")
+    files, after = [], []
+    for entry in sorted(found or [], key=lambda f: f.get("path", "")):
+        rel = os.path.relpath(entry.get("path", ""), run_dir)
+        if rel.startswith("hosts/%s/" % host):
+            part = rel[len("hosts/%s/" % host):]
+            part = "memory.jsonl" if part == "logs/memory.jsonl" else part
+        elif rel.startswith(".state/%s/" % host):
+            part = "state/" + rel[len(".state/%s/" % host):]
+        else:
+            continue
+        files.append({"src": entry["path"], "part": part})
+        if last_written is not None and float(entry.get("mtime") or 0) > float(last_written):
+            after.append(part)
+    return {"files": files, "after_interrupt": after,
+            "remove": ["%s/hosts/%s" % (run_dir, host), "%s/.state/%s" % (run_dir, host)]}
+
+
+def host_files_never_fetched(run_dir):
+    """For a frozen run whose copy lacks the files of some of its hosts: {run, run_uid, hosts, line} with how to get
+    them (they stay on the hosts; prune keeps them); None when it has them all."""
+    manifest = load_manifest(run_dir)
+    missing = hosts_without_files(manifest)
+    if not missing:
+        return None
+    uid = manifest.get("run_uid")
+    run = os.path.basename(os.path.normpath(run_dir))
+    line = ("%s: the files of %s (server log, memory series, server state) were never fetched - it was sealed "
+            "without them; they stay on the host(s) under <repro_vllm_remote_root>/runs/%s/ (prune.yml keeps them "
+            "unless told repro_vllm_prune_without_host_files=[%s]); copy them from there by hand (scp -r). Next time "
+            "run playbooks/stop.yml before the hand-off: it brings an interrupted run's host files in, then seals it"
+            % (run, ", ".join(missing), uid, uid))
+    return {"run": run, "run_uid": uid, "hosts": missing, "line": line}
+
+
+def salvage_plan(found_results, stop_results, remote_root, host):
+    """stop.yml's plan for the interrupted runs of ``host``: one entry per run of the loops over them (``found_results``:
+    ansible.builtin.find's results, each with ``item`` - the run of interrupted_runs - and ``files``; ``stop_results``:
+    vllm_server state=swept's, in the same order) with salvage_parts' ``files``, ``after_interrupt`` and ``remove``,
+    the ``parts`` named, and ``server`` - how its servers here ended (the sweep's lines)."""
+    plan = []
+    stops = list(stop_results or [])
+    for index, found in enumerate(found_results or []):
+        run = found.get("item") or {}
+        stop = stops[index] if index < len(stops) else {}
+        parts = salvage_parts(found.get("files") or [], "%s/runs/%s" % (str(remote_root).rstrip("/"),
+                                                                        run.get("run_uid")),
+                              host, run.get("interrupted_at"))
+        server = [c.get("line") for c in stop.get("cleaned") or []] or [
+            "no lease of it on this host (its server was stopped and released, or never started)"]
+        plan.append(dict(parts, run=run, parts=[f["part"] for f in parts["files"]], server=server))
+    return plan
+
+
 def seal_interrupted(case_dir, collection_version, sealed_by, now=None, hostname=None, check_mode=False):
     """Freeze every run of the case that a play opened and never closed, once its owner is provably gone.
 
@@ -292,17 +414,10 @@ def seal_interrupted(case_dir, collection_version, sealed_by, now=None, hostname
     now = time_now() if now is None else now
     sealed, still_open = [], []
     for run_id, path in open_runs(case_dir):
-        info = read_open(path)
-        if info is None:
-            try:
-                age = now - os.stat(path).st_mtime
-            except OSError:
-                continue
-            alive = age < LEGACY_OPEN_GRACE
-            why = ("it has no %s (made before schema 3, or being created now) and changed %d s ago"
-                   % (OPEN_FILE, int(age)))
-        else:
-            alive, why = owner_alive(info.get("owner"), info.get("lease_until"), now=now, hostname=hostname)
+        found = _open_run_owner(path, now, hostname)
+        if found is None:
+            continue
+        alive, why, info = found
         if alive:
             still_open.append({"run": run_id, "path": path, "why": why,
                                "run_uid": (info or {}).get("run_uid")})
@@ -335,22 +450,47 @@ def _created_unix(manifest):
     return stamp.replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
-def prune_split(paths, run_uids):
+def prune_split(paths, run_uids, host=None, lacking=None, allowed=None):
     """Which of a host's run folders (``<remote_root>/runs/<run_uid>``, as found there) are removed: those whose
-    name is one of ``run_uids`` (prunable_runs). Returns ``remove`` (the paths, in the order found), ``removed``
-    (their run_uids) and ``kept`` (how many stay: open, not held by this controller, not verified or too young)."""
+    name is one of ``run_uids`` (prunable_runs), except the folder on ``host`` of a run whose controller copy has no
+    files of that host (``lacking``: prunable_runs' list) - the only copy of its server log - unless ``allowed``
+    names the run (its run_uid or ``<case>/<run>``). Returns ``remove`` (the paths, in the order found), ``removed``
+    (their run_uids), ``withheld`` ([{path, run_uid, run, why}], kept for that reason) and ``kept`` (how many stay:
+    open, not held by this controller, not verified, too young or withheld)."""
     wanted = set(run_uids or [])
-    remove = [p for p in paths or [] if os.path.basename(str(p).rstrip("/")) in wanted]
+    allowed = set(allowed or [])
+    short = dict((entry["run_uid"], entry) for entry in lacking or [])
+    remove, withheld = [], []
+    for path in paths or []:
+        uid = os.path.basename(str(path).rstrip("/"))
+        if uid not in wanted:
+            continue
+        entry = short.get(uid)
+        if entry and host in entry["hosts"] and not allowed & {uid, entry["run"]}:
+            withheld.append({"path": path, "run_uid": uid, "run": entry["run"],
+                             "why": "the controller's copy of %s has no files of %s (hosts/%s/): this folder holds "
+                                    "the only copy" % (entry["run"], host, host)})
+            continue
+        remove.append(path)
     return {"remove": remove, "removed": [os.path.basename(str(p).rstrip("/")) for p in remove],
-            "kept": len(list(paths or [])) - len(remove)}
+            "withheld": withheld, "kept": len(list(paths or [])) - len(remove)}
+
+
+def hosts_without_files(manifest):
+    """The hosts of a frozen run (``metadata.hosts``) that have no file under ``hosts/<host>/`` in it: their part was
+    never brought to the controller (an interrupted run sealed without its hosts)."""
+    have = set(e["path"].split("/")[1] for e in manifest.get("files") or []
+               if e.get("path", "").startswith("hosts/") and e["path"].count("/") >= 2)
+    return [h for h in (manifest.get("metadata") or {}).get("hosts") or [] if h not in have]
 
 
 def prunable_runs(root, older_than, now=None):
     """The run_uids whose host folders may go: runs under ``root`` (every case) that are frozen, verify, and were
     frozen more than ``older_than`` seconds ago. An open run, a run that does not verify and a run without a run_uid
-    (schema 2) are never listed; the ones that do not verify are returned in ``not_verified``."""
+    (schema 2) are never listed; the ones that do not verify are returned in ``not_verified``, and the listed ones
+    whose copy lacks the files of some of their hosts in ``lacking`` ([{run, run_uid, hosts}], prune_split)."""
     now = time_now() if now is None else now
-    uids, runs, not_verified = [], [], []
+    uids, runs, not_verified, lacking = [], [], [], []
     root = os.path.abspath(root)
     try:
         cases = sorted(os.listdir(root))
@@ -379,7 +519,10 @@ def prunable_runs(root, older_than, now=None):
                 continue
             uids.append(uid)
             runs.append({"run": "%s/%s" % (case, run_id_for(number)), "run_uid": uid, "created": manifest["created"]})
-    return {"run_uids": uids, "runs": runs, "not_verified": not_verified}
+            missing = hosts_without_files(manifest)
+            if missing:
+                lacking.append({"run": "%s/%s" % (case, run_id_for(number)), "run_uid": uid, "hosts": missing})
+    return {"run_uids": uids, "runs": runs, "not_verified": not_verified, "lacking": lacking}
 
 
 def create_run(root, case_id, create_root=True, max_attempts=10000, taken=None, owner=None,
@@ -864,7 +1007,8 @@ def describe_problems(res, limit=5):
 # (plugins/action/run_record.py, which runs it in the controller's own process when the task's connection is local
 # and nothing is become): one argument spec and one dispatch, so both ways give the same result.
 ARGUMENT_SPEC = dict(
-    state=dict(type="str", required=True, choices=["create", "write", "freeze", "verify", "prunable", "close"]),
+    state=dict(type="str", required=True, choices=["create", "write", "freeze", "verify", "prunable", "close",
+                                                   "interrupted"]),
     kind=dict(type="str", choices=["fleet", "attempt", "collective", "decisions", "incomplete"]),
     inputs=dict(type="dict", default={}),
     root=dict(type="path"),
@@ -915,6 +1059,7 @@ REQUIRED_IF = [
     ("state", "close", ("path", "kind")),
     ("state", "verify", ("path",)),
     ("state", "prunable", ("root",)),
+    ("state", "interrupted", ("root",)),
 ]
 MUTUALLY_EXCLUSIVE = [("content", "json", "src")]
 # what state=create hands back as given: with them the registered result is the run's whole identity
@@ -1037,6 +1182,8 @@ def run_task(p, check_mode=False):
         if state == "prunable":
             found = prunable_runs(p["root"], p["older_than"])
             return dict(found, changed=False), None
+        if state == "interrupted":
+            return dict(runs=interrupted_runs(p["root"]), changed=False), None
         if state == "write":
             res = write_part(p["path"], p["part"], content=p["content"], data=p["json"], src=p["src"],
                              overwrite=p["overwrite"], check_mode=check_mode, has_data=p["json"] is not None)

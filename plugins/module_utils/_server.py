@@ -350,7 +350,10 @@ def _lease_check(lease_file, expired_file, sid, pgid, start_ticks, grace, node=N
         return False
     members = session_members(sid, pgid, start_ticks)
     record = {"expired_at": round(time.time(), 3), "lease_until": lease.get("until"), "renewed_at": lease.get("renewed_at"),
-              "renewed_by": lease.get("by"), "processes": describe(members), "stop": None, "container": None}
+              "renewed_by": lease.get("by"), "processes": describe(members), "stop": None, "container": None,
+              # why the lease ended: the controller's heartbeat asked (an interrupted or gone play) or nobody renewed it
+              "reason": lease.get("stop_reason") or "nobody renewed the lease",
+              "heartbeat_at": lease.get("heartbeat_at")}
     if container:
         record["container"] = stop_container(container, grace)
     if members:
@@ -882,7 +885,9 @@ def _stop_leased(path, node, entry, who, grace, check_mode, expired):
         how = "stopped now: %d process(es) (%s)" % (len(stop["initial"]), ", ".join(
             "%s %s" % (p.get("pid"), p.get("comm")) for p in stop["initial"][:6]))
     elif entry.get("expired_at"):
-        how = "its supervisor had stopped it at %s" % _when(entry.get("expired_at"))
+        how = "its supervisor had stopped it at %s%s" % (
+            _when(entry.get("expired_at")),
+            (" (%s)" % entry["stop_reason"]) if entry.get("stop_reason") else " (nobody renewed its lease)")
     else:
         how = "no process of it was left"
     line = "server of %s/%s (run_uid %s, %s, pid %s) - %s: %s" % (
@@ -890,6 +895,7 @@ def _stop_leased(path, node, entry, who, grace, check_mode, expired):
     return dict(who, run="%s/%s" % (who["case_id"], who["run_id"]),
                 outcome="stopped" if stop or containers else "not_running",
                 stopped_now=(stop or {}).get("initial") or [], lease_expired=entry.get("expired_at"),
+                stop_reason=entry.get("stop_reason"), live=not expired,
                 remaining_pids=remaining, containers=containers, containers_left=left, line=line)
 
 

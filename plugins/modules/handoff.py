@@ -142,6 +142,14 @@ verdict_sentence:
   description: The verdict in one sentence, the title of C(summary.md) after its prefix by verdict (C([Bug]:) only for a failure in vLLM; docs/handoff.md).
   returned: when O(state=pack)
   type: str
+host_files_missing:
+  description:
+    - Packed runs sealed without the files of some of their hosts (an interrupted run sealed here or by a play that
+      could not reach its hosts) - C(run), C(run_uid), C(hosts) and C(line), which says where the files are and how
+      to get them.
+  returned: when O(state=pack)
+  type: list
+  elements: dict
 problems:
   description: What O(state=check) found wrong (empty when the package is sound).
   returned: when O(state=check)
@@ -189,7 +197,8 @@ def main():
                          unknown=unknown, redactions=res["redactions"],
                          secret_variable_names=res["summary"]["secret_variable_names"],
                          verdict=res["summary"]["verdict"], verdict_detail=res["summary"]["verdict_detail"],
-                         verdict_sentence=res["summary"]["verdict_sentence"])
+                         verdict_sentence=res["summary"]["verdict_sentence"],
+                         host_files_missing=res["host_files_missing"])
     except (_handoff.HandoffError, RecordError, _evidence.EvidenceError) as exc:
         module.fail_json(msg=str(exc))
     except OSError as exc:

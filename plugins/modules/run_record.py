@@ -31,7 +31,7 @@ attributes:
     support: full
     details:
       - C(create) returns the path it would create; C(write) and C(freeze) say what they would write; C(prunable)
-        only reads.
+        and C(interrupted) only read.
   diff_mode:
     support: none
   idempotent:
@@ -46,11 +46,11 @@ options:
       - What to do.
     type: str
     required: true
-    choices: [create, write, freeze, verify, prunable, close]
+    choices: [create, write, freeze, verify, prunable, close, interrupted]
   root:
     description:
       - The records root. Its parent directory must exist; the root itself is created when missing.
-      - Required with O(state=create).
+      - Required with O(state=create), O(state=prunable) and O(state=interrupted).
     type: path
   case_id:
     description:
@@ -393,12 +393,24 @@ run_uids:
   type: list
   elements: str
 runs:
-  description: With O(state=prunable), the same runs (run, run_uid, created).
-  returned: when O(state=prunable)
+  description:
+    - With O(state=prunable), the same runs (run, run_uid, created).
+    - With O(state=interrupted), the open runs under O(root) (every case) whose play is provably gone (case_id,
+      run, path, run_uid, hosts, why, last_written - the unix time of the play's last write into the run -,
+      interrupted - what its interrupt handler noted -, interrupted_at), the runs C(playbooks/stop.yml) brings the
+      host files of into the run before it seals it.
+  returned: when O(state=prunable) or O(state=interrupted)
   type: list
   elements: dict
 not_verified:
   description: With O(state=prunable), frozen runs that do not verify (run, why); never pruned for.
+  returned: when O(state=prunable)
+  type: list
+  elements: dict
+lacking:
+  description:
+    - With O(state=prunable), the listed runs whose controller copy has no files of some of their hosts (run,
+      run_uid, hosts); prune.yml keeps their folders on those hosts unless the run is named.
   returned: when O(state=prunable)
   type: list
   elements: dict

@@ -158,11 +158,24 @@ options:
       - With a lease the supervisor stops the whole group (SIGTERM to the API server, then the group, SIGKILL after
         O(stop_grace)) once the lease has passed without a renewal, without any controller - a play cancelled with
         Ctrl-C, an AWX job cancel or SIGKILL to C(ansible-playbook) leaves no server holding the GPUs.
-      - O(state=started) sets it to O(ready_timeout) plus O(lease), and to O(lease) once the server is ready;
-        O(state=checked) with a lease renews it; M(repro.vllm.api_request) renews it with its C(lease_file) option
-        before each request. What the supervisor stopped is reported in RV(lease_expired).
+      - O(state=started) sets it to O(lease) when the controller's heartbeat renews it (O(heartbeat)), else to
+        O(ready_timeout) plus O(lease), and to O(lease) once the server is ready; O(state=checked) with a lease renews
+        it; M(repro.vllm.api_request) renews it with its C(lease_file) option before each request. What the
+        supervisor stopped is reported in RV(lease_expired).
+      - The controller's heartbeat (this module's action, with O(lease_file) and O(state_file)) renews it every
+        O(lease)/4 seconds while the play's process lives, over the task's own connection, so a start that waits
+        minutes for readiness is never cut short while the controller lives; it stops the server at once (its lease
+        ends, the supervisor stops the group) when the play gets SIGINT or SIGTERM, or when the play's process is
+        gone. When the controller dies with its heartbeat (SIGKILL to the process group, a lost AWX node), the
+        server runs at most O(lease) seconds more.
     type: float
     default: 0
+  heartbeat:
+    description:
+      - Set by this module's action when the controller's heartbeat renews the lease (not for playbooks to set); the
+        start then leases only O(lease) seconds instead of O(ready_timeout) plus O(lease).
+    type: bool
+    default: false
   check_port:
     description:
       - With O(state=started), test before the start that the server's API port (from O(argv)) can be bound; when
@@ -796,8 +809,10 @@ def run_started(module, result, state_file, file_secrets=None):
     lease_file = p["lease_file"] or srv.lease_file_for(state_file)
     node = p["node"] or ""
     if p["lease"] > 0:
-        # the lease covers the wait for readiness; the supervisor stops the group when nobody renews it
-        result["lease_until"] = _renew(p, lease_file, state_file, p["ready_timeout"] + p["lease"], "vllm_server start",
+        # the lease (or the controller's heartbeat) covers the wait for readiness; the supervisor stops the group
+        # when nobody renews it
+        first = p["lease"] if p["heartbeat"] else p["ready_timeout"] + p["lease"]
+        result["lease_until"] = _renew(p, lease_file, state_file, first, "vllm_server start",
                                        dict(_lease_info(p, env, listen, container), state_file=state_file,
                                             log_path=log_path))
     if plan:
@@ -1063,6 +1078,7 @@ def main():
             command_timeout=dict(type="float", default=10.0),
             classify=dict(type="bool", default=True),
             lease=dict(type="float", default=0.0),
+            heartbeat=dict(type="bool", default=False),
             check_port=dict(type="bool", default=True),
             lease_file=dict(type="path"),
             lease_info=dict(type="dict"),

@@ -29,7 +29,7 @@ import sys
 import time
 
 from ansible_collections.repro.vllm.plugins.callback import console
-from ansible_collections.repro.vllm.plugins.callback.console import interrupt_lost, watch_interrupt
+from ansible_collections.repro.vllm.plugins.callback.record_log import interrupt_lost, watch_interrupt
 
 # ansible_collections/repro/vllm/plugins/callback/console.py -> the folder that holds ansible_collections
 COLLECTIONS = os.path.abspath(os.path.join(os.path.dirname(console.__file__), *[".."] * 5))
@@ -155,4 +155,5 @@ def test_watch_interrupt_wraps_a_python_handler_once():
     watched = watch_interrupt(handler, 30.0)
     assert callable(watched) and watched.repro_vllm_grace == 30.0
     assert watch_interrupt(watched, 30.0) is None  # a second playbook of the same run: already wrapped
-    assert watch_interrupt(handler, 0) is None and watch_interrupt(signal.SIG_DFL, 30.0) is None
+    # grace 0 turns only the end after the grace off: the play's servers are still stopped on SIGINT
+    assert watch_interrupt(handler, 0).repro_vllm_grace == 0 and watch_interrupt(signal.SIG_DFL, 30.0) is None

@@ -583,6 +583,67 @@ def test_prune_split_removes_only_the_folders_of_prunable_runs():
     found = ["/var/tmp/repro-vllm/runs/0123456789abcdef", "/var/tmp/repro-vllm/runs/fedcba9876543210/",
              "/var/tmp/repro-vllm/runs/0123456789abcdef0", "/var/tmp/repro-vllm/runs/x0123456789abcdef"]
     split = r.prune_split(found, ["0123456789abcdef", "fedcba9876543210", "1111111111111111"])
-    assert split == {"remove": found[:2], "removed": ["0123456789abcdef", "fedcba9876543210"], "kept": 2}
-    assert r.prune_split(found, []) == {"remove": [], "removed": [], "kept": 4}
-    assert r.prune_split([], ["0123456789abcdef"]) == {"remove": [], "removed": [], "kept": 0}
+    assert split == {"remove": found[:2], "removed": ["0123456789abcdef", "fedcba9876543210"], "withheld": [],
+                     "kept": 2}
+    assert r.prune_split(found, []) == {"remove": [], "removed": [], "withheld": [], "kept": 4}
+    assert r.prune_split([], ["0123456789abcdef"]) == {"remove": [], "removed": [], "withheld": [], "kept": 0}
+
+
+def test_prune_split_withholds_the_only_copy_of_a_hosts_files_unless_the_run_is_named():
+    found = ["/var/tmp/repro-vllm/runs/0123456789abcdef", "/var/tmp/repro-vllm/runs/fedcba9876543210"]
+    uids = ["0123456789abcdef", "fedcba9876543210"]
+    lacking = [{"run": "c1/run-003", "run_uid": "0123456789abcdef", "hosts": ["node01"]}]
+    split = r.prune_split(found, uids, host="node01", lacking=lacking)
+    assert split["remove"] == found[1:] and split["kept"] == 1
+    assert split["withheld"][0]["path"] == found[0] and "no files of node01" in split["withheld"][0]["why"]
+    # another host of the run has its files on the controller: its folder goes
+    assert r.prune_split(found, uids, host="node02", lacking=lacking)["remove"] == found
+    # named by run_uid or by case/run
+    for name in ("0123456789abcdef", "c1/run-003"):
+        assert r.prune_split(found, uids, host="node01", lacking=lacking, allowed=[name])["remove"] == found
+
+
+def test_prunable_runs_name_the_hosts_a_copy_lacks(root):
+    run = r.create_run(root, "case1", owner=r.controller_owner(root))
+    r.write_part(run["path"], "hosts/node02/server.log", content="x\n")
+    r.freeze(run["path"], "0.1.0", metadata={"status": "incomplete", "hosts": ["node01", "node02"]})
+    whole = r.create_run(root, "case1", owner=r.controller_owner(root))
+    r.write_part(whole["path"], "hosts/node01/server.log", content="x\n")
+    r.freeze(whole["path"], "0.1.0", metadata={"status": "ok", "hosts": ["node01"]})
+    res = r.prunable_runs(root, 0, now=r.time_now() + 5)
+    assert set(res["run_uids"]) == {run["run_uid"], whole["run_uid"]}
+    assert res["lacking"] == [{"run": "case1/%s" % run["run_id"], "run_uid": run["run_uid"], "hosts": ["node01"]}]
+
+
+def test_interrupted_runs_are_open_runs_whose_play_is_gone(root):
+    gone = r.create_run(root, "case1", owner=dict(r.controller_owner(root), pid=2 ** 22 + 7, pid_start_ticks=1),
+                        identity={"hosts": ["node01", "node02"], "purpose": "reproduction"})
+    with open(os.path.join(gone["path"], r.INTERRUPTED_FILE), "w") as fh:
+        fh.write('{"at": 1234.5, "signal": "SIGINT"}\n')
+    live = r.create_run(root, "case1", owner=r.controller_owner(root))
+    done = r.create_run(root, "case2", owner=dict(r.controller_owner(root), pid=2 ** 22 + 7, pid_start_ticks=1))
+    r.freeze(done["path"], "0.1.0")
+    found = r.interrupted_runs(root)
+    assert [(f["case_id"], f["run"]) for f in found] == [("case1", gone["run_id"])]
+    assert found[0]["hosts"] == ["node01", "node02"] and found[0]["run_uid"] == gone["run_uid"]
+    assert found[0]["interrupted_at"] == 1234.5 and "is gone" in found[0]["why"]
+    assert live["run_id"] not in [f["run"] for f in found]
+    assert r.interrupted_runs(os.path.join(root, "nothing-here")) == []
+
+
+def test_salvage_plan_brings_this_hosts_files_and_names_those_after_the_interrupt():
+    run_dir = "/var/tmp/repro-vllm/runs/0123456789abcdef"
+    found = [{"item": {"run_uid": "0123456789abcdef", "interrupted_at": 100.0, "run": "run-003"},
+              "files": [{"path": run_dir + "/hosts/node01/logs/server.log", "mtime": 150.0},
+                        {"path": run_dir + "/hosts/node01/logs/memory.jsonl", "mtime": 90.0},
+                        {"path": run_dir + "/.state/node01/vllm_server.state.json.lease-expired", "mtime": 101.0},
+                        {"path": run_dir + "/hosts/node02/logs/server.log", "mtime": 150.0}]}]
+    stops = [{"cleaned": [{"line": "server of c/run-003 ... - stop asked: its supervisor had stopped it at ..."}]}]
+    plan = r.salvage_plan(found, stops, "/var/tmp/repro-vllm/", "node01")
+    assert sorted(plan[0]["parts"]) == ["logs/server.log", "memory.jsonl", "state/vllm_server.state.json.lease-expired"]
+    assert {"src": run_dir + "/hosts/node01/logs/memory.jsonl", "part": "memory.jsonl"} in plan[0]["files"]
+    assert sorted(plan[0]["after_interrupt"]) == ["logs/server.log", "state/vllm_server.state.json.lease-expired"]
+    assert plan[0]["remove"] == [run_dir + "/hosts/node01", run_dir + "/.state/node01"]
+    assert plan[0]["server"] == [stops[0]["cleaned"][0]["line"]]
+    # nothing of the run's lease on the host: said so
+    assert "no lease of it" in r.salvage_plan(found, [{"cleaned": []}], "/r", "node01")[0]["server"][0]
