@@ -10,7 +10,8 @@ Every front (the ``log_stage`` module, the ``log_stage`` filter, the roles that 
 :func:`classify_files` or :func:`classify_text` here, so they all give the same answer.
 
 The classifier is three modules: ``_logstage_rules`` (the data that changes with vLLM releases: signatures,
-stage markers, the frame -> stage map), ``_logstage_parse`` (wrappers and log formats of one line) and this one
+stage markers; the frame -> stage map in ``_logstage_frames``, the messages vLLM raises per stage in
+``_logstage_messages``), ``_logstage_parse`` (wrappers and log formats of one line) and this one
 (the scan of a file and the answer).  How it reads a log (details and the rule list are in
 ``docs/classifier.md``):
 
@@ -44,6 +45,7 @@ from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import 
     MARKERS, READY, SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES,
     UNKNOWN_MISSING, USUAL_STAGE_LOW, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE,
     WHERE_OR)
+from ansible_collections.repro.vllm.plugins.module_utils._logstage_messages import message_stage
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_frames import (
     DEVICE_QUERY, DEVICE_QUERY_PATHS, FRAME_FILES, FRAMES, METHOD_MESSAGES, SERVING_FRAMES, SHARED_SERVING_FRAMES,
     SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS)
@@ -224,6 +226,9 @@ def _text_hint(text, rec=None):
     for key, rx, stage, conf in _STAGE_WORDS:
         if key in text and (rx is None or rx.search(text) is not None):
             return stage, conf, False
+    hit = message_stage(text)
+    if hit is not None:
+        return hit[0], hit[2], False
     if rec is not None and len(rec) == 4:
         for rx, stage in _SERVING_FILE_RXS:
             if rx.search(rec[2]):
@@ -567,7 +572,8 @@ class _Scan(object):
     def _add(self, kind, cls, placed, text, lineno, line_ts, key, tkey_own, proc, pid, hint, context, rec_key,
              oom_seen=False, origin=None):
         stage, basis, conf = placed
-        if kind in (FAILURE, ERROR_LINE) and cls == "other" and stage == "config" and basis != BASIS_INFERRED:
+        if kind in (FAILURE, ERROR_LINE) and cls == "other" and stage == "config" and (
+                basis != BASIS_INFERRED or (message_stage(text) or (None, None))[1] == "config_error"):
             cls = "config_error"
         if self.until is not None and (origin or lineno) > self.until:
             # printed after the server was stopped (the record, or its traceback, began after the cutoff):

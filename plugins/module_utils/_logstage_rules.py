@@ -15,7 +15,8 @@ unit tests).  Each table says where its rows come from:
   ``vllm-stages.md`` lists them by stage with their files);
 * :data:`MARKERS`: the log lines that prove a stage was reached (vLLM's own INFO messages, uvicorn's, tqdm bars);
 * the traceback-frame tables (:data:`FRAMES`, serving-only frames, logger lines naming a worker method) live in
-  ``_logstage_frames.py`` (split by responsibility: functions there, messages here);
+  ``_logstage_frames.py`` (split by responsibility: functions there, messages here); the messages vLLM raises
+  while one stage runs, listed from its source, in ``_logstage_messages.py``;
 * :data:`CLASS_KEYWORDS`, :data:`CLASS_FLOOR`, :data:`CLASS_DEFAULT_STAGE`: how an exception without a signature
   is classed and placed.
 
