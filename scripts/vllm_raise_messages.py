@@ -10,7 +10,8 @@ It reads the tree with :mod:`ast` (nothing is imported or run), finds every ``ra
 placeholder (the part every instance of the message shares).  The stage comes from the function that raises it
 where the frame map (``FRAMES`` of _logstage_frames.py) knows it, else from the module (``MODULE_STAGES``).  A
 prefix raised under two different stages, or shorter than ``MIN_PREFIX`` characters, is dropped: it would not say
-where.  Output: one tab-separated row per message (stage, class, exception type, prefix, file:function), sorted.
+where, and so is one raised in a function that a module of another stage also calls (``get_quant_config``: the
+config and the loader), in any of the trees read.  Output: one tab-separated row per message (stage, class, exception type, prefix, file:function), sorted.
 
 Run it on one or more checkouts (``git worktree``-free: ``git archive v0.10.0 | tar -x -C /tmp/v0.10``, or an
 installed ``site-packages``); a prefix must agree on its stage in every tree it appears in::
@@ -133,8 +134,8 @@ def scan(tree_root):
             for func in ast.walk(tree):
                 if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
-                if not func.name.startswith("__") and calls.get(func.name, set()) - {mod[0]}:
-                    continue
+                # a function another stage's module also calls: its messages say no one stage (in any tree)
+                shared = not func.name.startswith("__") and calls.get(func.name, set()) - {mod[0]}
                 for node in ast.walk(func):
                     if not isinstance(node, ast.Raise) or not isinstance(node.exc, ast.Call) or not node.exc.args:
                         continue
@@ -145,7 +146,7 @@ def scan(tree_root):
                     prefix = _prefix(node.exc.args[0])
                     if not prefix or len(prefix) < MIN_PREFIX:
                         continue
-                    stage = _frame_stage(func.name, "vllm/" + rel)
+                    stage = "?" if shared else _frame_stage(func.name, "vllm/" + rel)
                     if stage is None:
                         if STARTUP_FUNC_RX.match(func.name) is None:
                             continue
@@ -162,14 +163,23 @@ def main(argv):
     out = []
     for prefix, found in rows.items():
         stages = set(f[0] for f in found)
-        if len(stages) != 1:
+        if len(stages) != 1 or "?" in stages:
             continue
         stage, cls, exc, where = sorted(found)[0]
         out.append((stage, cls, exc, prefix, where))
+    # two messages the cut to MAX_PREFIX makes equal: one row when they agree on the stage, none when they do not
+    cut = {}
+    for stage, _cls, _exc, prefix, _where in out:
+        cut.setdefault(prefix[:MAX_PREFIX].rstrip(), set()).add(stage)
+    done = set()
     for stage, cls, exc, prefix, where in sorted(out):
+        short = prefix[:MAX_PREFIX].rstrip()
+        if as_python and (len(cut[short]) != 1 or short in done):
+            continue
+        done.add(short)
         if as_python:
             # the rows of MESSAGES in plugins/module_utils/_logstage_messages.py
-            print("    (%r, %r, %r,\n     %r)," % (prefix[:MAX_PREFIX].rstrip(), stage, cls, "%s %s" % (exc, where)))
+            print("    (%r, %r, %r,\n     %r)," % (short, stage, cls, "%s %s" % (exc, where)))
         else:
             print("\t".join((stage, cls, exc, prefix, where)))
     return 0
