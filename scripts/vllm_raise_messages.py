@@ -47,6 +47,15 @@ MODULE_STAGES = (
     ("distributed/parallel_state.py", "distributed_init", "other"),
     ("distributed/device_communicators/", "distributed_init", "other"),
     ("v1/core/kv_cache_utils.py", "engine_init", "other"),
+    # modules of several stages: only a function the frame map places counts (init_device, load_model,
+    # determine_available_memory, profile_run, initialize_kv_cache, capture_model, execute_model, the handlers)
+    ("worker/", None, "other"),
+    ("v1/worker/", None, "other"),
+    ("v1/engine/", None, "other"),
+    ("v1/executor/", None, "other"),
+    ("executor/", None, "other"),
+    ("engine/", None, "other"),
+    ("entrypoints/openai/", None, "other"),
 )
 # a raise counts only inside a function the frame map places, or one whose name says it runs while its stage does
 # (building, checking, loading); helpers that also run later (the KV block pool's popleft, a communicator's send,
@@ -135,7 +144,7 @@ def scan(tree_root):
                 if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
                 # a function another stage's module also calls: its messages say no one stage (in any tree)
-                shared = not func.name.startswith("__") and calls.get(func.name, set()) - {mod[0]}
+                shared = not func.name.startswith("__") and calls.get(func.name, set()) - {mod[0], None}
                 for node in ast.walk(func):
                     if not isinstance(node, ast.Raise) or not isinstance(node.exc, ast.Call) or not node.exc.args:
                         continue
@@ -148,7 +157,7 @@ def scan(tree_root):
                         continue
                     stage = "?" if shared else _frame_stage(func.name, "vllm/" + rel)
                     if stage is None:
-                        if STARTUP_FUNC_RX.match(func.name) is None:
+                        if mod[0] is None or STARTUP_FUNC_RX.match(func.name) is None:
                             continue
                         stage = mod[0]
                     yield stage, mod[1] if stage == mod[0] else "other", exc_name, prefix, "%s:%s" % (rel, func.name)

@@ -69,3 +69,12 @@ def test_the_lister_reads_a_tree_and_drops_shared_helpers(tmp_path):
     rows = [line.split("\t") for line in out.splitlines()]
     assert rows == [["config", "config_error", "ValueError", "the foo setting must be positive, got",
                      "config/model.py:_verify_args"]]
+
+
+def test_a_message_of_a_mapped_worker_function_takes_its_stage_low():
+    # vllm/v1/worker/gpu_model_runner.py initialize_kv_cache (0.8 -> 0.32): "Unknown KV cache spec type."
+    ans = classify_text("RuntimeError: Unknown KV cache spec type.\n")
+    assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == ("engine_init", "inferred", "low")
+    # vllm/v1/engine/input_processor.py process_inputs: a request's own check
+    ans = classify_text("ValueError: min_tokens must be less than or equal to max_tokens=16, got 32.\n")
+    assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == ("request", "inferred", "low")
