@@ -10,7 +10,8 @@ Every front (the ``log_stage`` module, the ``log_stage`` filter, the roles that 
 :func:`classify_files` or :func:`classify_text` here, so they all give the same answer.
 
 The classifier is three modules: ``_logstage_rules`` (the data that changes with vLLM releases: signatures,
-stage markers, the frame -> stage map), ``_logstage_parse`` (wrappers and log formats of one line) and this one
+stage markers; the frame -> stage map in ``_logstage_frames``, the messages vLLM raises per stage in
+``_logstage_messages``), ``_logstage_parse`` (wrappers and log formats of one line) and this one
 (the scan of a file and the answer).  How it reads a log (details and the rule list are in
 ``docs/classifier.md``):
 
@@ -39,14 +40,15 @@ import re
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import (
     ACCESS_5XX_RX, ANSWER_STAGES, AT_DEBUG, AT_INFO, AT_LEAST, AT_LEAST_OR_UNKNOWN, AT_WARNING, BASIS_FRAMES,
     BASIS_INFERRED, BASIS_MARKERS, BASIS_MESSAGE, CAUSE_CLASSES, CAUSES, CLASS_DEFAULT_STAGE, CLASS_FLOOR,
-    CLASS_KEYWORDS, CLIENT_ERROR, CONF_HIGH, CONF_MEDIUM, CONSEQUENCE, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY,
+    CLASS_KEYWORDS, CLIENT_ERROR, CONF_HIGH, CONF_LOW, CONF_MEDIUM, CONSEQUENCE, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY,
     FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, GENERIC, HANG_HINT, HEADER, LEVEL_WORD_RX,
     MARKERS, READY, SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES,
-    UNKNOWN_MISSING, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE,
+    UNKNOWN_MISSING, USUAL_STAGE_LOW, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE,
     WHERE_OR)
+from ansible_collections.repro.vllm.plugins.module_utils._logstage_messages import message_stage
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_frames import (
-    DEVICE_QUERY, DEVICE_QUERY_PATHS, FRAME_FILES, FRAMES, METHOD_MESSAGES, SERVING_FRAMES, SOURCE_LINES,
-    STARTUP_FUNC_WORDS, STARTUP_FUNCS)
+    DEVICE_QUERY, DEVICE_QUERY_PATHS, FRAME_FILES, FRAMES, METHOD_MESSAGES, SERVING_FRAMES, SHARED_SERVING_FRAMES,
+    SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS)
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_parse import (
     CARETS_RX, CHAIN, CODE_STARTS, EXC_RX, GLUED_RX as _GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING,
     MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX,
@@ -82,7 +84,7 @@ _RANK = STAGE_RANK
 class Signature(object):
     """One row of :data:`SIGNATURES`, compiled: ``match(text)`` tests the key, then the regex."""
 
-    __slots__ = ("kind", "key", "rx", "cls", "placement", "stage", "flags", "hint", "sid")
+    __slots__ = ("kind", "key", "rx", "cls", "placement", "stage", "flags", "hint", "sid", "usual_conf")
 
     def __init__(self, sid, kind, key, rx, cls, placement, stage, flags, hint):
         self.sid = sid
@@ -94,6 +96,7 @@ class Signature(object):
         self.stage = stage
         self.flags = frozenset(flags)
         self.hint = hint
+        self.usual_conf = CONF_LOW if key in USUAL_STAGE_LOW else CONF_MEDIUM
 
     def match(self, text):
         """True when ``text`` carries this signature."""
@@ -201,6 +204,8 @@ _SERVING_FRAMES = tuple((part, stage) for part, stage, _source in SERVING_FRAMES
 _SERVING_FILE_RXS = tuple((re.compile(rx), stage) for rx, stage in SERVING_LOGGER_FILES)
 _STAGE_WORDS = tuple((key, re.compile(rx) if rx else None, stage, conf) for key, rx, stage, conf, _s in STAGE_WORDS)
 _STARTUP_WORD_RX = re.compile(STARTUP_FUNC_WORDS)
+_SHARED_PARTS = tuple(p for p, _s in SHARED_SERVING_FRAMES if not p.startswith("func:"))
+_SHARED_FUNCS = frozenset(p[5:] for p, _s in SHARED_SERVING_FRAMES if p.startswith("func:"))
 _ACCESS_5XX_RX = re.compile(ACCESS_5XX_RX)
 _LEVEL_WORD_RX = re.compile(LEVEL_WORD_RX)
 _CAUSES = tuple((key, re.compile(rx) if rx else None, stage) for key, rx, stage, _source in CAUSES)
@@ -221,6 +226,9 @@ def _text_hint(text, rec=None):
     for key, rx, stage, conf in _STAGE_WORDS:
         if key in text and (rx is None or rx.search(text) is not None):
             return stage, conf, False
+    hit = message_stage(text)
+    if hit is not None:
+        return hit[0], hit[2], False
     if rec is not None and len(rec) == 4:
         for rx, stage in _SERVING_FILE_RXS:
             if rx.search(rec[2]):
@@ -274,7 +282,7 @@ class _TB(object):
     """An open traceback (or an error header waiting for its traceback) in one stream."""
 
     __slots__ = ("state", "stream", "proc", "pid", "rec", "header", "entries", "frames", "lineno", "ts", "tkey",
-                 "tkey_own", "idle", "warn_only", "context", "chained", "serving", "startup")
+                 "tkey_own", "idle", "warn_only", "context", "chained", "serving", "startup", "firm", "whole")
 
     def __init__(self, stream, proc, pid, rec, lineno, ts, key, tkey_own, warn_only):
         self.state = "frames"
@@ -295,12 +303,23 @@ class _TB(object):
         self.chained = False
         self.serving = None              # stage of a serving-only frame seen (SERVING_FRAMES)
         self.startup = False             # a start-up function of vLLM seen (STARTUP_FUNCS)
+        self.firm = False                # a serving frame start-up never runs seen (not SHARED_SERVING_FRAMES)
+        self.whole = False               # its "Traceback" line is in the log (no caller cut away)
 
     def hint(self, text):
-        """(stage, confidence, strong) inferred for this traceback's error: its serving-only frames, else its words."""
+        """(stage, confidence, strong) inferred for this traceback's error: its header's words (the call site that
+        logged it: "Chat template warmup failed"), its serving-only frames, else its words."""
+        if self.header is not None:
+            hint = _text_hint(self.header[1])
+            if hint is not None:
+                return hint
         if self.serving is not None and not self.startup:
-            return self.serving, CONF_MEDIUM, True
+            return self.serving_hint()
         return _text_hint(text, self.rec)
+
+    def serving_hint(self):
+        """The serving frames' hint: medium, or low when only code start-up runs too shows and the caller is cut."""
+        return self.serving, CONF_MEDIUM if self.firm or self.whole else CONF_LOW, True
 
 
 def _frames_stage(frames):
@@ -496,7 +515,7 @@ class _Scan(object):
             self.comms[key] = "complete" if event == "Init COMPLETE" else "destroyed"
 
     # -- candidates -------------------------------------------------------------------------------------------
-    def _stage_for(self, placement, sig_stage, cls, frames, named=None, hint=None):
+    def _stage_for(self, placement, sig_stage, cls, frames, named=None, hint=None, usual_conf=CONF_MEDIUM):
         """(stage, basis, confidence) of an error: the message's own meaning where it fixes the stage, else the
         frames (or the worker method a logger line names), else what the error shows (``hint``: serving-only
         frames, its words, the collective it names, its logger's file: basis ``inferred``), never before the
@@ -539,10 +558,10 @@ class _Scan(object):
             floor = CLASS_FLOOR.get(cls)
         if rank is None:
             if placement in (AT_LEAST, WHERE_OR):
-                return sig_stage, BASIS_MESSAGE, CONF_MEDIUM
+                return sig_stage, BASIS_MESSAGE, usual_conf
             default = CLASS_DEFAULT_STAGE.get(cls)
             if default is not None:
-                return default, BASIS_MESSAGE, CONF_MEDIUM
+                return default[0], BASIS_MESSAGE, default[1]
             return "unknown", None, None
         if floor is not None and rank < _RANK[floor]:
             rank = _RANK[floor]
@@ -553,7 +572,8 @@ class _Scan(object):
     def _add(self, kind, cls, placed, text, lineno, line_ts, key, tkey_own, proc, pid, hint, context, rec_key,
              oom_seen=False, origin=None):
         stage, basis, conf = placed
-        if kind in (FAILURE, ERROR_LINE) and cls == "other" and stage == "config" and basis != BASIS_INFERRED:
+        if kind in (FAILURE, ERROR_LINE) and cls == "other" and stage == "config" and (
+                basis != BASIS_INFERRED or (message_stage(text) or (None, None))[1] == "config_error"):
             cls = "config_error"
         if self.until is not None and (origin or lineno) > self.until:
             # printed after the server was stopped (the record, or its traceback, began after the cutoff):
@@ -623,7 +643,7 @@ class _Scan(object):
         if sig.kind == CLIENT_ERROR:
             return
         placed = self._stage_for(sig.placement, sig.stage, sig.cls, frames, _method_stage(text),
-                                 hint if hint is not None else _text_hint(text, line.rec))
+                                 hint if hint is not None else _text_hint(text, line.rec), sig.usual_conf)
         key, own = self._line_tkey(line)
         if key is None:
             key = self._approx_tkey()
@@ -654,6 +674,7 @@ class _Scan(object):
             tb.entries.append([None, None, []])
             if not headless:
                 tb.context.append(text.strip())
+                tb.whole = text.lstrip().startswith(TB_START)
         if len(self.streams) >= _MAX_STREAMS:
             oldest = next(iter(self.streams))
             self._finish_tb(self.streams.pop(oldest))
@@ -669,6 +690,7 @@ class _Scan(object):
         if st == "header":
             if stripped.startswith(TB_START):
                 tb.state = "frames"
+                tb.whole = True
                 tb.entries.append([None, None, []])
                 tb.rec = line.rec
                 tb.context.append(stripped)
@@ -697,8 +719,12 @@ class _Scan(object):
                 elif "vllm" in path or _serving_frame(path):
                     if func in STARTUP_FUNCS or _STARTUP_WORD_RX.search(func) is not None:
                         tb.startup = True
-                    elif tb.serving is None:
-                        tb.serving = _serving_frame(path)
+                    else:
+                        sf = _serving_frame(path)
+                        if tb.serving is None:
+                            tb.serving = sf
+                        if sf and func not in _SHARED_FUNCS and not any(p in path for p in _SHARED_PARTS):
+                            tb.firm = True
                 tb.chained = "file"
                 return True
             if body[:1] in (" ", "\t") or not stripped or CARETS_RX.match(stripped) or IPY_SOURCE_RX.match(stripped) or (
@@ -801,13 +827,13 @@ class _Scan(object):
             cls = s.cls
             if oom_seen and cls in ("nccl_error", "cuda_error"):
                 cls = "oom"
-            placed = self._stage_for(s.placement, s.stage, cls, frames, named, tb.hint(text))
+            placed = self._stage_for(s.placement, s.stage, cls, frames, named, tb.hint(text), s.usual_conf)
             self._add(s.kind, cls, placed, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, s.hint, tb.context,
                       rec_key, oom_seen, origin=tb.lineno)
             return
         if consequence is not None:
             s, text, ln = consequence
-            placed = self._stage_for(s.placement, s.stage, s.cls, frames, named, tb.hint(text))
+            placed = self._stage_for(s.placement, s.stage, s.cls, frames, named, tb.hint(text), s.usual_conf)
             self._add(s.kind, s.cls, placed, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, s.hint,
                       tb.context, rec_key, origin=tb.lineno)
             return
@@ -835,14 +861,14 @@ class _Scan(object):
         if (frames or tb.serving) and prev is not None:
             # a logged error whose traceback was cut before its exception: its frames still place it
             if prev["basis"] != BASIS_MESSAGE:
-                hint = (tb.serving, CONF_MEDIUM, True) if tb.serving and not tb.startup else None
+                hint = tb.serving_hint() if tb.serving and not tb.startup else None
                 stage, basis, conf = self._stage_for(WHERE, None, prev["cls"], frames, None, hint)
                 if basis == BASIS_FRAMES or (basis == BASIS_INFERRED and prev["basis"] in (None, BASIS_INFERRED)):
                     prev["stage"], prev["basis"], prev["srank"], prev["conf"] = stage, basis, _RANK[stage], conf
         elif prev is None and rec_key is not None and tb.rec[0] in ("ERROR", "CRITICAL") and tb.context:
             # an ERROR record that is a traceback whose exception the paste cut away (the record's first line, the
             # message of logger.exception, was not pasted): the record is an error of its own, placed by its frames
-            hint = (tb.serving, CONF_MEDIUM, True) if tb.serving and not tb.startup else None
+            hint = tb.serving_hint() if tb.serving and not tb.startup else None
             placed = self._stage_for(WHERE, None, "other", frames, None, hint)
             self._add(ERROR_LINE, "other", placed, tb.context[0], tb.lineno, tb.ts, tb.tkey, tb.tkey_own, proc,
                       tb.pid, None, tb.context, rec_key, origin=tb.lineno)

@@ -14,7 +14,8 @@ a message changes.
 * :data:`FRAME_FILES`: files whose every function runs in one stage; :data:`DEVICE_QUERY_PATHS`: device discovery;
 * :data:`SOURCE_LINES`: a source line only one vLLM function prints (a frame whose ``File`` line was cut);
 * :data:`METHOD_MESSAGES`: logger lines that name the worker method that failed (looked up in FRAMES);
-* :data:`SERVING_FRAMES`, :data:`STARTUP_FUNCS`, :data:`STARTUP_FUNC_WORDS`: serving-only code and its veto.
+* :data:`SERVING_FRAMES`, :data:`STARTUP_FUNCS`, :data:`STARTUP_FUNC_WORDS`: serving-only code and its veto;
+  :data:`SHARED_SERVING_FRAMES`: the part of it start-up runs too (confidence low when seen alone in a cut traceback).
 
 Standard library only; imports on Python 3.9.
 """
@@ -324,6 +325,25 @@ SERVING_FRAMES = (
     ("xgrammar/", "request", "xgrammar: compiling a request's grammar"),
     ("outlines/", "request", "outlines: compiling a request's guide"),
     ("lmformatenforcer/", "request", "lm-format-enforcer: a request's token filter"),
+)
+# serving code that start-up runs too (issue 35, round three): the forward pass, attention, the V1 sampler and the
+# flash-attention wrappers run in the profiling pass (V0 ``profile_run`` -> ``execute_model``; V1 ``profile_run``,
+# ``_dummy_run``, ``_dummy_sampler_run``), in torch.compile's warm-up and in CUDA-graph capture (0.5 -> 0.33);
+# chat-template rendering (``entrypoints/chat_utils.py``, ``_preprocess_chat``, ``vllm/renderers/``) runs in the
+# API server's chat-template warm-up before it listens (vLLM PR 30700, 0.14 on: "Warming up chat template
+# processing...").  Seen alone in a traceback whose start the paste cut (so a start-up caller may be missing), they
+# say "request" only with confidence low; a whole traceback without a start-up function, or a request-only frame
+# (the handlers, parsers, structured output, SamplingParams), keeps medium.  (path part or ``func:`` name, source)
+SHARED_SERVING_FRAMES = (
+    ("vllm/model_executor/models/", "forward passes: also the profiling run, compile warm-up, CUDA-graph capture"),
+    ("vllm/model_executor/layers/", "layers of the forward pass: as above"),
+    ("vllm/attention/", "attention backends (<=0.11): as above"),
+    ("vllm/v1/attention/", "V1 attention backends and metadata builders: as above"),
+    ("vllm/v1/sample/", "the V1 sampler: _dummy_sampler_run of the profiling run"),
+    ("vllm/vllm_flash_attn/", "flash-attention wrappers: as above"),
+    ("vllm/entrypoints/chat_utils.py", "chat-template rendering: also the API server's chat-template warm-up (0.14+)"),
+    ("vllm/renderers/", "the renderers (>=0.16): their warmup renders a chat at API-server start"),
+    ("func:_preprocess_chat", "serving_engine.py _preprocess_chat: called by the first chat-template warm-up (0.14)"),
 )
 # start-up functions that pass through the same files (building the model, starting the API server, CLI
 # validation, warm-ups): with one of these in the traceback, serving-only frames place nothing

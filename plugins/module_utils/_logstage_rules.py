@@ -15,7 +15,8 @@ unit tests).  Each table says where its rows come from:
   ``vllm-stages.md`` lists them by stage with their files);
 * :data:`MARKERS`: the log lines that prove a stage was reached (vLLM's own INFO messages, uvicorn's, tqdm bars);
 * the traceback-frame tables (:data:`FRAMES`, serving-only frames, logger lines naming a worker method) live in
-  ``_logstage_frames.py`` (split by responsibility: functions there, messages here);
+  ``_logstage_frames.py`` (split by responsibility: functions there, messages here); the messages vLLM raises
+  while one stage runs, listed from its source, in ``_logstage_messages.py``;
 * :data:`CLASS_KEYWORDS`, :data:`CLASS_FLOOR`, :data:`CLASS_DEFAULT_STAGE`: how an exception without a signature
   is classed and placed.
 
@@ -203,6 +204,9 @@ SIGNATURES = (
     (HEADER, "EngineCore encountered a fatal error", None, "engine_dead", WHERE, None, (), None),
     (HEADER, "AsyncLLM output_handler failed", None, "engine_dead", WHERE, None, (), None),
     (HEADER, "Exception in ASGI application", None, "other", WHERE_OR, "request", (), None),
+    # the API server's warm-ups before it listens (0.14+): logger.exception, later logger.warning(exc_info=True)
+    (HEADER, "warmup failed", r"(?:Chat template|[Mm]ulti-modal|Input processor) warmup failed", "other", WHERE_OR,
+     "api_ready", (AT_WARNING,), None),
     # the OpenAI handlers log the exception of a request (entrypoints/openai/serving_*.py, logger.exception)
     (HEADER, "Error in preprocessing prompt inputs", None, "other", WHERE_OR, "request", (), None),
     (HEADER, "Error in chat completion stream generator", None, "other", WHERE_OR, "request", (), None),
@@ -687,6 +691,14 @@ SIGNATURES = (
     (WARNING_HINT, "is used by process", r"port \d+ is used by process", None, WHERE, None, (AT_WARNING, AT_DEBUG), None),
 )
 
+# signatures whose usual stage (WHERE_OR, AT_LEAST), when nothing else places them, is one of several call sites:
+# confidence low instead of medium (issue 35, round three).  The dynamic loader's errors surface wherever a compiled
+# extension is first loaded: vllm._C at ``import vllm`` (environment), flash-attn / FlashInfer / xformers /
+# DeepGEMM when an attention or MoE backend is picked while the model is built, cuBLASLt / Triton at the first
+# kernel call (profiling).  A connection reset or closed by the peer is any socket: a TCPStore or Gloo peer
+# (distributed init), a Hugging Face download (config, weights), a client going away (request).
+USUAL_STAGE_LOW = frozenset(("cannot open shared object file", "undefined symbol", "peer"))
+
 # --------------------------------------------------------------------------------------------------------------
 # stage markers: (stage, role, format, key, regex or None)
 # --------------------------------------------------------------------------------------------------------------
@@ -783,6 +795,8 @@ MARKERS = (
     ("api_ready", ENTRY, FMT_VLLM, "Detected the chat template content format", None),
     ("api_ready", ENTRY, FMT_VLLM, "tool choice has been enabled", None),
     ("api_ready", ENTRY, FMT_VLLM, "warmup completed in", None),
+    # the API server's warm-ups' start lines (0.14 on; DEBUG in later releases)
+    ("api_ready", ENTRY, FMT_VLLM, "Warming up", r"Warming up (?:chat template processing|multi-?modal (?:input )?process)"),
     ("api_ready", ENTRY, FMT_UVICORN, "Started server process", None),
     ("api_ready", ENTRY, FMT_UVICORN, "Waiting for application startup", None),
     ("api_ready", READY, FMT_UVICORN, "Application startup complete", None),
@@ -817,9 +831,15 @@ CLASS_KEYWORDS = (
 # the earliest stage an error of the class can happen in (a CUDA error needs a CUDA context)
 CLASS_FLOOR = {"oom": "cuda_init", "cuda_error": "cuda_init", "illegal_memory_access": "cuda_init",
                "nccl_error": "distributed_init"}
-# the stage of a class when the log says nothing else
-CLASS_DEFAULT_STAGE = {"import_error": "environment", "driver_mismatch": "environment", "port_in_use": "environment",
-                       "nccl_error": "distributed_init", "config_error": "config"}
+# the stage of a class when the log says nothing else, and how sure that is: (stage, confidence).
+# A failed import or a library/driver mismatch surfaces wherever the import or the first call happens - ``import
+# vllm`` (environment), a config's trust_remote_code module (config), an attention backend or kernel chosen while the
+# model is built, Triton/inductor at compile (engine_init): the class names its cause (cause_stage environment), not
+# where it surfaced, so that default is low.  A port in use, an NCCL error (NCCL ran: at least distributed_init) and a
+# config validation error keep medium.
+CLASS_DEFAULT_STAGE = {"import_error": ("environment", "low"), "driver_mismatch": ("environment", "low"),
+                       "port_in_use": ("environment", "medium"), "nccl_error": ("distributed_init", "medium"),
+                       "config_error": ("config", "medium")}
 
 # --------------------------------------------------------------------------------------------------------------
 # inference: where a failure without markers, mapped frames or a fixed meaning happened (stage_basis "inferred")
@@ -848,6 +868,10 @@ STAGE_WORDS = (
     # the tool parsers' logger.exception("Error in extracting tool call from response.") and the streaming ones
     ("tool call", r"(?i)error (?:in|trying to) (?:extracting|handle|handling|parsing) (?:streaming )?tool call",
      "request", "medium", "tool_parsers/*_tool_parser.py extract_tool_calls(_streaming)"),
+    # the API server's warm-ups before it listens (0.14 on: serving_chat / renderers warmup, speech_to_text's input
+    # processor): "Chat template warmup failed", "[Readonly ]multi-modal warmup failed", logged only at start-up
+    ("warmup failed", r"(?:Chat template|[Mm]ulti-modal|Input processor) warmup failed", "api_ready", "medium",
+     "entrypoints/openai serving_chat.py / renderers warmup (PR 30700, 0.14+): the API server's warm-up"),
     ("Error in ", r"Error in (?:chat completion|completion|streaming|preprocessing|applying chat template|"
      r"extracting reasoning|reasoning)", "request", "medium", "entrypoints/openai/serving_*.py logger.exception"),
     # vllm/v1/engine/async_llm.py: logger.exception("AsyncLLM output_handler failed.") - the handler that moves the
@@ -857,8 +881,10 @@ STAGE_WORDS = (
     # core was built (before, it logs "EngineCore failed to start."): the busy loop that serves requests failed
     ("encountered a fatal error", r"EngineCore encountered a fatal error", "request", "medium",
      "v1/engine/core.py run_engine_core (after start-up)"),
-    # V0 model_runner_base.py dump_input_on_failure wraps execute_model: "Error in model execution: %s"
-    ("xecution", r"Error in model execution|input(?:s)? of failed execution", "request", "medium",
+    # V0 model_runner_base.py dump_input_on_failure wraps execute_model: "Error in model execution: %s"; V0's
+    # profile_run calls the same execute_model (worker/model_runner.py 0.6.4 -> 0.10), so a profiling failure at
+    # start-up carries the same words: request is the likelier stage, not a sure one (low)
+    ("xecution", r"Error in model execution|input(?:s)? of failed execution", "request", "low",
      "worker/model_runner_base.py (V0): dump_input_on_failure, the wrapper of execute_model"),
     # vllm/model_executor/models/registry.py _try_inspect_model_cls, while ModelConfig resolves the architecture
     ("Error in inspecting model architecture", None, "config", "medium",

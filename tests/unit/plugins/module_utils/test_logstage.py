@@ -362,6 +362,9 @@ RX_SAMPLES = [
     ("Waiting for 1 local, 0 remote core engine proc(s) to start.", HANG_HINT, None),
     ("port 8000 is used by process psutil.Process(pid=77) launched with command:", WARNING_HINT, None),
     ("Exception in worker VllmWorkerProcess while processing method init_device.", HEADER, "other"),
+    # vLLM 0.14+ serving_chat / renderers warmup: logger.exception, later logger.warning(exc_info=True)
+    ("Chat template warmup failed", HEADER, "other"),
+    ("Readonly multi-modal warmup failed", HEADER, "other"),
     # issue 35, round 2: exception types and messages by their meaning (sources in _logstage_rules.py)
     ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ChatCompletionRequest", FAILURE, "other"),
     ("jinja2.exceptions.TemplateError: Conversation roles must alternate user/assistant/user/assistant/...",
