@@ -59,16 +59,18 @@ def rollback_row(attempt):
     return _ladder.rollback_status(_mapping(attempt, "the input (the rollback attempt)", "rollback_row"))
 
 
-def job_exit(verdict, variables=None):
+def job_exit(verdict, variables=None, violations=0):
     """The exit rule (module_utils/_exitrule.py) on reproduce.yml's verdict: ``{fails, why, ...}`` - a failed run (the
-    finding) or a refusal fails the job unless ``variables`` (repro_vllm_record_only, or the name it replaces) say
-    record only. An old name given is a deprecation warning."""
+    finding), a refusal or ``violations`` (a compatibility boundary, before any attempt: the verdict is none) fails
+    the job unless ``variables`` (repro_vllm_record_only, or the name it replaces) say record only. An old name given
+    is a deprecation warning."""
     if verdict is not None and not isinstance(verdict, dict):
         raise AnsibleFilterError("job_exit: the input must be the play's verdict (a dict) or none")
     verdict = verdict or {}
     line = verdict.get("line") or "see the run"
     try:
-        out = _exitrule.job_exit(variables, finding=line if verdict.get("finding") is not None else None,
+        out = _exitrule.job_exit(variables, violations=int(violations or 0),
+                                 finding=line if verdict.get("finding") is not None else None,
                                  refused=line if verdict.get("refused") else None)
     except _exitrule.ExitRuleError as exc:
         raise AnsibleFilterError("job_exit: %s" % exc) from exc

@@ -7,10 +7,10 @@ from __future__ import annotations
 from ansible_collections.repro.vllm.plugins.module_utils import _targets
 
 
-def target_patterns(value, controller=False):
+def target_patterns(value, controller=False, stopped=None):
     """repro_vllm_targets (a pattern, a comma or colon list, a YAML list) as the list of host-pattern terms a play's
-    ``hosts:`` takes, with ``localhost`` last when ``controller`` (_targets.target_patterns)."""
-    return _targets.target_patterns(value, controller=bool(controller))
+    ``hosts:`` takes, with ``localhost`` last when ``controller``; no host when ``stopped`` (_targets.target_patterns)."""
+    return _targets.target_patterns(value, controller=bool(controller), stopped=stopped)
 
 
 class FilterModule:

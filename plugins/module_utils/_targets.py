@@ -68,9 +68,17 @@ def split_targets(value):
     return terms
 
 
-def target_patterns(value, controller=False):
+# the terms of a play that must not run: every host, then every host taken away (no host matched, the play is skipped)
+NO_HOSTS = ["all", "!all"]
+
+
+def target_patterns(value, controller=False, stopped=None):
     """The list a play's ``hosts:`` takes: :func:`split_targets`, then ``localhost`` when ``controller`` (the plays
-    whose tasks run once on the controller), after the targets so that a ``!`` term never removes it."""
+    whose tasks run once on the controller), after the targets so that a ``!`` term never removes it. ``stopped``
+    (where an earlier play stopped the method and the job only records: ``boundary``) gives :data:`NO_HOSTS`, so a
+    later play of the playbook runs on no host."""
+    if stopped:
+        return list(NO_HOSTS)
     terms = split_targets(value)
     if controller and "localhost" not in terms:
         terms.append("localhost")

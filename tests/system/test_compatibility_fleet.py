@@ -44,12 +44,12 @@ def test_another_driver_branch_stops_reproduce_after_the_frozen_run(tmp_path, ss
     base = {"repro_vllm_records_root": str(tmp_path / "records"), "repro_vllm_remote_root": str(tmp_path / "remote"),
             "repro_vllm_case_id": "compat"}
 
-    # both profile variables: refused before any host is touched, naming the key; no run is opened
-    r = run_playbook(tmp_path, "playbooks/fingerprint.yml", inv,
-                     dict(base, repro_vllm_profile="kimi-k3-h200", repro_vllm_profile_file=str(profile)), ident="both")
+    # a profile that does not exist: refused before any host is touched, naming the key; no run is opened
+    r = run_playbook(tmp_path, "playbooks/fingerprint.yml", inv, dict(base, repro_vllm_profile="no-such-profile"),
+                     ident="unknown")
     assert r.status == "failed"
     refused = [res for _h, ev, res in task_results(r, "Open the next run of case") if ev == "runner_on_failed"]
-    assert refused and "'repro_vllm_profile_file'" in refused[0]["msg"] and "not both" in refused[0]["msg"]
+    assert refused and "'repro_vllm_profile'" in refused[0]["msg"] and "no-such-profile" in refused[0]["msg"]
     assert refused[0]["msg"].startswith("compatibility profile refused before any host is touched")
     assert not (tmp_path / "records").exists() and not (tmp_path / "remote").exists()
     # no host is contacted: the open's gate (the variables, then the profile) runs once on the controller for the
@@ -88,3 +88,18 @@ def test_another_driver_branch_stops_reproduce_after_the_frozen_run(tmp_path, ss
     assert not [t for t in tasks if "Minimal startup" in t or "All-reduce" in t], tasks
     stop = [res for _h, ev, res in task_results(r, "Stop at a failed compatibility boundary") if ev == "runner_on_failed"]
     assert stop and any("VIOLATION node02 | driver_branch" in line for line in stop[0]["msg"])
+
+    # the same boundary when the job only records (docs/method.md, "Exit status"): the method stops there all the
+    # same - a new fingerprint run, frozen, vLLM never started, every later play on no host - and the job succeeds
+    r = run_playbook(tmp_path, "playbooks/reproduce.yml", inv,
+                     dict(base, repro_vllm_profile_file=str(profile), repro_vllm_vllm_bin="/nonexistent/vllm",
+                          repro_vllm_record_only=True), ident="record-only")
+    out = r.stdout.read()
+    assert r.status == "successful" and r.rc == 0, out[-3000:]
+    assert sorted(n for n in os.listdir(tmp_path / "records" / "compat") if not n.startswith(".")) == [
+        "run-001", "run-002"]
+    check_frozen(str(tmp_path / "records" / "compat" / "run-002"))
+    assert "exit | record only (repro_vllm_record_only): the job does not fail on 1 compatibility violation(s)" in out
+    assert "compatibility | the method stops here; frozen record: " in out
+    tasks = set(e.get("event_data", {}).get("task", "") for e in r.events)
+    assert not [t for t in tasks if "Minimal startup" in t or "All-reduce" in t or "Score" in t], tasks

@@ -78,3 +78,13 @@ def test_the_exit_rule_on_the_real_plays_verdicts():
     assert ladder.job_exit(healthy)["fails"] is False
     assert ladder.job_exit(dict(healthy, refused=True))["why"] == ["a step was refused: %s" % healthy["line"]]
     assert ladder.job_exit(None)["fails"] is False
+
+
+def test_job_exit_at_the_boundary_fails_on_violations_unless_it_only_records():
+    """reproduce.yml's boundary stop (roles/compatibility/tasks/enforce.yml): no verdict yet, only the violations."""
+    fails = ladder.job_exit(None, {"repro_vllm_record_only": None}, violations=2)
+    assert fails["fails"] and fails["why"] == ["2 compatibility violation(s)"]
+    only = ladder.job_exit(None, {"repro_vllm_record_only": True}, violations=2)
+    assert not only["fails"] and only["lines"] == [
+        "exit | record only (repro_vllm_record_only): the job does not fail on 2 compatibility violation(s)"]
+    assert not ladder.job_exit(None, {"repro_vllm_record_only": None})["fails"]

@@ -45,6 +45,9 @@ def test_the_filter_puts_the_controller_last():
     assert target_patterns("ok1,ok2,old", controller=True) == ["ok1", "ok2", "old", "localhost"]
     assert target_patterns(["!old"], controller=True) == ["all", "!old", "localhost"]
     assert target_patterns("localhost", controller=True) == ["localhost"]
+    # a later play after the method stopped (record only): no host at all, the controller neither
+    assert target_patterns("ok1,ok2", controller=True, stopped="boundary") == ["all", "!all"]
+    assert target_patterns("ok1,ok2", stopped="") == ["ok1", "ok2"]
     assert target_patterns("ok1:ok2") == ["ok1", "ok2"]
 
 
