@@ -88,3 +88,15 @@ def test_gloo_over_two_ssh_hosts_healthy_then_one_wrong_interface(ssh_hosts, tmp
     assert failed and "collective checkpoint FAILED" in failed[0][2]["msg"]
     # the first run is untouched
     check_frozen(str(tmp_path / "records" / CASE / "run-001"))
+
+    # the same failure when the job only records (docs/method.md, "Exit status"): frozen the same way, the job succeeds
+    r = run_playbook(tmp_path, "playbooks/collective.yml", inv, ident="badif-record-only",
+                     extravars={"repro_vllm_record_only": True})
+    out = r.stdout.read()
+    assert r.status == "successful" and r.rc == 0, out[-3000:]
+    run = tmp_path / "records" / CASE / "run-003"
+    check_frozen(str(run))
+    assert _json(run / "collective.json")["ok"] is False
+    assert "exit | record only (repro_vllm_record_only): the job does not fail on a failure was found: " in out
+    assert not task_results(r, "stop here when the checkpoint failed") or all(
+        ev != "runner_on_failed" for _h, ev, _res in task_results(r, "stop here when the checkpoint failed"))
