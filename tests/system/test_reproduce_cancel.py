@@ -154,8 +154,8 @@ def test_sigint_without_the_console_stops_the_server_before_the_play_ends(real_v
     project's ansible.cfg enabling record_log. Seen before: 'User interrupted execution' and the server running on
     with 600 s left on its lease."""
     port = free_port()
-    seen, _ = _interrupt_with_server_up(tmp_path, port, "int-awx", signal.SIGINT,
-                                        stdout_callback="ansible.builtin.default")
+    seen, _unused = _interrupt_with_server_up(tmp_path, port, "int-awx", signal.SIGINT,
+                                             stdout_callback="ansible.builtin.default")
     text = "\n".join(seen)
     assert "User interrupted execution" in text
     line = [x for x in seen if x.startswith("interrupt | localhost | ")]
@@ -199,7 +199,7 @@ def test_sigint_without_the_console_stops_the_server_before_the_play_ends(real_v
 
 def test_sigterm_with_the_console_stops_the_server_before_the_play_ends(real_vllm, tmp_path):
     port = free_port()
-    seen, _ = _interrupt_with_server_up(tmp_path, port, "term-console", signal.SIGTERM)
+    seen, _unused = _interrupt_with_server_up(tmp_path, port, "term-console", signal.SIGTERM)
     line = [x for x in seen if x.startswith("interrupt | localhost | ")]
     assert line and "server stopped before the play ended" in line[0], "\n".join(seen[-30:])
     records = _expired_records(tmp_path)

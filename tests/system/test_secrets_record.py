@@ -130,7 +130,7 @@ def test_secrets_reached_no_record_changed_and_none_leaked(two_runs):
     plain, secret = two_runs["plain"], two_runs["secret"]
     assert plain["runner"].status == "successful", plain["out"][-4000:]
     assert secret["runner"].status == "successful", secret["out"][-4000:]
-    a, _ = _frozen(plain["work"])
+    a, _base = _frozen(plain["work"])
     b, base = _frozen(secret["work"])
     assert sorted(a) == sorted(b)
     changed = {}
