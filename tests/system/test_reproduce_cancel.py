@@ -155,7 +155,7 @@ def test_sigint_without_the_console_stops_the_server_before_the_play_ends(real_v
     with 600 s left on its lease."""
     port = free_port()
     seen, _unused = _interrupt_with_server_up(tmp_path, port, "int-awx", signal.SIGINT,
-                                             stdout_callback="ansible.builtin.default")
+                                              stdout_callback="ansible.builtin.default")
     text = "\n".join(seen)
     assert "User interrupted execution" in text
     line = [x for x in seen if x.startswith("interrupt | localhost | ")]
