@@ -170,8 +170,8 @@ def test_sigkill_of_play_and_client_leaves_no_container_after_the_lease(vllm_cpu
         assert clients, "no podman client of %s found" % names[0]
         for pid in clients:
             os.kill(int(pid), signal.SIGKILL)
-        time.sleep(2)
-        assert _containers("repro.vllm.case=%s" % case) == names  # the container outlives its client
+        # the container outlives its client; the server's heartbeat sees the play gone and ends the lease at once
+        # (docs/method.md, what stops the server), so it may be gone already: at the latest the lease ends it
         deadline = time.monotonic() + lease + 90
         while _containers("repro.vllm.case=%s" % case) and time.monotonic() < deadline:
             time.sleep(2)
