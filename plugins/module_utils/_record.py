@@ -398,8 +398,12 @@ def salvage_plan(found_results, stop_results, remote_root, host):
         parts = salvage_parts(found.get("files") or [], "%s/runs/%s" % (str(remote_root).rstrip("/"),
                                                                         run.get("run_uid")),
                               host, run.get("interrupted_at"))
-        server = [c.get("line") for c in stop.get("cleaned") or []] or [
-            "no lease of it on this host (its server was stopped and released, or never started)"]
+        # the sweep names what it stopped now; a server stopped before this play (its heartbeat saw the play gone,
+        # or its lease ran out) left its lease released and the supervisor's record, brought in with the files
+        expired = [f["part"] for f in parts["files"] if f["part"].endswith(".lease-expired")]
+        server = [c.get("line") for c in stop.get("cleaned") or []] or (
+            ["not live: stopped before this play when its lease ended (the reason is in %s)" % ", ".join(expired)]
+            if expired else ["no lease of it on this host (its server was stopped and released, or never started)"])
         plan.append(dict(parts, run=run, parts=[f["part"] for f in parts["files"]], server=server))
     return plan
 

@@ -647,3 +647,7 @@ def test_salvage_plan_brings_this_hosts_files_and_names_those_after_the_interrup
     assert plan[0]["server"] == [stops[0]["cleaned"][0]["line"]]
     # nothing of the run's lease on the host: said so
     assert "no lease of it" in r.salvage_plan(found, [{"cleaned": []}], "/r", "node01")[0]["server"][0]
+    # no lease left, but the supervisor's record of the stop is among the files: stopped before this play, said so
+    earlier = r.salvage_plan(found, [{"cleaned": []}], "/var/tmp/repro-vllm/", "node01")[0]["server"]
+    assert earlier == ["not live: stopped before this play when its lease ended (the reason is in "
+                       "state/vllm_server.state.json.lease-expired)"]
