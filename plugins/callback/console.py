@@ -28,24 +28,10 @@ description:
     their lines and the closing table back as the task's C(msg), which any display shows, and this callback prints
     them once, without the result. AWX's Settings -> Jobs -> Extra Environment Variables
     C(ANSIBLE_STDOUT_CALLBACK=repro.vllm.console) makes C(awx_display) build on this callback.
-options:
-  interrupt_grace:
-    description:
-      - Seconds ansible-playbook may take to end after an interrupt before it is ended (P(repro.vllm.record_log#callback)).
-        0 turns the grace off.
-    type: float
-    default: 30
-    env:
-      - name: REPRO_VLLM_INTERRUPT_GRACE
-      - name: REPRO_VLLM_CONSOLE_INTERRUPT_GRACE
-    ini:
-      - section: repro_vllm
-        key: interrupt_grace
-      - section: repro_vllm_console
-        key: interrupt_grace
 extends_documentation_fragment:
   - ansible.builtin.default_callback
   - ansible.builtin.result_format_callback
+  - repro.vllm._interrupt_grace
 requirements:
   - set as the stdout callback
 """

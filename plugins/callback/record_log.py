@@ -34,23 +34,8 @@ description:
     ended by itself within O(interrupt_grace) seconds, with a line saying so. ansible-core's shutdown waits for ever
     when a worker it stopped on the interrupt was writing to the results queue at that moment (the dead worker holds
     the queue's lock).
-options:
-  interrupt_grace:
-    description:
-      - Seconds ansible-playbook may take to end after an interrupt (and after its servers were stopped) before
-        this callback ends it. 0 turns the grace off (the servers are still stopped).
-      - C(REPRO_VLLM_CONSOLE_INTERRUPT_GRACE) and the C([repro_vllm_console]) section are the names of 0.1.0, when
-        the console callback held this option.
-    type: float
-    default: 30
-    env:
-      - name: REPRO_VLLM_INTERRUPT_GRACE
-      - name: REPRO_VLLM_CONSOLE_INTERRUPT_GRACE
-    ini:
-      - section: repro_vllm
-        key: interrupt_grace
-      - section: repro_vllm_console
-        key: interrupt_grace
+extends_documentation_fragment:
+  - repro.vllm._interrupt_grace
 requirements:
   - enabled in the callbacks list
 """
