@@ -6,11 +6,13 @@ how many places in roles/ and playbooks/ call each.
 
 Issue 34's figures, every one counted from the files (comments and blank lines included): role and playbook YAML
 (tasks, handlers, defaults, vars, meta, playbooks) with and without argument_specs.yml; set_fact in roles and
-playbooks; the records-root filter (`_records_root`) in YAML; meta/runtime.yml's lines; logic-carrying Jinja where
-bare `when:`/`that:`/`until:`/`failed_when:`/`changed_when:` values count as expressions too; the YAML each
-playbook reaches (itself, the task files it includes or imports - `tasks_from`, include/import_tasks - and the
-defaults/vars/meta, argument_specs.yml included, of every role it names, followed transitively); plugin Python lines (a filter's YAML doc is not
-Python) and the Python files over 1,200 lines.
+playbooks; the records-root filter (`_records_root`) in YAML; meta/runtime.yml's lines; logic-carrying Jinja (YAML
+and role templates) where bare `when:`/`that:`/`until:`/`failed_when:`/`changed_when:` values count as expressions
+too, a quoted one by what its quotes hold; the YAML each playbook reaches (itself, the task files it includes or
+imports - `tasks_from`, include/import_tasks - and the defaults/vars/meta, argument_specs.yml included, and
+templates of every role it names, followed transitively); plugin Python lines (a filter's YAML doc is not Python)
+and the Python files over 1,200 lines. At c6f4d72 this gives the issue's own figures (its 77 `set_fact` counted a
+comment that names set_fact).
 
     python3 scripts/surface-counts.py [TREE] [--json]
 
@@ -81,15 +83,24 @@ INCLUDE = re.compile(r"^\s*-?\s*(?:ansible\.builtin\.)?(?:include_tasks|import_t
                      r"(?:\n\s*file:\s*)?['\"]?([\w./{} -]+?)['\"]?\s*$", re.M)
 
 
+def unquoted(value):
+    """A YAML scalar without its outer quotes (`when: "'x' in y"` is the bare expression 'x' in y)."""
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
 def bare_expressions(text):
-    """The bare Jinja of when/that/until/failed_when/changed_when: an inline value, or the items of a list below."""
+    """The bare Jinja of when/that/until/failed_when/changed_when: an inline value, or the items of a list below
+    (a quoted value counts by what is inside its quotes)."""
     out = []
     lines = text.splitlines()
     for i, line in enumerate(lines):
         m = BARE.match(line)
         if not m:
             continue
-        value = m.group(2).strip()
+        value = unquoted(m.group(2))
         if value and not value.startswith(("{{", "|", ">", "[")):
             out.append(value)
         elif value.startswith("["):
@@ -101,7 +112,7 @@ def bare_expressions(text):
                     continue
                 if len(nxt) - len(nxt.lstrip()) <= indent or not nxt.lstrip().startswith("- "):
                     break
-                item = nxt.lstrip()[2:].strip()
+                item = unquoted(nxt.lstrip()[2:])
                 if not item.startswith("{{"):
                     out.append(item)
     return out
@@ -109,8 +120,8 @@ def bare_expressions(text):
 
 def reached(tree, playbook):
     """Every YAML file a playbook reaches: itself, task files it includes or imports, and for each role it names
-    the role's task files named (main.yml without tasks_from) and its defaults/vars/meta (argument_specs.yml
-    included: Ansible reads it for every role it runs); transitively."""
+    the role's task files named (main.yml without tasks_from), its defaults/vars/meta (argument_specs.yml
+    included: Ansible reads it for every role it runs) and its templates (Jinja the play renders); transitively."""
     seen, todo = set(), [playbook]
     roles_done = set()
     while todo:
@@ -139,6 +150,7 @@ def reached(tree, playbook):
                     roles_done.add(role)
                     for sub in ("defaults", "vars", "meta"):
                         todo.extend(glob.glob(os.path.join(rdir, sub, "*.yml")))
+                    todo.extend(glob.glob(os.path.join(rdir, "templates", "*.j2")))
     return sorted(seen)
 
 
@@ -171,7 +183,8 @@ def counts(tree):
     lines_of = {p: len(open(p).read().splitlines()) for p in role_yaml}
     yaml_text = {p: open(p).read() for p in role_yaml if p not in specs}
     bare = [e for t in yaml_text.values() for e in bare_expressions(t)]
-    braced = [(m.group(1) or m.group(2) or "") for t in yaml_text.values() for m in EXPR.finditer(t)]
+    jinja_text = list(yaml_text.values()) + [open(p).read() for p in yaml_files(tree, "roles/*/templates/*.j2")]
+    braced = [(m.group(1) or m.group(2) or "") for t in jinja_text for m in EXPR.finditer(t)]
     runtime = os.path.join(tree, "meta", "runtime.yml")
     py_total, py_files = plugin_python(tree)
     reach = {}
