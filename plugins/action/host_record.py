@@ -14,7 +14,7 @@ import traceback
 from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.repro.vllm.plugins.filter.fleet_hosts import host_summary, host_summary_line
+from ansible_collections.repro.vllm.plugins.module_utils._fleet import host_summary, host_summary_line
 from ansible_collections.repro.vllm.plugins.module_utils import _hostrecord, _record, _redact, _service
 
 MODULE = "repro.vllm.host_record"

@@ -48,8 +48,6 @@ import sys
 import threading
 import time
 
-import yaml
-
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.repro.vllm.plugins.module_utils import _heartbeat
@@ -60,20 +58,6 @@ _MAX_EARLY_LINES = 2000
 # plugins/callback/ -> plugins/
 _PLUGINS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PRELOADED = []
-# a safe loader (CSafeLoader or SafeLoader)
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _deprecated_filters():
-    """The filter names meta/runtime.yml deprecates: the preload leaves them out, so a play that never calls one
-    prints no deprecation warning for it (ansible-core warns whenever such a name is looked up)."""
-    try:
-        with open(os.path.join(os.path.dirname(_PLUGINS), "meta", "runtime.yml")) as fh:
-            # libyaml's loader where PyYAML has it: read when every playbook starts, ping included (40 ms -> 3 ms)
-            routing = (yaml.load(fh, Loader=_LOADER) or {}).get("plugin_routing", {}).get("filter", {})  # nosec B506
-    except (OSError, yaml.YAMLError, AttributeError):
-        return set()
-    return {name for name, entry in routing.items() if isinstance(entry, dict) and "deprecation" in entry}
 
 
 def preload_plugins(display=None):
@@ -88,7 +72,6 @@ def preload_plugins(display=None):
         return
     _PRELOADED.append(True)
     from ansible.plugins.loader import action_loader, filter_loader  # pylint: disable=import-outside-toplevel
-    deprecated = _deprecated_filters()
     for kind in ("filter", "action"):
         folder = os.path.join(_PLUGINS, kind)
         for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
@@ -100,8 +83,7 @@ def preload_plugins(display=None):
                     continue
                 module = importlib.import_module("ansible_collections.repro.vllm.plugins.filter." + name[:-3])
                 for filter_name in sorted(module.FilterModule().filters()):
-                    if filter_name not in deprecated:
-                        filter_loader.get("repro.vllm." + filter_name)
+                    filter_loader.get("repro.vllm." + filter_name)
             except Exception as exc:  # pylint: disable=broad-exception-caught
                 if display is not None:
                     display.vvvv("repro.vllm: %s plugin %s not preloaded: %s" % (kind, name, exc))

@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-from ansible_collections.repro.vllm.plugins.module_utils._fleet import (
-    fleet_close, fleet_summary, host_summary, host_summary_line, service_hosts)
 from ansible_collections.repro.vllm.plugins.module_utils._closing import closing_rows, table_lines
 from ansible_collections.repro.vllm.plugins.module_utils._service import progress_line, record_parts
 
@@ -33,7 +31,4 @@ class FilterModule:
     """Per-host summary filters used by the record, fingerprint and service roles."""
 
     def filters(self):
-        return {"_host_summary": host_summary, "_host_summary_line": host_summary_line, "_fleet_summary": fleet_summary,
-                "_service_hosts": service_hosts, "_fleet_close": fleet_close,
-                "_service_parts": service_parts, "_service_line": service_line,
-                "_closing_table": closing_table}
+        return {"_service_parts": service_parts, "_service_line": service_line, "_closing_table": closing_table}

@@ -59,19 +59,7 @@ def prefix_cache_evidence(exchanges, block_size=16, memory_before=None, memory_a
                                         memory_before=memory_before, memory_after=memory_after)
 
 
-def memory_compare(before, after=None, rss_growth_limit_mib=512, gpu_growth_limit_mib=512):
-    return _judge.memory_compare(before, after, rss_growth_limit_mib=int(rss_growth_limit_mib),
-                                 gpu_growth_limit_mib=int(gpu_growth_limit_mib))
 
-
-def metric_total(text, name):
-    if not isinstance(name, str) or not name:
-        raise AnsibleFilterError("metric_total: name must be a metric name such as vllm:prefix_cache_hits_total")
-    return _judge.metric_total(text, name)
-
-
-def reproduction_finding(runs):
-    return _judge.reproduction_finding(_listing(runs, "the input (runs)", "reproduction_finding"))
 
 
 def reproduction_summary(runs, ladder=None, stop_reason=""):
@@ -89,10 +77,6 @@ def repeat_target(runs):
     return _judge.repeat_target(_listing(runs, "the input (runs)", "repeat_target"))
 
 
-def repeat_comparison(original, repeat=None):
-    return _judge.repeat_comparison(_mapping(original, "the input (the attempt repeated)", "repeat_comparison"),
-                                    _mapping(repeat, "repeat (the second clean run)", "repeat_comparison"))
-
 
 def latest_run(case_dir, part=None):
     """The highest-numbered run of a case folder on the controller (numeric order: run-1000 after run-999) that
@@ -106,9 +90,6 @@ def latest_run(case_dir, part=None):
             return {"run": run, "path": path, "number": number}
     return None
 
-
-def leftover_report(stopped):
-    return _judge.leftover_report(_mapping(stopped, "the input (a vllm_server stop result)", "leftover_report"))
 
 
 def ladder_layers(data):
@@ -126,9 +107,6 @@ class FilterModule:
 
     def filters(self):
         return {"attempt_verdict": attempt_verdict, "_layer_observation": layer_observation,
-                "_prefix_cache_evidence": prefix_cache_evidence, "_memory_compare": memory_compare,
-                "_metric_total": metric_total,
-                "_reproduction_finding": reproduction_finding, "_reproduction_summary": reproduction_summary,
+                "_prefix_cache_evidence": prefix_cache_evidence, "_reproduction_summary": reproduction_summary,
                 "_reproduction_result": reproduction_result, "_latest_run": latest_run,
-                "_ladder_layers": ladder_layers, "leftover_report": leftover_report,
-                "_repeat_target": repeat_target, "_repeat_comparison": repeat_comparison}
+                "_ladder_layers": ladder_layers, "_repeat_target": repeat_target}

@@ -2,7 +2,7 @@
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filter front of the run comparison in module_utils/_diff.py: the ladder's one-variable check
-(``record_identity``, ``record_diff``) and ``record_scrub``; the run diff of two frozen runs is the ``run_diff``
+(``record_identity``, ``record_diff``); the run diff of two frozen runs is the ``run_diff``
 filter (decisions.py)."""
 
 from __future__ import annotations
@@ -32,13 +32,9 @@ def record_diff(current, previous, allowed=None, previous_run=None):
     return _front(_diff.record_diff, current, previous, allowed=allowed, previous_run=previous_run)
 
 
-def record_scrub(data):
-    """See module_utils/_diff.py record_scrub."""
-    return _diff.record_scrub(data)
-
 
 class FilterModule:
     """repro.vllm run comparison."""
 
     def filters(self):
-        return {"record_diff": record_diff, "_record_identity": record_identity, "_record_scrub": record_scrub}
+        return {"record_diff": record_diff, "_record_identity": record_identity}

@@ -65,13 +65,6 @@ def replay_profile_vars(final, replay, check_mode=False):
     return _replay.profile_vars(final, replay, bool(check_mode))
 
 
-def replay_step(attempt, secret_env=None, secret_args=None, port=None):
-    """See module_utils/_replay.py replay_step."""
-    try:
-        return _replay.replay_step(attempt, secret_env=secret_env, secret_args=secret_args, port=_port(port))
-    except (_replay.ReplayError, KeyError, TypeError, ValueError) as exc:
-        raise AnsibleFilterError("replay_step: %s" % exc)
-
 
 def replay_plan(replay, play_hosts, secret_env=None, secret_args=None, port=None):
     """See module_utils/_replay.py attempt_plan."""
@@ -136,7 +129,7 @@ class FilterModule:
     """repro.vllm replay."""
 
     def filters(self):
-        return {"_records_root": records_root, "_replay_profile": replay_profile, "_replay_step": replay_step,
+        return {"_records_root": records_root, "_replay_profile": replay_profile,
                 "_replay_plan": replay_plan, "_replay_pairs": replay_pairs, "replay_verdict": replay_verdict,
                 "_replay_document": replay_document, "_replay_unpacked_lines": replay_unpacked_lines,
                 "_replay_lines": replay_lines, "_replay_precheck": replay_precheck,

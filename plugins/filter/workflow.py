@@ -7,16 +7,8 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.module_utils._workflow import (
-    WorkflowResultError, build_result, merge_runs, parse_sink, read_decisions, sink_path)
+    WorkflowResultError, merge_runs, parse_sink, sink_path)
 
-
-def workflow_result(purpose, case_id, runs, fields=None, package="", decisions=None, sink="", records_root="",
-                    sink_error=""):
-    try:
-        return build_result(purpose, case_id, runs, fields=fields, package=package, decisions=decisions, sink=sink,
-                            records_root=records_root, sink_error=sink_error)
-    except WorkflowResultError as exc:
-        raise AnsibleFilterError(str(exc)) from exc
 
 
 def workflow_runs(earlier, new):
@@ -25,13 +17,6 @@ def workflow_runs(earlier, new):
     except WorkflowResultError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 
-
-def workflow_decisions(runs):
-    """The decision files at the root of the job's runs on the controller (_workflow.read_decisions)."""
-    try:
-        return read_decisions(runs)
-    except WorkflowResultError as exc:
-        raise AnsibleFilterError(str(exc)) from exc
 
 
 def records_sink(sink, run=None):
@@ -44,5 +29,4 @@ def records_sink(sink, run=None):
 
 class FilterModule:
     def filters(self):
-        return {"_workflow_result": workflow_result, "_workflow_runs": workflow_runs, "_records_sink": records_sink,
-                "_workflow_decisions": workflow_decisions}
+        return {"_workflow_runs": workflow_runs, "_records_sink": records_sink}

@@ -2,8 +2,8 @@
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A fleet run's hosts: each host's summary (the fleet table's row), fleet.json's ``hosts`` from what each host's
-record task registered, and how the run closes (repro.vllm.run_record ``state=close kind=fleet``; the private
-filters of plugins/filter/fleet_hosts.py are the same functions)."""
+record task registered, and how the run closes (repro.vllm.run_record ``state=close kind=fleet``; the host_record
+action writes each host's summary and line with them)."""
 
 from __future__ import annotations
 
@@ -98,18 +98,3 @@ def fleet_close(fleet, run_path):
     incomplete = [h.get("host") for h in fleet if h.get("status") != "ok"]
     return {"status": "failed" if incomplete else "ok", "incomplete": incomplete,
             "lines": [host_summary_line(h) for h in fleet], "complete": "%d/%d" % (len(fleet) - len(incomplete), len(fleet))}
-
-
-def service_hosts(hosts, services):
-    """The hosts (in order) whose ``repro_vllm_service`` names a production server: fingerprint.yml and audit.yml
-    freeze those hosts' servers in a play of their own, so a fleet that names none pays nothing per host.
-
-    ``services`` holds, for each of ``hosts`` in the same order, that host's ``repro_vllm_service`` (empty or
-    missing: none).  A value that is set but malformed still selects its host, whose own argument check then
-    fails that host with the reason."""
-    hosts = list(hosts or [])
-    services = list(services or [])
-    if len(services) != len(hosts):
-        raise ValueError("service_hosts: %d hosts but %d repro_vllm_service values; pass one value (or {}) per host"
-                         % (len(hosts), len(services)))
-    return [h for h, svc in zip(hosts, services) if svc not in (None, "", {}, [])]

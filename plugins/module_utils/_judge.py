@@ -757,27 +757,3 @@ def repeat_comparison(original, repeat):
     return {"repeats": a["run"], "run": b["run"], "step": a["step"], "same_stage": same_stage,
             "same_error_class": same_class, "same_first_error": same_text, "repeated": repeated,
             "a": a, "b": b, "summary": summary}
-
-
-def leftover_report(stopped):
-    """What the play found of a server an earlier play left, from ``vllm_server state=stopped`` on its state file
-    (a loop result: ``item.path`` is the state file)."""
-    stopped = stopped or {}
-    state_file = (stopped.get("item") or {}).get("path") or stopped.get("state_file") or ""
-    # <remote_root>/<case>/.state/<run>/<host>/vllm_server.state.json
-    run = os.path.basename(os.path.dirname(os.path.dirname(state_file))) if state_file else None
-    expired = stopped.get("lease_expired") or None
-    now = ((stopped.get("stop") or {}).get("initial")) or []
-    if stopped.get("outcome") == "stopped":
-        how = "stopped now: %d process(es) (%s)" % (len(now), ", ".join(
-            "%s %s" % (p.get("pid"), p.get("comm")) for p in now[:6]))
-    elif expired:
-        how = "its lease had run out; the supervisor stopped %d process(es) at %s" % (
-            len(expired.get("processes") or []), expired.get("expired_at"))
-    else:
-        how = "no process was left (%s)" % (stopped.get("outcome") or "unknown")
-    line = "server of %s (pid %s, log %s) left by an earlier play: %s" % (
-        run, stopped.get("pid"), stopped.get("log_path"), how)
-    return {"run": run, "state_file": state_file, "pid": stopped.get("pid"), "log_path": stopped.get("log_path"),
-            "outcome": stopped.get("outcome"), "stopped_now": now, "lease_expired": expired,
-            "remaining_pids": stopped.get("remaining_pids") or [], "line": line}

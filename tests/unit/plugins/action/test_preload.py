@@ -31,7 +31,7 @@ if pid == 0:
     # a worker: find the filters one task templates and the action every host runs
     before = set(sys.modules)
     found = [filter_loader.get(n) is not None for n in
-             ("repro.vllm._workflow_runs", "repro.vllm._host_summary_line", "repro.vllm._argument_spec")]
+             ("repro.vllm._workflow_runs", "repro.vllm._service_line", "repro.vllm._argument_spec")]
     found.append(action_loader.get("repro.vllm.host_record", class_only=True) is not None)
     loaded = sorted(m for m in set(sys.modules) - before if m.startswith("ansible_collections.repro"))
     os.write(write, json.dumps({"found": found, "loaded": loaded}).encode())

@@ -16,8 +16,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.filter import judge
-from ansible_collections.repro.vllm.plugins.filter.minimal_command import (
-    FilterModule, derivation_lines, minimal_command, unknown_refusal)
+from ansible_collections.repro.vllm.plugins.filter.minimal_command import minimal_command
 from ansible_collections.repro.vllm.plugins.filter.record_diff import record_diff, record_identity
 from ansible_collections.repro.vllm.plugins.module_utils import _command as c
 from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.test_command import (
@@ -65,18 +64,14 @@ def test_derivation_lines_name_each_category_its_layer_the_port_and_the_unknown_
     assert "minimal | removed --trust-remote-code: the model's config.json has no auto_map: no custom code to trust" in plain
 
 
-def test_derivation_lines_mask_secrets_and_the_filter_prefixes_the_host():
+def test_derivation_lines_mask_secrets():
     d = minimal_command(K3_DOCKER, env=K3_ENV, model_config=KIMI_CONFIG, port=8000)
-    lines = derivation_lines(d, host="gpu-a01", argv=d["argv"] + ["--api-key", FAKE_KEY])
-    assert all(line.startswith("reproduce | gpu-a01 | minimal | ") for line in lines)
+    lines = c.derivation_lines(d, argv=d["argv"] + ["--api-key", FAKE_KEY])
+    assert all(line.startswith("minimal | ") for line in lines)
     assert FAKE_KEY not in "\n".join(lines)
-    assert any(line.startswith("reproduce | gpu-a01 | minimal | removed gateway (") and "--api-key <redacted>" in line
-               for line in lines)
+    assert any(line.startswith("minimal | removed gateway (") and "--api-key <redacted>" in line for line in lines)
     # the production command said --port 8000 already: nothing replaced, nothing said about it
     assert d["overridden"] == [] and not any("replaced by" in line for line in lines)
-    with pytest.raises(AnsibleFilterError, match="minimal_command answer"):
-        derivation_lines(["vllm", "serve"])
-    assert {"_derivation_lines", "_unknown_refusal"} <= set(FilterModule().filters())
 
 
 # --- unknown options: refused unless allowed --------------------------------------------------------------------
@@ -90,8 +85,6 @@ def test_unknown_options_are_refused_unless_allowed():
     assert "repro_vllm_allow_unknown_options: true" in refusal and "repro_vllm_production_argv" in refusal
     assert c.unknown_refusal(d, allow=True) is None
     assert c.unknown_refusal(c.derive_minimal(K3_H200, K3_H200_ENV)) is None
-    # the filter front: an empty string when there is nothing to refuse
-    assert unknown_refusal(d, allow=False) == refusal and unknown_refusal(d, allow=True) == ""
     # the unknown option never reaches the minimal command
     assert "--frobnicate-level" not in d["argv"]
 

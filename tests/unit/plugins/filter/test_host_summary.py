@@ -1,11 +1,13 @@
 # -*- coding: utf-8 -*-
-"""host_summary / host_summary_line on the shape gpu_facts returns (real H200 values)."""
+"""module_utils/_fleet.py's host_summary / host_summary_line / fleet close on the shape gpu_facts returns (real
+H200 values), and the closing table filter."""
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.repro.vllm.plugins.filter.fleet_hosts import (
-    closing_table, fleet_close, fleet_summary, host_summary, host_summary_line, service_hosts)
+from ansible_collections.repro.vllm.plugins.filter.fleet_hosts import closing_table
+from ansible_collections.repro.vllm.plugins.module_utils._fleet import (
+    fleet_close, fleet_summary, host_summary, host_summary_line)
 
 H200 = {"present": True,
         "driver": {"userspace_version": "580.159.04", "kernel_module_version": "580.159.04",
@@ -61,16 +63,6 @@ def test_fleet_summary_takes_each_hosts_registered_record_in_the_expected_order(
     assert fleet_summary([], []) == []
     with pytest.raises(ValueError, match="2 hosts but 1 record"):
         fleet_summary(["a", "b"], [{}])
-
-
-def test_service_hosts_are_the_hosts_that_name_a_server_in_inventory_order():
-    hosts = ["n1", "n2", "n3", "n4", "n5"]
-    services = [{}, {"kind": "systemd", "unit": "vllm.service"}, None, "docker:vllm", {"kind": "pid", "pid": 4242}]
-    # a malformed value (a string) still selects its host: its own argument check fails it with the reason
-    assert service_hosts(hosts, services) == ["n2", "n4", "n5"]
-    assert service_hosts(hosts, [{}] * 5) == [] and service_hosts([], []) == []
-    with pytest.raises(ValueError, match="2 hosts but 3"):
-        service_hosts(["a", "b"], [{}, {}, {}])
 
 
 def test_fleet_close_says_which_hosts_are_not_complete():

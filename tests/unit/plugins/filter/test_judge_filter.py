@@ -28,16 +28,11 @@ def test_filters_refuse_wrong_types():
         judge.attempt_verdict({"name": "x"}, {}, nodes=["a"])
     with pytest.raises(AnsibleFilterError, match="block_size must be at least 1"):
         judge.prefix_cache_evidence([], 0)
-    with pytest.raises(AnsibleFilterError, match="metric name"):
-        judge.metric_total("x 1", "")
     assert set(judge.FilterModule().filters()) == {
-        "attempt_verdict", "_layer_observation", "_prefix_cache_evidence", "_memory_compare", "_metric_total",
-        "_reproduction_finding", "_latest_run", "_ladder_layers", "leftover_report", "_repeat_target",
-        "_repeat_comparison", "_reproduction_summary", "_reproduction_result"}
+        "attempt_verdict", "_layer_observation", "_prefix_cache_evidence", "_latest_run", "_ladder_layers",
+        "_repeat_target", "_reproduction_summary", "_reproduction_result"}
     with pytest.raises(AnsibleFilterError, match="repeat_target: the input"):
         judge.repeat_target({"run": "run-002"})
-    with pytest.raises(AnsibleFilterError, match="repeat_comparison: repeat"):
-        judge.repeat_comparison({"run": "run-002"}, ["run-003"])
 
 
 def test_ladder_layers_take_the_one_order():

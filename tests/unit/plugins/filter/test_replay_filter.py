@@ -21,7 +21,7 @@ ATTEMPT = {"run": "run-002", "argv": ["vllm", "serve", "/m", "--port", "8391", "
 
 
 def test_filters_are_registered():
-    assert set(F.FilterModule().filters()) == {"_records_root", "_replay_profile", "_replay_step", "_replay_plan", "_replay_pairs",
+    assert set(F.FilterModule().filters()) == {"_records_root", "_replay_profile", "_replay_plan", "_replay_pairs",
                                                "replay_verdict", "_replay_document", "_replay_unpacked_lines", "_replay_lines",
                                                "_replay_precheck", "_replay_handed_on_lines", "_replay_profile_vars"}
 
@@ -119,9 +119,10 @@ def test_replay_plan_stops_on_too_few_hosts_naming_them():
 
 def test_a_secret_in_the_command_not_supplied_is_a_filter_error():
     with pytest.raises(AnsibleFilterError, match="repro_vllm_replay_secret_args"):
-        F.replay_step(ATTEMPT)
-    step = F.replay_step(ATTEMPT, secret_args={"--api-key": "FAKE"}, port="")
-    assert step["port"] == 8391 and step["argv"][-1] == "FAKE"
+        F.replay_plan({"attempt": dict(ATTEMPT, nodes=["n1"], ok=True)}, ["node02"])
+    plan = F.replay_plan({"attempt": dict(ATTEMPT, nodes=["n1"], ok=True)}, ["node02"], secret_args={"--api-key": "FAKE"},
+                         port="")
+    assert plan["step"]["port"] == 8391 and plan["step"]["argv"][-1] == "FAKE"
 
 
 def test_verdict_and_lines():

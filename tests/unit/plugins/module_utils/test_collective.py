@@ -177,3 +177,33 @@ def test_reap_ends_ranks_left_in_sessions_of_their_own():
         for p in procs + [other]:
             p.kill()
             p.wait()
+
+
+def test_the_log_paths_and_names_of_one_node():
+    part = _result("nccl_2ranks_one_gpu")
+    paths, names = C.classify_inputs("/rec/run-004/hosts/gpu-a01/logs", part["logs"], "gpu-a01")
+    assert paths[0] == "/rec/run-004/hosts/gpu-a01/logs/torchrun.log" and len(paths) == len(part["logs"])
+    assert names == ["gpu-a01/torchrun", "gpu-a01/rank0", "gpu-a01/rank0", "gpu-a01/rank1", "gpu-a01/rank1"]
+
+
+def test_the_logs_of_every_node_are_those_of_each_node_in_order():
+    parts = [_result("nccl_2ranks_one_gpu"), _result("gloo_2ranks_cpu")]
+    logs = C.log_inputs("/rec/run-004", ["gpu-a01", "gpu-a02"], parts)
+    one = C.classify_inputs("/rec/run-004/hosts/gpu-a01/logs", parts[0]["logs"], "gpu-a01")
+    two = C.classify_inputs("/rec/run-004/hosts/gpu-a02/logs", parts[1]["logs"], "gpu-a02")
+    assert logs["paths"] == one[0] + two[0]
+    assert logs["labels"] == one[1] + two[1]
+
+
+def test_the_close_is_the_verdict_with_the_jobs_shape_and_the_classification():
+    stages = {"stage": "none", "first_error": None, "changed": False, "invocation": {"module_args": {}}}
+    closing = C.close(["gpu-a01"], [_result("nccl_1rank")], stages, run="run-004", nproc_per_node=1,
+                      backend="nccl", master="gpu-a01:29500", timeout_s=120.0)
+    verdict = C.judge({"gpu-a01": _result("nccl_1rank")}, stages)
+    assert closing["verdict"] == verdict and closing["status"] == "ok"
+    assert closing["parts"] == [
+        {"part": "collective.json", "json": dict(verdict, run="run-004", nodes=["gpu-a01"], nproc_per_node=1,
+                                                 backend="nccl", master="gpu-a01:29500", timeout_s=120.0)},
+        {"part": "stages.json", "json": {"stage": "none", "first_error": None}}]
+    failed = C.close(["gpu-a01"], [_result("nccl_bad_socket_ifname")], {"stage": "none"})
+    assert failed["status"] == "failed" and failed["verdict"]["ok"] is False

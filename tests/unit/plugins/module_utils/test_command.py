@@ -375,3 +375,23 @@ def test_a_secret_option_is_masked_in_the_layers_change_text():
     assert r["argv"][-2:] == ["--api-key", "fake-key-0000"]  # the server gets it
     assert "fake-key-0000" not in " ".join(r["changed"]) and "--api-key" in " ".join(r["changed"])
     assert "command:--api-key" in r["allowed"] and "request:base_url" in r["allowed"]
+
+
+def test_build_minimal_like_the_cpu_runs():
+    argv = c.build_minimal(["/opt/vllm/bin/vllm", "serve"], "/models/tiny", host="127.0.0.1", port=8011,
+                           served_model_name="tiny", platform_args=["--max-model-len", 512, "--enforce-eager"])
+    assert argv == ["/opt/vllm/bin/vllm", "serve", "/models/tiny", "--host", "127.0.0.1", "--port", "8011",
+                    "--served-model-name", "tiny", "--max-model-len", "512", "--enforce-eager"]
+    argv = c.build_minimal(["vllm", "serve"], "m", port=8000, tensor_parallel_size=8, trust_remote_code=True)
+    assert argv == ["vllm", "serve", "m", "--port", "8000", "--tensor-parallel-size", "8", "--trust-remote-code"]
+    with pytest.raises(c.CommandError, match="not a 'vllm serve' command"):
+        c.build_minimal(["vllm"], "m")
+
+
+def test_remote_code_setting():
+    assert c.remote_code_setting({"auto_map": {"AutoConfig": "x.Config"}}) is True
+    assert c.remote_code_setting({"architectures": ["LlamaForCausalLM"]}) is False
+    assert c.remote_code_setting({}, "auto") is False
+    assert c.remote_code_setting({}, "true") is True and c.remote_code_setting({"auto_map": {}}, False) is False
+    with pytest.raises(c.CommandError, match="use auto, true or false"):
+        c.remote_code_setting({}, "maybe")
