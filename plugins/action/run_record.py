@@ -256,9 +256,8 @@ class ActionModule(ActionBase):
         if handed and (check_mode or handed.get("sink")):
             handed = None
         if p["kind"] == "fleet":
-            # the job's exit rule (module_utils/_exitrule.py): repro_vllm_record_only as the task gives it, and the
-            # names it replaces, read from the job's variables only to say they are deprecated and how they are read
-            inputs["variables"] = self._exit_variables(inputs.pop("record_only", None), task_vars)
+            # the job's exit rule (module_utils/_exitrule.py): repro_vllm_record_only as the task gives it
+            inputs["variables"] = {_exitrule.RECORD_ONLY: inputs.pop("record_only", None)}
             if judged is not None and judged.get("compatibility"):
                 inputs["compatibility"] = judged["compatibility"]
         try:
@@ -292,14 +291,6 @@ class ActionModule(ActionBase):
             out["console"] = out["console"] + handed_out.pop("console", [])
             out.update(handed_out)
         return _closing.shown(out)
-
-    def _exit_variables(self, record_only, task_vars):
-        """``{name: value}`` of repro_vllm_record_only (the task's input) and each deprecated name the job gives."""
-        variables = {_exitrule.RECORD_ONLY: record_only}
-        for name in _exitrule.DEPRECATED:
-            if task_vars.get(name) is not None:
-                variables[name] = self._templar.template(task_vars[name])
-        return variables
 
     @staticmethod
     def _hand_on(handed, path, host_var):

@@ -11,7 +11,6 @@ import base64
 import json
 
 from ansible.errors import AnsibleFilterError
-from ansible.utils.display import Display
 
 from ansible_collections.repro.vllm.plugins.filter.judge import _mapping
 from ansible_collections.repro.vllm.plugins.module_utils import _exitrule, _ladder
@@ -62,8 +61,7 @@ def rollback_row(attempt):
 def job_exit(verdict, variables=None, violations=0):
     """The exit rule (module_utils/_exitrule.py) on reproduce.yml's verdict: ``{fails, why, ...}`` - a failed run (the
     finding), a refusal or ``violations`` (a compatibility boundary, before any attempt: the verdict is none) fails
-    the job unless ``variables`` (repro_vllm_record_only, or the name it replaces) say record only. An old name given
-    is a deprecation warning."""
+    the job unless ``variables`` (repro_vllm_record_only) say record only."""
     if verdict is not None and not isinstance(verdict, dict):
         raise AnsibleFilterError("job_exit: the input must be the play's verdict (a dict) or none")
     verdict = verdict or {}
@@ -74,8 +72,6 @@ def job_exit(verdict, variables=None, violations=0):
                                  refused=line if verdict.get("refused") else None)
     except _exitrule.ExitRuleError as exc:
         raise AnsibleFilterError("job_exit: %s" % exc) from exc
-    for msg in out["deprecations"]:
-        Display().deprecated(msg, version="0.3.0", collection_name="repro.vllm")  # _exitrule.REMOVED_IN
     return out
 
 

@@ -107,7 +107,7 @@ def close_fleet(run_path, opened, host_var, hosts=None, error=None, variables=No
     and the job's exit (module_utils/_exitrule.py): a host not complete, a compatibility violation (the close's own
     judge, ``compatibility``, or compatibility.json the run holds; when ``violations_fail``: reproduce.yml stops at
     them itself) and a host audit.json names drifted fail the play after the freeze unless ``variables`` (the job's
-    repro_vllm_record_only and the names it replaces) say record only; ``error`` (the judge itself failed) always.
+    repro_vllm_record_only) say record only; ``error`` (the judge itself failed) always.
     The result's ``closing`` is the closing table (_closing.py) of what the run holds."""
     hosts = list(hosts if hosts is not None else opened.get("hosts") or [])
     fleet = _fleet.fleet_summary(hosts, [host_var(h, "_repro_vllm_host_record", {}) for h in hosts])

@@ -100,15 +100,10 @@ def test_audit_names_no_majority_drift_then_fails_on_drift_from_the_baseline(tmp
     assert iso2["hosts"]["node02"] == {"decision": "move", "previous_run": "fleet/run-001"}
     assert iso2["hosts"]["node01"]["decision"] == "stay"
 
-    # the same audit, told to record only (the deprecated repro_vllm_audit_strict=false says so too): it succeeds and
-    # says what it did not fail on
-    for ident, extra in (("a3", {"repro_vllm_record_only": True}), ("a4", {"repro_vllm_audit_strict": False})):
-        r3 = run_playbook(tmp_path, "playbooks/audit.yml", _inventory(hosts, tmp_path, captures, "b"),
-                          dict(based, **extra), ident=ident)
-        assert r3.status == "successful", r3.stdout.read()[-5000:]
-        said = _lines(r3, "Close the run (fleet.json and notes.md")
-        assert any(str(ln).startswith("exit | record only (repro_vllm_record_only): the job does not fail on ")
-                   and "drift: node02, node03" in str(ln) for ln in said), said
-        if "repro_vllm_audit_strict" in extra:
-            assert "WARNING: repro_vllm_audit_strict is deprecated and is removed in 0.3.0: use repro_vllm_record_only " \
-                "(repro_vllm_audit_strict=false is read as repro_vllm_record_only=true)" in said, said
+    # the same audit, told to record only: it succeeds and says what it did not fail on
+    r3 = run_playbook(tmp_path, "playbooks/audit.yml", _inventory(hosts, tmp_path, captures, "b"),
+                      dict(based, repro_vllm_record_only=True), ident="a3")
+    assert r3.status == "successful", r3.stdout.read()[-5000:]
+    said = _lines(r3, "Close the run (fleet.json and notes.md")
+    assert any(str(ln).startswith("exit | record only (repro_vllm_record_only): the job does not fail on ")
+               and "drift: node02, node03" in str(ln) for ln in said), said

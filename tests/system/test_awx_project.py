@@ -527,7 +527,7 @@ def test_wrong_survey_value_fails_first(tmp_path, monkeypatch, this_project):
     opened or host contacted: no records root, no remote folder, no later task."""
     _clean_ansible_env(monkeypatch)
     job = AwxJob(tmp_path / "pdd", this_project)
-    bad = {"fingerprint": {"repro_vllm_command_timeout": "ten"}, "audit": {"repro_vllm_audit_strict": "maybe"},
+    bad = {"fingerprint": {"repro_vllm_command_timeout": "ten"}, "audit": {"repro_vllm_record_only": "maybe"},
            "reproduce": {"repro_vllm_port": "80a"}, "diff": {"repro_vllm_diff_hosts": ["gpu-a07"]},
            "handoff": {"repro_vllm_handoff_runs": {"run": 1}}, "collective": {"repro_vllm_collective_nodes": {"node01": 1}}}
     for name, wrong in sorted(bad.items()):

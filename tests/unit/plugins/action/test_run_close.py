@@ -371,15 +371,12 @@ def test_the_fleet_close_judges_the_run_its_open_judged(tmp_path):
 
 def test_a_fleet_close_records_only_or_leaves_violations_to_the_play(tmp_path):
     """repro_vllm_record_only (the task's input): the same violations are recorded, said, and the close does not
-    fail; an old name says so too, with a deprecation; violations_fail false (reproduce.yml) leaves them to enforce."""
+    fail; violations_fail false (reproduce.yml) leaves them to enforce; a name it replaced in 0.1.0 is not read."""
     hostvars = {"node01": {"_repro_vllm_host_record": _h200_record("node01")}}
     judge = {"profile": "kimi-k3-h200", "profile_file": None, "allow_foreign": False}
     for i, (inputs, task_vars, line) in enumerate((
             ({"record_only": True}, {}, "exit | record only (repro_vllm_record_only): the job does not fail on 2 "
                                         "compatibility violation(s)"),
-            ({}, {"repro_vllm_fail_on_incomplete": False}, "WARNING: repro_vllm_fail_on_incomplete is deprecated and is "
-             "removed in 0.3.0: use repro_vllm_record_only (repro_vllm_fail_on_incomplete=false is read as "
-             "repro_vllm_record_only=true)"),
             ({"violations_fail": False}, {}, None))):
         work = tmp_path / str(i)
         work.mkdir()
@@ -394,6 +391,15 @@ def test_a_fleet_close_records_only_or_leaves_violations_to_the_play(tmp_path):
         # shown by any display (AWX's default one): the console lines and the closing table are the task's msg
         assert res["_ansible_verbose_always"] is True and res["msg"][:len(res["console"])] == res["console"]
         assert res["msg"][len(res["console"]) + 2].split()[:2] == ["node01", "VIOLATION"] and "closing" not in res
+    work = tmp_path / "old-name"
+    work.mkdir()
+    opened = _action({"state": "create", "root": str(work / "records"), "case_id": "case", "hosts": ["node01"],
+                      "purpose": "fingerprint", "compatibility": {"enabled": True, "profile": "kimi-k3-h200"}})
+    _h200_part(opened["path"], "node01")
+    res = _action({"state": "close", "kind": "fleet", "path": opened["path"], "inputs": {"judge": judge}}, hostvars,
+                  job_vars={"repro_vllm_fail_on_incomplete": False})
+    assert res.get("failed") and "2 compatibility violation(s)" in res["msg"], res.get("msg")
+    assert not [c for c in res["console"] if c.startswith("WARN")]
 
 
 def test_the_fleet_close_of_a_run_not_judged_judges_nothing(tmp_path):

@@ -74,7 +74,8 @@ def test_the_exit_rule_on_the_real_plays_verdicts():
     assert recorded["fails"] is False and recorded["recorded"] == failed["why"]
     assert recorded["lines"] == ["exit | record only (repro_vllm_record_only): the job does not fail on "
                                  "a failure was found: %s" % layer_play["line"]]
-    assert ladder.job_exit(layer_play, {"repro_vllm_fail_on_finding": False})["fails"] is False
+    # the name repro_vllm_record_only replaced is not read since 0.2.0
+    assert ladder.job_exit(layer_play, {"repro_vllm_fail_on_finding": False})["fails"] is True
     assert ladder.job_exit(healthy)["fails"] is False
     assert ladder.job_exit(dict(healthy, refused=True))["why"] == ["a step was refused: %s" % healthy["line"]]
     assert ladder.job_exit(None)["fails"] is False

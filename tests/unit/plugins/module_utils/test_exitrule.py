@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The one exit rule (module_utils/_exitrule.py): what fails a job, record only, the deprecated names' mapping."""
+"""The one exit rule (module_utils/_exitrule.py): what fails a job, record only."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def test_each_finding_fails_the_job_unless_it_only_records(found):
 
 def test_nothing_found_passes_and_an_error_of_the_job_fails_even_when_it_only_records():
     assert _exitrule.job_exit(None) == {"fails": False, "record_only": False, "why": [], "recorded": [],
-                                        "errors": [], "deprecations": [], "lines": []}
+                                        "errors": [], "lines": []}
     out = _exitrule.job_exit({"repro_vllm_record_only": True}, violations=1, errors=["the judge could not read n1"])
     assert out["fails"] is True and out["why"] == ["the judge could not read n1"]
     assert out["recorded"] == ["1 compatibility violation(s)"]
@@ -34,24 +34,20 @@ def test_the_reasons_say_what_was_found():
     assert out["why"] == ["10 compatibility violation(s)", "drift: n1, n2", "not every host is complete in it: n3"]
 
 
-@pytest.mark.parametrize("name", _exitrule.DEPRECATED)
-@pytest.mark.parametrize("value,record_only", [(True, False), ("yes", False), (False, True), ("false", True)])
-def test_each_old_name_maps_to_record_only_with_a_deprecation(name, value, record_only):
-    only, deprecations = _exitrule.record_only({name: value})
-    assert only is record_only
-    assert deprecations == ["%s is deprecated and is removed in 0.3.0: use repro_vllm_record_only (%s=%s is read as "
-                            "repro_vllm_record_only=%s)" % (name, name, str(not record_only).lower(),
-                                                            str(record_only).lower())]
+@pytest.mark.parametrize("value,record_only", [(True, True), ("yes", True), (False, False), ("false", False),
+                                                (None, False), ("", False)])
+def test_record_only_is_the_one_name(value, record_only):
+    # None or "" (a survey left empty, a variable defaulted to none in Jinja): not given, the job fails on findings
+    assert _exitrule.record_only({"repro_vllm_record_only": value}) is record_only
 
 
-def test_the_new_name_wins_and_old_names_that_disagree_record_only():
-    only, deprecations = _exitrule.record_only({"repro_vllm_record_only": False, "repro_vllm_fail_on_finding": False})
-    assert only is False and deprecations[0].endswith("; ignored, repro_vllm_record_only is given)")
-    assert _exitrule.record_only({"repro_vllm_audit_strict": True, "repro_vllm_fail_on_finding": False})[0] is True
-    # not given: None, or "" (a survey left empty)
-    assert _exitrule.record_only({"repro_vllm_record_only": None, "repro_vllm_audit_strict": ""}) == (False, [])
+def test_the_names_removed_in_0_2_0_are_not_read():
+    for name in ("repro_vllm_audit_strict", "repro_vllm_fail_on_incomplete", "repro_vllm_fail_on_finding"):
+        assert _exitrule.record_only({name: False}) is False
+        out = _exitrule.job_exit({name: False}, violations=1)
+        assert out["fails"] is True and out["lines"] == []
 
 
 def test_a_value_that_is_no_boolean_is_refused_naming_it():
-    with pytest.raises(_exitrule.ExitRuleError, match="repro_vllm_audit_strict must be a boolean, not 'maybe'"):
-        _exitrule.record_only({"repro_vllm_audit_strict": "maybe"})
+    with pytest.raises(_exitrule.ExitRuleError, match="repro_vllm_record_only must be a boolean, not 'maybe'"):
+        _exitrule.record_only({"repro_vllm_record_only": "maybe"})
