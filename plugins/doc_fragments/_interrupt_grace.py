@@ -16,16 +16,11 @@ options:
     description:
       - Seconds ansible-playbook may take to end after an interrupt (and after its servers were stopped) before
         it is ended. 0 turns the grace off (the servers are still stopped).
-      - C(REPRO_VLLM_CONSOLE_INTERRUPT_GRACE) and the C([repro_vllm_console]) section are the names of 0.1.0, when
-        the console callback held this option.
     type: float
     default: 30
     env:
       - name: REPRO_VLLM_INTERRUPT_GRACE
-      - name: REPRO_VLLM_CONSOLE_INTERRUPT_GRACE
     ini:
       - section: repro_vllm
-        key: interrupt_grace
-      - section: repro_vllm_console
         key: interrupt_grace
 """

@@ -11,9 +11,6 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.module_utils import _diff
 
-# kept for callers that imported it from here
-VARIABLES = _diff.VARIABLES
-
 
 def _front(func, *args, **kwargs):
     try:

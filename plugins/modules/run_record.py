@@ -212,7 +212,7 @@ options:
     description:
       - With O(state=close), what the kind decides with.
       - V(fleet) - C(hosts) (default - the hosts the open recorded), C(record_only) (C(repro_vllm_record_only), false when
-        not given; the deprecated names it replaces are read from the job's variables, with a warning),
+        not given),
         C(violations_fail) (default V(true); V(false) - the play stops at a violation itself, reproduce.yml and
         replay.yml), C(error) (why the compatibility judge itself failed), C(judge) (C(profile), C(profile_file),
         C(allow_foreign) - when the run's open judged it, the close judges every host and the job against that
@@ -470,7 +470,7 @@ closing:
   type: list
   elements: str
 record_only:
-  description: With O(kind=fleet), whether the job only records (the exit rule's reading of C(record_only) and the deprecated names).
+  description: With O(kind=fleet), whether the job only records (the exit rule's reading of C(record_only)).
   returned: with O(state=close) O(kind=fleet)
   type: bool
 why:

@@ -89,7 +89,7 @@ def _play(tmp_path, stdout_callback, at_fork=0, driver=DRIVER, timeout=240, grac
                ANSIBLE_STDOUT_CALLBACK=stdout_callback, ANSIBLE_NOCOLOR="1", SIGINT_AT_FORK=str(at_fork))
     env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
     if grace is not None:
-        env["REPRO_VLLM_CONSOLE_INTERRUPT_GRACE"] = str(grace)
+        env["REPRO_VLLM_INTERRUPT_GRACE"] = str(grace)
     proc = subprocess.Popen([sys.executable, "-c", driver, "-i", "localhost,", "-c", "local",
                              "-e", "ansible_python_interpreter=%s" % sys.executable, "-e", "out=%s" % out,
                              str(tmp_path / "play.yml")],
