@@ -11,9 +11,9 @@ Everything here is standard library only and imports without Ansible, so the sam
 ``benchmarks/gpu_facts_bench.py``).
 
 The parsers were written against real captures of an NVIDIA H200 with driver 580.159.04 (see
-``tests/fixtures/h200-1gpu*``); ``nvidia-smi nvlink -s`` with links and ``topo -m`` with NVLink pairs against
-the two-GPU H200 capture ``tests/fixtures/2026-11-29-580.159.04-2xh200``. Outputs this project has no capture
-of (``nvidia-imex-ctl -N``, ``nvidia-ctk --version``) are kept raw and not parsed.
+``tests/fixtures/h200-1gpu*``); ``topo -m`` with NVLink pairs against the two-GPU H200 capture
+``tests/fixtures/2026-11-29-580.159.04-2xh200``. ``nvidia-smi nvlink -s`` (its state said), ``nvidia-imex-ctl -N``
+and ``nvidia-ctk --version`` are kept raw and not parsed.
 """
 
 from __future__ import annotations
@@ -131,11 +131,6 @@ KERNEL_VERSION_RE = re.compile(r"\s(\d+\.\d+(?:\.\d+)*)\s")
 LDCONFIG_RE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(.+?)\s*$")
 LOADER_LIBS = (("libcuda", "libcuda.so"), ("libnccl", "libnccl.so"), ("libnvidia_ml", "libnvidia-ml.so"))
 SMI_Q_GPU_RE = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
-# nvidia-smi nvlink -s: "GPU 0: NVIDIA H200 (UUID: GPU-...)" then "\t Link 0: 26.562 GB/s" per link
-NVLINK_GPU_RE = re.compile(r"^GPU (\d+): (.*?)(?: \(UUID: ([^)]+)\))?\s*$")
-NVLINK_LINK_RE = re.compile(r"^\s+Link (\d+): (.*?)\s*$")
-NVLINK_SPEED_RE = re.compile(r"^(\d+(?:\.\d+)?) GB/s$")
-TOPO_NV_RE = re.compile(r"^NV(\d+)$")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -706,45 +701,6 @@ def fabric_from_q(text):
             if isinstance(health, dict):
                 rec["health"] = dict((k, _na(v)) for k, v in health.items() if isinstance(v, str))
         out.append(rec)
-    return out
-
-
-def parse_nvlink_status(text):
-    """``nvidia-smi nvlink -s``: per GPU (index, name, uuid) its links in printed order, each with its number,
-    the value as printed and ``speed_gbps`` (a float when the value is "<number> GB/s", else None: a link that
-    is not up prints another word there), plus ``links_up`` (links with a speed) and ``speed_gbps_total``.
-    ``parsed`` is False when no GPU line was found (no output on a GPU without NVLink)."""
-    gpus = []
-    for line in (text or "").splitlines():
-        m = NVLINK_GPU_RE.match(line)
-        if m and not line[:1].isspace():
-            gpus.append({"index": int(m.group(1)), "name": m.group(2), "uuid": m.group(3), "links": []})
-            continue
-        m = NVLINK_LINK_RE.match(line)
-        if m and gpus:
-            value = m.group(2)
-            sm = NVLINK_SPEED_RE.match(value)
-            gpus[-1]["links"].append({"link": int(m.group(1)), "value": value,
-                                      "speed_gbps": float(sm.group(1)) if sm else None})
-    for gpu in gpus:
-        speeds = [link["speed_gbps"] for link in gpu["links"] if link["speed_gbps"] is not None]
-        gpu["links_up"] = len(speeds)
-        gpu["speed_gbps_total"] = round(sum(speeds), 3)
-    return {"gpus": gpus, "parsed": bool(gpus)}
-
-
-def nvlink_pairs(matrix):
-    """GPU pairs joined by NVLink in a ``parse_topology`` matrix: [{a, b, links}] for each "NV<n>" cell
-    (n bonded links), each pair once (a before b in the matrix order)."""
-    out = []
-    seen = set()
-    for row, cols in (matrix or {}).items():
-        for col, cell in cols.items():
-            m = TOPO_NV_RE.match(cell or "")
-            if not m or row == col or (col, row) in seen:
-                continue
-            seen.add((row, col))
-            out.append({"a": row, "b": col, "links": int(m.group(1))})
     return out
 
 

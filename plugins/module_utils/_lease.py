@@ -58,10 +58,6 @@ LOCK_NAME = ".lock"
 RUN_KEYS = ("run_uid", "case_id", "run_id", "controller", "started")
 
 
-def run_lease_file(lease_dir, run_uid):
-    return os.path.join(lease_dir, "%s.json" % run_uid)
-
-
 def is_run_lease(lease_file):
     """True for a host-wide run lease (``<lease_dir>/<run_uid>.json``), False for a ``<state_file>.lease``."""
     return not lease_file.endswith(".lease")

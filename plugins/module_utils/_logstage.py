@@ -1661,16 +1661,6 @@ def _external_stop(cands):
     return None
 
 
-def _node_names(items, nodes):
-    names = []
-    for i, (given, path) in enumerate(items):
-        if nodes and i < len(nodes) and nodes[i] not in (None, ""):
-            names.append(str(nodes[i]))
-        else:
-            names.append(None)
-    return names
-
-
 def _until_value(value, what):
     """One cutoff: None (no cutoff) or a line count >= 0."""
     if value is None or value == "":

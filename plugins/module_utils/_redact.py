@@ -17,8 +17,6 @@ API (docs/handoff.md has the long form):
     in ``stages.json`` still point at the right line after redaction.
 ``redact_env(env, key=None)``, ``redact_argv(argv, key=None)``, ``redact_data(data, key=None)``
     The same for an environment mapping, an argument list and any JSON-like structure.
-``redact_report(text, key=None)``
-    ``(redacted_text, [(lineno, kind), ...])``: what was redacted where.
 ``scan_secrets(text)``
     ``[(lineno, kind), ...]`` of the secret shapes still present in ``text``; a scan, never a rewrite (the
     hand-off refuses to pack on any finding).
@@ -470,15 +468,6 @@ def _by_keyword_lines(text, fn):
         return text
     pieces.append(text[done:])
     return "".join(pieces)
-
-
-def redact_report(text, key=None):
-    """``(redacted_text, [(lineno, kind), ...])`` for free text."""
-    if not isinstance(text, str) or not text:
-        return text, []
-    events = []
-    out = _redact(text, key, events)
-    return out, sorted(events)
 
 
 def redact_text(text, key=None):

@@ -133,35 +133,6 @@ def test_topology_with_an_nvlink_pair():
     assert out["affinity"] == {
         "GPU0": {"cpu_affinity": "0-31", "numa_affinity": "0", "gpu_numa_id": None},
         "GPU1": {"cpu_affinity": "0-31", "numa_affinity": "0", "gpu_numa_id": None}}
-    assert _gpu.nvlink_pairs(out["matrix"]) == [{"a": "GPU0", "b": "GPU1", "links": 18}]
-    # a single GPU has no pair
-    assert _gpu.nvlink_pairs(_gpu.parse_topology(_raw("nvsmi_topo_m.txt", ONE))["matrix"]) == []
-
-
-def test_nvlink_status_per_link():
-    out = _gpu.parse_nvlink_status(_raw("nvsmi_nvlink_s.txt"))
-    assert out["parsed"] is True
-    real = _real("gpu_facts.json")["gpus"]
-    assert [(g["index"], g["name"], g["uuid"]) for g in out["gpus"]] == [(g["index"], g["name"], g["uuid"]) for g in real]
-    for gpu in out["gpus"]:
-        assert [link["link"] for link in gpu["links"]] == list(range(18))
-        assert set((link["value"], link["speed_gbps"]) for link in gpu["links"]) == {("26.562 GB/s", 26.562)}
-        assert gpu["links_up"] == 18 and gpu["speed_gbps_total"] == pytest.approx(18 * 26.562)
-
-
-def test_nvlink_status_agrees_with_topology():
-    # on a two-GPU host every link of a GPU goes to the other one: NV<n> in topo -m is n links up in nvlink -s
-    pairs = _gpu.nvlink_pairs(_gpu.parse_topology(_raw("nvsmi_topo_m.txt"))["matrix"])
-    links = dict(("GPU%d" % g["index"], g["links_up"]) for g in _gpu.parse_nvlink_status(_raw("nvsmi_nvlink_s.txt"))["gpus"])
-    for pair in pairs:
-        assert links[pair["a"]] == links[pair["b"]] == pair["links"]
-
-
-def test_nvlink_status_without_links_is_not_parsed():
-    # the one-GPU lease: nvidia-smi nvlink -s printed nothing (exit 0)
-    assert _raw("nvsmi_nvlink_s.txt", ONE) == ""
-    assert _gpu.parse_nvlink_status(_raw("nvsmi_nvlink_s.txt", ONE)) == {"gpus": [], "parsed": False}
-    assert _gpu.parse_nvlink_status(_raw("nvsmi_topo_m.txt"))["parsed"] is False
 
 
 def test_collective_run_saw_the_same_links():
