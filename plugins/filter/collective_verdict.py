@@ -20,13 +20,9 @@ def collective_verdict(node_results, classification=None):
     return judge(dict((str(k), v) for k, v in node_results.items()), classification or {})
 
 
-
-
 def collective_container(server_runtime, image, container_args=None, facts=None):
     """See module_utils/_runtime.py collective_container."""
     return _collective_container(server_runtime, image, container_args, facts)
-
-
 
 
 class FilterModule:

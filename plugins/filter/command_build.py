@@ -11,8 +11,6 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.repro.vllm.plugins.module_utils import _command
 
 
-
-
 def node_placement(nodes, node, master_addr="", master_port=None):
     """``_command.node_placement`` for ``node`` among ``nodes`` (the step's nodes, the head first)."""
     nodes = list(nodes or [])

@@ -59,9 +59,6 @@ def prefix_cache_evidence(exchanges, block_size=16, memory_before=None, memory_a
                                         memory_before=memory_before, memory_after=memory_after)
 
 
-
-
-
 def reproduction_summary(runs, ladder=None, stop_reason=""):
     return _judge.reproduction_summary(_listing(runs, "the input (runs)", "reproduction_summary"),
                                        _listing(ladder, "ladder", "reproduction_summary"), stop_reason or "")
@@ -77,7 +74,6 @@ def repeat_target(runs):
     return _judge.repeat_target(_listing(runs, "the input (runs)", "repeat_target"))
 
 
-
 def latest_run(case_dir, part=None):
     """The highest-numbered run of a case folder on the controller (numeric order: run-1000 after run-999) that
     holds ``part``; None when there is none."""
@@ -89,7 +85,6 @@ def latest_run(case_dir, part=None):
         if part is None or os.path.exists(os.path.join(path, part)):
             return {"run": run, "path": path, "number": number}
     return None
-
 
 
 def ladder_layers(data):

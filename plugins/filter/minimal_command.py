@@ -27,7 +27,6 @@ def minimal_command(argv, env=None, keep=None, keep_env=None, model_config=None,
         raise AnsibleFilterError("minimal_command: %s" % exc)
 
 
-
 def command_apply(argv, args=None, remove=None):
     """Set-or-replace options (a ladder layer's) in a command."""
     try:
@@ -35,8 +34,6 @@ def command_apply(argv, args=None, remove=None):
                                       remove=[str(a) for a in remove or []])
     except _command.CommandError as exc:
         raise AnsibleFilterError("command_apply: %s" % exc)
-
-
 
 
 class FilterModule:

@@ -29,7 +29,6 @@ def record_diff(current, previous, allowed=None, previous_run=None):
     return _front(_diff.record_diff, current, previous, allowed=allowed, previous_run=previous_run)
 
 
-
 class FilterModule:
     """repro.vllm run comparison."""
 

@@ -65,7 +65,6 @@ def replay_profile_vars(final, replay, check_mode=False):
     return _replay.profile_vars(final, replay, bool(check_mode))
 
 
-
 def replay_plan(replay, play_hosts, secret_env=None, secret_args=None, port=None):
     """See module_utils/_replay.py attempt_plan."""
     try:

@@ -10,13 +10,11 @@ from ansible_collections.repro.vllm.plugins.module_utils._workflow import (
     WorkflowResultError, merge_runs, parse_sink, sink_path)
 
 
-
 def workflow_runs(earlier, new):
     try:
         return merge_runs(earlier, new)
     except WorkflowResultError as exc:
         raise AnsibleFilterError(str(exc)) from exc
-
 
 
 def records_sink(sink, run=None):

@@ -9,12 +9,10 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.filter import command_build as cb
+from ansible_collections.repro.vllm.plugins.filter.command_build import node_placement
 
 
 def test_node_placement_filter_gives_each_node_its_rank_and_the_workers_headless():
-    from ansible_collections.repro.vllm.plugins.filter.command_build import node_placement
-
     nodes = ["node01", "node02"]
     assert node_placement(nodes, "node01", "127.0.0.1") == ["--nnodes", "2", "--node-rank", "0", "--master-addr", "127.0.0.1"]
     assert node_placement(nodes, "node02", "127.0.0.1", "") == [

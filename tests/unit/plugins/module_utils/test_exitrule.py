@@ -35,7 +35,7 @@ def test_the_reasons_say_what_was_found():
 
 
 @pytest.mark.parametrize("value,record_only", [(True, True), ("yes", True), (False, False), ("false", False),
-                                                (None, False), ("", False)])
+                                               (None, False), ("", False)])
 def test_record_only_is_the_one_name(value, record_only):
     # None or "" (a survey left empty, a variable defaulted to none in Jinja): not given, the job fails on findings
     assert _exitrule.record_only({"repro_vllm_record_only": value}) is record_only
