@@ -20,7 +20,7 @@ ARGSPEC = {
     "job_runs": {"type": "list", "elements": "str", "default": []},
     "fields": {"type": "dict", "default": {}},
     "package": {"type": "str", "default": ""},
-    "records_root": {"type": "str", "default": ""},
+    "records_root": {"type": "str", "default": _record.DEFAULT_ROOT},
     "sink": {"type": "str", "default": ""},
     "sink_error": {"type": "str", "default": ""},
 }

@@ -56,6 +56,15 @@ class ActionModule(ActionBase):
         if args.get("collection_version") in (None, "", "unknown"):
             args["collection_version"] = _record.read_collection_version()
         gate_console = []
+        nodes = None
+        if args.get("state") == "create":
+            # the kind of run (_record.OPEN_KINDS) shapes the open: its purpose, its hosts, whether it lives on them
+            try:
+                args = _record.open_args(args)
+            except _record.RecordError as exc:
+                result.update(failed=True, msg=str(exc))
+                return result
+            nodes = args.pop("nodes", None)
         if args.get("state") == "create" and "targets" in args:
             if args.get("hosts") is not None or args.get("hosts_pattern") is not None:
                 result.update(failed=True, msg="run_record: give targets, or hosts and hosts_pattern, not both")
@@ -78,6 +87,13 @@ class ActionModule(ActionBase):
             if refused:
                 result.update(refused)
                 return result
+        if nodes is not None:
+            # an attempt or a collective checkpoint: the targets checked, the run's hosts are its nodes
+            args["hosts"] = nodes
+            args.pop("hosts_pattern", None)
+        if args.get("state") in ("create", "prunable", "interrupted") and args.get("root") in (None, ""):
+            # the one default of the records root (no role carries it): records, under the working directory
+            args["root"] = _record.DEFAULT_ROOT
         root = args.get("root")
         if args.get("state") in ("create", "prunable", "interrupted") and isinstance(root, str) and root \
                 and self._connection.transport == "local":
@@ -99,6 +115,8 @@ class ActionModule(ActionBase):
                                                task_vars=task_vars))
         if args.get("state") == "create" and args.get("hosts_pattern") is not None and not result.get("failed"):
             result["hosts_pattern"] = args["hosts_pattern"]
+        if args.get("state") == "create" and args.get("kind") and not result.get("failed"):
+            result["kind"] = args["kind"]
         if args.get("state") == "create" and isinstance(root, str):
             result["root"] = args["root"]
             result["cwd"] = os.getcwd()
@@ -230,15 +248,17 @@ class ActionModule(ActionBase):
         return checked.validated_parameters, None
 
     def _close(self, args, task_vars):
-        """state=close: decide (module_utils/_runclose.py, by kind, with the play's host variables), write the
+        """state=close: decide (module_utils/_runclose.py, by kind, with the declared inputs), write the
         parts, freeze, verify; fail after the freeze when the kind says the play must stop."""
         p, failed = self._validated(args)
         if failed:
             return failed
         check_mode = bool(self._task.check_mode)
-        inputs = dict(p["inputs"] or {})
+        # the declared inputs the task gave (an input left out is null in the validated spec)
+        inputs = dict((k, v) for k, v in (p["inputs"] or {}).items() if v is not None)
+        fleet = _runclose.CLOSE_OF.get(p["kind"], p["kind"]) == "fleet"
         judged, judge_part, judge_console = None, [], []
-        if p["kind"] == "fleet" and inputs.get("judge") is not None:
+        if fleet and inputs.get("judge") is not None:
             opened = (_record.read_open(p["path"]) or {}).get("run") or {}
             hosts = inputs.get("hosts") if inputs.get("hosts") is not None else opened.get("hosts") or []
             judged, part, error = self._judge(p["path"], opened, inputs["judge"], hosts, check_mode)
@@ -252,17 +272,16 @@ class ActionModule(ActionBase):
         # fleet: the job's result for the next workflow node, handed on by this task once the run is closed and the
         # close did not fail (what repro.vllm.job_result does: set_stats, the result line); not with a records sink
         # (the result role copies the run there first) and not in check mode
-        handed = inputs.pop("result", None) if p["kind"] == "fleet" else None
+        handed = inputs.pop("result", None) if fleet else None
         if handed and (check_mode or handed.get("sink")):
             handed = None
-        if p["kind"] == "fleet":
+        if fleet:
             # the job's exit rule (module_utils/_exitrule.py): repro_vllm_record_only as the task gives it
             inputs["variables"] = {_exitrule.RECORD_ONLY: inputs.pop("record_only", None)}
             if judged is not None and judged.get("compatibility"):
                 inputs["compatibility"] = judged["compatibility"]
         try:
-            closing = _runclose.decide(p["kind"], p["path"], inputs, _runclose.host_reader(task_vars.get("hostvars")),
-                                       check_mode=check_mode)
+            closing = _runclose.decide(p["kind"], p["path"], inputs, check_mode=check_mode)
         except _runclose.CloseError as exc:
             return dict(failed=True, msg="run_record close (%s) of %s: %s; the run is still open"
                         % (p["kind"], p["path"], exc))
@@ -287,20 +306,21 @@ class ActionModule(ActionBase):
         if closing.fail:
             out.update(failed=True, msg=closing.fail)
         elif handed:
-            handed_out = self._hand_on(handed, p["path"], _runclose.host_reader(task_vars.get("hostvars")))
+            handed_out = self._hand_on(handed, p["path"])
             out["console"] = out["console"] + handed_out.pop("console", [])
             out.update(handed_out)
         return _closing.shown(out)
 
     @staticmethod
-    def _hand_on(handed, path, host_var):
+    def _hand_on(handed, path):
         """The close's ``inputs.result`` handed on (``handed_on`` true): the run's case and records root are the
-        run's own, the job's earlier runs the controller's fact (as job_result reads them). Nothing when it cannot
-        be built, so the playbook's job_result task runs and fails with the reason, as without ``inputs.result``."""
+        run's own, the job's earlier runs its ``job_runs`` (the controller's fact, as job_result reads them).
+        Nothing when it cannot be built, so the playbook's job_result task runs and fails with the reason, as
+        without ``inputs.result``."""
         case_dir = os.path.dirname(os.path.abspath(path))
         try:
             res = hand_on(handed.get("purpose") or "", os.path.basename(case_dir), runs=[path],
-                          job_runs=host_var("localhost", "_repro_vllm_result_job_runs", []),
+                          job_runs=handed.get("job_runs") or [],
                           fields=handed.get("fields"), package=handed.get("package") or "",
                           records_root=os.path.dirname(case_dir))
         except AnsibleActionFail:

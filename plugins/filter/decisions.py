@@ -13,7 +13,7 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils import _audit, _diff, _isolation, _score
+from ansible_collections.repro.vllm.plugins.module_utils import _audit, _diff, _isolation, _record, _score
 from ansible_collections.repro.vllm.plugins.module_utils._evidence import (
     EvidenceError, case_runs, read_run, resolve_run)
 
@@ -65,7 +65,9 @@ def baseline_score(runs, profile=None, memory_in_use_mib=_score.DEFAULT_MEMORY_I
 
 def run_diff(run_a, run_b, host_map=None, records_root=None, case_id=None, facts=None):
     """diff.json of two runs; each a run folder, ``<case>/run-NNN`` or ``run-NNN`` (under records_root/case_id);
-    ``facts`` restricts the comparison to those facts (module_utils/_diff.py host_diff)."""
+    ``facts`` restricts the comparison to those facts (module_utils/_diff.py host_diff). The records root (None:
+    ``records``) is resolved as the run's open resolves it (_record.resolve_root)."""
+    records_root = _record.resolve_root(records_root or _record.DEFAULT_ROOT)
     return _front("run_diff", lambda: _diff.run_diff(
         read_run(resolve_run(run_a, records_root, case_id)), read_run(resolve_run(run_b, records_root, case_id)),
         host_map=host_map, facts=list(facts) if facts else None))

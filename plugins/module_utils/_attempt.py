@@ -384,23 +384,30 @@ def _truthy(value):
     return bool(value)
 
 
-def close(step, run_id, run_path, case_id, host_var, identity=None, diff=None, debug=False, debug_env=None,
+# what the head node reports besides its server (the requests and what they showed): read from its report, kept
+# out of the reports the verdict reads
+HEAD_KEYS = ("exchanges", "checkpoint", "api_url", "argv")
+
+
+def close(step, run_id, run_path, case_id, reports, identity=None, diff=None, debug=False, debug_env=None,
           profile=None, check_mode=False):
     """The whole decision of an attempt's close, on the controller: what each node of the step reported
-    (``host_var(node, name, default)`` reads the play's host variables ``_repro_vllm_node_report``,
-    ``_repro_vllm_refusal``; the head node's ``_repro_vllm_exchanges``, ``_repro_vllm_checkpoint``,
-    ``_repro_vllm_api_url``, ``_repro_vllm_node_argv``), one classification of every node's log together
-    (module_utils/_logstage.py), the verdict (:func:`judge`), the parts with the run sheet (``profile``: its
-    profile cell) and the freeze's status and metadata. Writes nothing. Raises AttemptCloseError (a wrong input)
-    or LogStageError (a log that cannot be classified)."""
+    (``reports``: node -> its report, run_record's declared ``inputs.reports``: ``started``, ``alive``, ``stopped``,
+    ``task_error``, ``refusal``; the head node's also ``exchanges``, ``checkpoint``, ``api_url``, ``argv``), one
+    classification of every node's log together (module_utils/_logstage.py), the verdict (:func:`judge`), the parts
+    with the run sheet (``profile``: its profile cell) and the freeze's status and metadata. Writes nothing. Raises
+    AttemptCloseError (a wrong input) or LogStageError (a log that cannot be classified)."""
     nodes = list(step.get("nodes") or [])
     if not nodes:
         raise AttemptCloseError("the step %r names no node" % (step.get("name"),))
     head = nodes[0]
-    reports = {node: host_var(node, "_repro_vllm_node_report", None) for node in nodes}
-    refusals = {node: host_var(node, "_repro_vllm_refusal", None) for node in nodes}
-    exchanges = host_var(head, "_repro_vllm_exchanges", [])
-    checkpoint = host_var(head, "_repro_vllm_checkpoint", None)
+    given = dict((node, (reports or {}).get(node) or None) for node in nodes)
+    head_report = given[head] or {}
+    reports = dict((node, dict((k, v) for k, v in r.items() if k not in HEAD_KEYS) if isinstance(r, dict) else r)
+                   for node, r in given.items())
+    refusals = dict((node, (r or {}).get("refusal")) for node, r in reports.items())
+    exchanges = head_report.get("exchanges") or []
+    checkpoint = head_report.get("checkpoint")
     was_refused = refused(nodes, refusals)
     stages = {}
     if not (check_mode or was_refused):
@@ -413,10 +420,10 @@ def close(step, run_id, run_path, case_id, host_var, identity=None, diff=None, d
             key = case_key_of(run_path)
         except (OSError, ValueError) as exc:
             raise AttemptCloseError("the case key of %s cannot be read: %s" % (run_path, exc)) from exc
-        written = parts(step, attempt, run_path, stages, exchanges, api_url=host_var(head, "_repro_vllm_api_url", None),
+        written = parts(step, attempt, run_path, stages, exchanges, api_url=head_report.get("api_url"),
                         identity=identity, diff=diff, was_refused=was_refused, case_key=key)
         written.append({"part": "notes.md", "content": notes(
             step, attempt, case_id, profile, diff=diff, debug_on=debug, debug_env=debug_env,
-            argv=host_var(head, "_repro_vllm_node_argv", None), case_key=key)})
+            argv=head_report.get("argv"), case_key=key)})
     return dict(freeze_args(step, attempt, case_id), parts=written, refused=was_refused, stages=stages,
                 attempt=attempt, step=kept_step(step))

@@ -1010,11 +1010,91 @@ def describe_problems(res, limit=5):
 # The run_record task interface, shared by the module (plugins/modules/run_record.py, on any host) and its action
 # (plugins/action/run_record.py, which runs it in the controller's own process when the task's connection is local
 # and nothing is become): one argument spec and one dispatch, so both ways give the same result.
+# The kinds of run an open makes (run_record state=create kind=...), each closed by run_record state=close with the
+# kind of close that names it (_runclose.CLOSE_OF). ``hosts``: where the run's hosts come from - ``targets`` (the
+# hosts repro_vllm_targets matches in the play), ``given`` (the step's nodes; the targets are still checked) or
+# ``none`` (a run of the controller alone); ``on_hosts``: the run lives on its hosts too (remote_root, lease_dir);
+# ``announce``: the console says where the run is recorded.
+OPEN_KINDS = {
+    "fingerprint": {"hosts": "targets", "on_hosts": False, "announce": True},
+    "audit": {"hosts": "targets", "on_hosts": False, "announce": True},
+    "attempt": {"hosts": "given", "on_hosts": True, "announce": False},
+    "collective": {"hosts": "given", "on_hosts": True, "announce": False},
+    "summary": {"hosts": "none", "on_hosts": False, "announce": True},
+    "diff": {"hosts": "none", "on_hosts": False, "announce": True},
+    "replay": {"hosts": "none", "on_hosts": False, "announce": True},
+}
+DEFAULT_REMOTE_ROOT = "/var/tmp/repro-vllm"  # where a run lives on its hosts when the open names no remote_root
+
+
+def open_args(args):
+    """The arguments of a ``state=create kind=...`` shaped by its kind (OPEN_KINDS), as a new dict: the records root
+    ``records`` when none is given, the purpose the kind's name when none is given, ``announce`` as the kind says,
+    no ``targets`` for a run of the controller alone (it has no host), no ``remote_root``/``lease_dir`` for a run that
+    does not live on its hosts (``/var/tmp/repro-vllm`` for one that does, when none is given), and ``nodes``: the
+    hosts of a ``given`` kind, which replace the targets' hosts once the targets are checked. Raises RecordError for
+    an unknown kind, or a ``given`` kind without its hosts."""
+    out = dict(args)
+    kind = out.get("kind")
+    if kind is None:
+        return out
+    if kind not in OPEN_KINDS:
+        raise RecordError("run_record state=create: kind %r is not a kind of run (one of %s)"
+                          % (kind, ", ".join(sorted(OPEN_KINDS))))
+    shape = OPEN_KINDS[kind]
+    if out.get("root") in (None, ""):
+        out["root"] = DEFAULT_ROOT
+    if not out.get("purpose"):
+        out["purpose"] = kind
+    out.setdefault("announce", shape["announce"])
+    if shape["hosts"] == "none":
+        out.pop("targets", None)
+        out["hosts"] = []
+    elif shape["hosts"] == "given":
+        if not out.get("hosts"):
+            raise RecordError("run_record state=create kind=%s: give hosts (the nodes of the run)" % kind)
+        out["nodes"] = list(out.pop("hosts"))
+    if shape["on_hosts"]:
+        if not out.get("remote_root"):
+            out["remote_root"] = DEFAULT_REMOTE_ROOT
+    else:
+        out.pop("remote_root", None)
+        out.pop("lease_dir", None)
+    return out
+
+
+# state=close: what the close decides with, declared (module_utils/_runclose.py: the keys each kind takes are the
+# keyword arguments of its function there; an input left out is null and not handed on). ``reports`` is how what
+# the hosts reported reaches the close: host -> its report, passed by the YAML that closes the run.
+INPUTS_SPEC = dict(
+    reports=dict(type="dict"),
+    hosts=dict(type="list", elements="str"),
+    nodes=dict(type="list", elements="str"),
+    error=dict(type="str"),
+    record_only=dict(type="raw"),
+    violations_fail=dict(type="bool"),
+    judge=dict(type="dict"),
+    result=dict(type="dict"),
+    step=dict(type="raw"),
+    identity=dict(type="raw"),
+    diff=dict(type="raw"),
+    debug=dict(type="bool"),
+    debug_env=dict(type="dict"),
+    nproc_per_node=dict(type="int"),
+    backend=dict(type="str"),
+    master=dict(type="str"),
+    timeout_s=dict(type="float"),
+    host=dict(type="str"),
+    task=dict(type="str"),
+)
+
+
 ARGUMENT_SPEC = dict(
     state=dict(type="str", required=True, choices=["create", "write", "freeze", "verify", "prunable", "close",
                                                    "interrupted"]),
-    kind=dict(type="str", choices=["fleet", "attempt", "collective", "decisions", "incomplete"]),
-    inputs=dict(type="dict", default={}),
+    # state=create: the kind of run opened (OPEN_KINDS); state=close: the kind of close (module_utils/_runclose.py)
+    kind=dict(type="str", choices=sorted(set(OPEN_KINDS) | {"fleet", "decisions", "incomplete"})),
+    inputs=dict(type="dict", default={}, options=INPUTS_SPEC),
     root=dict(type="path"),
     case_id=dict(type="str", default="default"),
     taken=dict(type="list", elements="str", default=[]),

@@ -8,13 +8,14 @@ its open.json) and closed by ``run_record state=close`` with a ``kind``; closing
 the action: decide (one function here per kind: classify once, judge, say the parts, the status and the console
 lines), write the parts, freeze, verify, and fail after the freeze when the kind says the play must stop.
 
-Every function returns a :class:`Closing`; none writes anything. ``host_var(node, name, default)`` reads one play
-host variable (what each node's tasks registered), so the functions do not depend on Ansible's objects.
+Every function returns a :class:`Closing`; none writes anything. What the hosts reported reaches them as the close's
+declared ``inputs.reports`` (host -> its report; run_record's argument spec, INPUTS_SPEC), passed by the YAML that
+closes the run: no function here reads a play variable by name.
 
 Kinds (``KINDS``):
 
-* ``fleet`` - fingerprint and audit runs: each expected host's registered ``repro.vllm.host_record`` result
-  (``_repro_vllm_host_record``) becomes fleet.json's ``hosts``; status ``ok`` when every host is ok, else ``failed``;
+* ``fleet`` - fingerprint and audit runs: each expected host's ``repro.vllm.host_record`` result (its report)
+  becomes fleet.json's ``hosts``; status ``ok`` when every host is ok, else ``failed``;
   the play fails after the freeze when the exit rule says so (module_utils/_exitrule.py: a host not complete, a
   compatibility violation, a drifted host, unless the job only records) or the compatibility judge itself failed
   (``error``).
@@ -39,6 +40,9 @@ from ansible_collections.repro.vllm.plugins.module_utils._logstage import LogSta
 from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_text
 
 KINDS = ("fleet", "attempt", "collective", "decisions", "incomplete")
+# a run closes with the kind its open named (_record.OPEN_KINDS) or the kind of close that stands for it
+CLOSE_OF = {"fingerprint": "fleet", "audit": "fleet", "summary": "decisions", "diff": "decisions",
+            "replay": "decisions", "attempt": "attempt", "collective": "collective"}
 ERROR_MAX = 2000
 
 
@@ -54,28 +58,6 @@ class Closing:
     def __init__(self, status, parts=None, metadata=None, console=None, fail=None, result=None):
         self.status, self.parts, self.metadata = status, list(parts or []), dict(metadata or {})
         self.console, self.fail, self.result = list(console or []), fail, dict(result or {})
-
-
-def host_reader(hostvars):
-    """``host_var(node, name, default)`` over the play's ``hostvars`` (what each node's tasks registered): ``default``
-    where the node or the variable is not there, or the variable is null and a default is given."""
-    hostvars = hostvars or {}
-
-    def host_var(node, name, default=None):
-        # membership first: Ansible's hostvars answer a host outside the inventory (a host named in the run that
-        # never was one) with an undefined value that fails when looked into outside a template
-        try:
-            if node not in hostvars:
-                return default
-            host = hostvars[node]
-            if name not in host:
-                return default
-            value = host[name]
-        except KeyError:
-            return default
-        return default if value is None and default is not None else value
-
-    return host_var
 
 
 # ------------------------------------------------------------------------------------------------------ fleet
@@ -101,16 +83,16 @@ def _run_json(run_path, name):
     return doc if isinstance(doc, dict) else None
 
 
-def close_fleet(run_path, opened, host_var, hosts=None, error=None, variables=None, violations_fail=True,
+def close_fleet(run_path, opened, hosts=None, reports=None, error=None, variables=None, violations_fail=True,
                 compatibility=None):
-    """A fingerprint or audit run: fleet.json from each expected host's record result, the run sheet, the status,
+    """A fingerprint or audit run: fleet.json from each expected host's record result (``reports``), the run sheet, the status,
     and the job's exit (module_utils/_exitrule.py): a host not complete, a compatibility violation (the close's own
     judge, ``compatibility``, or compatibility.json the run holds; when ``violations_fail``: reproduce.yml stops at
     them itself) and a host audit.json names drifted fail the play after the freeze unless ``variables`` (the job's
     repro_vllm_record_only) say record only; ``error`` (the judge itself failed) always.
     The result's ``closing`` is the closing table (_closing.py) of what the run holds."""
     hosts = list(hosts if hosts is not None else opened.get("hosts") or [])
-    fleet = _fleet.fleet_summary(hosts, [host_var(h, "_repro_vllm_host_record", {}) for h in hosts])
+    fleet = _fleet.fleet_summary(hosts, [(reports or {}).get(h) or {} for h in hosts])
     closing = _fleet.fleet_close(fleet, run_path)
     case_id, run_id = os.path.basename(os.path.dirname(run_path)), os.path.basename(run_path)
     fleet_doc = {"case_id": case_id, "run_id": run_id, "profile": opened.get("profile"),
@@ -141,11 +123,11 @@ def close_fleet(run_path, opened, host_var, hosts=None, error=None, variables=No
 
 
 # ---------------------------------------------------------------------------------------------------- attempt
-def close_attempt(run_path, opened, host_var, step, run_id, case_id, identity=None, diff=None, debug=False,
+def close_attempt(run_path, opened, step, run_id, case_id, reports=None, identity=None, diff=None, debug=False,
                   debug_env=None, check_mode=False):
-    """One attempt: module_utils/_attempt.py's close over what every node of the step reported."""
+    """One attempt: module_utils/_attempt.py's close over what every node of the step reported (``reports``)."""
     try:
-        out = _attempt.close(step, run_id, run_path, case_id, host_var, identity=identity, diff=diff, debug=debug,
+        out = _attempt.close(step, run_id, run_path, case_id, reports, identity=identity, diff=diff, debug=debug,
                              debug_env=debug_env, profile=_attempt.profile_text(opened), check_mode=check_mode)
     except (_attempt.AttemptCloseError, LogStageError) as exc:
         raise CloseError(str(exc)) from exc
@@ -153,7 +135,7 @@ def close_attempt(run_path, opened, host_var, step, run_id, case_id, identity=No
     # a container the runtime refused to start: the one hint that helps (docs/method.md), keyed on the run's exit code
     console = []
     for node in step.get("nodes") or []:
-        hint = _runtime.refusal_hint(((host_var(node, "_repro_vllm_node_report", None) or {}).get("started")))
+        hint = _runtime.refusal_hint((((reports or {}).get(node) or {}).get("started")))
         if hint:
             console.append("reproduce | %s | %s %s | %s" % (node, run_id, step.get("name"), hint))
     return Closing(out["status"], out["parts"], out["metadata"], console, None,
@@ -161,13 +143,14 @@ def close_attempt(run_path, opened, host_var, step, run_id, case_id, identity=No
 
 
 # ------------------------------------------------------------------------------------------------- collective
-def close_collective(run_path, opened, host_var, nodes, nproc_per_node=None, backend=None, master=None,
+def close_collective(run_path, opened, nodes, reports=None, nproc_per_node=None, backend=None, master=None,
                      timeout_s=None, check_mode=False):
-    """The collective checkpoint: every rank's log of every node classified together, then the verdict."""
+    """The collective checkpoint: every rank's log of every node (``reports``: node -> its collective_run result)
+    classified together, then the verdict."""
     nodes = list(nodes or opened.get("hosts") or [])
     if not nodes:
         raise CloseError("the collective checkpoint names no node")
-    parts = [host_var(n, "_repro_vllm_coll_part", None) or {} for n in nodes]
+    parts = [(reports or {}).get(n) or {} for n in nodes]
     classification = None
     if not check_mode:
         logs = _collective.log_inputs(run_path, nodes, parts)
@@ -220,20 +203,22 @@ def _call(fn, *args, **kwargs):
     return fn(*args, **kwargs)
 
 
-def decide(kind, run_path, inputs, host_var, check_mode=False):
-    """The close of one run of ``kind`` (KINDS) with its ``inputs`` (run_record's ``inputs``; the keys each kind
-    takes are the keyword arguments of its function here); raises CloseError for an unknown kind or input."""
+def decide(kind, run_path, inputs, check_mode=False):
+    """The close of one run of ``kind`` (KINDS, or the open's kind CLOSE_OF names) with its ``inputs`` (run_record's
+    declared ``inputs``; the keys each kind takes are the keyword arguments of its function here); raises CloseError
+    for an unknown kind or input."""
     inputs = dict(inputs or {})
+    kind = CLOSE_OF.get(kind, kind)
     identity = (_record.read_open(run_path) or {}).get("run") or {}
     case_id, run_id = os.path.basename(os.path.dirname(run_path)), os.path.basename(run_path)
     if kind == "fleet":
-        return _call(close_fleet, run_path, identity, host_var, **inputs)
+        return _call(close_fleet, run_path, identity, **inputs)
     if kind == "attempt":
         inputs.setdefault("run_id", run_id)
         inputs.setdefault("case_id", case_id)
-        return _call(close_attempt, run_path, identity, host_var, check_mode=check_mode, **inputs)
+        return _call(close_attempt, run_path, identity, check_mode=check_mode, **inputs)
     if kind == "collective":
-        return _call(close_collective, run_path, identity, host_var, check_mode=check_mode, **inputs)
+        return _call(close_collective, run_path, identity, check_mode=check_mode, **inputs)
     if kind == "decisions":
         return _call(close_decisions, run_path, **inputs)
     if kind == "incomplete":

@@ -55,7 +55,7 @@ options:
   records_root:
     description: The controller folder of all cases (a relative one is taken against the controller's working directory, as the run's open takes it).
     type: str
-    default: ""
+    default: records
   sink:
     description: The records sink (C(<inventory host>:<absolute path>)), empty when there is none.
     type: str

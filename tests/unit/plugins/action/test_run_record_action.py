@@ -276,3 +276,46 @@ def test_the_profile_judged_at_the_open_is_the_one_every_freeze_writes(tmp_path,
     # the version the open took from galaxy.yml, though the freeze named none
     assert manifest["collection_version"] == opened["collection_version"] != "unknown"
     assert "records_root" not in meta and root not in json.dumps({k: v for k, v in meta.items() if k != "owner"})
+
+
+def test_one_open_for_every_kind_of_run_its_whole_identity_handed_back(tmp_path, monkeypatch):
+    """run_record state=create kind=...: the kind decides the run's hosts, whether it lives on them, its purpose and
+    whether the console announces it (_record.OPEN_KINDS); the records root is ``records`` when none is given,
+    resolved against the working directory, and handed back with the rest of the run's identity."""
+    monkeypatch.chdir(tmp_path)
+    groups = {"all": ["node1", "node2"], "ungrouped": ["node1", "node2"]}
+    play = {"groups": groups, "ansible_play_hosts_all": ["node1", "node2"]}
+    base = {"state": "create", "case_id": "c", "targets": "all", "remote_root": "/r", "lease_dir": "/r/.leases"}
+    # an attempt: its nodes, its step's purpose, where it lives on them; the targets checked, no console line
+    attempt = _action_run(dict(base, kind="attempt", hosts=["node2"], purpose="minimal_startup"), play)
+    assert not attempt.get("failed"), attempt
+    root = os.path.join(str(tmp_path), "records")
+    assert (attempt["kind"], attempt["hosts"], attempt["purpose"], attempt["records_root"]) == (
+        "attempt", ["node2"], "minimal_startup", root)
+    assert attempt["path"] == os.path.join(root, "c", "run-001") and "hosts_pattern" not in attempt
+    assert attempt["remote"]["run_dir"] == "/r/runs/%s" % attempt["run_uid"]
+    assert attempt["remote"]["lease_file"] == "/r/.leases/%s.json" % attempt["run_uid"]
+    assert attempt["owner"]["controller"] and attempt["console"] == []
+    with open(os.path.join(attempt["path"], "open.json")) as fh:
+        assert json.load(fh)["run"]["hosts"] == ["node2"]
+    # the same targets naming a host that matches nothing refuse the attempt before anything is created
+    bad = _action_run(dict(base, kind="attempt", hosts=["node2"], root=str(tmp_path / "bad"), targets="node2,old"),
+                      play)
+    assert bad["failed"] and bad["not_matched"] == [{"name": "old", "reason": "not_in_inventory"}], bad
+    assert not os.path.exists(str(tmp_path / "bad"))
+    # a collective: the default remote root; no lease when none is given
+    coll = _action_run(dict(base, kind="collective", hosts=["node1", "node2"], remote_root=None, lease_dir=None), play)
+    assert (coll["purpose"], coll["hosts"]) == ("collective", ["node1", "node2"]), coll
+    assert coll["remote"]["run_dir"].startswith("/var/tmp/repro-vllm/runs/") and "lease_file" not in coll["remote"]
+    # a fingerprint: the targets' hosts, announced, nothing on the hosts
+    fp = _action_run(dict(base, kind="fingerprint"), play)
+    assert (fp["hosts"], fp["purpose"], fp["hosts_pattern"]) == (["node1", "node2"], "fingerprint", "all"), fp
+    assert "remote" not in fp and fp["console"][-1].startswith("record | fingerprint run run-003 of case c for 2 host(s)")
+    # a summary: the controller's alone, whatever the targets say
+    summary = _action_run(dict(base, kind="summary"), {})
+    assert (summary["hosts"], summary["purpose"], summary["run_id"]) == ([], "summary", "run-004"), summary
+    assert "remote" not in summary and summary["console"][-1].startswith("record | summary run run-004")
+    # refused: a kind that is no kind of run, an attempt without its nodes
+    assert "is not a kind of run" in _action_run(dict(base, kind="nosuch"), play)["msg"]
+    assert "give hosts" in _action_run(dict(base, kind="attempt"), play)["msg"]
+    assert not os.path.exists(os.path.join(root, "c", "run-005"))

@@ -140,11 +140,12 @@ def test_bad_input_is_named(roles, words):
         merge_role_specs({"broken": {"something": 1}}, roles)
 
 
-def test_every_role_defaults_the_records_root_the_same_way_and_resolves_it_in_python():
-    """One records root per play: a role default built from $PWD (or any lookup) would differ from the record role's
-    under ansible-runner, so the later runs of a play could land in another root than its first. Every role that
-    defaults the root says ``records``, and every task that reads it resolves it with repro.vllm._records_root or hands
-    it to an action that resolves it (run_record's ``root``, job_result's ``records_root``) with the same function."""
+def test_the_records_root_has_one_default_and_is_resolved_in_python():
+    """One records root per play: a role default built from $PWD (or any lookup) would differ from the run's open
+    under ansible-runner, so the later runs of a play could land in another root than its first. No role defaults it
+    (``records`` is run_record's and the filters' one default, resolved by _record.resolve_root); every task that
+    reads it hands it to what resolves it - run_record's ``root``, job_result's ``records_root``, a filter's
+    ``records_root=`` - or resolves it with repro.vllm._records_root."""
     defaults = {}
     for role in sorted(os.listdir(ROLES)):
         path = os.path.join(ROLES, role, "defaults", "main.yml")
@@ -153,8 +154,9 @@ def test_every_role_defaults_the_records_root_the_same_way_and_resolves_it_in_py
                 data = yaml.safe_load(f) or {}
             if "repro_vllm_records_root" in data:
                 defaults[role] = data["repro_vllm_records_root"]
-    assert len(defaults) >= 5, defaults
-    assert set(defaults.values()) == {"records"}, defaults
+    assert defaults == {}
+    handed = re.compile(r"(root: \"\{\{ repro_vllm_records_root \| default\(omit\) \}\}\""
+                        r"|records_root=repro_vllm_records_root \| default\(none\))")
     unresolved = []
     for base, _dirs, files in os.walk(ROLES):
         if os.path.basename(base) != "tasks":
@@ -163,12 +165,10 @@ def test_every_role_defaults_the_records_root_the_same_way_and_resolves_it_in_py
             if not name.endswith(".yml"):
                 continue
             with open(os.path.join(base, name)) as f:
-                text = f.read()
-            # run_record's own ``root`` option resolves with the same function (and says how, which the record role's
-            # open prints): the one place the raw value is passed on
-            text = text.replace('root: "{{ repro_vllm_records_root }}"', "")
+                text = handed.sub("", f.read())
             for span in re.finditer(r"\{\{.*?\}\}", text, re.S):
-                for m in re.finditer(r"repro_vllm_records_root\b(\s*\|\s*repro\.vllm\._records_root)?", span.group(0)):
+                for m in re.finditer(r"repro_vllm_records_root\b(\s*\|\s*default\(none\)\s*\|\s*repro\.vllm\._records_root)?",
+                                     span.group(0)):
                     if not m.group(1):
                         unresolved.append("%s: %s" % (os.path.join(base, name), span.group(0)[:120]))
     assert unresolved == [], unresolved

@@ -23,6 +23,18 @@ def test_latest_run_is_numeric_not_text_order(tmp_path):
     assert judge.latest_run(str(tmp_path / "missing"), "changes.json") is None
 
 
+def test_latest_run_of_a_case_under_the_records_root_resolved_as_the_open_resolves_it(tmp_path, monkeypatch):
+    # the case id with records_root: a relative root (or none: records) against the working directory
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "records" / "c" / "run-002").mkdir(parents=True)
+    (tmp_path / "records" / "c" / "run-002" / "changes.json").write_text("{}")
+    (tmp_path / "other" / "c" / "run-007").mkdir(parents=True)
+    (tmp_path / "other" / "c" / "run-007" / "changes.json").write_text("{}")
+    assert judge.latest_run("c", "changes.json", records_root=None)["path"] == str(tmp_path / "records" / "c" / "run-002")
+    assert judge.latest_run("c", "changes.json", records_root="other")["path"] == str(tmp_path / "other" / "c" / "run-007")
+    assert judge.latest_run("nocase", "changes.json", records_root="other") is None
+
+
 def test_filters_refuse_wrong_types():
     with pytest.raises(AnsibleFilterError, match="attempt_verdict: nodes must be a dict"):
         judge.attempt_verdict({"name": "x"}, {}, nodes=["a"])
