@@ -237,6 +237,13 @@ FRAMES = (
     ("process_inputs", "vllm/v1/engine", "request", "v1/engine/processor.py, input_processor.py: process_inputs"),
     ("_validate_params", "vllm/v1/engine", "request", "v1/engine/processor.py: _validate_params"),
     ("_validate_model_inputs", "vllm/v1/engine", "request", "v1/engine/processor.py: _validate_model_inputs"),
+    ("_validate_model_input", "vllm/v1/engine", "request",
+     "v1/engine/processor.py, input_processor.py: _validate_model_input (a request's prompt against max_model_len)"),
+    # V0's request intake (vllm/engine/llm_engine.py 0.6+, async_llm_engine.py): run only for an added request
+    ("_validate_model_inputs", "vllm/engine", "request", "vllm/engine/llm_engine.py (V0): _validate_model_inputs"),
+    ("_validate_model_input", "vllm/engine", "request", "vllm/engine/llm_engine.py (V0): _validate_model_input"),
+    ("_add_processed_request", "vllm/engine", "request", "vllm/engine/llm_engine.py (V0): _add_processed_request"),
+    ("add_request_async", "vllm/engine", "request", "vllm/engine/async_llm_engine.py (V0): add_request_async"),
     ("process_outputs", "vllm/v1/engine/output_processor.py", "request", "v1/engine/output_processor.py: process_outputs"),
     ("get_output_async", "vllm/v1/engine/core_client.py", "request", "v1/engine/core_client.py: get_output_async"),
     ("get_computed_blocks", "vllm/v1/core", "request", "vllm/v1/core/kv_cache_manager.py: get_computed_blocks"),

@@ -563,6 +563,11 @@ SIGNATURES = (
     (FAILURE, "Failed to transform json schema into a grammar", None, "other", FIXED, "request", (AT_WARNING,), None),
     (FAILURE, "Invalid grammar specification", None, "other", FIXED, "request", (AT_WARNING,), None),
     (FAILURE, "Grammar error:", None, "other", FIXED, "request", (AT_WARNING,), None),
+    # a request's prompt longer than max_model_len: _validate_model_input (vllm/engine/llm_engine.py 0.6+: "The
+    # {decoder,encoder} prompt (length N) is longer than the maximum model length of M"; v1/engine/processor.py,
+    # input_processor.py, and 0.8's "Prompt length of N is longer than ..."): raised only for a request's input
+    (FAILURE, "is longer than the maximum model length", None, "other", FIXED, "request", (AT_WARNING,),
+     "a prompt longer than --max-model-len: the request, not the server"),
     # V0 AsyncLLMEngine.engine_step under ENGINE_ITERATION_TIMEOUT_S (vllm/engine/async_llm_engine.py): a hang
     (FAILURE, "Engine iteration timed out", None, "timeout", WHERE_OR, "request", (),
      "a step of the engine hung while serving (a stuck worker or collective)"),
