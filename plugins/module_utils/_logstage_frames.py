@@ -297,6 +297,15 @@ SOURCE_LINES = (
     ("weight_loader(param, loaded_weight", "weight_loading", "models/*.py load_weights: weight_loader(param, ...)"),
 )
 
+# a frame's source line that names the worker method the executor runs on every worker: V0's executors
+# (vllm/executor/*_executor.py 0.4 -> 0.10: ``self._run_workers("init_device")``, ``_run_workers("load_model", ...)``,
+# ``_run_workers_async``; vllm/engine/llm_engine.py 0.2 -> 0.3 ``self._run_workers("init_model")``) and the V1
+# executors' ``collective_rpc("init_device")`` / ``collective_rpc("determine_available_memory")``
+# (v1/executor/abstract.py, multiproc_executor.py, ray_distributed_executor.py, uniproc_executor.py).  The paste
+# may cut the frames of the worker that raised (a Ray task error, a worker process): the call site still names the
+# step; the method is looked up in FRAMES by name, like the logger lines below
+EXECUTOR_CALLS = r"""\b(?:_run_workers(?:_async)?|collective_rpc)\(\s*["'](\w+)["']"""
+
 # logger lines that name the worker method that failed; the method is looked up in FRAMES by name
 METHOD_MESSAGES = (
     # vllm/executor/multiproc_worker_utils.py (V0): "Exception in worker %s while processing method %s."

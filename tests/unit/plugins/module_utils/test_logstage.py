@@ -287,6 +287,10 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # issue 35, fifth round: Ray's memory monitor (the raylet's OOM killer message)
+    ("Memory on the node (IP: 10.0.0.1, ID: abc) where the task (actor ID: def, name=RayWorkerVllm.__init__, pid=1, "
+     "memory used=11.15GB) was running was 12.49GB / 13.15GB (0.950003), which exceeds the memory usage threshold "
+     "of 0.95. Ray killed this worker (ID: 79a5) because it was the most recently scheduled task", FAILURE, "oom"),
     # issue 35, container runtimes and orchestrators: runc (libcontainer), podman (libpod/define/errors.go), crun,
     # docker, kubelet, the scheduler, kubeadm, docker compose, bash (a real capture of each is in
     # test_logstage_containers.py where one exists)
