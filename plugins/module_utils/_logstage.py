@@ -28,6 +28,13 @@ stage markers; the frame -> stage map in ``_logstage_frames``, the messages vLLM
 * **NCCL communicators** are followed by their ``Init START`` / ``Init COMPLETE`` / ``Destroy COMPLETE`` lines.
 * **Stop cutoff.** A per-file ``until`` (lines) sets apart what was printed after the server was stopped.
 
+Why this file is over 1,200 lines (issue 34's bound): nearly all of it is one class, ``_Scan``, the streaming
+state machine that reads one line at a time (tracebacks open and closed across lines, NCCL communicators, markers,
+candidates, the stop cutoff), whose methods share that state on every line; cutting it in two would put one
+line's handling in two modules and a call between them on the hot path that the speed bound (>= 0.5x grep -E)
+is measured on.  What changes with vLLM releases is already out of it: the data (``_logstage_rules``,
+``_logstage_frames``, ``_logstage_messages``) and the one-line parsing (``_logstage_parse``).
+
 Standard library only; imports on Python 3.9.
 """
 
@@ -38,6 +45,7 @@ import os
 import re
 
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import (
+    KV_CACHE_EMPTY_RX, ORIGINAL_ERROR_KEY,
     ACCESS_5XX_RX, ANSWER_STAGES, AT_DEBUG, AT_INFO, AT_LEAST, AT_LEAST_OR_UNKNOWN, AT_WARNING, BASIS_FRAMES,
     BASIS_INFERRED, BASIS_MARKERS, BASIS_MESSAGE, CAUSE_CLASSES, CAUSES, CLASS_DEFAULT_STAGE, CLASS_FLOOR,
     CLASS_KEYWORDS, CLIENT_ERROR, CONF_HIGH, CONF_LOW, CONF_MEDIUM, CONSEQUENCE, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY,
@@ -47,7 +55,7 @@ from ansible_collections.repro.vllm.plugins.module_utils._logstage_rules import 
     WHERE_OR)
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_messages import message_stage
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_frames import (
-    DEVICE_QUERY, DEVICE_QUERY_PATHS, FRAME_FILES, FRAMES, METHOD_MESSAGES, SERVING_FRAMES, SHARED_SERVING_FRAMES,
+    DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, SERVING_FRAMES, SHARED_SERVING_FRAMES,
     SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS)
 from ansible_collections.repro.vllm.plugins.module_utils._logstage_parse import (
     CARETS_RX, CHAIN, CODE_STARTS, EXC_RX, GLUED_RX as _GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING,
@@ -165,6 +173,11 @@ _FRAME_STAGES = {}
 for _func, _part, _stage, _source in FRAMES:
     _FRAME_STAGES.setdefault(_func, []).append((_part, _stage))
 _METHOD_RXS = tuple(re.compile(rx) for rx in METHOD_MESSAGES)
+_EXECUTOR_CALL_RX = re.compile(EXECUTOR_CALLS)
+_KV_EMPTY_RX = re.compile(KV_CACHE_EMPTY_RX)
+# a frame's ``File`` line the paste's end cut inside its path (Python's ``File "/usr/lo``, IPython's ``File
+# /opt/.../site-package``): a frame, never the exception
+_CUT_FRAME_RX = re.compile(r'^File (?:"[^"]*|\[?[/~.][^\s,":]*)$')
 _FRAME_FILES = tuple((part, stage) for part, stage, _source in FRAME_FILES)
 
 
@@ -174,8 +187,16 @@ def frame_stage(func, path):
 
 
 def _source_stage(stripped):
-    """The stage of a traceback's source line that only one vLLM function prints (SOURCE_LINES), or None."""
-    return next((stage for key, stage, _src in SOURCE_LINES if key in stripped), None)
+    """The stage of a traceback's source line that only one vLLM function prints (SOURCE_LINES), or of the worker
+    method an executor's call names (EXECUTOR_CALLS), or None."""
+    stage = next((stage for key, stage, _src in SOURCE_LINES if key in stripped), None)
+    if stage is None and ("_run_workers" in stripped or "collective_rpc" in stripped):
+        m = _EXECUTOR_CALL_RX.search(stripped)
+        if m is not None:
+            stages = set(st for _part, st in _FRAME_STAGES.get(m.group(1), ()))
+            if len(stages) == 1:
+                stage = stages.pop()
+    return stage
 
 
 def _stage_by_path(rows, path):
@@ -361,6 +382,7 @@ class _Scan(object):
         self.stage_marks = []
         self.ready = False
         self.api_up = False              # the API server's HTTP side started (uvicorn) or became ready
+        self.kv_empty = False            # the KV cache was sized to nothing (KV_CACHE_EMPTY_RX) before
         self.ready_ts = None
         self.streams = {}
         self.cands = []
@@ -483,6 +505,8 @@ class _Scan(object):
         if fmt == FMT_VLLM:
             if line.level == LEVEL_ERROR:
                 return
+            if ("GPU blocks" in msg or "KV cache memory" in msg) and _KV_EMPTY_RX.search(msg) is not None:
+                self.kv_empty = True
         elif fmt == FMT_NCCL:
             if line.level != LEVEL_ERROR and ("- Init " in msg or "Destroy COMPLETE" in msg):
                 self._comm(line, msg)
@@ -572,6 +596,13 @@ class _Scan(object):
     def _add(self, kind, cls, placed, text, lineno, line_ts, key, tkey_own, proc, pid, hint, context, rec_key,
              oom_seen=False, origin=None):
         stage, basis, conf = placed
+        if cls == "engine_dead" and ORIGINAL_ERROR_KEY in text:
+            # a dead engine's error that quotes the error that stopped the engine loop: that error's class
+            quoted = _classify_text(text.split(ORIGINAL_ERROR_KEY, 1)[1])
+            cls = quoted if quoted != "engine_dead" else "other"
+        if cls == "other" and self.kv_empty and kind in (FAILURE, ERROR_LINE, HEADER):
+            # the KV cache was sized to nothing just before: the error of no class is the GPU memory's
+            cls = "oom"
         if kind in (FAILURE, ERROR_LINE) and cls == "other" and stage == "config" and (
                 basis != BASIS_INFERRED or (message_stage(text) or (None, None))[1] == "config_error"):
             cls = "config_error"
@@ -727,7 +758,8 @@ class _Scan(object):
                             tb.firm = True
                 tb.chained = "file"
                 return True
-            if body[:1] in (" ", "\t") or not stripped or CARETS_RX.match(stripped) or IPY_SOURCE_RX.match(stripped) or (
+            if body[:1] in (" ", "\t") or not stripped or CARETS_RX.match(stripped) or IPY_SOURCE_RX.match(stripped) or \
+                    _CUT_FRAME_RX.match(stripped) or (
                     after_file and not EXC_RX.match(stripped) and not stripped.startswith(TB_START)):
                 # a frame's source line (also one whose indentation a paste lost); a few name their vLLM function
                 src = _source_stage(stripped) if stripped else None

@@ -237,6 +237,13 @@ FRAMES = (
     ("process_inputs", "vllm/v1/engine", "request", "v1/engine/processor.py, input_processor.py: process_inputs"),
     ("_validate_params", "vllm/v1/engine", "request", "v1/engine/processor.py: _validate_params"),
     ("_validate_model_inputs", "vllm/v1/engine", "request", "v1/engine/processor.py: _validate_model_inputs"),
+    ("_validate_model_input", "vllm/v1/engine", "request",
+     "v1/engine/processor.py, input_processor.py: _validate_model_input (a request's prompt against max_model_len)"),
+    # V0's request intake (vllm/engine/llm_engine.py 0.6+, async_llm_engine.py): run only for an added request
+    ("_validate_model_inputs", "vllm/engine", "request", "vllm/engine/llm_engine.py (V0): _validate_model_inputs"),
+    ("_validate_model_input", "vllm/engine", "request", "vllm/engine/llm_engine.py (V0): _validate_model_input"),
+    ("_add_processed_request", "vllm/engine", "request", "vllm/engine/llm_engine.py (V0): _add_processed_request"),
+    ("add_request_async", "vllm/engine", "request", "vllm/engine/async_llm_engine.py (V0): add_request_async"),
     ("process_outputs", "vllm/v1/engine/output_processor.py", "request", "v1/engine/output_processor.py: process_outputs"),
     ("get_output_async", "vllm/v1/engine/core_client.py", "request", "v1/engine/core_client.py: get_output_async"),
     ("get_computed_blocks", "vllm/v1/core", "request", "vllm/v1/core/kv_cache_manager.py: get_computed_blocks"),
@@ -289,6 +296,15 @@ SOURCE_LINES = (
     # the weight loaders' calls ("weight_loader(param, loaded_weight", models/*.py load_weights)
     ("weight_loader(param, loaded_weight", "weight_loading", "models/*.py load_weights: weight_loader(param, ...)"),
 )
+
+# a frame's source line that names the worker method the executor runs on every worker: V0's executors
+# (vllm/executor/*_executor.py 0.4 -> 0.10: ``self._run_workers("init_device")``, ``_run_workers("load_model", ...)``,
+# ``_run_workers_async``; vllm/engine/llm_engine.py 0.2 -> 0.3 ``self._run_workers("init_model")``) and the V1
+# executors' ``collective_rpc("init_device")`` / ``collective_rpc("determine_available_memory")``
+# (v1/executor/abstract.py, multiproc_executor.py, ray_distributed_executor.py, uniproc_executor.py).  The paste
+# may cut the frames of the worker that raised (a Ray task error, a worker process): the call site still names the
+# step; the method is looked up in FRAMES by name, like the logger lines below
+EXECUTOR_CALLS = r"""\b(?:_run_workers(?:_async)?|collective_rpc)\(\s*["'](\w+)["']"""
 
 # logger lines that name the worker method that failed; the method is looked up in FRAMES by name
 METHOD_MESSAGES = (

@@ -98,7 +98,7 @@ IPY_TB_RX = re.compile(r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Tracebac
 IPY_FRAME_RX = re.compile(r"^\s*File \[?(?P<path>[^\s\[\]]+?\.py):\d+(?:\]\([^)]*\))?, in (?:[\w<>]+\.)*(?P<func>[\w<>]+)\(")
 IPY_SOURCE_RX = re.compile(r"^(?:-*>\s*)?(?:\d+|\[\d+\]\([^)]*\))\s|^Cell In\s*\[\d+\], line \d+|^\(\.\.\.\)$|"
                            r"\.ipynb\]\([^)]*\) Cell \d+ line \d+")
-CODE_STARTS = ('File "', "raise ", "^^^", "~~~")
+CODE_STARTS = ('File "', "File &quot;", "raise ", "^^^", "~~~")  # &quot;: a paste copied from an HTML page
 CHAIN = ("The above exception was the direct cause", "During handling of the above exception")
 
 MONTHS = {"Jan": 1, "Feb": 2, "Mar": 3, "Apr": 4, "May": 5, "Jun": 6, "Jul": 7, "Aug": 8, "Sep": 9, "Oct": 10,
@@ -369,7 +369,10 @@ def cut_record(stripped):
 
 
 def frame_line(stripped):
-    """The match of a traceback frame line (also one whose ``File "`` was cut, or IPython's), or None."""
+    """The match of a traceback frame line (also one whose ``File "`` was cut, or IPython's, or one pasted from an
+    HTML page with its quotes escaped: ``File &quot;...&quot;, line``), or None."""
+    if "&quot;" in stripped:
+        stripped = stripped.replace("&quot;", '"')
     if '", line ' not in stripped:
         return IPY_FRAME_RX.match(stripped) if stripped.startswith("File ") else None
     return FRAME_RX.match(stripped)

@@ -200,7 +200,10 @@ SIGNATURES = (
     # --- headers: the real error is in the traceback that follows ------------------------------------------
     (HEADER, "WorkerProc failed to start", None, "other", WHERE, None, (), None),
     (HEADER, "WorkerProc hit an exception", None, "other", WHERE, None, (), None),
-    (HEADER, "EngineCore failed to start", None, "engine_dead", WHERE, None, (), None),
+    # vllm/v1/engine/core.py run_engine_core logs "EngineCore failed to start." (logger.exception) when building the
+    # engine core raised: the engine never ran, so a paste cut before the exception shows no dead engine, only a
+    # start-up failure of an unknown class (a dead engine is EngineDeadError, "Engine loop has died", ...)
+    (HEADER, "EngineCore failed to start", None, "other", WHERE, None, (), None),
     (HEADER, "EngineCore encountered a fatal error", None, "engine_dead", WHERE, None, (), None),
     (HEADER, "AsyncLLM output_handler failed", None, "engine_dead", WHERE, None, (), None),
     (HEADER, "Exception in ASGI application", None, "other", WHERE_OR, "request", (), None),
@@ -458,6 +461,12 @@ SIGNATURES = (
      "a worker process died; exit code -9 is SIGKILL (host OOM killer?), -11 a segfault, -6 an abort"),
     (FAILURE, "RayWorkerProc rank=", r"RayWorkerProc rank=\S+ died unexpectedly", "engine_dead", WHERE, None, (), None),
     (FAILURE, "died with exit code", r"Process \S+ \(PID: \d+\) died with exit code", "engine_dead", WHERE, None, (), None),
+    # Ray's memory monitor (the raylet's OOM killer, ray/_raylet memory_monitor): "Memory on the node (IP: ...)
+    # where the task (...) was running was X / Y (Z), which exceeds the memory usage threshold of T. Ray killed this
+    # worker (ID: ...) because it was the most recently scheduled task" - the host's memory, not the GPU's
+    (FAILURE, "which exceeds the memory usage threshold", r"which exceeds the memory usage threshold of [\d.]+\. Ray killed",
+     "oom", WHERE, None, (AT_WARNING,),
+     "Ray's memory monitor killed a worker: the node's host memory (RAM) was above its threshold"),
     # --- distributed_init: torch.distributed, NCCL, Gloo, custom all-reduce -------------------------------------
     (FAILURE, "Failed to load NCCL library from", None, "import_error", FIXED, "distributed_init", (),
      "set VLLM_NCCL_SO_PATH or fix the NCCL install"),
@@ -563,6 +572,11 @@ SIGNATURES = (
     (FAILURE, "Failed to transform json schema into a grammar", None, "other", FIXED, "request", (AT_WARNING,), None),
     (FAILURE, "Invalid grammar specification", None, "other", FIXED, "request", (AT_WARNING,), None),
     (FAILURE, "Grammar error:", None, "other", FIXED, "request", (AT_WARNING,), None),
+    # a request's prompt longer than max_model_len: _validate_model_input (vllm/engine/llm_engine.py 0.6+: "The
+    # {decoder,encoder} prompt (length N) is longer than the maximum model length of M"; v1/engine/processor.py,
+    # input_processor.py, and 0.8's "Prompt length of N is longer than ..."): raised only for a request's input
+    (FAILURE, "is longer than the maximum model length", None, "other", FIXED, "request", (AT_WARNING,),
+     "a prompt longer than --max-model-len: the request, not the server"),
     # V0 AsyncLLMEngine.engine_step under ENGINE_ITERATION_TIMEOUT_S (vllm/engine/async_llm_engine.py): a hang
     (FAILURE, "Engine iteration timed out", None, "timeout", WHERE_OR, "request", (),
      "a step of the engine hung while serving (a stuck worker or collective)"),
@@ -801,6 +815,9 @@ MARKERS = (
     ("api_ready", ENTRY, FMT_UVICORN, "Waiting for application startup", None),
     ("api_ready", READY, FMT_UVICORN, "Application startup complete", None),
     ("api_ready", READY, FMT_UVICORN, "Uvicorn running on", None),
+    # a 200 answer to a probe or the models list (the OpenAI server's /health, /ping, /v1/models: uvicorn logs
+    # the access line only once the server listens, and /health answers 200 only while the engine is alive)
+    ("api_ready", READY, FMT_UVICORN, " HTTP/", r'"GET /(?:health|ping|v1/models)\b\S* HTTP/[\d.]+" 200\b'),
     ("request", ENTRY, FMT_UVICORN, " HTTP/", r'"(?:POST|PUT|PATCH|DELETE|GET) (?!/(?:health|metrics|ping|version|load|v1/models|docs|openapi)\b)\S+ HTTP/'),
     ("request", ENTRY, FMT_VLLM, "Received request", None),
     ("request", ENTRY, FMT_VLLM, "Added request", None),
@@ -808,6 +825,17 @@ MARKERS = (
     ("request", ENTRY, FMT_VLLM, "Finished request", None),
     ("request", ENTRY, FMT_VLLM, "SpecDecoding metrics", None),
 )
+
+# the KV cache sized to nothing, printed before the error it causes: V0 "# GPU blocks: %d, # CPU blocks: %d"
+# (engine/llm_engine.py _init_cache 0.1 -> 0.3, executor/*gpu_executor.py initialize_cache 0.4 -> 0.10; 0.1 - 0.3 then
+# fail to allocate a tensor of negative dimension, later releases raise "No available memory for the cache blocks")
+# and V1 "Available KV cache memory: %.2f GiB" (v1/worker/gpu_worker.py determine_available_memory; negative, the
+# engine core's check raises the same).  An error of no class after such a line is the GPU memory's (oom).
+KV_CACHE_EMPTY_RX = r"# GPU blocks: (?:0|-\d+)\b|Available KV cache memory: -\d"
+# a dead engine's error that quotes the error that stopped the engine loop (V0 engine/multiprocessing/client.py
+# MQEngineDeadError: "Engine loop is not running. Inspect the stacktrace to find the original error: %r."): the
+# quoted error gives the class
+ORIGINAL_ERROR_KEY = "the original error: "
 
 # --------------------------------------------------------------------------------------------------------------
 # exceptions without a signature

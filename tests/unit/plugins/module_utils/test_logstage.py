@@ -287,6 +287,10 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # issue 35, fifth round: Ray's memory monitor (the raylet's OOM killer message)
+    ("Memory on the node (IP: 10.0.0.1, ID: abc) where the task (actor ID: def, name=RayWorkerVllm.__init__, pid=1, "
+     "memory used=11.15GB) was running was 12.49GB / 13.15GB (0.950003), which exceeds the memory usage threshold "
+     "of 0.95. Ray killed this worker (ID: 79a5) because it was the most recently scheduled task", FAILURE, "oom"),
     # issue 35, container runtimes and orchestrators: runc (libcontainer), podman (libpod/define/errors.go), crun,
     # docker, kubelet, the scheduler, kubeadm, docker compose, bash (a real capture of each is in
     # test_logstage_containers.py where one exists)
@@ -410,3 +414,29 @@ def test_match_signature_levels():
     assert match_signature(text, "I") is None
     assert match_signature("torch.OutOfMemoryError: CUDA out of memory.", "E").cls == "oom"
     assert match_signature("This model's maximum context length is 512 tokens.", "E").kind == CLIENT_ERROR
+
+
+def test_prompt_longer_than_max_model_len_is_a_request():
+    # _validate_model_input (V0 llm_engine.py, V1 processor.py) checks a request's prompt; the message alone says so
+    ans = classify_text("ValueError: The decoder prompt (length 44) is longer than the maximum model length of 16.\n")
+    assert (ans["stage"], ans["error_class"], ans["stage_basis"]) == ("request", "other", "message"), ans["summary"]
+    ans = classify_text("ValueError: Prompt length of 2048 is longer than the maximum model length of 2048.\n")
+    assert ans["stage"] == "request", ans["summary"]
+    # the KV-cache sizing message of start-up ("the estimated maximum model length is N") is not this one
+    kv = ("ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is "
+          "needed, which is larger than the available KV cache memory (9.00 GiB). Based on the available memory, the "
+          "estimated maximum model length is 73728. Try increasing `gpu_memory_utilization`\n")
+    assert classify_text(kv)["stage"] == "engine_init"
+
+
+def test_v0_request_intake_frames_and_html_escaped_frames():
+    # V0's request intake (engine_step -> add_request_async -> _validate_model_input) places an unknown error in the
+    # request stage; a paste copied from an HTML page keeps its frames readable (&quot; for the quotes)
+    frames = ('  File &quot;/p/vllm/engine/async_llm_engine.py&quot;, line 486, in add_request_async\n'
+              '    self._add_processed_request(\n'
+              '  File &quot;/p/vllm/engine/llm_engine.py&quot;, line 2010, in _validate_model_input\n'
+              '    raise SomeCheck(\n'
+              'SomeCheckError: the input is not acceptable\n')
+    ans = classify_text(frames)
+    assert (ans["stage"], ans["stage_basis"], ans["first_error"]["lineno"]) == ("request", "frames", 5), ans["summary"]
+    assert classify_text(frames.replace("&quot;", "'"))["stage"] == "unknown"

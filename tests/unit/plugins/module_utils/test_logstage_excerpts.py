@@ -322,10 +322,13 @@ def test_a_quantized_shape_check_names_the_tensor_parallel_size_as_its_cause():
 
 def test_a_4xx_access_line_before_a_traceback_shows_the_server_serving():
     # uvicorn's access line of a non-probe request (rule 3): the server was serving, whatever its status; a health
-    # probe is no request
+    # probe is no request, but one answered 200 shows the server up (issue 35, fifth round: a ready marker, like
+    # "Application startup complete"), so what fails after it is the serving server's
     tb = ("Traceback (most recent call last):\n  File \"/app/x.py\", line 3, in f\n    g()\n"
           "ValueError: something odd\n")
     ans = classify_text('INFO:     10.0.0.1:5000 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request\n' + tb)
     assert (ans["stage"], ans["stage_basis"]) == ("request", "markers")
     ans = classify_text('INFO:     10.0.0.1:5000 - "GET /health HTTP/1.1" 200 OK\n' + tb)
+    assert (ans["stage"], ans["stage_basis"]) == ("request", "markers")
+    ans = classify_text('INFO:     10.0.0.1:5000 - "GET /health HTTP/1.1" 503 Service Unavailable\n' + tb)
     assert ans["stage"] == "unknown"
