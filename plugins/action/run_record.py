@@ -45,6 +45,7 @@ from ansible_collections.repro.vllm.plugins.action.compatibility import PART as 
 from ansible_collections.repro.vllm.plugins.action.compatibility import (
     check_mode_unjudged, console_lines, judge_run, load_matrix, load_profile)
 from ansible_collections.repro.vllm.plugins.action.job_result import hand_on
+from ansible_collections.repro.vllm.plugins.filter.decisions import decision_report, fleet_audit
 from ansible_collections.repro.vllm.plugins.filter.playbook_spec import argument_spec as playbook_argument_spec
 from ansible_collections.repro.vllm.plugins.module_utils import _closing, _compat, _exitrule, _record, _runclose, _targets
 
@@ -249,6 +250,14 @@ class ActionModule(ActionBase):
                 judge_part = [part]
                 judge_console = console_lines(judged["lines"])
         inputs.pop("judge", None)
+        # fleet: the audit decided by the close itself after its judge (audit.yml): audit.json, audit.md and
+        # isolation.json are parts of the close, repro_vllm_decision its fact
+        audit_in = inputs.pop("audit", None) if p["kind"] == "fleet" else None
+        decision, audit_parts, audit_console = None, [], []
+        if audit_in is not None:
+            decision, audit_parts, audit_console, error = self._audit(p["path"], audit_in, judged, inputs, check_mode)
+            if error:
+                return dict(failed=True, msg="run_record close (fleet) of %s: %s; the run is still open" % (p["path"], error))
         # fleet: the job's result for the next workflow node, handed on by this task once the run is closed and the
         # close did not fail (what repro.vllm.job_result does: set_stats, the result line); not with a records sink
         # (the result role copies the run there first) and not in check mode
@@ -270,6 +279,9 @@ class ActionModule(ActionBase):
         out = dict(closing.result, changed=False, path=p["path"], status=closing.status, kind=p["kind"])
         if judged is not None:
             out["compatibility"] = judged
+        if decision is not None:
+            out["ansible_facts"] = {"repro_vllm_decision": decision}
+        judge_console = judge_console + audit_console
         if check_mode:
             out["console"] = judge_console + closing.console + ["record | %s (check mode: nothing written)" % p["path"]]
             if closing.fail and p["kind"] == "incomplete":
@@ -278,7 +290,7 @@ class ActionModule(ActionBase):
             return out
         metadata = dict(p["metadata"] or {})
         metadata.update(closing.metadata)
-        frozen, error = _record.run_task(dict(p, state="freeze", parts=list(p["parts"] or []) + judge_part + closing.parts,
+        frozen, error = _record.run_task(dict(p, state="freeze", parts=list(p["parts"] or []) + judge_part + audit_parts + closing.parts,
                                               status=closing.status, metadata=metadata, verify=True))
         out.update(frozen)
         if error:
@@ -292,6 +304,39 @@ class ActionModule(ActionBase):
             out["console"] = out["console"] + handed_out.pop("console", [])
             out.update(handed_out)
         return _closing.shown(out)
+
+    @staticmethod
+    def _audit(run_path, audit_in, judged, inputs, check_mode):
+        """The audit of a fleet close (``inputs.audit``: baseline, previous, must_keep_serving, records_root,
+        case_id), decided after the close's judge with its compatibility document (the decisions filter's
+        fleet_audit): ``(repro_vllm_decision, parts, console, error)``; close_fleet reads the drifted hosts from it."""
+        case_id = os.path.basename(os.path.dirname(os.path.abspath(run_path)))
+        if check_mode:
+            return ({"case_id": case_id, "purpose": "audit", "run": run_path, "verdict": "not run (check mode)",
+                     "drifted": [], "violations": 0, "decision": None, "conditions": []}, [], [], None)
+        compat = (judged or {}).get("compatibility") or None
+        hosts = inputs.get("hosts")
+        if hosts is None:
+            hosts = ((_record.read_open(run_path) or {}).get("run") or {}).get("hosts") or []
+        try:
+            decided = fleet_audit(run_path, compatibility=compat, hosts=hosts, **audit_in)
+            report, isolation = decision_report(decided, "audit"), decision_report(decided["isolation"], "isolation")
+        except (AnsibleFilterError, TypeError) as exc:
+            return None, [], [], "the audit: %s" % exc
+        audit, iso = decided["audit"], decided["isolation"]
+        inputs["audit"] = audit
+        conditions = []
+        for reason in iso.get("reasons") or []:
+            if reason.get("condition") not in conditions:
+                conditions.append(reason.get("condition"))
+        decision = {"case_id": case_id, "purpose": "audit", "run": run_path, "verdict": audit.get("verdict"),
+                    "drifted": audit.get("drifted") or [], "violations": audit.get("violations") or 0,
+                    "decision": iso.get("decision"), "conditions": conditions}
+        parts = [{"part": "audit.json", "json": audit}, {"part": "audit.md", "content": report["markdown"]},
+                 {"part": "isolation.json", "json": iso}]
+        # the console as the decide role's tasks showed it: the audit's lines and one per isolation reason (the
+        # decision's own first line is in isolation.json and audit.md)
+        return decision, parts, list(report["lines"]) + list(isolation["lines"])[1:], None
 
     def _exit_variables(self, record_only, task_vars):
         """``{name: value}`` of repro_vllm_record_only (the task's input) and each deprecated name the job gives."""

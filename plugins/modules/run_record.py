@@ -218,7 +218,11 @@ options:
         C(allow_foreign) - when the run's open judged it, the close judges every host and the job against that
         profile first, as M(repro.vllm.compatibility) does, and C(compatibility.json) is one of its parts; RV(compatibility)
         is that action's result. A judge that cannot read a host's part leaves the run frozen without it and fails
-        the task after the freeze), C(result) (C(purpose), C(fields), C(package), C(sink) - when the close does not
+        the task after the freeze), C(audit) (C(baseline), C(previous), C(must_keep_serving), C(records_root),
+        C(case_id) - after the judge, the close decides the audit with the judge's compatibility document as the
+        C(repro.vllm.fleet_audit) filter does; C(audit.json), C(audit.md) and C(isolation.json) are parts of the close,
+        the drifted hosts it names fail the job by the exit rule, and the fact C(repro_vllm_decision) is returned),
+        C(result) (C(purpose), C(fields), C(package), C(sink) - when the close does not
         fail, C(sink) is empty and this is not check mode, the close hands the job's result on for this run as
         M(repro.vllm.job_result) does, with RV(handed_on), C(ansible_stats) and the result line in RV(console)).
       - V(attempt) - C(step) (the attempt role's step), C(identity), C(diff), C(debug), C(debug_env); the nodes'
