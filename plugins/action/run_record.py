@@ -15,13 +15,13 @@ What only the controller can know, checked or filled in before the module runs:
   process's real working directory (``os.getcwd()``).  Ansible runs local modules from the playbook's folder,
   which put records inside the installed collection.
 
-``check_variables`` and ``compatibility`` of ``state=create`` (the gate before any host is contacted, in the open's
-one task): every variable of the job checked against the argument specs of the named roles (what
-``ansible.builtin.validate_argument_spec`` did in a task of its own, with the same merged spec and the same message),
-then the compatibility profile loaded and validated (what ``repro.vllm.compatibility state=profile`` did); the run is
-recorded as judged against it.  ``inputs.judge`` of ``state=close kind=fleet``: the compatibility judge of the run's
-hosts, done by the close itself when the run's open judged it (compatibility.json is one of the close's parts; a judge
-that cannot read a host's part leaves the run frozen without it and fails the task after the freeze).
+``compatibility`` of ``state=create`` (the gate before any host is contacted, in the open's one task): the
+compatibility profile loaded and validated (what ``repro.vllm.compatibility state=profile`` did); the run is recorded
+as judged against it. The job's variables are checked before, by the playbook's first task
+(``ansible.builtin.validate_argument_spec`` over the ``repro.vllm._argument_spec`` filter).  ``inputs.judge`` of
+``state=close kind=fleet``: the compatibility judge of the run's hosts, done by the close itself when the run's open
+judged it (compatibility.json is one of the close's parts; a judge that cannot read a host's part leaves the run
+frozen without it and fails the task after the freeze).
 
 Where the task's connection is local and nothing is become (the controller-side steps of every run: create,
 write fleet.json and notes.md, freeze, verify, all ``delegate_to: localhost``), the action does the state in this
@@ -32,7 +32,6 @@ connection (a managed node, or ``become``) runs the module there as before.
 
 from __future__ import annotations
 
-import json
 import os
 
 from ansible.errors import AnsibleActionFail, AnsibleError, AnsibleFilterError
@@ -46,7 +45,6 @@ from ansible_collections.repro.vllm.plugins.action.compatibility import (
     check_mode_unjudged, console_lines, judge_run, load_matrix, load_profile)
 from ansible_collections.repro.vllm.plugins.action.job_result import hand_on
 from ansible_collections.repro.vllm.plugins.filter.decisions import decision_report, fleet_audit
-from ansible_collections.repro.vllm.plugins.filter.playbook_spec import argument_spec as playbook_argument_spec
 from ansible_collections.repro.vllm.plugins.module_utils import _closing, _compat, _exitrule, _record, _runclose, _targets
 
 
@@ -66,9 +64,9 @@ class ActionModule(ActionBase):
             except AnsibleError as exc:
                 result.update(failed=True, msg="run_record: the targets %r: %s" % (self._task.args.get("targets"), exc))
                 return result
-        if args.get("state") == "create" and (args.get("check_variables") or args.get("compatibility") is not None):
-            # the gate before anything is created or any host contacted: the variables, then the profile
-            gated = self._gate(args, task_vars or {})
+        if args.get("state") == "create" and args.get("compatibility") is not None:
+            # the gate before anything is created or any host contacted: the profile
+            gated = self._gate(args)
             if gated.get("failed"):
                 result.update(gated)
                 return result
@@ -113,29 +111,12 @@ class ActionModule(ActionBase):
         result.setdefault("collection_version", args["collection_version"])
         return _closing.shown(result)
 
-    def _gate(self, args, task_vars):
-        """``check_variables`` then ``compatibility`` of a create: ``{console}`` (the profile's line; ``args`` then
-        carries the judged profile as ``profile``), or a failed result naming what was refused."""
+    def _gate(self, args):
+        """``compatibility`` of a create: ``{console}`` (the profile's line; ``args`` then carries the judged profile
+        as ``profile``), or a failed result naming what was refused."""
         checked, failed = self._validated(dict(args))
         if failed:
             return failed
-        roles = checked.get("check_variables") or []
-        if roles:
-            try:
-                spec = playbook_argument_spec(list(roles))
-            except AnsibleFilterError as exc:
-                return dict(failed=True, msg=str(exc))
-            # as ansible.builtin.validate_argument_spec does: the values the job has for the spec's variables
-            given = self._templar.template(dict((name, task_vars[name]) for name in spec if name in task_vars))
-            try:
-                # plain values, so a refusal quotes the value given ('ten'), not the class Ansible wraps it in
-                given = json.loads(json.dumps(given))
-            except (TypeError, ValueError):
-                pass
-            errors = ArgumentSpecValidator(spec).validate(given, validate_role_argument_spec=True).error_messages
-            if errors:
-                return dict(failed=True, msg="Validation of arguments failed:\n%s" % "\n".join(errors),
-                            argument_errors=errors, checked_roles=list(roles))
         compat = checked.get("compatibility")
         if compat is None:
             return {"console": []}

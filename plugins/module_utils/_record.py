@@ -1048,7 +1048,6 @@ ARGUMENT_SPEC = dict(
     remote_root=dict(type="str"),
     lease_dir=dict(type="str"),
     # create's gate and close's judge: done by the action on the controller (plugins/action/run_record.py)
-    check_variables=dict(type="list", elements="str", default=[]),
     compatibility=dict(type="dict", options=dict(
         enabled=dict(type="bool"),
         profile=dict(type="str"),

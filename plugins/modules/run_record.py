@@ -243,17 +243,6 @@ options:
       - With O(state=create) and O(remote_root), the host-wide folder of server leases; RV(remote) names the run's
         lease file in it (C(<lease_dir>/<run_uid>.json)).
     type: str
-  check_variables:
-    description:
-      - With O(state=create), the roles (of this collection) whose argument specs every variable of the job is checked
-        against before anything is created - extra variables, survey answers, what a workflow node hands on, the
-        inventory's values - as M(ansible.builtin.validate_argument_spec) does with the merged spec (the
-        C(repro.vllm._argument_spec) filter). A wrong type or a value outside a variable's choices fails the task with
-        C(Validation of arguments failed), naming the variable.
-      - Done by the action on the controller.
-    type: list
-    elements: str
-    default: []
   compatibility:
     description:
       - With O(state=create), the compatibility profile this run is judged against, loaded and validated before

@@ -299,17 +299,12 @@ def _h200_part(path, host):
                 os.path.join(folder, "fingerprint.json"))
 
 
-def test_the_open_checks_every_variable_then_the_profile_before_anything_is_created(tmp_path):
+def test_the_open_checks_the_profile_before_anything_is_created(tmp_path):
     root = tmp_path / "records"
     base = {"state": "create", "root": str(root), "case_id": "case", "hosts": ["node01"], "purpose": "fingerprint"}
-    # a wrong type of any variable of the roles named: refused as validate_argument_spec words it, naming it
-    res = _action(dict(base, check_variables=["record", "minimal_startup"]),
-                  job_vars={"repro_vllm_port": "80a", "repro_vllm_case_id": "case"})
-    assert res["failed"] and res["msg"].startswith("Validation of arguments failed:\n") and "repro_vllm_port" in res["msg"]
-    assert res["argument_errors"] and res["checked_roles"] == ["record", "minimal_startup"]
-    # a role that is not the collection's is named too
-    res = _action(dict(base, check_variables=["nope"]))
-    assert res["failed"] and "nope" in res["msg"]
+    # the variables are the playbook's first task's (validate_argument_spec), not an option of the open
+    res = _action(dict(base, check_variables=["record"]))
+    assert res["failed"] and "check_variables" in res["msg"] and not root.exists()
     # the profile: both variables (the file wins: here a folder, no profile), an unknown name - refused before any
     # host is touched, naming the key
     res = _action(dict(base, compatibility={"enabled": True, "profile": "kimi-k3-h200", "profile_file": str(tmp_path)}))
@@ -319,9 +314,8 @@ def test_the_open_checks_every_variable_then_the_profile_before_anything_is_crea
     assert res["failed"] and "kimi-k3-nope" in res["msg"] and "kimi-k3-h200" in res["msg"]
     assert not root.exists()
     # valid: the run opens, judged against the profile checked (whatever `profile` says), the console names it
-    res = _action(dict(base, check_variables=["record", "fingerprint"], profile="cpu-smoke",
-                       compatibility={"enabled": True, "profile": "kimi-k3-h200"}, announce=True),
-                  job_vars={"repro_vllm_case_id": "case"})
+    res = _action(dict(base, profile="cpu-smoke", compatibility={"enabled": True, "profile": "kimi-k3-h200"},
+                       announce=True), job_vars={"repro_vllm_case_id": "case"})
     assert not res.get("failed"), res
     assert res["profile"] == {"name": "kimi-k3-h200", "source": "shipped"}
     assert res["console"][0] == "compatibility | profile kimi-k3-h200 (profiles/kimi-k3-h200.yml) is valid"

@@ -53,16 +53,7 @@ def _validated_roles(playbook):
     assert first["hosts"] in ("localhost", "{{ repro_vllm_targets | default('all') | repro.vllm.target_patterns(controller=true) }}"), \
         first["hosts"]
     assert first["gather_facts"] is False and first["any_errors_fatal"] is True
-    if "ansible.builtin.import_role" in task:
-        # the open's gate (fingerprint.yml, audit.yml): the record role's open checks the variables in its one task,
-        # once, against the roles it is given, with the same merged spec (plugins/action/run_record.py)
-        assert task["ansible.builtin.import_role"] == {"name": "repro.vllm.record", "tasks_from": "open.yml",
-                                                       "rolespec_validate": False}, task
-        with open(os.path.join(ROLES, "record", "tasks", "open.yml")) as f:
-            gate = [t for t in yaml.safe_load(f) if "repro.vllm.run_record" in t]
-        assert len(gate) == 1 and gate[0]["run_once"] is True, gate
-        assert gate[0]["repro.vllm.run_record"]["check_variables"] == "{{ repro_vllm_open_check_roles }}", gate
-        return set(task["vars"]["repro_vllm_open_check_roles"])
+    # the one variable check (issue 34): validate_argument_spec, the first task of every playbook
     assert first["hosts"] == "localhost" or task.get("run_once") is True
     template = task["ansible.builtin.validate_argument_spec"]["argument_spec"]
     m = re.match(r"^\{\{ (\[.*\]) \| repro\.vllm\._argument_spec \}\}$", " ".join(template.split()))
