@@ -15,13 +15,13 @@ What only the controller can know, checked or filled in before the module runs:
   process's real working directory (``os.getcwd()``).  Ansible runs local modules from the playbook's folder,
   which put records inside the installed collection.
 
-``check_variables`` and ``compatibility`` of ``state=create`` (the gate before any host is contacted, in the open's
-one task): every variable of the job checked against the argument specs of the named roles (what
-``ansible.builtin.validate_argument_spec`` did in a task of its own, with the same merged spec and the same message),
-then the compatibility profile loaded and validated (what ``repro.vllm.compatibility state=profile`` did); the run is
-recorded as judged against it.  ``inputs.judge`` of ``state=close kind=fleet``: the compatibility judge of the run's
-hosts, done by the close itself when the run's open judged it (compatibility.json is one of the close's parts; a judge
-that cannot read a host's part leaves the run frozen without it and fails the task after the freeze).
+``compatibility`` of ``state=create`` (the gate before any host is contacted, in the open's one task): the
+compatibility profile loaded and validated (what ``repro.vllm.compatibility state=profile`` did); the run is recorded
+as judged against it. The job's variables are checked before, by the playbook's first task
+(``ansible.builtin.validate_argument_spec`` over the ``repro.vllm._argument_spec`` filter).  ``inputs.judge`` of
+``state=close kind=fleet``: the compatibility judge of the run's hosts, done by the close itself when the run's open
+judged it (compatibility.json is one of the close's parts; a judge that cannot read a host's part leaves the run
+frozen without it and fails the task after the freeze).
 
 Where the task's connection is local and nothing is become (the controller-side steps of every run: create,
 write fleet.json and notes.md, freeze, verify, all ``delegate_to: localhost``), the action does the state in this
@@ -32,7 +32,6 @@ connection (a managed node, or ``become``) runs the module there as before.
 
 from __future__ import annotations
 
-import json
 import os
 
 from ansible.errors import AnsibleActionFail, AnsibleError, AnsibleFilterError
@@ -45,7 +44,7 @@ from ansible_collections.repro.vllm.plugins.action.compatibility import PART as 
 from ansible_collections.repro.vllm.plugins.action.compatibility import (
     check_mode_unjudged, console_lines, judge_run, load_matrix, load_profile)
 from ansible_collections.repro.vllm.plugins.action.job_result import hand_on
-from ansible_collections.repro.vllm.plugins.filter.playbook_spec import argument_spec as playbook_argument_spec
+from ansible_collections.repro.vllm.plugins.filter.decisions import decision_report, fleet_audit
 from ansible_collections.repro.vllm.plugins.module_utils import _closing, _compat, _exitrule, _record, _runclose, _targets
 
 
@@ -74,9 +73,9 @@ class ActionModule(ActionBase):
             except AnsibleError as exc:
                 result.update(failed=True, msg="run_record: the targets %r: %s" % (self._task.args.get("targets"), exc))
                 return result
-        if args.get("state") == "create" and (args.get("check_variables") or args.get("compatibility") is not None):
-            # the gate before anything is created or any host contacted: the variables, then the profile
-            gated = self._gate(args, task_vars or {})
+        if args.get("state") == "create" and args.get("compatibility") is not None:
+            # the gate before anything is created or any host contacted: the profile
+            gated = self._gate(args)
             if gated.get("failed"):
                 result.update(gated)
                 return result
@@ -130,29 +129,12 @@ class ActionModule(ActionBase):
         result.setdefault("collection_version", args["collection_version"])
         return _closing.shown(result)
 
-    def _gate(self, args, task_vars):
-        """``check_variables`` then ``compatibility`` of a create: ``{console}`` (the profile's line; ``args`` then
-        carries the judged profile as ``profile``), or a failed result naming what was refused."""
+    def _gate(self, args):
+        """``compatibility`` of a create: ``{console}`` (the profile's line; ``args`` then carries the judged profile
+        as ``profile``), or a failed result naming what was refused."""
         checked, failed = self._validated(dict(args))
         if failed:
             return failed
-        roles = checked.get("check_variables") or []
-        if roles:
-            try:
-                spec = playbook_argument_spec(list(roles))
-            except AnsibleFilterError as exc:
-                return dict(failed=True, msg=str(exc))
-            # as ansible.builtin.validate_argument_spec does: the values the job has for the spec's variables
-            given = self._templar.template(dict((name, task_vars[name]) for name in spec if name in task_vars))
-            try:
-                # plain values, so a refusal quotes the value given ('ten'), not the class Ansible wraps it in
-                given = json.loads(json.dumps(given))
-            except (TypeError, ValueError):
-                pass
-            errors = ArgumentSpecValidator(spec).validate(given, validate_role_argument_spec=True).error_messages
-            if errors:
-                return dict(failed=True, msg="Validation of arguments failed:\n%s" % "\n".join(errors),
-                            argument_errors=errors, checked_roles=list(roles))
         compat = checked.get("compatibility")
         if compat is None:
             return {"console": []}
@@ -269,6 +251,14 @@ class ActionModule(ActionBase):
                 judge_part = [part]
                 judge_console = console_lines(judged["lines"])
         inputs.pop("judge", None)
+        # fleet: the audit decided by the close itself after its judge (audit.yml): audit.json, audit.md and
+        # isolation.json are parts of the close, repro_vllm_decision its fact
+        audit_in = inputs.pop("audit", None) if fleet else None
+        decision, audit_parts, audit_console = None, [], []
+        if audit_in is not None:
+            decision, audit_parts, audit_console, error = self._audit(p["path"], audit_in, judged, inputs, check_mode)
+            if error:
+                return dict(failed=True, msg="run_record close (fleet) of %s: %s; the run is still open" % (p["path"], error))
         # fleet: the job's result for the next workflow node, handed on by this task once the run is closed and the
         # close did not fail (what repro.vllm.job_result does: set_stats, the result line); not with a records sink
         # (the result role copies the run there first) and not in check mode
@@ -288,6 +278,9 @@ class ActionModule(ActionBase):
         out = dict(closing.result, changed=False, path=p["path"], status=closing.status, kind=p["kind"])
         if judged is not None:
             out["compatibility"] = judged
+        if decision is not None:
+            out["ansible_facts"] = {"repro_vllm_decision": decision}
+        judge_console = judge_console + audit_console
         if check_mode:
             out["console"] = judge_console + closing.console + ["record | %s (check mode: nothing written)" % p["path"]]
             if closing.fail and p["kind"] == "incomplete":
@@ -296,7 +289,7 @@ class ActionModule(ActionBase):
             return out
         metadata = dict(p["metadata"] or {})
         metadata.update(closing.metadata)
-        frozen, error = _record.run_task(dict(p, state="freeze", parts=list(p["parts"] or []) + judge_part + closing.parts,
+        frozen, error = _record.run_task(dict(p, state="freeze", parts=list(p["parts"] or []) + judge_part + audit_parts + closing.parts,
                                               status=closing.status, metadata=metadata, verify=True))
         out.update(frozen)
         if error:
@@ -310,6 +303,39 @@ class ActionModule(ActionBase):
             out["console"] = out["console"] + handed_out.pop("console", [])
             out.update(handed_out)
         return _closing.shown(out)
+
+    @staticmethod
+    def _audit(run_path, audit_in, judged, inputs, check_mode):
+        """The audit of a fleet close (``inputs.audit``: baseline, previous, must_keep_serving, records_root,
+        case_id), decided after the close's judge with its compatibility document (the decisions filter's
+        fleet_audit): ``(repro_vllm_decision, parts, console, error)``; close_fleet reads the drifted hosts from it."""
+        case_id = os.path.basename(os.path.dirname(os.path.abspath(run_path)))
+        if check_mode:
+            return ({"case_id": case_id, "purpose": "audit", "run": run_path, "verdict": "not run (check mode)",
+                     "drifted": [], "violations": 0, "decision": None, "conditions": []}, [], [], None)
+        compat = (judged or {}).get("compatibility") or None
+        hosts = inputs.get("hosts")
+        if hosts is None:
+            hosts = ((_record.read_open(run_path) or {}).get("run") or {}).get("hosts") or []
+        try:
+            decided = fleet_audit(run_path, compatibility=compat, hosts=hosts, **audit_in)
+            report, isolation = decision_report(decided, "audit"), decision_report(decided["isolation"], "isolation")
+        except (AnsibleFilterError, TypeError) as exc:
+            return None, [], [], "the audit: %s" % exc
+        audit, iso = decided["audit"], decided["isolation"]
+        inputs["audit"] = audit
+        conditions = []
+        for reason in iso.get("reasons") or []:
+            if reason.get("condition") not in conditions:
+                conditions.append(reason.get("condition"))
+        decision = {"case_id": case_id, "purpose": "audit", "run": run_path, "verdict": audit.get("verdict"),
+                    "drifted": audit.get("drifted") or [], "violations": audit.get("violations") or 0,
+                    "decision": iso.get("decision"), "conditions": conditions}
+        parts = [{"part": "audit.json", "json": audit}, {"part": "audit.md", "content": report["markdown"]},
+                 {"part": "isolation.json", "json": iso}]
+        # the console as the decide role's tasks showed it: the audit's lines and one per isolation reason (the
+        # decision's own first line is in isolation.json and audit.md)
+        return decision, parts, list(report["lines"]) + list(isolation["lines"])[1:], None
 
     @staticmethod
     def _hand_on(handed, path):

@@ -40,19 +40,16 @@ def _front(what, func):
 
 
 def _profile_document(profile, profile_file):
-    """The validated profile, loaded as the compatibility stage loads it (the file wins: the name may be a role's
-    default); None when neither is given."""
+    """The validated profile, loaded as the compatibility stage loads it and chosen as it chooses
+    (``_compat.choose_profile``: the file wins; neither given means the documented default profile, cpu-smoke)."""
     # the compatibility action plugin is the collection's one profile loader
     from ansible_collections.repro.vllm.plugins.action.compatibility import load_profile
-    from ansible_collections.repro.vllm.plugins.module_utils._compat import ProfileError
+    from ansible_collections.repro.vllm.plugins.module_utils._compat import ProfileError, choose_profile
+    kind, chosen = choose_profile(profile, profile_file)
     try:
-        if profile_file:
-            return load_profile(None, str(profile_file))
-        if profile:
-            return load_profile(str(profile), None)
+        return load_profile(None, str(chosen)) if kind == "file" else load_profile(str(chosen), None)
     except ProfileError as exc:
         raise AnsibleFilterError("baseline_score: %s" % exc)
-    return None
 
 
 def baseline_score(runs, profile=None, memory_in_use_mib=_score.DEFAULT_MEMORY_IN_USE_MIB, profile_file=None):

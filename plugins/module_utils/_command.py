@@ -763,6 +763,26 @@ def node_placement(nnodes, node_rank, master_addr, master_port=None, headless=No
     return out
 
 
+def node_selection(play_hosts, nnodes=None, nodes=None, master_addr=(), head_address=None, host=None):
+    """The one node and master-address selection of a multi-node start (the minimal start, every attempt's
+    placement, the collective checkpoint). ``nodes``: the nodes named (a step's, ``repro_vllm_collective_nodes``),
+    used as given when not empty; else the first ``nnodes`` of ``play_hosts`` (all when None; fewer when the play has
+    fewer: the caller says so). The head is the first node. ``master_addr``: the addresses given, most specific first (one
+    string or a list; empty ones skipped), else ``head_address`` (``head_address(head)`` when callable: the head's
+    ``ansible_host``), else the head's name. ``host``: the node whose ``rank`` is returned (-1 when not a node).
+    Returns ``{nodes, head, master_addr, rank}``."""
+    hosts = [str(h) for h in play_hosts or []]
+    chosen = [str(n) for n in nodes or []] or (hosts if nnodes is None else hosts[:max(int(nnodes), 0)])
+    head = chosen[0] if chosen else None
+    given = [master_addr] if isinstance(master_addr, str) else list(master_addr or [])
+    addr = next((str(a) for a in given if a not in (None, "")), None)
+    if addr is None and head is not None:
+        found = head_address(head) if callable(head_address) else head_address
+        addr = str(found) if found not in (None, "") else head
+    rank = chosen.index(str(host)) if host is not None and str(host) in chosen else -1
+    return {"nodes": chosen, "head": head, "master_addr": addr, "rank": rank}
+
+
 def refused_options(argv, platform_flags=()):
     """Options of ``argv`` that a minimal command may not hold: anything outside the minimal set, the platform
     categories (engine tuning, ``--max-model-len``) and ``platform_flags``. Returns a list of

@@ -266,10 +266,8 @@ def _attempts(runs):
 
 
 def _step(run):
-    outcome = run["parts"].get("outcome.json") or {}
-    changes = run["parts"].get("changes.json") or {}
-    meta = run["metadata"] or {}
-    return outcome.get("step") or changes.get("step") or meta.get("step") or meta.get("purpose") or "-"
+    """The run's step as the hand-off shows it: the verdict's chooser, ``-`` when the run names none."""
+    return _verdict.run_step(run) or "-"
 
 
 def _run_row(run):

@@ -1074,6 +1074,7 @@ INPUTS_SPEC = dict(
     record_only=dict(type="raw"),
     violations_fail=dict(type="bool"),
     judge=dict(type="dict"),
+    audit=dict(type="dict"),
     result=dict(type="dict"),
     step=dict(type="raw"),
     identity=dict(type="raw"),
@@ -1128,7 +1129,6 @@ ARGUMENT_SPEC = dict(
     remote_root=dict(type="str"),
     lease_dir=dict(type="str"),
     # create's gate and close's judge: done by the action on the controller (plugins/action/run_record.py)
-    check_variables=dict(type="list", elements="str", default=[]),
     compatibility=dict(type="dict", options=dict(
         enabled=dict(type="bool"),
         profile=dict(type="str"),

@@ -84,12 +84,13 @@ def _run_json(run_path, name):
 
 
 def close_fleet(run_path, opened, hosts=None, reports=None, error=None, variables=None, violations_fail=True,
-                compatibility=None):
-    """A fingerprint or audit run: fleet.json from each expected host's record result (``reports``), the run sheet, the status,
-    and the job's exit (module_utils/_exitrule.py): a host not complete, a compatibility violation (the close's own
-    judge, ``compatibility``, or compatibility.json the run holds; when ``violations_fail``: reproduce.yml stops at
-    them itself) and a host audit.json names drifted fail the play after the freeze unless ``variables`` (the job's
-    repro_vllm_record_only) say record only; ``error`` (the judge itself failed) always.
+                compatibility=None, audit=None):
+    """A fingerprint or audit run: fleet.json from each expected host's record result (``reports``), the run sheet,
+    the status, and the job's exit (module_utils/_exitrule.py): a host not complete, a compatibility violation (the
+    close's own judge, ``compatibility``, or compatibility.json the run holds; when ``violations_fail``: reproduce.yml
+    stops at them itself) and a host audit.json (the close's own audit, ``audit``, or the run's) names drifted fail
+    the play after the freeze unless ``variables`` (the job's repro_vllm_record_only) say record only; ``error`` (the
+    judge itself failed) always.
     The result's ``closing`` is the closing table (_closing.py) of what the run holds."""
     hosts = list(hosts if hosts is not None else opened.get("hosts") or [])
     fleet = _fleet.fleet_summary(hosts, [(reports or {}).get(h) or {} for h in hosts])
@@ -100,7 +101,7 @@ def close_fleet(run_path, opened, hosts=None, reports=None, error=None, variable
     parts = [{"part": "fleet.json", "json": fleet_doc},
              {"part": "notes.md", "content": fleet_notes(case_id, run_id, opened, fleet)}]
     compat = compatibility if compatibility is not None else _run_json(run_path, "compatibility.json") or {}
-    audit = _run_json(run_path, "audit.json") or {}
+    audit = audit if audit is not None else _run_json(run_path, "audit.json") or {}
     drifted = list(audit.get("drifted") or [])
     try:
         rule = _exitrule.job_exit(variables, violations=len(compat.get("violations") or []) if violations_fail else 0,

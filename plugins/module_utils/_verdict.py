@@ -103,13 +103,20 @@ def _layer(run):
     outcome = (run.get("parts") or {}).get("outcome.json") or {}
     if outcome.get("layer"):
         return str(outcome["layer"])
-    step = _step(run)
+    step = run_step(run)
     return step if step in LADDER_ORDER + EXTRA_LAYER_ORDER + ["unknown_options"] else None
 
 
-def _step(run):
-    outcome = (run.get("parts") or {}).get("outcome.json") or {}
-    return outcome.get("step") or (run.get("metadata") or {}).get("step") or _purpose(run)
+def run_step(run):
+    """The step a run made - the one chooser (the verdict and the hand-off): outcome.json ``step``, else
+    changes.json ``step``, else the manifest's ``metadata.step`` (an attempt writes the same step name in all three;
+    the order matters only for a run missing some), else its purpose (``_purpose``); None when it has none."""
+    parts = run.get("parts") or {}
+    for found in ((parts.get("outcome.json") or {}).get("step"), (parts.get("changes.json") or {}).get("step"),
+                  (run.get("metadata") or {}).get("step")):
+        if found:
+            return found
+    return _purpose(run)
 
 
 def run_status(run):
@@ -261,7 +268,7 @@ def verdict_of_runs(runs, case_id=None):
             d = _detail(layer=_layer(run), run=run["run"])
             why = outcome.get("refusal") or outcome.get("reason") or outcome.get("summary") or "see its notes.md"
             return _answer("refused", d, case_id, "case %s: step %s was refused before anything started (%s): %s"
-                           % (case_id, _step(run) or "-", run["run"], _one_line(why)))
+                           % (case_id, run_step(run) or "-", run["run"], _one_line(why)))
 
     for run in runs:
         if run_status(run) == "incomplete":
@@ -269,7 +276,7 @@ def verdict_of_runs(runs, case_id=None):
             why = meta.get("seal_reason") or ("no manifest.json: the play that opened it stopped before freezing it"
                                               if not run.get("frozen") else "sealed incomplete")
             return _answer("incomplete", _detail(run=run["run"], rollback=None), case_id,
-                           "case %s is incomplete: %s (%s) was not finished: %s" % (case_id, run["run"], _step(run) or "-",
+                           "case %s is incomplete: %s (%s) was not finished: %s" % (case_id, run["run"], run_step(run) or "-",
                                                                                     why))
 
     served = [r for r in attempts if not _is_rollback(r)]
@@ -277,7 +284,7 @@ def verdict_of_runs(runs, case_id=None):
     if served:
         steps = []
         for r in served:
-            s = _step(r)
+            s = run_step(r)
             if s and s not in steps:
                 steps.append(s)
         text = "case %s is healthy: every attempt passed (%s; last %s)" % (case_id, " -> ".join(steps), last)

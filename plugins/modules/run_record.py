@@ -222,7 +222,7 @@ options:
       - With O(state=close), what the kind decides with, declared here; what the hosts reported reaches the close
         only as O(inputs.reports), which the task that closes the run passes (no host variable is read by name).
       - V(fleet) takes O(inputs.hosts), O(inputs.reports), O(inputs.record_only), O(inputs.violations_fail),
-        O(inputs.error), O(inputs.judge), O(inputs.result); V(attempt) O(inputs.step), O(inputs.reports),
+        O(inputs.error), O(inputs.judge), O(inputs.audit), O(inputs.result); V(attempt) O(inputs.step), O(inputs.reports),
         O(inputs.identity), O(inputs.diff), O(inputs.debug), O(inputs.debug_env); V(collective) O(inputs.nodes),
         O(inputs.reports), O(inputs.nproc_per_node), O(inputs.backend), O(inputs.master), O(inputs.timeout_s);
         V(incomplete) O(inputs.error), O(inputs.step), O(inputs.host), O(inputs.task); V(decisions) none.
@@ -264,6 +264,13 @@ options:
             every host and the job against that profile first, as M(repro.vllm.compatibility) does, and
             C(compatibility.json) is one of its parts; RV(compatibility) is that action's result. A judge that cannot
             read a host's part leaves the run frozen without it and fails the task after the freeze.
+        type: dict
+      audit:
+        description:
+          - V(fleet) - C(baseline), C(previous), C(must_keep_serving), C(records_root), C(case_id) - after the judge,
+            the close decides the audit with the judge's compatibility document as the C(repro.vllm.fleet_audit)
+            filter does; C(audit.json), C(audit.md) and C(isolation.json) are parts of the close, the drifted hosts it
+            names fail the job by the exit rule, and the fact C(repro_vllm_decision) is returned.
         type: dict
       result:
         description:
@@ -315,17 +322,6 @@ options:
       - With O(state=create) and O(remote_root), the host-wide folder of server leases; RV(remote) names the run's
         lease file in it (C(<lease_dir>/<run_uid>.json)).
     type: str
-  check_variables:
-    description:
-      - With O(state=create), the roles (of this collection) whose argument specs every variable of the job is checked
-        against before anything is created - extra variables, survey answers, what a workflow node hands on, the
-        inventory's values - as M(ansible.builtin.validate_argument_spec) does with the merged spec (the
-        C(repro.vllm._argument_spec) filter). A wrong type or a value outside a variable's choices fails the task with
-        C(Validation of arguments failed), naming the variable.
-      - Done by the action on the controller.
-    type: list
-    elements: str
-    default: []
   compatibility:
     description:
       - With O(state=create), the compatibility profile this run is judged against, loaded and validated before

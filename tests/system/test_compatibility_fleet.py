@@ -52,14 +52,16 @@ def test_another_driver_branch_stops_reproduce_after_the_frozen_run(tmp_path, ss
     assert refused and "'repro_vllm_profile'" in refused[0]["msg"] and "no-such-profile" in refused[0]["msg"]
     assert refused[0]["msg"].startswith("compatibility profile refused before any host is touched")
     assert not (tmp_path / "records").exists() and not (tmp_path / "remote").exists()
-    # no host is contacted: the open's gate (the variables, then the profile) runs once on the controller for the
+    # no host is contacted: the variable check and the open's gate (the profile) run once on the controller for the
     # targets' play (so --limit without localhost still judges); events may name a node only for that play's
     # controller-side tasks
     on_nodes = [e["event_data"] for e in r.events if e.get("event_data", {}).get("host") in ("node01", "node02")]
     assert {d.get("play") for d in on_nodes} <= {
         "Fingerprint | check every variable and the profile, open the run on the controller"}
-    # (the records sink's listing, skipped without a sink, and the open)
-    assert {d.get("task_action") for d in on_nodes} <= {"ansible.builtin.include_role", "repro.vllm.run_record"}
+    # (validate_argument_spec, an action of the controller alone; the records sink's listing, skipped without a sink;
+    # and the open)
+    assert {d.get("task_action") for d in on_nodes} <= {"ansible.builtin.validate_argument_spec",
+                                                         "ansible.builtin.include_role", "repro.vllm.run_record"}
     # the one task that decides and refuses ran once; it is a controller-side action (no connection is opened)
     assert len([d for d in on_nodes if d.get("task_action") == "repro.vllm.run_record" and "duration" in d]) == 1
 

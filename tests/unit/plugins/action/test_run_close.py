@@ -300,17 +300,12 @@ def _h200_part(path, host):
                 os.path.join(folder, "fingerprint.json"))
 
 
-def test_the_open_checks_every_variable_then_the_profile_before_anything_is_created(tmp_path):
+def test_the_open_checks_the_profile_before_anything_is_created(tmp_path):
     root = tmp_path / "records"
     base = {"state": "create", "root": str(root), "case_id": "case", "hosts": ["node01"], "purpose": "fingerprint"}
-    # a wrong type of any variable of the roles named: refused as validate_argument_spec words it, naming it
-    res = _action(dict(base, check_variables=["record", "minimal_startup"]),
-                  job_vars={"repro_vllm_port": "80a", "repro_vllm_case_id": "case"})
-    assert res["failed"] and res["msg"].startswith("Validation of arguments failed:\n") and "repro_vllm_port" in res["msg"]
-    assert res["argument_errors"] and res["checked_roles"] == ["record", "minimal_startup"]
-    # a role that is not the collection's is named too
-    res = _action(dict(base, check_variables=["nope"]))
-    assert res["failed"] and "nope" in res["msg"]
+    # the variables are the playbook's first task's (validate_argument_spec), not an option of the open
+    res = _action(dict(base, check_variables=["record"]))
+    assert res["failed"] and "check_variables" in res["msg"] and not root.exists()
     # the profile: both variables (the file wins: here a folder, no profile), an unknown name - refused before any
     # host is touched, naming the key
     res = _action(dict(base, compatibility={"enabled": True, "profile": "kimi-k3-h200", "profile_file": str(tmp_path)}))
@@ -320,9 +315,8 @@ def test_the_open_checks_every_variable_then_the_profile_before_anything_is_crea
     assert res["failed"] and "kimi-k3-nope" in res["msg"] and "kimi-k3-h200" in res["msg"]
     assert not root.exists()
     # valid: the run opens, judged against the profile checked (whatever `profile` says), the console names it
-    res = _action(dict(base, check_variables=["record", "fingerprint"], profile="cpu-smoke",
-                       compatibility={"enabled": True, "profile": "kimi-k3-h200"}, announce=True),
-                  job_vars={"repro_vllm_case_id": "case"})
+    res = _action(dict(base, profile="cpu-smoke", compatibility={"enabled": True, "profile": "kimi-k3-h200"},
+                       announce=True), job_vars={"repro_vllm_case_id": "case"})
     assert not res.get("failed"), res
     assert res["profile"] == {"name": "kimi-k3-h200", "source": "shipped"}
     assert res["console"][0] == "compatibility | profile kimi-k3-h200 (profiles/kimi-k3-h200.yml) is valid"
@@ -427,3 +421,49 @@ def test_a_judge_that_cannot_read_a_host_part_freezes_the_run_without_it_then_fa
     assert "host node01" in res["msg"] and "--limit node01" in res["msg"]
     assert _record.is_frozen(path) and not os.path.exists(os.path.join(path, "compatibility.json"))
     assert "compatibility" not in res
+
+
+def test_the_audit_is_decided_by_the_fleet_close_after_its_judge(tmp_path):
+    """audit.yml judges in its close as fingerprint.yml does: the close's judge, then the audit with the judge's
+    document - the same audit.json and isolation.json as the old path (the compatibility action writing
+    compatibility.json into the open run first, then the fleet_audit filter over that run)."""
+    from ansible_collections.repro.vllm.plugins.action import compatibility
+    from ansible_collections.repro.vllm.plugins.filter.decisions import fleet_audit
+    hosts = ["node01", "node02"]
+    hostvars = dict((h, {"_repro_vllm_host_record": _h200_record(h)}) for h in hosts)
+    opened = _action({"state": "create", "root": str(tmp_path / "records"), "case_id": "case", "hosts": hosts,
+                      "purpose": "audit", "compatibility": {"enabled": True, "profile": "kimi-k3-h200"}})
+    path = opened["path"]
+    for host in hosts:
+        _h200_part(path, host)
+    # the old path, on a copy of the open run
+    old = str(tmp_path / "old" / "case" / os.path.basename(path))
+    shutil.copytree(path, old)
+    written = _action({"run_path": old, "hosts": hosts, "profile": "kimi-k3-h200", "write": True},
+                      cls=compatibility.ActionModule, name="repro.vllm.compatibility")
+    assert not written.get("failed"), written
+    audit_in = {"baseline": "", "previous": os.path.dirname(path), "must_keep_serving": False,
+                "records_root": str(tmp_path / "records"), "case_id": "case"}
+    old_in = dict(audit_in, hosts=hosts)
+    old_in["previous"] = os.path.dirname(old)
+    expected = fleet_audit(old, **old_in)
+    judge = {"profile": "kimi-k3-h200", "profile_file": None, "allow_foreign": False}
+    planned = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"judge": judge, "audit": audit_in}},
+                      hostvars, check_mode=True)
+    assert planned["ansible_facts"]["repro_vllm_decision"]["verdict"] == "not run (check mode)"
+    assert not _record.is_frozen(path) and not os.path.exists(os.path.join(path, "audit.json"))
+    res = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"judge": judge, "audit": audit_in}},
+                  hostvars)
+    assert _record.is_frozen(path)
+    for part, doc in (("audit.json", expected["audit"]), ("isolation.json", expected["isolation"])):
+        with open(os.path.join(path, part)) as fh:
+            got = json.load(fh)
+        assert got == json.loads(json.dumps(doc).replace(old, path)), part
+    assert res["ansible_facts"]["repro_vllm_decision"] == {
+        "case_id": "case", "purpose": "audit", "run": path, "verdict": "violation", "drifted": [],
+        "violations": expected["audit"]["violations"], "decision": expected["isolation"]["decision"],
+        "conditions": []}
+    # the console: the judge's lines, then the audit's (its verdict line), then the hosts and the record
+    verdict = [i for i, ln in enumerate(res["console"]) if ln.startswith("audit | verdict violation | ")]
+    assert len(verdict) == 1 and res["console"][0] == written["console"][0], res["console"]
+    assert res["failed"] and "compatibility violation(s)" in res["msg"]

@@ -53,16 +53,7 @@ def _validated_roles(playbook):
     assert first["hosts"] in ("localhost", "{{ repro_vllm_targets | default('all') | repro.vllm.target_patterns(controller=true) }}"), \
         first["hosts"]
     assert first["gather_facts"] is False and first["any_errors_fatal"] is True
-    if "ansible.builtin.import_role" in task:
-        # the open's gate (fingerprint.yml, audit.yml): the record role's open checks the variables in its one task,
-        # once, against the roles it is given, with the same merged spec (plugins/action/run_record.py)
-        assert task["ansible.builtin.import_role"] == {"name": "repro.vllm.record", "tasks_from": "open.yml",
-                                                       "rolespec_validate": False}, task
-        with open(os.path.join(ROLES, "record", "tasks", "open.yml")) as f:
-            gate = [t for t in yaml.safe_load(f) if "repro.vllm.run_record" in t]
-        assert len(gate) == 1 and gate[0]["run_once"] is True, gate
-        assert gate[0]["repro.vllm.run_record"]["check_variables"] == "{{ repro_vllm_open_check_roles }}", gate
-        return set(task["vars"]["repro_vllm_open_check_roles"])
+    # the one variable check (issue 34): validate_argument_spec, the first task of every playbook
     assert first["hosts"] == "localhost" or task.get("run_once") is True
     template = task["ansible.builtin.validate_argument_spec"]["argument_spec"]
     m = re.match(r"^\{\{ (\[.*\]) \| repro\.vllm\._argument_spec \}\}$", " ".join(template.split()))
@@ -172,3 +163,42 @@ def test_the_records_root_has_one_default_and_is_resolved_in_python():
                     if not m.group(1):
                         unresolved.append("%s: %s" % (os.path.join(base, name), span.group(0)[:120]))
     assert unresolved == [], unresolved
+
+
+def _role_defaults():
+    """{role: parsed defaults/main.yml} of every role that has one."""
+    out = {}
+    for role in sorted(os.listdir(ROLES)):
+        path = os.path.join(ROLES, role, "defaults", "main.yml")
+        if os.path.isfile(path):
+            with open(path) as f:
+                out[role] = yaml.safe_load(f) or {}
+    return out
+
+
+def test_one_default_per_variable():
+    """Issue 34: a variable has one default in every role - every entry point of every argument spec declares the
+    same one (no ``default`` is None: "unset"), every role's defaults/main.yml that sets it agrees, and a role's
+    defaults/main.yml agrees with its own spec where the spec gives one."""
+    specs, defaults = load_role_specs(), _role_defaults()
+    declared = {}
+    for role, doc in specs.items():
+        for entry, spec in doc["argument_specs"].items():
+            for name, option in (spec.get("options") or {}).items():
+                declared.setdefault(name, {})["%s:%s" % (role, entry)] = option.get("default")
+                if "default" in option and name in defaults.get(role, {}):
+                    assert defaults[role][name] == option["default"], (
+                        "%s: defaults/main.yml has %s: %r, its argument spec (%s) %r"
+                        % (role, name, defaults[role][name], entry, option["default"]))
+    set_in = {}
+    for role, values in defaults.items():
+        for name, value in values.items():
+            set_in.setdefault(name, {})[role] = value
+    two = {name: where for name, where in sorted(declared.items()) if len({repr(v) for v in where.values()}) > 1}
+    two.update({"%s (defaults/main.yml)" % name: where for name, where in sorted(set_in.items())
+                if len({repr(v) for v in where.values()}) > 1})
+    assert not two, "variables with more than one default: %s" % two
+    # the test reads the real files: the variables issue 34 named are among them, with the defaults chosen
+    assert {declared["repro_vllm_task_timeout"][k] for k in declared["repro_vllm_task_timeout"]} == {600}
+    assert set(declared["repro_vllm_profile"].values()) == {None} and "repro_vllm_profile" not in set_in
+    assert set(declared["repro_vllm_records_sink"].values()) == {""}

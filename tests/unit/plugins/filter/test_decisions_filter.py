@@ -30,8 +30,10 @@ def test_score_and_isolation_of_a_case_folder(tmp_path):
     # a GPU profile: every item applies, the same runs score 10/14
     gpu = baseline_score(path, profile="kimi-k3-h200")
     assert (gpu["score"], gpu["max"], gpu["band"]) == (10, 14, "collect")
-    two = baseline_score([os.path.join(path, "run-001"), os.path.join(path, "run-002")])
-    assert (two["score"], two["max"]) == (8, 14)  # no profile: every item applies; no second clean run here
+    two = baseline_score([os.path.join(path, "run-001"), os.path.join(path, "run-002")], profile="kimi-k3-h200")
+    assert (two["score"], two["max"]) == (8, 14)  # a GPU profile: every item applies; no second clean run here
+    # no profile given: the judge's own default (cpu-smoke), as the decide role scored with it as its default
+    assert baseline_score(path) == score
     assert isolation_decision(path)["decision"] == "stay"
     assert isolation_decision(path, must_keep_serving=True)["decision"] == "move"
     report = decision_report(score, "score")

@@ -369,6 +369,25 @@ def test_node_placement_head_worker_and_one_node():
         c.node_placement(2, 1, "")
 
 
+def test_node_selection_nodes_head_address_and_rank():
+    hosts = ["head", "w1", "w2"]
+    addresses = {"head": "192.0.2.11"}
+    # the first nnodes of the play, the head's ansible_host
+    assert c.node_selection(hosts, nnodes=2, head_address=addresses.get, host="w1") == {
+        "nodes": ["head", "w1"], "head": "head", "master_addr": "192.0.2.11", "rank": 1}
+    # nodes named win over the play; the first address given wins over the head's; empty ones are skipped
+    sel = c.node_selection(hosts, nnodes=1, nodes=["w2", "w1"], master_addr=["", None, "10.0.0.5", "10.0.0.6"],
+                           head_address=addresses.get, host="head")
+    assert sel == {"nodes": ["w2", "w1"], "head": "w2", "master_addr": "10.0.0.5", "rank": -1}
+    # a head without an address is reached by its name; all hosts when nnodes is not given
+    assert c.node_selection(hosts, head_address=addresses.get, master_addr="")["master_addr"] == "192.0.2.11"
+    assert c.node_selection(["w1", "w2"], head_address=addresses.get, host="w2") == {
+        "nodes": ["w1", "w2"], "head": "w1", "master_addr": "w1", "rank": 1}
+    # fewer hosts than asked for: the caller says so (minimal_startup's plan); no nodes, no head
+    assert c.node_selection(hosts, nnodes=5)["nodes"] == hosts
+    assert c.node_selection(hosts, nnodes=0) == {"nodes": [], "head": None, "master_addr": None, "rank": -1}
+
+
 def test_a_secret_option_is_masked_in_the_layers_change_text():
     r = c.apply_layers({"argv": ["vllm", "serve", "/m"], "env": {}, "request": {"body": {}}},
                        [{"name": "gateway", "args": ["--api-key", "fake-key-0000"], "base_url": "http://gw"}], ["gateway"])

@@ -196,6 +196,27 @@ def test_status_from_the_manifest_first_else_derived():
     assert _verdict.verdict_of_runs([sealed], "c")["verdict"] == "refused"
 
 
+def test_one_step_chooser_for_the_verdict_and_the_hand_off(tmp_path):
+    # one order: outcome.json, changes.json, the manifest's step, the purpose; the hand-off shows "-" for none
+    run = {"run": "run-003", "frozen": True, "metadata": {"step": "c", "purpose": "feature_layer"},
+           "parts": {"outcome.json": {"step": "a"}, "changes.json": {"step": "b"}}}
+    answers = []
+    for drop in ("outcome.json", "changes.json", "metadata.step", "metadata.purpose"):
+        answers.append((_verdict.run_step(run), _handoff._step(run)))
+        if drop.startswith("metadata."):
+            run["metadata"].pop(drop.split(".", 1)[1])
+        else:
+            run["parts"].pop(drop)
+    answers.append((_verdict.run_step(run), _handoff._step(run)))
+    assert answers == [("a", "a"), ("b", "b"), ("c", "c"), ("feature_layer", "feature_layer"), (None, "-")]
+    coll = {"run": "run-004", "frozen": True, "metadata": {}, "parts": {"collective.json": {"ok": True}}}
+    assert _verdict.run_step(coll) == _handoff._step(coll) == "collective"
+    # on real frozen runs the two answer the same for every run
+    for case in ("cpu-layer", "cpu-ok", "kimi-boundary"):
+        for real in _verdict.case_runs(str(_copy(tmp_path, case) / case)):
+            assert _handoff._step(real) == (_verdict.run_step(real) or "-")
+
+
 def test_play_id_from_the_manifest_when_recorded():
     runs = [{"run": "run-%03d" % i, "frozen": True, "metadata": {"play_id": pid, "purpose": purpose}, "parts": {}}
             for i, (pid, purpose) in enumerate([("a", "fingerprint"), ("a", "summary"), ("b", "minimal_startup")], 1)]
