@@ -46,7 +46,8 @@ def import_gather():
         for name in [m for m in sys.modules if m == "ansible_collections" or m.startswith("ansible_collections.")]:
             del sys.modules[name]
         mod = __import__(GATHER_MODULE, fromlist=["gather"])
-    path_entry = os.path.abspath(os.path.join(os.path.dirname(mod.__file__), *([".."] * 5)))
+    here = os.path.abspath(mod.__file__)  # the folder holding ansible_collections/, at any depth of the file
+    path_entry = here[:here.rindex(os.sep + "ansible_collections" + os.sep)]
     return mod.gather, path_entry
 
 

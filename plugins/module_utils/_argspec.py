@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """One argument spec for a whole playbook, made from the roles' own ``meta/argument_specs.yml``.
 
 A playbook's first task validates every variable the job was given (extra variables, survey answers, what a
@@ -21,6 +15,9 @@ What is left out, because at the playbook level it is not the user's to give or 
 
 Suboptions keep ``required`` (a dict that is given must be complete) and ``choices``/``elements``/``no_log``.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

@@ -1,6 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The close of one attempt, decided in one place (issue 22 items 6 and 7): was it refused, what the one
 classification of every node's log is given, the attempt's verdict and its record, the run-level parts that go into
 the run, the status and the manifest metadata it is frozen with.
@@ -9,6 +6,9 @@ the run, the status and the manifest metadata it is frozen with.
 freezes and verifies what it returns.
 Standard library only (plus the collection's own module_utils).
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

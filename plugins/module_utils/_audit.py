@@ -1,6 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The pre-change fleet audit: every host against a saved baseline run, else against the profile, else the spread.
 
 ``audit`` reads one fingerprint run (the audit run) and compares each host's facts with the same host in the
@@ -8,6 +5,9 @@ baseline run when one is given (drift); without one it names nobody drifted and 
 agree on (the spread); compatibility violations come from the profile's judge (compatibility.json).
 ``host_isolation`` makes the isolation decision of each host against its previous run of the case.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

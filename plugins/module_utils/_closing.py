@@ -1,6 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The console's closing table: one row per targeted host, with the host's real status from the record, for every
 playbook (controller side, standard library only; the ``repro.vllm.console`` callback gathers the evidence).
 
@@ -20,6 +17,9 @@ Failures of the controller's own tasks (run once, or delegated to localhost: the
 close's checks) never land on the host Ansible happened to run them for; they are the ``controller`` row. A violation
 of the job as a whole (no host) is the ``job`` row.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 from __future__ import annotations
 
 STATUSES = ("ok", "violation", "drift", "degraded", "unreachable", "failed", "refused", "not matched", "not recorded")

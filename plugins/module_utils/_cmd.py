@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """The one command runner of the collection.
 
 ``AnsibleModule.run_command`` has no timeout, and a hung ``nvidia-smi`` (a GPU fallen off the bus, a
@@ -11,6 +5,9 @@ wedged driver) must never hang a play on a 3 a.m. cluster.  Every external comma
 through :func:`run_cmd`: list arguments, no shell, ``LC_ALL=C``, a hard per-command timeout that kills the
 whole process group, bounded output, and a result that says *how* it ended instead of raising.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """The collective checkpoint: one torch.distributed all-reduce over every GPU and node the server will use.
 
 One node's part: write the worker program, start ``torch.distributed.run`` (torchrun) with this node's rank in
@@ -16,6 +10,9 @@ Standard library only: runs inside the ``collective_run`` module on the managed 
 machine without Ansible (``tests/device/collective_device.sh``). torch is needed only in the Python that runs
 the worker (the serving venv, or the serving image).
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

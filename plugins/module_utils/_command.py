@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """The one reader of ``vllm serve`` command lines in the collection.
 
 Pure functions, standard library only: split a server command (bare ``vllm serve ...`` or ``docker|podman run
@@ -15,6 +9,9 @@ command holds nothing but the minimal set plus allowed platform options.
 Nothing else in the collection splits a vLLM argv: the roles go through the ``repro.vllm.minimal_command``
 filter and ``record_diff`` compares commands through :func:`option_map`.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

@@ -1,6 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The compatibility stage's judgement: profiles, the matrix and the check of every host and of the job.
 
 Controller side (the ``repro.vllm.compatibility`` action plugin), standard library only: the caller loads the YAML
@@ -11,6 +8,9 @@ document of docs/compatibility.md::
      "violations": [{"host": <name>|None, "fact": <FACTS>, "required": str, "found": str, "fix": str}],
      "notes": [{"host": <name>|None, "fact": <FACTS>, "note": str}]}
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 from __future__ import annotations
 
 import re

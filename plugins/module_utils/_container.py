@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """Container image identity: parsers for what docker, podman, crictl, ctr and enroot print, and a gatherer.
 
 The record must say *which bytes* ran, so an image reference is resolved to every identifier a runtime knows:
@@ -16,6 +10,9 @@ runs the commands through :func:`run_cmd` (a timeout per command) and never rais
 ``present: false``, a daemon that is not running is ``daemon_running: false`` with the real error text, an
 image that is not there is ``image_present: false``.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

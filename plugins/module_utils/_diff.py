@@ -1,6 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What differs between two runs.
 
 Two uses, one comparison per kind of fact:
@@ -12,6 +9,9 @@ Two uses, one comparison per kind of fact:
   torch / CUDA inside the image, GPU map, visible devices, foreign GPU processes, each command flag, each
   environment key (redacted), the request body - with more than one changed variable flagged as causal ambiguity.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

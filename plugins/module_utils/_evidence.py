@@ -1,6 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read frozen runs back into one comparable view: the evidence the decisions (score, diff, isolation, audit) use.
 
 A run is read from its folder only (never changed): ``manifest.json`` for case, run id, purpose and time, the
@@ -11,6 +8,9 @@ run-level parts (``stages.json``, ``request.json``, ``outcome.json``, ``changes.
 ``host_view`` reduces one host of one run to the flat facts every decision compares, each with the file it came
 from, so an answer can always cite ``run-NNN/hosts/<host>/<file>``. Controller side; Python standard library only.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

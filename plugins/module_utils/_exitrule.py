@@ -1,6 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one rule for a job's exit status, applied at the end of every playbook (docs/method.md, "Exit status").
 
 The job fails (ansible-playbook rc 2; AWX ``failed``) when what it found says something is wrong: a compatibility
@@ -11,6 +8,9 @@ ends successful and says on the console what it would have failed on. An error o
 read a host's part, a run that cannot close) fails it always. An interrupt is not decided here: ansible-core ends
 with rc 99 (AWX ``canceled``).
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A fleet run's hosts: each host's summary (the fleet table's row), fleet.json's ``hosts`` from what each host's
 record task registered, and how the run closes (repro.vllm.run_record ``state=close kind=fleet``; the host_record
 action writes each host's summary and line with them)."""
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

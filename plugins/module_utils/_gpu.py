@@ -1,10 +1,8 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """NVIDIA GPU facts of one host: parsers (pure functions on text) and :func:`gather`.
+
+Why one file (over 1,000 lines): each section is a parser beside the gatherer step that runs its command, so a new
+nvidia-smi field or driver quirk is one edit with its captured fixture; the module and the device scripts
+(``tests/device/*.sh``, ``benchmarks/gpu_facts_bench.py``) import it standalone with ``_cmd`` only.
 
 Everything here is standard library only and imports without Ansible, so the same code runs inside the
 ``gpu_facts`` module and standalone on a GPU machine that has no Ansible (``tests/device/gpu_facts_capture.sh``,
@@ -15,6 +13,9 @@ The parsers were written against real captures of an NVIDIA H200 with driver 580
 ``tests/fixtures/2026-11-29-580.159.04-2xh200``. ``nvidia-smi nvlink -s`` (its state said), ``nvidia-imex-ctl -N``
 and ``nvidia-ctk --version`` are kept raw and not parsed.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """The hand-off package: one deterministic ``tar.gz`` of a case's frozen runs an upstream maintainer can act on.
+
+Why one file (over 1,000 lines): the package's facts, pictures, ``summary.md`` and tar are one deterministic build
+(``build_package``) citing the same runs through the same helpers (``_cite``, ``_unknown``, the Markdown writers);
+the SVG drawing is already ``_svg.py``. The natural split (render / pack) waits for the one step chooser of issue 34
+item 4.
 
 ``build_package(records_root, case_id, ...)`` (controller side, standard library only):
 
@@ -23,6 +22,9 @@
 
 The case key (``.redact.key``) and anything outside the selected runs never enter the package.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

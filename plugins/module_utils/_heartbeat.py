@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """The controller's heartbeat of a started server (controller side; the node side is module_utils/_lease.py).
 
 A server's lease is short (``repro_vllm_server_lease``, 60 s by default) and its supervisor on the node stops the
@@ -25,6 +19,9 @@ local) in its own session (a Ctrl-C to the play's process group does not reach i
 The play and its heartbeats meet in a per-process folder on the controller (``registry_dir``): one JSON file per
 heartbeat (its pid, node, lease and stop wait), and ``<key>.stopped`` with what a requested stop found.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

@@ -1,15 +1,12 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """The one fixed client path for requests to a server under test (used by ``api_request``).
 
 Standard library ``urllib`` only. N identical copies of one request are released at the same moment (a
 barrier), each timed from just before it is sent until its body is read. A non-2xx answer is data, never an
 exception: every outcome becomes a record with status, latency, body (JSON when it parses, bounded) and error.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

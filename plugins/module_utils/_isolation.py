@@ -1,12 +1,12 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The isolation decision: leave the shared cluster (``move``) or reproduce where it failed (``stay``).
 
 From evidence only (docs/architecture.md, "Isolation decision"): ``move`` when at least one condition of a fixed
 vocabulary holds on the runs given (a case's runs, oldest first; for an audit, each host's previous run of the
 case and the audit run). Every reason names its host (null for the job) and cites the runs and files it read.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """The method's judgement of one attempt, in one place (the ``repro.vllm.attempt_*`` filters front it).
 
 - ``metric_total``: one counter of vLLM's Prometheus ``/metrics`` text, summed over its label sets.
@@ -25,6 +19,9 @@
 Standard library only; every input is the plain data the modules return (``vllm_server``, ``api_request``,
 ``log_stage``), so the same code judges a live attempt and a replayed record.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

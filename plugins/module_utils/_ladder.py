@@ -1,6 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The ladder in one place (issue 22 item 6): every step the attempt role runs, and every decision of the ladder.
 
 * ``build_step(kind, **inputs)``: the one builder of ``_repro_vllm_step`` for each kind - ``minimal``, ``layer``,
@@ -16,6 +13,9 @@
 
 Controller side; Python standard library only (plus the collection's own module_utils).
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

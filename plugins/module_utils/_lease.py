@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """A started server's lease on its node.
 
 Two layouts: the host-wide run lease ``<lease_dir>/<run_uid>.json`` (one entry per inventory host, below), which the
@@ -13,6 +7,9 @@ The server's supervisor (module_utils/_server.py) stops the whole process group 
 play renews it (vllm_server start and check, api_request before each request). What the supervisor stopped is
 written once to ``<state_file>.lease-expired``. Standard library only.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

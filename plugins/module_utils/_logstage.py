@@ -1,10 +1,8 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """The collection's one classifier of vLLM logs: the first failing stage.
+
+Why one file (over 1,000 lines): it is one algorithm - the scanner (``_Scan`` and the stream and segment loops) and
+the answer built from its state share that state; the data that changes with vLLM releases is already out
+(``_logstage_rules``, ``_logstage_frames``, ``_logstage_messages``) and so is line parsing (``_logstage_parse``).
 
 Every front (the ``log_stage`` module, the ``log_stage`` filter, the roles that capture a server log) calls
 :func:`classify_files` or :func:`classify_text` here, so they all give the same answer.
@@ -37,6 +35,9 @@ is measured on.  What changes with vLLM releases is already out of it: the data 
 
 Standard library only; imports on Python 3.9.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

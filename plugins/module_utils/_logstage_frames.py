@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """The traceback-frame tables of the log_stage classifier: which vLLM (or library) function runs in which stage.
 
 Data only, read by the scanner in ``_logstage.py``; split from ``_logstage_rules.py`` (issue 34's 1,200-line
@@ -19,6 +13,9 @@ a message changes.
 
 Standard library only; imports on Python 3.9.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """The messages vLLM raises while one start-up stage runs, for the classifier (``_logstage``): the table and its
 lookup (:func:`message_stage`).
 
@@ -25,6 +19,9 @@ unclassed error ``config_error``.
 
 Standard library only; imports on Python 3.9.  The file is long because it is a table (one lookup function).
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """Line parsing for the log_stage classifier: wrappers, log formats, timestamps, traceback line shapes.
 
 :func:`strip_wrappers` removes what a collector put around a line (journald, ``kubectl logs --timestamps``,
@@ -14,6 +8,9 @@ with only the tag, NCCL, PyTorch c10/glog, uvicorn, Python logging of other libr
 
 Standard library only; imports on Python 3.9.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """The rules data of the log_stage classifier: what changes with every vLLM release.
 
 Everything here is data read by the scanner in ``_logstage.py``; nothing here reads a log.  When a vLLM release
@@ -22,6 +16,9 @@ unit tests).  Each table says where its rows come from:
 
 Standard library only; imports on Python 3.9.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """Frozen run records: one directory per attempt, never overwritten.
+
+Why one file (over 1,000 lines): every writer and reader of a run folder (create, write_part, freeze, verify, the
+open/owner lease, the salvage of interrupted runs) shares its layout and the freeze rule; a run is only safe when
+one module owns that layout.
 
 Layout (see the collection's ARCHITECTURE "Records")::
 
@@ -24,6 +22,9 @@ Contract of every function here:
 * Files are hashed in chunks; a record may hold files far larger than memory.
 * ``check_mode=True`` computes the answer and touches nothing.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 
@@ -923,11 +924,19 @@ def check_schema(manifest, path="manifest.json"):
 _VERSION_LINE = re.compile(r"^version:\s*['\"]?([^'\"\s#]+)", re.MULTILINE)
 
 
+def _collection_root():
+    """The collection's folder: the one holding the ``plugins/`` folder this file is in (at any depth)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    while os.path.basename(here) != "plugins" and os.path.dirname(here) != here:
+        here = os.path.dirname(here)
+    return os.path.dirname(here)
+
+
 def read_collection_version(collection_root=None):
     """The version of this collection, read from its one source: ``galaxy.yml`` at the collection root (or the
     ``MANIFEST.json`` that ``ansible-galaxy collection build`` writes from it).  ``unknown`` when neither can be
     read, which is the case inside a module shipped to a managed node: call this on the controller."""
-    root = collection_root or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = collection_root or _collection_root()
     try:
         with open(os.path.join(root, "galaxy.yml"), encoding="utf-8") as f:
             m = _VERSION_LINE.search(f.read())

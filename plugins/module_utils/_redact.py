@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """The one redactor: everything that leaves a host (records, module results, the hand-off) passes here.
 
 Python 3.9+ standard library only: it runs on managed nodes (modules) and on the controller (filters, the
@@ -47,6 +41,9 @@ marker to value never go into a run or a package; the key is never printed.
 
 Kinds (public vocabulary): see ``KINDS``.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

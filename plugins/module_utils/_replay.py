@@ -1,6 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The receiving side of a hand-off package (playbooks/replay.yml).
 
 * ``unpack``: check the package (its ``.sha256`` when it lies beside it, every member path with the hand-off's own
@@ -20,6 +17,9 @@
 
 Controller side; Python standard library only.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

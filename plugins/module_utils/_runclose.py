@@ -1,6 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """How every kind of run closes: what the close decides before the freeze (repro.vllm.run_record ``state=close``).
 
 A run is opened by ``run_record state=create`` (its identity, the profile judged and the collection version kept in
@@ -27,6 +24,9 @@ Kinds (``KINDS``):
 * ``incomplete`` - any run whose play failed after the open: ``incomplete.json`` with the real error (redacted);
   status ``incomplete``; the play stops after the freeze with that error.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

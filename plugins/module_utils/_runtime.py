@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """The server in its exact image: the container runtime of an attempt (podman or docker), used by ``vllm_server``.
 
 The attempt's step is a vLLM command (``vllm serve MODEL ...``, or a production ``docker|podman run ... IMAGE ...``).
@@ -23,6 +17,9 @@ With a container runtime the server runs as ``<runtime> run --name repro-vllm-<r
 
 Standard library only (runs on the managed node, Python 3.9+).
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

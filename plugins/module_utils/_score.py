@@ -1,6 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The baseline configuration score (0-14) of a case, from its frozen runs.
 
 Seven items in a fixed order, 0-2 points each (docs/architecture.md, "Baseline configuration score"); the second
@@ -12,6 +9,9 @@ Which run is scored: the case's first failing attempt (the failure being reprodu
 fingerprints are the latest taken at or before that attempt. A "second clean run" is another attempt of the case
 with the same command, environment and request on every host (a new process from a clean start).
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """Start, watch and stop one server process group on the managed node (used by ``vllm_server``).
 
 Why it is built this way (facts from shared/reference/vllm-cpu.md):
@@ -22,6 +16,9 @@ Why it is built this way (facts from shared/reference/vllm-cpu.md):
 
 Everything here is standard library only and imports on Python 3.9.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

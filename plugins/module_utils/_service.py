@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """The failing production server itself, frozen: ``service.json`` of a fingerprint run.
 
 ``repro_vllm_service`` names the server one of six ways (``kind``): ``pid`` (a bare pid), ``match`` (a regular
@@ -13,6 +7,9 @@ need: the command line and environment (both redacted), the image digest, the li
 restart count and last exit codes, and the current and previous logs, size-capped (head and tail kept, the cut
 recorded). Every command goes through ``_cmd.run_cmd`` with a timeout; nothing here raises for a missing tool.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

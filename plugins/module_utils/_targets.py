@@ -1,6 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """``repro_vllm_targets``: what the user wrote, as the host-pattern terms every playbook's ``hosts:`` takes, and
 which host it names that matches nothing (controller side, standard library only).
 
@@ -15,6 +12,9 @@ nor a host of the inventory, or a host that ``--limit`` leaves out, is a target 
 :func:`not_matched` finds them, :func:`not_matched_message` says so, and the run's open (``repro.vllm.run_record``
 ``state=create``) fails with it before any run is created.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 from __future__ import annotations
 
 import fnmatch

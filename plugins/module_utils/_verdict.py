@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """The one verdict of a case: what happened in its latest play, in a closed vocabulary and one sentence.
 
 ``case_verdict(case_dir)`` (or ``verdict_of_runs(runs)`` on runs read with ``read_light``) reads only what a run
@@ -37,6 +31,9 @@ a repeat answers the hand-off's repeat item.  Run status: ``metadata.status`` wh
 
 Python standard library only (controller: filters, the hand-off module, the workflow result).
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 

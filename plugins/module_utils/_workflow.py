@@ -1,9 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: repro.vllm contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-#
-# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-# Do not use this from other collections or standalone plugins/modules!
 """The result a playbook hands to the next node of an AWX workflow (``set_stats``).
 
 In an AWX workflow the ``set_stats`` data of one job become the extra variables of the next one (AWX passes each
@@ -20,6 +14,9 @@ there is one), the purpose, and what was decided where the job decided something
 playbook itself (``fields``) and from the decision files at the root of the runs (architecture.md, "Decision
 outputs"); the playbook's own value wins.
 """
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
 
 from __future__ import annotations
 
