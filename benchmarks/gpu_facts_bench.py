@@ -30,7 +30,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GATHER_MODULE = "ansible_collections.repro.vllm.plugins.module_utils._gpu"
+GATHER_MODULE = "ansible_collections.repro.vllm.plugins.module_utils.gpu._gpu"
 
 
 def import_gather():

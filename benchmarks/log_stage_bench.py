@@ -150,7 +150,7 @@ def _ere_escape(text):
 
 def signature_alternation():
     sys.path.insert(0, _coll_parent())
-    from ansible_collections.repro.vllm.plugins.module_utils import _logstage as ls  # noqa: E402
+    from ansible_collections.repro.vllm.plugins.module_utils.logstage import _logstage as ls  # noqa: E402
     pats = []
     kinds = (ls.FAILURE, ls.VICTIM, ls.CONSEQUENCE, ls.WEAK_CONSEQUENCE, ls.HEADER)
     for s in ls._SIGS:
@@ -165,7 +165,7 @@ def signature_alternation():
 CLASSIFY = (
     "import sys, json\n"
     "sys.path.insert(0, sys.argv[1])\n"
-    "from ansible_collections.repro.vllm.plugins.module_utils._logstage import classify_files\n"
+    "from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_files\n"
     "a = classify_files([sys.argv[2]])\n"
     "print(json.dumps({'stage': a['stage'], 'error_class': a['error_class'], 'lineno': (a['first_error'] or {}).get('lineno'),"
     " 'line': (a['first_error'] or {}).get('line')}))\n"

@@ -125,7 +125,7 @@ def load(corpus=CORPUS, split="all", batch="all"):
 def answer(text):
     """The log_stage classifier's whole answer for one pasted log."""
     sys.path.insert(0, _coll_parent())
-    from ansible_collections.repro.vllm.plugins.module_utils._logstage import classify_text  # noqa: E402
+    from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_text  # noqa: E402
     return classify_text(text)
 
 
@@ -182,7 +182,7 @@ def add_case(corpus, path, stage, error_class, lines, why, split="dev", url=None
              cause_stage=None, slug=None):
     """Copy ``path`` into the corpus as a new case labelled as given; returns the new case's index entry."""
     sys.path.insert(0, _coll_parent())
-    from ansible_collections.repro.vllm.plugins.module_utils._logstage import (  # noqa: E402
+    from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import (  # noqa: E402
         ANSWER_STAGES, ERROR_CLASSES)
     with open(os.path.join(corpus, "index.json"), encoding="utf-8") as fh:
         index = json.load(fh)

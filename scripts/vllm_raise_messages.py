@@ -3,7 +3,7 @@
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Dev-time helper (issue 35, round three): list the messages vLLM raises, with the stage each belongs to, from a
-vLLM source tree, for the classifier's message table (plugins/module_utils/_logstage_messages.py).
+vLLM source tree, for the classifier's message table (plugins/module_utils/logstage/_logstage_messages.py).
 
 It reads the tree with :mod:`ast` (nothing is imported or run), finds every ``raise SomeError("literal ...")`` /
 ``raise SomeError(f"literal {x} ...")`` in the modules below, and keeps the literal text before the first
@@ -30,7 +30,7 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "plugins", "module_utils"))
+sys.path.insert(0, os.path.join(HERE, "..", "plugins", "module_utils", "logstage"))
 
 from _logstage_frames import FRAMES  # noqa: E402  (standard library only; imported by path, not as the collection)
 
@@ -187,7 +187,7 @@ def main(argv):
             continue
         done.add(short)
         if as_python:
-            # the rows of MESSAGES in plugins/module_utils/_logstage_messages.py
+            # the rows of MESSAGES in plugins/module_utils/logstage/_logstage_messages.py
             print("    (%r, %r, %r,\n     %r)," % (short, stage, cls, "%s %s" % (exc, where)))
         else:
             print("\t".join((stage, cls, exc, prefix, where)))

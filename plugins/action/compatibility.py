@@ -2,7 +2,7 @@
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin of repro.vllm.compatibility: loads the profile and the matrix (YAML, controller side), reads the
-hosts' parts of the open run and hands them to module_utils/_compat.py, which decides."""
+hosts' parts of the open run and hands them to module_utils/compat/_compat.py, which decides."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ import yaml
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.repro.vllm.plugins.module_utils import _closing, _compat, _record
+from ansible_collections.repro.vllm.plugins.plugin_utils.close import _closing
+from ansible_collections.repro.vllm.plugins.module_utils.compat import _compat
+from ansible_collections.repro.vllm.plugins.module_utils.record import _record
 
 PROFILES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "profiles")
 MATRIX = "matrix.yml"
@@ -172,5 +174,5 @@ class ActionModule(ActionBase):
                                         % (args["run_path"], exc))
             result.update(changed=written["changed"], written=dict(part=written["part"], sha256=written["sha256"],
                                                                    size=written["size"]))
-        # the verdict and every violation as the task's result under any display (AWX's): module_utils/_closing.py
+        # the verdict and every violation as the task's result under any display (AWX's): plugin_utils/close/_closing.py
         return _closing.shown(result)

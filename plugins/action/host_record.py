@@ -14,8 +14,10 @@ import traceback
 from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.repro.vllm.plugins.module_utils._fleet import host_summary, host_summary_line
-from ansible_collections.repro.vllm.plugins.module_utils import _hostrecord, _record, _redact, _service
+from ansible_collections.repro.vllm.plugins.plugin_utils.close._fleet import host_summary, host_summary_line
+from ansible_collections.repro.vllm.plugins.module_utils.record import _hostrecord, _record
+from ansible_collections.repro.vllm.plugins.module_utils.common import _redact
+from ansible_collections.repro.vllm.plugins.module_utils.server import _service
 
 MODULE = "repro.vllm.host_record"
 # the production server (option service): read on the host first, its record and logs become parts of this host's part
@@ -302,7 +304,7 @@ class ActionModule(ActionBase):
                 found.append("%s (lines %s)" % (name, ", ".join("%s: %s" % (n, kind) for n, kind in hits[:10])))
         if found:
             raise _PartRefused("the part still holds secret shapes after redaction on the host: %s; it was not "
-                               "written. Fix the redaction rule (plugins/module_utils/_redact.py) or keep the file out "
+                               "written. Fix the redaction rule (plugins/module_utils/common/_redact.py) or keep the file out "
                                "of the stage's files" % "; ".join(found))
 
     def _cleanup(self, staging_dir, remove_src, mod_args, task_vars, parents=0):

@@ -2,15 +2,15 @@
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin of repro.vllm.job_result (documentation: plugins/modules/job_result.py): the job's runs, the
-workflow artifacts (module_utils/_workflow.py decides them) handed on as set_stats does, one console line."""
+workflow artifacts (plugin_utils/close/_workflow.py decides them) handed on as set_stats does, one console line."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.repro.vllm.plugins.module_utils import _record
-from ansible_collections.repro.vllm.plugins.module_utils._workflow import (
+from ansible_collections.repro.vllm.plugins.module_utils.record import _record
+from ansible_collections.repro.vllm.plugins.plugin_utils.close._workflow import (
     WorkflowResultError, build_result, merge_runs, read_decisions)
 
 ARGSPEC = {

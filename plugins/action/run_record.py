@@ -45,7 +45,10 @@ from ansible_collections.repro.vllm.plugins.action.compatibility import (
     check_mode_unjudged, console_lines, judge_run, load_matrix, load_profile)
 from ansible_collections.repro.vllm.plugins.action.job_result import hand_on
 from ansible_collections.repro.vllm.plugins.filter.decisions import decision_report, fleet_audit
-from ansible_collections.repro.vllm.plugins.module_utils import _closing, _compat, _exitrule, _record, _runclose, _targets
+from ansible_collections.repro.vllm.plugins.plugin_utils.close import _closing, _exitrule, _runclose
+from ansible_collections.repro.vllm.plugins.module_utils.compat import _compat
+from ansible_collections.repro.vllm.plugins.module_utils.record import _record
+from ansible_collections.repro.vllm.plugins.plugin_utils.play import _targets
 
 
 class ActionModule(ActionBase):
@@ -230,7 +233,7 @@ class ActionModule(ActionBase):
         return checked.validated_parameters, None
 
     def _close(self, args, task_vars):
-        """state=close: decide (module_utils/_runclose.py, by kind, with the declared inputs), write the
+        """state=close: decide (plugin_utils/close/_runclose.py, by kind, with the declared inputs), write the
         parts, freeze, verify; fail after the freeze when the kind says the play must stop."""
         p, failed = self._validated(args)
         if failed:
@@ -266,7 +269,7 @@ class ActionModule(ActionBase):
         if handed and (check_mode or handed.get("sink")):
             handed = None
         if fleet:
-            # the job's exit rule (module_utils/_exitrule.py): repro_vllm_record_only as the task gives it
+            # the job's exit rule (plugin_utils/close/_exitrule.py): repro_vllm_record_only as the task gives it
             inputs["variables"] = {_exitrule.RECORD_ONLY: inputs.pop("record_only", None)}
             if judged is not None and judged.get("compatibility"):
                 inputs["compatibility"] = judged["compatibility"]

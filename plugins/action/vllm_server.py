@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""repro.vllm.vllm_server on the controller: start the server's heartbeat (module_utils/_heartbeat.py), then run the
+"""repro.vllm.vllm_server on the controller: start the server's heartbeat (plugin_utils/server/_heartbeat.py), then run the
 module as Ansible's normal action does. The heartbeat renews the server's short lease while the play lives and stops
 the server when the play is interrupted or its process is gone."""
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from ansible.plugins.action.normal import ActionModule as NormalAction
 from ansible.utils.display import Display
 
-from ansible_collections.repro.vllm.plugins.module_utils import _heartbeat
+from ansible_collections.repro.vllm.plugins.plugin_utils.server import _heartbeat
 
 display = Display()
 

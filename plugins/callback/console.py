@@ -44,7 +44,7 @@ from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
 from ansible_collections.repro.vllm.plugins.callback.record_log import (
     install_interrupt_watch, interrupt_lost, opened_run, preload_plugins, raise_if_interrupt_lost)
-from ansible_collections.repro.vllm.plugins.module_utils import _closing
+from ansible_collections.repro.vllm.plugins.plugin_utils.close import _closing
 
 _LOCALHOST = ("localhost", "127.0.0.1", "::1")
 _CREATE_ACTIONS = ("repro.vllm.run_record", "run_record")
@@ -89,7 +89,7 @@ class CallbackModule(DefaultCallback):
         super().__init__()
         self._attempts = []        # every judged attempt (the _repro_vllm_attempt facts), in order
         self._verdict = None       # the play's closing classification (_repro_vllm_verdict)
-        self._case_verdict = None  # the one verdict of the case (_repro_vllm_case_verdict, module_utils/_verdict.py)
+        self._case_verdict = None  # the one verdict of the case (_repro_vllm_case_verdict, module_utils/decide/_verdict.py)
         self._records = {}         # host -> last run path seen in a repro_vllm_run fact
         # the closing table's evidence (_closing.closing_rows)
         self._targets = []         # the hosts of every opened run, in order

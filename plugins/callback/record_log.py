@@ -25,7 +25,7 @@ description:
     its own; this one it loads from the project's or the execution environment's C(ansible.cfg), docs/awx.md).
     On SIGINT (Ctrl-C, an AWX job cancel) or SIGTERM every server this play started is stopped before the play
     ends - each server's controller heartbeat ends its lease and waits for its supervisor's stop, at most the
-    stop grace plus 15 s (module_utils/_heartbeat.py) - with a line per server saying how it was stopped.
+    stop grace plus 15 s (plugin_utils/server/_heartbeat.py) - with a line per server saying how it was stopped.
   - An interrupt (SIGINT) that ansible-core received but lost is honoured before the next task starts, with a
     warning saying so (ansible-core raises its C(KeyboardInterrupt) from the signal handler; when that handler runs
     inside a fork hook while the controller forks a task's worker, Python ignores the exception and the play would
@@ -50,8 +50,8 @@ import time
 
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.repro.vllm.plugins.module_utils import _heartbeat
-from ansible_collections.repro.vllm.plugins.module_utils._redact import load_case_key, redact_data, redact_text
+from ansible_collections.repro.vllm.plugins.plugin_utils.server import _heartbeat
+from ansible_collections.repro.vllm.plugins.module_utils.common._redact import load_case_key, redact_data, redact_text
 
 _MAX_RESULT_CHARS = 4000
 _MAX_EARLY_LINES = 2000
@@ -132,7 +132,7 @@ _LISTENERS = []  # what hears of an interrupt in this process: the record_log ca
 
 
 def stop_servers(signame):
-    """Ask every server heartbeat of this play to stop its server now, and wait for them (module_utils/_heartbeat.py
+    """Ask every server heartbeat of this play to stop its server now, and wait for them (plugin_utils/server/_heartbeat.py
     stop_all); first each listener's ``mark(signame)`` (the open run notes the interrupt), then one line per server
     through the listeners' ``say`` (stderr without one). Once per process: a second signal does not wait again."""
     if _STOPPING:

@@ -1,17 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Private filters of the attempt role (module_utils/_attempt.py)."""
+"""Private filters of the attempt role (plugin_utils/close/_attempt.py)."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils import _attempt
+from ansible_collections.repro.vllm.plugins.plugin_utils.close import _attempt
 
 
 def attempt_host_parts(step, **kwargs):
-    """See module_utils/_attempt.py host_parts."""
+    """See plugin_utils/close/_attempt.py host_parts."""
     if "host" not in kwargs:
         raise AnsibleFilterError("attempt_host_parts: give host (the node whose part this is)")
     try:

@@ -8,11 +8,11 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils._verdict import VerdictError, case_verdict as _case_verdict
+from ansible_collections.repro.vllm.plugins.module_utils.decide._verdict import VerdictError, case_verdict as _case_verdict
 
 
 def case_verdict(path, runs=None, exclude=None):
-    """The verdict of the case's latest play (module_utils/_verdict.py); ``path`` is the case folder or a run in it.
+    """The verdict of the case's latest play (module_utils/decide/_verdict.py); ``path`` is the case folder or a run in it.
     ``exclude``: run ids left out (the run still being written, e.g. the summary run whose notes say the verdict)."""
     if not isinstance(path, str) or not path:
         raise AnsibleFilterError("case_verdict: give the case folder (<records_root>/<case_id>) or a run folder in it")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils._collective import judge
-from ansible_collections.repro.vllm.plugins.module_utils._runtime import collective_container as _collective_container
+from ansible_collections.repro.vllm.plugins.module_utils.gpu._collective import judge
+from ansible_collections.repro.vllm.plugins.module_utils.container._runtime import collective_container as _collective_container
 
 
 def collective_verdict(node_results, classification=None):
@@ -21,7 +21,7 @@ def collective_verdict(node_results, classification=None):
 
 
 def collective_container(server_runtime, image, container_args=None, facts=None):
-    """See module_utils/_runtime.py collective_container."""
+    """See module_utils/container/_runtime.py collective_container."""
     return _collective_container(server_runtime, image, container_args, facts)
 
 

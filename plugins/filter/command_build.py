@@ -1,14 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter fronts of the command reader's builders (module_utils/_command.py): the minimal command from its parts and
+"""Filter fronts of the command reader's builders (module_utils/ladder/_command.py): the minimal command from its parts and
 whether a model's config asks for custom code. The roles use these instead of building argv in Jinja."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils import _command
+from ansible_collections.repro.vllm.plugins.module_utils.ladder import _command
 
 
 def node_placement(nodes, node, master_addr="", master_port=None):

@@ -4,8 +4,8 @@
 """Filter fronts of the decisions over frozen runs (controller side): baseline_score, run_diff,
 isolation_decision, fleet_audit, and decision_report (console lines and Markdown of any of them).
 
-The logic lives in plugins/module_utils/_score.py, _diff.py, _isolation.py and _audit.py; runs are read with
-_evidence.py. Every filter takes folders on the controller and never writes."""
+The logic lives in plugins/module_utils/decide/_score.py and plugins/plugin_utils/decide/ (_diff.py,
+_isolation.py, _audit.py); runs are read with module_utils/record/_evidence.py. Every filter takes folders on the controller and never writes."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils import _audit, _diff, _isolation, _record, _score
-from ansible_collections.repro.vllm.plugins.module_utils._evidence import (
+from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _audit, _diff, _isolation
+from ansible_collections.repro.vllm.plugins.module_utils.record import _record
+from ansible_collections.repro.vllm.plugins.module_utils.decide import _score
+from ansible_collections.repro.vllm.plugins.module_utils.record._evidence import (
     EvidenceError, case_runs, read_run, resolve_run)
 
 _ERRORS = (EvidenceError, _diff.DiffError, _score.ScoreError, _isolation.IsolationError, _audit.AuditError)
@@ -44,7 +46,7 @@ def _profile_document(profile, profile_file):
     (``_compat.choose_profile``: the file wins; neither given means the documented default profile, cpu-smoke)."""
     # the compatibility action plugin is the collection's one profile loader
     from ansible_collections.repro.vllm.plugins.action.compatibility import load_profile
-    from ansible_collections.repro.vllm.plugins.module_utils._compat import ProfileError, choose_profile
+    from ansible_collections.repro.vllm.plugins.module_utils.compat._compat import ProfileError, choose_profile
     kind, chosen = choose_profile(profile, profile_file)
     try:
         return load_profile(None, str(chosen)) if kind == "file" else load_profile(str(chosen), None)
@@ -62,7 +64,7 @@ def baseline_score(runs, profile=None, memory_in_use_mib=_score.DEFAULT_MEMORY_I
 
 def run_diff(run_a, run_b, host_map=None, records_root=None, case_id=None, facts=None):
     """diff.json of two runs; each a run folder, ``<case>/run-NNN`` or ``run-NNN`` (under records_root/case_id);
-    ``facts`` restricts the comparison to those facts (module_utils/_diff.py host_diff). The records root (None:
+    ``facts`` restricts the comparison to those facts (plugin_utils/decide/_diff.py host_diff). The records root (None:
     ``records``) is resolved as the run's open resolves it (_record.resolve_root)."""
     records_root = _record.resolve_root(records_root or _record.DEFAULT_ROOT)
     return _front("run_diff", lambda: _diff.run_diff(

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.repro.vllm.plugins.module_utils._closing import closing_rows, table_lines
-from ansible_collections.repro.vllm.plugins.module_utils._service import progress_line, record_parts
+from ansible_collections.repro.vllm.plugins.plugin_utils.close._closing import closing_rows, table_lines
+from ansible_collections.repro.vllm.plugins.module_utils.server._service import progress_line, record_parts
 
 
 def service_parts(served, prefix):
@@ -21,7 +21,7 @@ def service_line(record, host):
 
 
 def closing_table(attempts, fleet=None, compatibility=None):
-    """The closing table's lines (module_utils/_closing.py) of the play's attempts and the fingerprint run's hosts,
+    """The closing table's lines (plugin_utils/close/_closing.py) of the play's attempts and the fingerprint run's hosts,
     for a display that has no table of its own (AWX's)."""
     return table_lines(closing_rows(fleet=fleet or [], compatibility=compatibility or None,
                                     attempts=[a for a in attempts or [] if isinstance(a, dict)]))

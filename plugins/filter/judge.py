@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter fronts of the method's judgement (module_utils/_judge.py): the attempt verdict, a layer's expected
+"""Filter fronts of the method's judgement (plugin_utils/decide/_judge.py): the attempt verdict, a layer's expected
 observation, the prefix-cache evidence, the memory comparison, the closing finding and the second clean run (which
 attempt it repeats, whether it repeated). The ladder's decisions are filter/ladder.py's."""
 
@@ -11,9 +11,10 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils import _judge, _record
-from ansible_collections.repro.vllm.plugins.module_utils._command import LADDER_ORDER
-from ansible_collections.repro.vllm.plugins.module_utils._record import run_id_for, run_numbers
+from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _judge
+from ansible_collections.repro.vllm.plugins.module_utils.record import _record
+from ansible_collections.repro.vllm.plugins.module_utils.ladder._command import LADDER_ORDER
+from ansible_collections.repro.vllm.plugins.module_utils.record._record import run_id_for, run_numbers
 
 
 def _mapping(value, what, filter_name):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter fronts of the ladder (module_utils/_ladder.py): the one step builder (``_step``) and the ladder's
+"""Filter fronts of the ladder (module_utils/ladder/_ladder.py): the one step builder (``_step``) and the ladder's
 decisions - the window, the last good run, the skip rule, a layer's judgement, the rollback's row and whether a
 finding fails the job (the exit rule)."""
 
@@ -13,8 +13,9 @@ import json
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.filter.judge import _mapping
-from ansible_collections.repro.vllm.plugins.module_utils import _exitrule, _ladder
-from ansible_collections.repro.vllm.plugins.module_utils._command import CommandError
+from ansible_collections.repro.vllm.plugins.plugin_utils.close import _exitrule
+from ansible_collections.repro.vllm.plugins.module_utils.ladder import _ladder
+from ansible_collections.repro.vllm.plugins.module_utils.ladder._command import CommandError
 
 
 def step(kind, **inputs):
@@ -59,7 +60,7 @@ def rollback_row(attempt):
 
 
 def job_exit(verdict, variables=None, violations=0):
-    """The exit rule (module_utils/_exitrule.py) on reproduce.yml's verdict: ``{fails, why, ...}`` - a failed run (the
+    """The exit rule (plugin_utils/close/_exitrule.py) on reproduce.yml's verdict: ``{fails, why, ...}`` - a failed run (the
     finding), a refusal or ``violations`` (a compatibility boundary, before any attempt: the verdict is none) fails
     the job unless ``variables`` (repro_vllm_record_only) say record only."""
     if verdict is not None and not isinstance(verdict, dict):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils._logstage import LogStageError, classify_texts
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import LogStageError, classify_texts
 
 
 def _as_list(value, what):

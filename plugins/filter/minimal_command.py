@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Controller fronts of the collection's one vLLM command reader (plugins/module_utils/_command.py)."""
+"""Controller fronts of the collection's one vLLM command reader (plugins/module_utils/ladder/_command.py)."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils import _command
+from ansible_collections.repro.vllm.plugins.module_utils.ladder import _command
 
 
 def _argv(value, what):

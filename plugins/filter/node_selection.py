@@ -1,14 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter front of the one node and master-address selection (module_utils/_command.py node_selection): the
+"""Filter front of the one node and master-address selection (module_utils/ladder/_command.py node_selection): the
 minimal start, every attempt's placement and the collective checkpoint read their nodes and head address here."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils import _command
+from ansible_collections.repro.vllm.plugins.module_utils.ladder import _command
 
 
 def node_selection(play_hosts, hostvars, nnodes=None, nodes=None, master_addr=(), host=None):

@@ -10,7 +10,7 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils._argspec import ArgSpecError, merge_role_specs
+from ansible_collections.repro.vllm.plugins.plugin_utils.play._argspec import ArgSpecError, merge_role_specs
 
 # plugins/filter/ -> the collection root (a checkout or an installed copy alike)
 ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter front of the run comparison in module_utils/_diff.py: the ladder's one-variable check
+"""Filter front of the run comparison in plugin_utils/decide/_diff.py: the ladder's one-variable check
 (``record_identity``, ``record_diff``); the run diff of two frozen runs is the ``run_diff``
 filter (decisions.py)."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils import _diff
+from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _diff
 
 
 def _front(func, *args, **kwargs):
@@ -20,12 +20,12 @@ def _front(func, *args, **kwargs):
 
 
 def record_identity(gpu_facts, command, env=None, image=None, container=None):
-    """See module_utils/_diff.py record_identity."""
+    """See plugin_utils/decide/_diff.py record_identity."""
     return _front(_diff.record_identity, gpu_facts, command, env=env, image=image, container=container)
 
 
 def record_diff(current, previous, allowed=None, previous_run=None):
-    """See module_utils/_diff.py record_diff."""
+    """See plugin_utils/decide/_diff.py record_diff."""
     return _front(_diff.record_diff, current, previous, allowed=allowed, previous_run=previous_run)
 
 

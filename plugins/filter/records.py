@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils import _record
+from ansible_collections.repro.vllm.plugins.module_utils.record import _record
 
 
 def prune_split(paths, run_uids, host=None, lacking=None, allowed=None):
-    """See module_utils/_record.py prune_split."""
+    """See module_utils/record/_record.py prune_split."""
     if not isinstance(paths, (list, tuple)) or not isinstance(run_uids, (list, tuple)):
         raise AnsibleFilterError("prune_split: give the host's run folders (a list) and the prunable run_uids (a list)")
     if not isinstance(lacking or [], (list, tuple)) or not isinstance(allowed or [], (list, tuple)):
@@ -21,7 +21,7 @@ def prune_split(paths, run_uids, host=None, lacking=None, allowed=None):
 
 
 def salvage_plan(found_results, stop_results, remote_root, host):
-    """See module_utils/_record.py salvage_plan."""
+    """See module_utils/record/_record.py salvage_plan."""
     if not isinstance(found_results, (list, tuple)) or not isinstance(stop_results, (list, tuple)):
         raise AnsibleFilterError("salvage_plan: give the find loop's results and the stop loop's results (lists)")
     return _record.salvage_plan(list(found_results), list(stop_results), remote_root, host)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils._redact import load_case_key, redact_data, scan_secrets
+from ansible_collections.repro.vllm.plugins.module_utils.common._redact import load_case_key, redact_data, scan_secrets
 
 
 def redact(data, key=None, case_dir=None):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter fronts of the replay (module_utils/_replay.py): the records root, the profile, the step that replays a
+"""Filter fronts of the replay (module_utils/handoff/_replay.py): the records root, the profile, the step that replays a
 package's attempt, the node pairing, the verdict document and the console lines. Every choice replay.yml makes is
 taken here, in Python; the playbook only orders the steps."""
 
@@ -12,7 +12,9 @@ import os
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils import _compat, _record, _replay
+from ansible_collections.repro.vllm.plugins.module_utils.compat import _compat
+from ansible_collections.repro.vllm.plugins.module_utils.record import _record
+from ansible_collections.repro.vllm.plugins.module_utils.handoff import _replay
 
 
 def records_root(root=None):
@@ -25,7 +27,7 @@ def records_root(root=None):
 
 
 def replay_profile(replay, given_profile=None, given_file=None):
-    """See module_utils/_replay.py choose_profile and profile_override. Reads the package's profile file where it
+    """See module_utils/handoff/_replay.py choose_profile and profile_override. Reads the package's profile file where it
     is unpacked, else the text the checked package returned (``profile_text``: replay.yml chooses before the
     unpack). A compatibility profile of the package is validated here (``_compat.validate_profile``), so a broken
     one is refused before anything is unpacked."""
@@ -59,14 +61,14 @@ def replay_profile(replay, given_profile=None, given_file=None):
 
 
 def replay_profile_vars(final, replay, check_mode=False):
-    """See module_utils/_replay.py profile_vars."""
+    """See module_utils/handoff/_replay.py profile_vars."""
     if not isinstance(final, dict):
         raise AnsibleFilterError("replay_profile_vars: give what repro.vllm._replay_profile returned")
     return _replay.profile_vars(final, replay, bool(check_mode))
 
 
 def replay_plan(replay, play_hosts, secret_env=None, secret_args=None, port=None):
-    """See module_utils/_replay.py attempt_plan."""
+    """See module_utils/handoff/_replay.py attempt_plan."""
     try:
         return _replay.attempt_plan(replay, list(play_hosts or []), secret_env=secret_env, secret_args=secret_args,
                                     port=_port(port))
@@ -75,7 +77,7 @@ def replay_plan(replay, play_hosts, secret_env=None, secret_args=None, port=None
 
 
 def replay_precheck(replay, play_hosts, secret_env=None, secret_args=None, port=None):
-    """See module_utils/_replay.py precheck (before the unpack)."""
+    """See module_utils/handoff/_replay.py precheck (before the unpack)."""
     try:
         return _replay.precheck(replay, list(play_hosts or []), secret_env=secret_env, secret_args=secret_args,
                                 port=_port(port))
@@ -84,7 +86,7 @@ def replay_precheck(replay, play_hosts, secret_env=None, secret_args=None, port=
 
 
 def replay_handed_on_lines(case_id, handed_result=None, ignored_case_id=None):
-    """See module_utils/_replay.py handed_on_lines."""
+    """See module_utils/handoff/_replay.py handed_on_lines."""
     return _replay.handed_on_lines(case_id, handed_result, ignored_case_id=ignored_case_id)
 
 
@@ -93,19 +95,19 @@ def _port(port):
 
 
 def replay_pairs(nodes, play_hosts):
-    """See module_utils/_replay.py node_pairs."""
+    """See module_utils/handoff/_replay.py node_pairs."""
     return _replay.node_pairs(nodes, list(play_hosts or []))
 
 
 def replay_verdict(package, here, diff=None, package_verdict=None, missing=None):
-    """See module_utils/_replay.py replay_verdict."""
+    """See module_utils/handoff/_replay.py replay_verdict."""
     if not isinstance(package, dict) or not isinstance(here, dict):
         raise AnsibleFilterError("replay_verdict: give the package's attempt and the replayed attempt (dicts)")
     return _replay.replay_verdict(package, here, diff, package_verdict=package_verdict, missing=missing)
 
 
 def replay_document(replay, head, diff=None, case_id=None, secret_env=None, ignored_case_id=None):
-    """See module_utils/_replay.py replay_document."""
+    """See module_utils/handoff/_replay.py replay_document."""
     if not isinstance(head, dict) or head.get("run") is None:
         return None  # the attempt did not run (check mode, or a stop before it)
     if not isinstance(replay, dict) or "attempt" not in replay:
@@ -115,12 +117,12 @@ def replay_document(replay, head, diff=None, case_id=None, secret_env=None, igno
 
 
 def replay_unpacked_lines(replay, profile):
-    """See module_utils/_replay.py unpacked_lines."""
+    """See module_utils/handoff/_replay.py unpacked_lines."""
     return _replay.unpacked_lines(replay, profile)
 
 
 def replay_lines(diff):
-    """See module_utils/_replay.py not_the_same_lines."""
+    """See module_utils/handoff/_replay.py not_the_same_lines."""
     return _replay.not_the_same_lines(diff)
 
 

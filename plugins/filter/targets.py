@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.repro.vllm.plugins.module_utils import _targets
+from ansible_collections.repro.vllm.plugins.plugin_utils.play import _targets
 
 
 def target_patterns(value, controller=False, stopped=None):

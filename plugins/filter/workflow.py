@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.module_utils._workflow import (
+from ansible_collections.repro.vllm.plugins.plugin_utils.close._workflow import (
     WorkflowResultError, merge_runs, parse_sink, sink_path)
 
 

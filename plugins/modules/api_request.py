@@ -247,9 +247,9 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.repro.vllm.plugins.module_utils import _http
-from ansible_collections.repro.vllm.plugins.module_utils._lease import renew_lease, renew_node
-from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_text
+from ansible_collections.repro.vllm.plugins.module_utils.server import _http
+from ansible_collections.repro.vllm.plugins.module_utils.server._lease import renew_lease, renew_node
+from ansible_collections.repro.vllm.plugins.module_utils.common._redact import redact_text
 
 
 def redact_strings(data):

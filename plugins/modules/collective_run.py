@@ -194,8 +194,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.repro.vllm.plugins.module_utils import _collective
-from ansible_collections.repro.vllm.plugins.module_utils._redact import redact_argv, redact_env
+from ansible_collections.repro.vllm.plugins.module_utils.gpu import _collective
+from ansible_collections.repro.vllm.plugins.module_utils.common._redact import redact_argv, redact_env
 
 
 def main():

@@ -252,8 +252,8 @@ actions:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.repro.vllm.plugins.module_utils import _container
-from ansible_collections.repro.vllm.plugins.module_utils._cmd import run_cmd, summary
+from ansible_collections.repro.vllm.plugins.module_utils.container import _container
+from ansible_collections.repro.vllm.plugins.module_utils.common._cmd import run_cmd, summary
 
 
 def _probe(module, facts, actions):

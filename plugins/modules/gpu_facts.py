@@ -488,7 +488,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.repro.vllm.plugins.module_utils._gpu import DEFAULT_TIMEOUT, SECTIONS, gather
+from ansible_collections.repro.vllm.plugins.module_utils.gpu._gpu import DEFAULT_TIMEOUT, SECTIONS, gather
 
 
 def main():

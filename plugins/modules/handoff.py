@@ -159,8 +159,9 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.repro.vllm.plugins.module_utils import _evidence, _handoff
-from ansible_collections.repro.vllm.plugins.module_utils._record import RecordError
+from ansible_collections.repro.vllm.plugins.module_utils.record import _evidence
+from ansible_collections.repro.vllm.plugins.module_utils.handoff import _handoff
+from ansible_collections.repro.vllm.plugins.module_utils.record._record import RecordError
 
 
 def main():

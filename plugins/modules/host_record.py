@@ -328,11 +328,11 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.repro.vllm.plugins.module_utils import _hostrecord
+from ansible_collections.repro.vllm.plugins.module_utils.record import _hostrecord
 
 
 def _gather_container(image, timeout):
-    from ansible_collections.repro.vllm.plugins.module_utils import _container
+    from ansible_collections.repro.vllm.plugins.module_utils.container import _container
 
     facts, actions = _container.gather(image, timeout=timeout)
     facts["timed_out"] = [a.get("cmd") for a in actions if a.get("status") == "timed_out"]
@@ -413,7 +413,7 @@ def main():
         if "basics" in p["gather"]:
             out["basics"] = _hostrecord.basics(key=p["redact_key"] or None)
         if "gpu" in p["gather"]:
-            from ansible_collections.repro.vllm.plugins.module_utils._gpu import gather as gpu_gather
+            from ansible_collections.repro.vllm.plugins.module_utils.gpu._gpu import gather as gpu_gather
 
             out["gpu"] = gpu_gather({"nvidia_smi_path": p["nvidia_smi_path"] or None,
                                      "command_timeout": p["command_timeout"]})

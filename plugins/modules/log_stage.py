@@ -343,7 +343,7 @@ changed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.repro.vllm.plugins.module_utils._logstage import LogStageError, classify_files
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import LogStageError, classify_files
 
 
 def main():

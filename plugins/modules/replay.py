@@ -142,8 +142,9 @@ origin:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.repro.vllm.plugins.module_utils import _evidence, _replay
-from ansible_collections.repro.vllm.plugins.module_utils._record import RecordError
+from ansible_collections.repro.vllm.plugins.module_utils.record import _evidence
+from ansible_collections.repro.vllm.plugins.module_utils.handoff import _replay
+from ansible_collections.repro.vllm.plugins.module_utils.record._record import RecordError
 
 
 def main():

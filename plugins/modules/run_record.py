@@ -195,22 +195,22 @@ options:
     default: false
   kind:
     description:
-      - With O(state=create), the kind of run opened (module_utils/_record.py C(OPEN_KINDS)) - V(fingerprint) and
+      - With O(state=create), the kind of run opened (module_utils/record/_record.py C(OPEN_KINDS)) - V(fingerprint) and
         V(audit) cover the hosts O(targets) match; V(attempt) and V(collective) cover O(hosts) (the step's nodes; the
         targets given are checked all the same) and live on them too (O(remote_root), default C(/var/tmp/repro-vllm),
         O(lease_dir)); V(summary), V(diff) and V(replay) are the controller's alone (no host, no targets). The kind
         is the run's O(purpose) when none is given, and says whether the console announces the run (O(announce)).
         Left out, the create does as its options say.
-      - With O(state=close), which kind of run closes (module_utils/_runclose.py decides, one function per kind); the
+      - With O(state=close), which kind of run closes (plugin_utils/close/_runclose.py decides, one function per kind); the
         open's kind closes as the kind of close that stands for it (V(fingerprint) and V(audit) as V(fleet); V(summary),
         V(diff) and V(replay) as V(decisions)).
       - V(fleet) a fingerprint or audit run - fleet.json from each expected host's C(repro.vllm.host_record) result
         (C(reports) of O(inputs); a host without one is C(lost), an unreachable one C(unreachable)), the run sheet,
-        status C(ok) or C(failed); the task fails after the freeze by the exit rule (module_utils/_exitrule.py - a host
+        status C(ok) or C(failed); the task fails after the freeze by the exit rule (plugin_utils/close/_exitrule.py - a host
         not complete, a compatibility violation, a host audit.json names drifted, unless C(record_only) of O(inputs))
         or when C(error) of O(inputs) is given. RV(closing) is the closing table of what the run holds.
       - V(attempt) one step of the ladder - every node's log classified once together, the verdict and the parts
-        (module_utils/_attempt.py C(close) decides), then the freeze.
+        (plugin_utils/close/_attempt.py C(close) decides), then the freeze.
       - V(collective) the collective checkpoint - every rank's log of every node classified together, the verdict.
       - V(decisions) a summary or diff run - O(parts) as given, status C(ok).
       - V(incomplete) a run whose play failed after its open - C(incomplete.json) with the real error (redacted, cut at
@@ -604,7 +604,7 @@ compatibility:
   returned: when O(state=close), O(kind=fleet) and C(judge) is in O(inputs)
   type: dict
 attempt:
-  description: With O(kind=attempt), the attempt's record (its verdict, stage, request and refusal) as module_utils/_attempt.py decides it.
+  description: With O(kind=attempt), the attempt's record (its verdict, stage, request and refusal) as plugin_utils/close/_attempt.py decides it.
   returned: when O(state=close) and O(kind=attempt)
   type: dict
 collection_version:
@@ -716,7 +716,7 @@ not_matched:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.repro.vllm.plugins.module_utils import _record
+from ansible_collections.repro.vllm.plugins.module_utils.record import _record
 
 
 def main():

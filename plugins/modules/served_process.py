@@ -177,8 +177,9 @@ logs:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.repro.vllm.plugins.module_utils import _container, _service
-from ansible_collections.repro.vllm.plugins.module_utils._cmd import run_cmd
+from ansible_collections.repro.vllm.plugins.module_utils.container import _container
+from ansible_collections.repro.vllm.plugins.module_utils.server import _service
+from ansible_collections.repro.vllm.plugins.module_utils.common._cmd import run_cmd
 
 
 def _docker_digest(record, timeout):

@@ -532,10 +532,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.repro.vllm.plugins.module_utils import _lease
-from ansible_collections.repro.vllm.plugins.module_utils import _redact
-from ansible_collections.repro.vllm.plugins.module_utils import _runtime as rtm
-from ansible_collections.repro.vllm.plugins.module_utils import _server as srv
+from ansible_collections.repro.vllm.plugins.module_utils.server import _lease
+from ansible_collections.repro.vllm.plugins.module_utils.common import _redact
+from ansible_collections.repro.vllm.plugins.module_utils.container import _runtime as rtm
+from ansible_collections.repro.vllm.plugins.module_utils.server import _server as srv
 
 
 def _state_file(params):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a lent NVIDIA machine (no Ansible there): capture the driver actually in use by a real CUDA process, run
 # gpu_facts' gathering and the in-image probe script beside it, then the collective checkpoint's node part
-# (plugins/module_utils/_collective.py, the code the collective_run module runs) with NCCL, healthy and with
+# (plugins/module_utils/gpu/_collective.py, the code the collective_run module runs) with NCCL, healthy and with
 # deliberate faults, and gloo on the CPU.
 #
 # usage (from a copy of the collection root): OUT=/some/dir tests/device/driver_and_collective.sh
@@ -64,7 +64,7 @@ if timeout 120 head -n1 "$FIFO" > /dev/null; then
     esac
     "$PY" - "$OUT/driver/gather_$mode.json" "$opts" <<'PY' 2>&1 | tee -a "$LOG"
 import json, sys
-from ansible_collections.repro.vllm.plugins.module_utils._gpu import gather
+from ansible_collections.repro.vllm.plugins.module_utils.gpu._gpu import gather
 facts = gather(json.loads(sys.argv[2]))
 json.dump(facts, open(sys.argv[1], "w"), indent=2, sort_keys=True)
 print(sys.argv[1], json.dumps(facts["driver_in_use"])[:400])
@@ -79,7 +79,7 @@ kill "$HOLDER" 2>/dev/null; wait "$HOLDER" 2>/dev/null; HOLDER=""
 # the in-image probe script, run by the machine's own python3 (what an image's python3 runs in a container)
 "$PY" - "$OUT/driver" <<'PY' 2>&1 | tee -a "$LOG"
 import os, subprocess, sys
-from ansible_collections.repro.vllm.plugins.module_utils._container import PROBE_SCRIPT
+from ansible_collections.repro.vllm.plugins.module_utils.container._container import PROBE_SCRIPT
 for name, extra in (("probe", {}), ("probe_novisible", {"CUDA_VISIBLE_DEVICES": ""})):
     p = subprocess.run(["python3", "-c", PROBE_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        env=dict(os.environ, **extra), timeout=120)
@@ -95,7 +95,7 @@ coll() {  # coll CASE JSON-OPTIONS
   log "collective $1: $2"
   "$PY" - "$d" "$2" <<'PY' 2>&1 | tee -a "$LOG"
 import json, sys
-from ansible_collections.repro.vllm.plugins.module_utils import _collective
+from ansible_collections.repro.vllm.plugins.module_utils.gpu import _collective
 opts = dict(python=sys.executable, nnodes=1, node_rank=0, nproc_per_node=1, master_addr="127.0.0.1",
             backend="nccl", timeout=120, log_dir=sys.argv[1],
             env={"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"})

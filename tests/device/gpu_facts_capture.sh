@@ -41,7 +41,7 @@ log "python: $("$PY" --version 2>&1); nvidia-smi: $(command -v nvidia-smi || ech
 gather_json() {  # gather_json OUTFILE JSON_OPTIONS
   "$PY" - "$1" "$2" <<'PY'
 import json, sys, time
-from ansible_collections.repro.vllm.plugins.module_utils._gpu import gather
+from ansible_collections.repro.vllm.plugins.module_utils.gpu._gpu import gather
 start = time.monotonic()
 facts = gather(json.loads(sys.argv[2]))
 facts["_wall_ms_in_script"] = int((time.monotonic() - start) * 1000)
@@ -63,7 +63,7 @@ gather_json "$OUT/gpu_facts_tiny_timeout.json" '{"command_timeout": 0.001}' | te
 log "capture the raw output of every command gather() ran, and a few probes"
 "$PY" - "$OUT/gpu_facts.json" "$OUT/capture" <<'PY' | tee -a "$LOG"
 import datetime, json, os, re, subprocess, sys, time
-from ansible_collections.repro.vllm.plugins.module_utils import _gpu
+from ansible_collections.repro.vllm.plugins.module_utils.gpu import _gpu
 
 facts = json.load(open(sys.argv[1]))
 driver = facts["driver"]["kernel_module_version"] or facts["driver"]["userspace_version"] or "nodriver"
@@ -138,7 +138,7 @@ with open(os.path.join(folder, "README.md"), "w") as fh:
     fh.write("# Real captures: %s, driver %s (%s)\n\n" % (
         ", ".join(sorted(set(g["name"] for g in facts["gpus"]))) or "no GPU", driver, datetime.date.today()))
     fh.write("Made by `tests/device/gpu_facts_capture.sh` on the lent GPU machine: every command that\n"
-             "`gather()` of `plugins/module_utils/_gpu.py` ran, run once more with its words unchanged, plus the\n"
+             "`gather()` of `plugins/module_utils/gpu/_gpu.py` ran, run once more with its words unchanged, plus the\n"
              "probes `nvlink -s`, `-q -d FABRIC`, `--query-gpu` of the camelCase fabric fields, `-q`, `--version`\n"
              "and `--help-query-gpu`. `NAME.cmd` (the command, binary by name), `NAME.txt` (stdout and stderr\n"
              "together), `NAME.meta` (exit code and wall time in ms). Nothing was edited.\n")

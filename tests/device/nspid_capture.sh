@@ -35,7 +35,7 @@ gather() {  # gather OUTFILE OPTIONS-JSON [nsenter prefix...]
   local out=$1 opts=$2; shift 2
   "$@" env PYTHONPATH="$COLL" "$PY" - "$out" "$opts" <<'PY' 2>&1 | tee -a "$LOG"
 import json, sys
-from ansible_collections.repro.vllm.plugins.module_utils._gpu import gather
+from ansible_collections.repro.vllm.plugins.module_utils.gpu._gpu import gather
 facts = gather(json.loads(sys.argv[2]))
 json.dump(facts, open(sys.argv[1], "w"), indent=2, sort_keys=True)
 print(sys.argv[1], [(p["pid"], p["attribution"], p["local_pid"], p["reason"]) for p in facts["processes"]])

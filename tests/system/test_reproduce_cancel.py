@@ -106,7 +106,7 @@ def _cancel_with_server_up(work, port, case, sig, lease=LEASE, heartbeat_too=Fal
 
 
 def _heartbeats_of(pid):
-    """The heartbeat daemons the play with main process ``pid`` started (module_utils/_heartbeat.py registry)."""
+    """The heartbeat daemons the play with main process ``pid`` started (plugin_utils/server/_heartbeat.py registry)."""
     folder = "/tmp/repro-vllm-heartbeat-%d-%d" % (os.getuid(), pid)
     found = []
     for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:

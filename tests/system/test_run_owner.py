@@ -15,7 +15,7 @@ import time
 
 from conftest import COLLECTIONS, ROOT, free_port
 
-from ansible_collections.repro.vllm.plugins.module_utils import _record
+from ansible_collections.repro.vllm.plugins.module_utils.record import _record
 
 from test_reproduce_cancel import _drain, _start
 from test_reproduce_localhost import _live_servers

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Check the vllm_server memory sampler on a REAL NVIDIA GPU (run by hand on a GPU host; not part of CI).
 
-Starts, through ``module_utils/_server.spawn`` (the code the module uses), a Python process that takes
+Starts, through ``module_utils/server/_server.spawn`` (the code the module uses), a Python process that takes
 ``--gib`` GiB on GPU 0 with torch after 3 s and holds it 5 s, then reads ``memory.jsonl``: the per-GPU
 ``memory.used`` samples from the real ``nvidia-smi`` must rise by about that much while it runs, and the
 supervisor must stop by itself once the process is gone. Prints one JSON object; exit 0 when it held.
@@ -35,7 +35,8 @@ def main():
     os.makedirs(os.path.join(coll, "ansible_collections", "repro"))
     os.symlink(REPO, os.path.join(coll, "ansible_collections", "repro", "vllm"))
     sys.path.insert(0, coll)
-    from ansible_collections.repro.vllm.plugins.module_utils import _cmd, _server as srv  # noqa: E402
+    from ansible_collections.repro.vllm.plugins.module_utils.common import _cmd  # noqa: E402
+    from ansible_collections.repro.vllm.plugins.module_utils.server import _server as srv  # noqa: E402
 
     nvsmi = srv.find_nvidia_smi()
     if not nvsmi:

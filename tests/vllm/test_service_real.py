@@ -21,7 +21,7 @@ sys.path.insert(0, os.environ.get("REPRO_VLLM_COLLECTIONS_PATH") or os.path.join
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), ".cache", "collections"))
 
 from ansible_collections.repro.vllm.plugins.filter.decisions import isolation_decision  # noqa: E402 pylint: disable=wrong-import-position
-from ansible_collections.repro.vllm.plugins.module_utils import _record  # noqa: E402 pylint: disable=wrong-import-position
+from ansible_collections.repro.vllm.plugins.module_utils.record import _record  # noqa: E402 pylint: disable=wrong-import-position
 
 from conftest import SERVER_ENV, _ansible_bin, free_port, kill_session, serve_argv, session_pids, wait_until
 

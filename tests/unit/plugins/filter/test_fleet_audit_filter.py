@@ -4,8 +4,8 @@ tests, which ansible-test runs without ansible's controller packages)."""
 from __future__ import annotations
 
 from ansible_collections.repro.vllm.plugins.filter.decisions import fleet_audit
-from ansible_collections.repro.vllm.plugins.module_utils import _audit
-from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.test_fleet_audit import _fleet
+from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _audit
+from ansible_collections.repro.vllm.tests.unit.plugins.plugin_utils.decide.test__audit import _fleet
 
 
 def test_a_host_the_open_run_expects_but_that_left_no_folder_is_audited_as_missing(tmp_path):

@@ -1,12 +1,12 @@
 # -*- coding: utf-8 -*-
-"""module_utils/_fleet.py's host_summary / host_summary_line / fleet close on the shape gpu_facts returns (real
+"""plugin_utils/close/_fleet.py's host_summary / host_summary_line / fleet close on the shape gpu_facts returns (real
 H200 values), and the closing table filter."""
 from __future__ import annotations
 
 import pytest
 
 from ansible_collections.repro.vllm.plugins.filter.fleet_hosts import closing_table
-from ansible_collections.repro.vllm.plugins.module_utils._fleet import (
+from ansible_collections.repro.vllm.plugins.plugin_utils.close._fleet import (
     fleet_close, fleet_summary, host_summary, host_summary_line)
 
 H200 = {"present": True,

@@ -12,7 +12,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.filter import ladder
-from ansible_collections.repro.vllm.plugins.module_utils import _judge
+from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _judge
 
 from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import RECORDS, load
 

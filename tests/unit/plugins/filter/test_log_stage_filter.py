@@ -14,7 +14,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.filter.log_stage import FilterModule, log_stage
-from ansible_collections.repro.vllm.plugins.module_utils._logstage import classify_files
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_files
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 COLL = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))

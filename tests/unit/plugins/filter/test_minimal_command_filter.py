@@ -10,7 +10,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.filter.minimal_command import FilterModule, command_apply, minimal_command
-from ansible_collections.repro.vllm.plugins.module_utils import _command
+from ansible_collections.repro.vllm.plugins.module_utils.ladder import _command
 
 ARGV = ["vllm", "serve", "/m", "--port", "8011", "--enable-prefix-caching", "--tool-call-parser", "hermes"]
 

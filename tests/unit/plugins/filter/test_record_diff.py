@@ -130,7 +130,7 @@ def test_filters_registered():
 
 
 def test_scrub_masks_strings_not_counts():
-    from ansible_collections.repro.vllm.plugins.module_utils._diff import record_scrub
+    from ansible_collections.repro.vllm.plugins.plugin_utils.decide._diff import record_scrub
     answer = {"usage": {"prompt_tokens": 5, "completion_tokens": 8}, "max_tokens": 8,
               "text": "Authorization: Bearer " + FAKE_HF, "lines": ["--api-key sk-" + "FAKE" * 6, "ok"]}
     out = record_scrub(answer)

@@ -2,7 +2,7 @@
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The replay filters (controller side): errors reach the play as AnsibleFilterError naming the fix, and the
-fronts answer what module_utils/_replay.py answers."""
+fronts answer what module_utils/handoff/_replay.py answers."""
 
 from __future__ import annotations
 

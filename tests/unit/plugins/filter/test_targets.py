@@ -9,7 +9,7 @@ from ansible.inventory.manager import InventoryManager
 from ansible.parsing.dataloader import DataLoader
 
 from ansible_collections.repro.vllm.plugins.filter.targets import target_patterns
-from ansible_collections.repro.vllm.plugins.module_utils import _targets
+from ansible_collections.repro.vllm.plugins.plugin_utils.play import _targets
 
 GROUPS = {"all": ["ok1", "ok2", "old", "node03", "fe80::1"], "ungrouped": ["fe80::1"],
           "fleet": ["ok1", "ok2", "old", "node03"], "rack1": ["ok1", "old"], "empty": []}

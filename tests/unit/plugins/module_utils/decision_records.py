@@ -64,7 +64,7 @@ def real_h200_gpu():
 
 def container_facts(tmp_path, reference, mapping=None):
     """container_facts gathered by the real code from podman's real captures (replay stub, see containers/README)."""
-    from ansible_collections.repro.vllm.plugins.module_utils import _container
+    from ansible_collections.repro.vllm.plugins.module_utils.container import _container
     mapping = mapping or os.path.join(CONTAINERS, "podman-4.3.1", "replay.json")
     stub = os.path.join(str(tmp_path), "podman-%d" % abs(hash(mapping)))
     with open(stub, "w") as f:

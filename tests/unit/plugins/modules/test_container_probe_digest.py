@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.repro.vllm.plugins.module_utils import _container
+from ansible_collections.repro.vllm.plugins.module_utils.container import _container
 from ansible_collections.repro.vllm.tests.unit.plugins.modules.test_container_facts import replay_bin, run_module
 
 FIX = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures"))

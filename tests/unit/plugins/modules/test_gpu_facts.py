@@ -21,7 +21,7 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.repro.vllm.plugins.module_utils import _gpu
+from ansible_collections.repro.vllm.plugins.module_utils.gpu import _gpu
 from ansible_collections.repro.vllm.plugins.modules import gpu_facts
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures"))
@@ -349,9 +349,9 @@ def test_bad_timeout_fails_with_fix(tmp_path, replay, capsys):
 
 def test_gather_importable_without_ansible(tmp_path):
     """_gpu and _cmd import with nothing but the collection path on sys.path (how the device script uses them)."""
-    coll_root = os.path.abspath(os.path.join(os.path.dirname(_gpu.__file__), "..", "..", "..", "..", ".."))
+    coll_root = os.path.abspath(os.path.join(os.path.dirname(_gpu.__file__), "..", "..", "..", "..", "..", ".."))
     code = ("import sys; sys.modules['ansible'] = None; "
-            "from ansible_collections.repro.vllm.plugins.module_utils._gpu import gather; "
+            "from ansible_collections.repro.vllm.plugins.module_utils.gpu._gpu import gather; "
             "print(sorted(gather({'gather': ['visible_devices'], 'proc_root': '/nonexistent'}))[0])")
     res = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=coll_root),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)

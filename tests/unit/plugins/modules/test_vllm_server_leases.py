@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from ansible_collections.repro.vllm.plugins.module_utils import _judge, _lease, _server
+from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _judge
+from ansible_collections.repro.vllm.plugins.module_utils.server import _lease, _server
 from ansible_collections.repro.vllm.tests.unit.plugins.modules import test_vllm_server_unit as _unit
 from ansible_collections.repro.vllm.tests.unit.plugins.modules.test_vllm_server_unit import (
     free_port, run_module, session_pids, start_args)

@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.repro.vllm.plugins.module_utils import _http, _server
+from ansible_collections.repro.vllm.plugins.module_utils.server import _http, _server
 from ansible_collections.repro.vllm.plugins.modules import vllm_server as vllm_server_module
 
 COLL_PARENT = os.path.abspath(os.path.join(os.path.dirname(vllm_server_module.__file__), "..", "..", "..", "..", ".."))

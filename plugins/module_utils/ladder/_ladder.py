@@ -1,0 +1,452 @@
+"""The ladder in one place (issue 22 item 6): every step the attempt role runs, and every decision of the ladder.
+
+* ``build_step(kind, **inputs)``: the one builder of ``_repro_vllm_step`` for each kind - ``minimal``, ``layer``,
+  ``rollback``, ``repeat``, ``replay`` - against one schema (``STEP_KEYS``, defaults in ``STEP_DEFAULTS``): every
+  key is always there. The roles (minimal_startup, feature_layer, repeat) call it through the private filter
+  ``repro.vllm._step``; the replay's plan (``_replay.attempt_plan``) calls it directly.
+* ``is_good`` / ``last_good``: the one definition of a run the ladder climbs from (an attempt that was not refused
+  and is ok); a run an earlier play left (``repro_vllm_ladder_resume``) is read with the same rule.
+* ``window``: which layers this play climbs (up to ``repro_vllm_ladder_until``, after the last layer the last good
+  run already has).
+* ``layer_skip``: why a layer cannot run here; ``judge_layer``: a layer's status, whether the ladder stops, whether
+  its run is the new last good one and its result row; ``rollback_status``: the row of a rollback.
+
+Controller side; Python standard library only (plus the collection's own module_utils).
+"""
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
+
+from __future__ import annotations
+
+from ansible_collections.repro.vllm.plugins.module_utils.ladder import _command
+from ansible_collections.repro.vllm.plugins.module_utils.ladder._command import apply_layers
+from ansible_collections.repro.vllm.plugins.module_utils.common._redact import redact_data
+
+KINDS = ("minimal", "layer", "rollback", "repeat", "replay")
+
+# Every key of a step (roles/attempt/meta/argument_specs.yml documents them) in one order.
+STEP_KEYS = ("name", "purpose", "layer", "nodes", "host", "port", "argv", "env", "request", "checks", "prompt_over",
+             "prefix", "allowed", "changed", "expected", "rollback", "input", "previous", "enforce_one_variable",
+             "via_gateway", "probes", "layers_applied", "rollback_of", "repeat_of", "debug_as")
+
+# What a key is when a kind does not set it: what the attempt role and the attempt's close read for a missing key
+# (``| default([])``, ``.get(key)``). ``debug_as`` (the name repro_vllm_debug_step matches) defaults to the step's name.
+STEP_DEFAULTS = {
+    "layer": None, "checks": [], "prompt_over": 0, "prefix": None, "allowed": [], "changed": [], "previous": None,
+    "enforce_one_variable": False, "via_gateway": False, "probes": [], "layers_applied": [], "rollback_of": None,
+    "repeat_of": None,
+}
+
+# The inputs of each kind: required, then optional.
+INPUTS = {
+    "minimal": (("base", "request", "previous"), ()),
+    "layer": (("layer", "last_good", "base", "request", "ladder", "play_hosts"), ("overrides", "production", "prefix")),
+    "rollback": (("layer", "failed", "last_good", "base"), ()),
+    "repeat": (("original", "target"), ()),
+    "replay": (("attempt", "plan", "nodes"), ("original_case", "package")),
+}
+
+WHAT = {
+    "base": "the planned minimal command (_repro_vllm_base: nodes, host, port, argv, env, derived)",
+    "request": "the fixed request (_repro_vllm_base_request)",
+    "previous": "the run to compare with (_repro_vllm_previous; none for the first run of a case)",
+    "layer": "the ladder layer (its data with the overrides)",
+    "last_good": "the last good run (_repro_vllm_last_good)",
+    "ladder": "the ladder's layers as data (_repro_vllm_ladder)",
+    "play_hosts": "the hosts of the play (ansible_play_hosts_all)",
+    "failed": "the attempt of the layer that changed the stage (_repro_vllm_attempt)",
+    "original": "the step of the run repeated (_repro_vllm_steps[run])",
+    "target": "the attempt to repeat (repro.vllm._repeat_target)",
+    "attempt": "the package's attempt (its outcome.json)",
+    "plan": "replay_step's answer (argv, env, host, port, request)",
+    "nodes": "the receiving hosts the attempt runs on",
+}
+
+
+class LadderError(Exception):
+    """A step that cannot be built or a ladder decision on inputs of the wrong shape; the message names them."""
+
+
+def _mapping(value, what):
+    if not isinstance(value, dict):
+        raise LadderError("%s must be a mapping, got %s" % (what, type(value).__name__))
+    return value
+
+
+def _key(mapping, key, what):
+    """``mapping[key]``, or a LadderError naming what lacks it."""
+    if key not in mapping:
+        raise LadderError("%s has no %s" % (what, key))
+    return mapping[key]
+
+
+def _as_int(value):
+    """As Jinja's ``int`` filter reads a number: a float's whole part, 0 when it is no number."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return 0
+
+
+def complete(step):
+    """The step with every key of the schema: the defaults where it has none (``debug_as``: its name)."""
+    out = dict((k, list(v) if isinstance(v, list) else v) for k, v in STEP_DEFAULTS.items())
+    out.update(step)
+    out.setdefault("debug_as", out.get("name"))
+    missing = [k for k in STEP_KEYS if k not in out]
+    if missing:
+        raise LadderError("the %s step lacks %s" % (out.get("name"), ", ".join(missing)))
+    return out
+
+
+def build_step(kind, **inputs):
+    """The step (``_repro_vllm_step``) of ``kind`` from its inputs (``INPUTS``); every key of ``STEP_KEYS``.
+
+    Raises LadderError for an unknown kind, a missing or unknown input, or an input without a key the kind reads."""
+    if kind not in INPUTS:
+        raise LadderError("no step kind %r; the kinds are %s" % (kind, ", ".join(KINDS)))
+    required, optional = INPUTS[kind]
+    missing = [name for name in required if name not in inputs]
+    if missing:
+        raise LadderError("a %s step needs %s" % (kind, "; ".join("%s (%s)" % (n, WHAT[n]) for n in missing)))
+    unknown = sorted(set(inputs) - set(required) - set(optional))
+    if unknown:
+        raise LadderError("a %s step takes %s; not %s" % (kind, ", ".join(required + optional), ", ".join(unknown)))
+    return complete(_BUILDERS[kind](**inputs))
+
+
+def _minimal(base, request, previous):
+    base = _mapping(base, "base (%s)" % WHAT["base"])
+    request = _mapping(request, "request (%s)" % WHAT["request"])
+    nodes = _key(base, "nodes", "base")
+    derived = base.get("derived")
+    made = ("the minimal command derived from the production command (%d categories removed)"
+            % len(derived.get("removed") or {}) if derived else "the minimal command built from the variables")
+    return {
+        "name": "minimal", "purpose": "minimal_startup", "layer": None, "nodes": nodes,
+        "host": _key(base, "host", "base"), "port": _key(base, "port", "base"), "argv": _key(base, "argv", "base"),
+        "env": _key(base, "env", "base"), "request": request, "checks": [], "allowed": [], "changed": [],
+        "expected": "The smallest command proves device discovery, weight loading, engine init and API readiness "
+                    "(/health and /v1/models 200), and the fixed request answers 2xx.",
+        "rollback": "none (this is the baseline every layer builds on)",
+        "input": "%s on %d node(s); fixed request %s" % (made, len(nodes), _key(request, "route", "request")),
+        "previous": previous, "enforce_one_variable": False, "via_gateway": False, "layers_applied": [],
+    }
+
+
+def _layer(layer, last_good, base, request, ladder, play_hosts, overrides=None, production=None, prefix=None):
+    layer = _mapping(layer, "layer (%s)" % WHAT["layer"])
+    last_good = _mapping(last_good, "last_good (%s)" % WHAT["last_good"])
+    base = _mapping(base, "base (%s)" % WHAT["base"])
+    name = _key(layer, "name", "the layer")
+    applied = list(_key(last_good, "layers_applied", "the last good run") or [])
+    plan = apply_layers({"argv": _key(base, "argv", "base"), "env": _key(base, "env", "base"), "request": request},
+                        list(ladder or []), applied + [name], overrides=overrides or {}, production=production or None)
+    prefix = dict(prefix or {})
+    return {
+        "name": name, "purpose": "feature_layer", "layer": name,
+        "nodes": list(play_hosts or []) if "requires_nodes" in layer else _key(last_good, "nodes", "the last good run"),
+        "host": _key(base, "host", "base"), "port": _key(base, "port", "base"),
+        "argv": plan["argv"], "env": plan["env"], "request": plan["request"],
+        "checks": layer.get("checks", []), "prompt_over": layer.get("prompt_over", 0),
+        "prefix": {"block_size": _as_int(prefix.get("block_size")), "shared_text": prefix.get("shared_text"),
+                   "log_wait_s": prefix.get("log_wait_s")},
+        "allowed": plan["allowed"], "changed": ["%s:" % name] + list(plan["changed"]),
+        "expected": _key(layer, "expected", "the layer %s" % name), "rollback": _key(layer, "rollback", "the layer %s" % name),
+        "input": "the last good run %s (%s) plus the layer %s" % (
+            _key(last_good, "run", "the last good run"),
+            ("layers: " + ", ".join(str(a) for a in applied)) if applied else "the minimal command", name),
+        "previous": last_good, "enforce_one_variable": True, "via_gateway": "gateway" in plan["layers_applied"],
+        "probes": layer.get("probes", []) if name == "gateway" else [],
+        "layers_applied": plan["layers_applied"],
+    }
+
+
+def _rollback(layer, failed, last_good, base):
+    name = _key(layer, "name", "the layer") if isinstance(layer, dict) else layer
+    failed = _mapping(failed, "failed (%s)" % WHAT["failed"])
+    good = _mapping(last_good, "last_good (%s)" % WHAT["last_good"])
+    base = _mapping(base, "base (%s)" % WHAT["base"])
+    what = "the last good run"
+    run, stage = _key(good, "run", what), _key(good, "stage", what)
+    applied = _key(good, "layers_applied", what)
+    return {
+        "name": "rollback", "purpose": "rollback", "layer": name, "nodes": _key(good, "nodes", what),
+        "host": _key(base, "host", "base"), "port": _key(base, "port", "base"),
+        "argv": _key(good, "argv", what), "env": _key(good, "env", what), "request": _key(good, "request", what),
+        "checks": [], "allowed": [], "changed": ["rollback of %s: none against %s" % (name, run)],
+        "expected": "The last good command of %s behaves as it did: stage %s, the request answers 2xx." % (run, stage),
+        "rollback": "none (this is the rollback)",
+        "input": "%s (%s) changed the stage from %s to %s; rerun the last good command of %s unchanged" % (
+            name, failed.get("run"), stage, failed.get("stage"), run),
+        "previous": good, "enforce_one_variable": False, "via_gateway": "gateway" in (applied or []),
+        "layers_applied": applied,
+        "rollback_of": {"layer": name, "failed_run": failed.get("run"), "failed_stage": failed.get("stage"),
+                        "good_run": run, "good_stage": stage},
+    }
+
+
+def _repeat(original, target):
+    orig = _mapping(original, "original (%s)" % WHAT["original"])
+    target = _mapping(target, "target (%s)" % WHAT["target"])
+    t = _mapping(_key(target, "attempt", "the repeat target"), "the attempt to repeat")
+    reason = target.get("reason")
+    run = _key(t, "run", "the attempt to repeat")
+    result = ("passed (stage %s)" % t.get("stage") if t.get("ok")
+              else "failed at stage %s (%s)" % (t.get("stage"), t.get("error_class") or "no error class"))
+    step = dict(orig)
+    step.update({
+        "name": "repeat", "purpose": "repeat", "previous": t, "allowed": [], "enforce_one_variable": False,
+        "rollback_of": None, "debug_as": orig.get("debug_as", orig.get("name")),
+        "changed": ["none: a second clean run of %s" % run],
+        "expected": "the same stage and error class as %s: %s" % (run, result),
+        "rollback": "none (a second clean run changes nothing)",
+        "input": "the command, environment and request of %s (%s) unchanged, from a clean start (a new process; the "
+                 "server of %s was stopped and its port is free): %s" % (run, t.get("step"), run, reason),
+        "repeat_of": {"run": run, "path": t.get("path"), "step": t.get("step"), "stage": t.get("stage"),
+                      "error_class": t.get("error_class"), "ok": t.get("ok"), "reason": reason},
+    })
+    return step
+
+
+def attempt_text(attempt):
+    """``healthy`` or ``failed at <stage> (<class>)`` for an attempt."""
+    if attempt.get("ok"):
+        return "healthy"
+    return "failed at %s (%s)" % (attempt.get("stage") or "-", attempt.get("error_class") or "-")
+
+
+def _replay(attempt, plan, nodes, original_case=None, package=None):
+    attempt = _mapping(attempt, "attempt (%s)" % WHAT["attempt"])
+    plan = _mapping(plan, "plan (%s)" % WHAT["plan"])
+    package = package or {}
+    run = _key(attempt, "run", "the package's attempt")
+    return {
+        "name": "replay", "purpose": "replay", "layer": None, "nodes": list(nodes),
+        "host": _key(plan, "host", "the plan"), "port": _key(plan, "port", "the plan"),
+        "argv": _key(plan, "argv", "the plan"), "env": _key(plan, "env", "the plan"),
+        "request": _key(plan, "request", "the plan"), "checks": [], "allowed": [], "changed": [],
+        "expected": "the package's result: %s" % attempt_text(attempt),
+        "rollback": "none (a replay changes nothing on purpose)",
+        "input": "replay of %s/%s from package %s (sha256 %s)" % (
+            original_case, run, package.get("name"), package.get("sha256")),
+        "previous": {"run": run, "path": attempt.get("path"), "identity": attempt.get("identity")},
+        "enforce_one_variable": False, "via_gateway": False, "layers_applied": [],
+    }
+
+
+_BUILDERS = {"minimal": _minimal, "layer": _layer, "rollback": _rollback, "repeat": _repeat, "replay": _replay}
+
+
+# ------------------------------------------------------------------------------------------- the ladder's decisions
+def is_good(attempt):
+    """The one definition of a good run, one the ladder climbs from: an attempt that was not refused and is ok."""
+    return isinstance(attempt, dict) and not attempt.get("refused") and bool(attempt.get("ok"))
+
+
+def last_good(attempt, resumed_from=None, changes=None):
+    """The last good run after ``attempt``: the attempt itself when it is good (``is_good``), else None.
+
+    With ``resumed_from`` (repro_vllm_ladder_resume, a run folder an earlier play froze), ``attempt`` is that run's
+    outcome.json and ``changes`` its changes.json: the run must be good (LadderError otherwise) and is returned as
+    the last good run, with the identity it was compared by (``changes.current``)."""
+    if resumed_from in (None, ""):
+        return attempt if is_good(attempt) else None
+    outcome = _mapping(attempt, "%s/outcome.json" % resumed_from)
+    if not is_good(outcome):
+        raise LadderError("%s is not a good run (stage %s, %s); continue from the last run whose outcome.json says ok"
+                          % (resumed_from, outcome.get("stage"), outcome.get("summary")))
+    what = "%s/outcome.json" % resumed_from
+    return {
+        "run": _key(outcome, "run", what), "path": resumed_from,
+        "identity": _key(_mapping(changes, "%s/changes.json" % resumed_from), "current", "%s/changes.json" % resumed_from),
+        "stage": _key(outcome, "stage", what), "error_class": _key(outcome, "error_class", what),
+        "layers_applied": outcome.get("layers_applied") or [], "nodes": _key(outcome, "nodes", what),
+        "request": _key(outcome, "request", what), "argv": _key(outcome, "argv", what), "env": _key(outcome, "env", what),
+    }
+
+
+def minimal_only(until):
+    """Does ``repro_vllm_ladder_until`` mean "no layer, stop after the single request": empty, null or ``none``."""
+    return until is None or str(until).strip().lower() in ("", "none")
+
+
+def window(names, until, applied=None):
+    """The layers this play climbs, in order: after the last layer the last good run already has (``applied``, its
+    layers_applied: none for a minimal start) up to ``until`` (repro_vllm_ladder_until; empty or ``none``, what
+    people type: no layer, the minimal start and its single request only)."""
+    names = list(names or [])
+    if minimal_only(until):
+        return []
+    if until not in names:
+        raise LadderError("repro_vllm_ladder_until is '%s', which is no ladder layer; use one of %s (or leave it empty "
+                          "or none to stop after the single request)" % (until, ", ".join(names)))
+    applied = list(applied or [])
+    if applied and applied[-1] not in names:
+        raise LadderError("the last good run has the layer %s, which is no ladder layer (%s)"
+                          % (applied[-1], ", ".join(names)))
+    start = names.index(applied[-1]) if applied else -1
+    return names[start + 1:names.index(until) + 1]
+
+
+def layer_skip(layer, skip=None, production=None, production_given=False, values=None, play_hosts=0,
+               last_good_nodes=0, derived=None):
+    """Why a ladder layer cannot run here, or "" when it can: the first of these that holds.
+
+    ``layer``: the layer's data with its overrides (name, production_only, requires, requires_nodes); ``skip``: the
+    names repro_vllm_ladder_skip leaves out; ``production``: the production command's own items per layer (they stand
+    in for the variables a layer needs); ``production_given``: a production command is given and the ladder uses it;
+    ``derived``: instead of those two, the production command's derivation the ladder uses (its ``layers``), or None;
+    ``values``: the value of each variable the layer requires (name -> value; empty, None or missing is unset; read
+    only where the production command has nothing for the layer); ``play_hosts``: hosts in the play;
+    ``last_good_nodes``: nodes the last good run spans.
+    """
+    if derived:
+        production, production_given = derived.get("layers") or {}, True
+    layer = layer or {}
+    name = layer.get("name")
+    from_production = list(((production or {}).get(name)) or [])
+    if name in (skip or []):
+        return "left out by repro_vllm_ladder_skip"
+    if layer.get("production_only") and not from_production:
+        return "the production command has nothing for it" + (
+            "" if production_given else " (no production command, or repro_vllm_ladder_production is false)")
+    required = [] if from_production else list(layer.get("requires") or [])
+    unset = [v for v in required if not (values or {}).get(v)]
+    if unset:
+        return "needs %s to be set" % ", ".join(unset)
+    needs = int(layer.get("requires_nodes") or 0)
+    if play_hosts < needs:
+        return "needs %d hosts in the play; it has %d" % (needs, play_hosts)
+    if "requires_nodes" in layer and last_good_nodes >= play_hosts:
+        return "the last good run already spans %d nodes" % last_good_nodes
+    return ""
+
+
+def judge_layer(attempt, good):
+    """A ladder layer judged from its attempt and the last good run (``good``):
+
+    ``status`` - ``refused`` (the one-variable check refused it), ``failed`` (not good, or another stage than the
+    last good run's), ``unexpected`` (good, but the expected observation was not met) or ``ok``; ``stop`` (true for
+    refused and failed: the ladder stops, a failed layer is rolled back), ``stop_reason``, ``is_last_good`` (the
+    attempt is the run the next layer climbs from: ok and unexpected), ``last_good`` (that run: the attempt, else
+    ``good`` as it was) and ``row``, the ladder's result row."""
+    attempt, prior = attempt or {}, good
+    good = good or {}
+    if attempt.get("refused"):
+        status = "refused"
+        reason = "refused: %s" % attempt.get("summary", "")
+    elif not is_good(attempt) or attempt.get("stage") != good.get("stage"):
+        status = "failed"
+        reason = "the failure stage changed from %s to %s at %s" % (
+            good.get("stage"), attempt.get("stage"), attempt.get("layer") or attempt.get("step"))
+    elif attempt.get("expectation_met") is False:
+        status, reason = "unexpected", ""
+    else:
+        status, reason = "ok", ""
+    row = {"layer": attempt.get("layer"), "status": status, "run": attempt.get("run"), "stage": attempt.get("stage"),
+           "error_class": attempt.get("error_class"), "component": attempt.get("component"),
+           "reason": attempt.get("summary")}
+    climbs = status in ("ok", "unexpected")
+    return {"status": status, "stop": status in ("refused", "failed"), "stop_reason": reason, "is_last_good": climbs,
+            "last_good": attempt if climbs else prior, "row": row}
+
+
+def rollback_status(attempt):
+    """The ladder's result row of a rollback attempt: ok when the earlier state came back, else failed."""
+    attempt = attempt or {}
+    back = bool(attempt.get("earlier_state_returned"))
+    return {"layer": "rollback", "status": "ok" if back else "failed", "run": attempt.get("run"),
+            "stage": attempt.get("stage"), "error_class": attempt.get("error_class"),
+            "earlier_state_returned": attempt.get("earlier_state_returned"),
+            "reason": ("the earlier state came back: " if back else "the earlier state did NOT come back: ")
+            + str(attempt.get("summary") or "")}
+
+
+def one_variable_gate(step, diff, case_id=None):
+    """May this step start? A step that must change only its one variable (``enforce_one_variable``: a ladder layer
+    against the last good run) is refused when the record diff against that run (``record_diff``'s answer) finds
+    more. Returns ``{"refused", "attempt", "line"}``: the refused attempt's record (what the attempt role hands on
+    for a run it never opened) and its console line, both None when the step may start."""
+    step = step or {}
+    diff = diff or {}
+    if not step.get("enforce_one_variable") or diff.get("one_variable"):
+        return {"refused": False, "attempt": None, "line": None}
+    seen = []
+    for item in diff.get("unexpected") or []:
+        name = "%s:%s" % (item.get("variable"), item.get("key"))
+        if name not in seen:
+            seen.append(name)
+    summary = "refused: %s would differ from the last good run %s in more than its one variable: %s" % (
+        step.get("name"), (step.get("previous") or {}).get("run"), ", ".join(seen))
+    attempt = {"case_id": case_id, "step": step.get("name"), "nodes": step.get("nodes"), "layer": step.get("layer"),
+               "refused": True, "run": None, "path": None, "ok": False, "stage": None, "error_class": None,
+               "summary": summary, "diff": diff}
+    return {"refused": True, "attempt": attempt, "line": summary}
+
+
+def _strings(mapping):
+    return dict((k, str(v)) for k, v in (mapping or {}).items())
+
+
+def minimal_plan(nodes, model_ref, model="", model_config=None, trust_remote_code="auto", vllm_bin="vllm",
+                 host="127.0.0.1", port=8000, served_model_name="", tensor_parallel_size=1, pipeline_parallel_size=1,
+                 data_parallel_size=1, platform_args=(), server_env=None, secret_env=None, production_argv=(),
+                 production_env=None, keep=(), keep_env=(), allow_unknown=False):
+    """The base of every attempt (what minimal_startup plans; nothing is started): the minimal command from the
+    variables, or derived from the production command (``production_argv``: what it removes comes back one ladder
+    layer at a time), with the platform options and the server environment on top; ``--trust-remote-code`` only when
+    the model's config.json (``model_config``, read on the head; empty when not read) asks for custom code, unless
+    ``trust_remote_code`` forces it. Returns ``{base, derived, secret_env, lines, refusal}``: ``lines`` say what the
+    derivation removed (console, without the host prefix), ``refusal`` why the plan may not start (options this
+    collection does not know, unless ``allow_unknown``; a minimal command that carries a ladder feature), else None.
+    Raises LadderError when neither a model nor a production command is given or a command cannot be read."""
+    config = model_config if isinstance(model_config, dict) else {}
+    try:
+        trc = _command.remote_code_setting(config, trust_remote_code)
+        env = _strings(server_env)
+        if production_argv:
+            derived = _command.derive_minimal([str(a) for a in production_argv], env=production_env or {},
+                                              keep=keep or (), keep_env=keep_env or (), model_config=config,
+                                              trust_remote_code=str(trust_remote_code),
+                                              port=None if port in (None, "") else port)
+            argv = _command.apply_options(derived["argv"], args=[str(a) for a in platform_args or ()])
+            env = dict(derived["env"], **env)
+            secrets = dict(derived["secret_env"], **(secret_env or {}))
+            lines = _command.derivation_lines(derived, argv=argv, allow_unknown=bool(allow_unknown))
+            refusal = _command.unknown_refusal(derived, allow=bool(allow_unknown))
+        else:
+            if not model:
+                raise LadderError("set repro_vllm_model (a model directory or hub id on the nodes), or "
+                                  "repro_vllm_production_argv (the production command as a list) to derive the minimal "
+                                  "command from it")
+            derived, lines, refusal, secrets = None, [], None, dict(secret_env or {})
+            argv = _command.build_minimal([str(vllm_bin), "serve"], str(model), host=host or None, port=port or None,
+                                          served_model_name=served_model_name or None,
+                                          tensor_parallel_size=tensor_parallel_size,
+                                          pipeline_parallel_size=pipeline_parallel_size,
+                                          data_parallel_size=data_parallel_size, trust_remote_code=trc,
+                                          platform_args=[str(a) for a in platform_args or ()])
+        held = _command.refused_options(argv, platform_flags=keep or ()) + _command.refused_env(env, allowed=keep_env or ())
+    except _command.CommandError as exc:
+        raise LadderError(str(exc))
+    if refusal is None and held:
+        layers = []
+        for item in held:
+            if item["layer"] not in layers:
+                layers.append(item["layer"])
+        refusal = ("the minimal command may hold only the model, address, parallel layout and platform options (engine "
+                   "tuning, a context length), but it holds %s, which belong to the ladder layers %s. Remove them from "
+                   "repro_vllm_platform_args / repro_vllm_server_env (the ladder adds them one at a time), or keep one "
+                   "on purpose with repro_vllm_minimal_keep / repro_vllm_minimal_keep_env."
+                   % ([h.get("item", h.get("name")) for h in held], layers))
+    base = {"nodes": list(nodes), "argv": argv, "env": env, "model": model_ref, "trust_remote_code": trc,
+            "model_config_read": len(config) > 0,
+            # with the production command itself, as given (redacted), so the hand-off shows it beside the one that ran
+            "derived": redact_data(dict(derived, production_argv=list(production_argv))) if derived is not None else None,
+            "port": int(port), "host": host}
+    return {"base": base, "derived": derived, "secret_env": secrets, "lines": lines, "refusal": refusal}

@@ -1,0 +1,1841 @@
+"""The collection's one classifier of vLLM logs: the first failing stage.
+
+Why one file (over 1,000 lines): it is one algorithm - the scanner (``_Scan`` and the stream and segment loops) and
+the answer built from its state share that state; the data that changes with vLLM releases is already out
+(``_logstage_rules``, ``_logstage_frames``, ``_logstage_messages``) and so is line parsing (``_logstage_parse``).
+
+Every front (the ``log_stage`` module, the ``log_stage`` filter, the roles that capture a server log) calls
+:func:`classify_files` or :func:`classify_text` here, so they all give the same answer.
+
+The classifier is three modules: ``_logstage_rules`` (the data that changes with vLLM releases: signatures,
+stage markers; the frame -> stage map in ``_logstage_frames``, the messages vLLM raises per stage in
+``_logstage_messages``), ``_logstage_parse`` (wrappers and log formats of one line) and this one
+(the scan of a file and the answer).  How it reads a log (details and the rule list are in
+``docs/classifier.md``):
+
+* **Streaming.** A file is read once, in binary blocks; memory holds one block, the bounded context of the
+  tracebacks that are open and a bounded list of candidate errors, never the log.  A cheap prefilter (on a
+  long region one search of all its anchors at once, else one substring search per anchor, in C) skips the
+  lines that cannot matter; only the lines it hits are decoded (``errors="replace"``) and parsed.  Inside an open traceback every line is read; a log small
+  enough to be a paste (:data:`FULL_PARSE_BYTES`) is read line by line without the prefilter.
+* **Rules.** Stage progress comes from vLLM's own marker lines; failures from signatures built from vLLM,
+  PyTorch, NCCL, CUDA and container-runtime source strings.  The root cause is the earliest failure in time;
+  wrapper errors are consequences.  A failure's stage comes from the message's own meaning where that is
+  unambiguous, else from the traceback's frames (which vLLM function was running), else from the markers, and
+  it is never before the furthest stage the log proves reached; ``stage_basis`` in the answer says which.
+* **NCCL communicators** are followed by their ``Init START`` / ``Init COMPLETE`` / ``Destroy COMPLETE`` lines.
+* **Stop cutoff.** A per-file ``until`` (lines) sets apart what was printed after the server was stopped.
+
+Why this file is over 1,200 lines (issue 34's bound): nearly all of it is one class, ``_Scan``, the streaming
+state machine that reads one line at a time (tracebacks open and closed across lines, NCCL communicators, markers,
+candidates, the stop cutoff), whose methods share that state on every line; cutting it in two would put one
+line's handling in two modules and a call between them on the hot path that the speed bound (>= 0.5x grep -E)
+is measured on.  What changes with vLLM releases is already out of it: the data (``_logstage_rules``,
+``_logstage_frames``, ``_logstage_messages``) and the one-line parsing (``_logstage_parse``).
+
+Standard library only; imports on Python 3.9.
+"""
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rules import (
+    KV_CACHE_EMPTY_RX, ORIGINAL_ERROR_KEY,
+    ACCESS_5XX_RX, ANSWER_STAGES, AT_DEBUG, AT_INFO, AT_LEAST, AT_LEAST_OR_UNKNOWN, AT_WARNING, BASIS_FRAMES,
+    BASIS_INFERRED, BASIS_MARKERS, BASIS_MESSAGE, CAUSE_CLASSES, CAUSES, CLASS_DEFAULT_STAGE, CLASS_FLOOR,
+    CLASS_KEYWORDS, CLIENT_ERROR, CONF_HIGH, CONF_LOW, CONF_MEDIUM, CONSEQUENCE, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY,
+    FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, GENERIC, HANG_HINT, HEADER, LEVEL_WORD_RX,
+    MARKERS, READY, SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES,
+    UNKNOWN_MISSING, USUAL_STAGE_LOW, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE,
+    WHERE_OR)
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_messages import message_stage
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_frames import (
+    DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, SERVING_FRAMES, SHARED_SERVING_FRAMES,
+    SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS)
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
+    CARETS_RX, CHAIN, CODE_STARTS, EXC_RX, GLUED_RX as _GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING,
+    MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX,
+    RAY_REPEAT_RX, STOP_RX, SUBJECT_RX,
+    TB_START, TEE_RX, TS_BYTES_RX, Line, clean, collective_stage, cut, cut_record as _cut_record, frame_line as _frame_line, parse_line,
+    strip_wrappers, tkey)
+
+__all__ = ("ANSWER_STAGES", "ERROR_CLASSES", "STAGES", "LogStageError", "cause_stage", "classify_files",
+           "classify_text", "classify_texts", "collective_stage", "expand_paths", "frame_stage", "match_signature",
+           "until_list")
+
+BLOCK_SIZE = 8 * 1024 * 1024        # bytes read at once
+MAX_SEGMENT = 64 * 1024             # a longer line is cut into pieces of this size
+FULL_PARSE_BYTES = 4 * 1024 * 1024  # a log up to this size (a paste, a short run) is parsed line by line
+_MAX_CANDIDATES = 200               # per file, active candidate errors kept
+_MAX_RECOVERED = 10
+_MAX_CONSEQUENCES = 30
+_MAX_HINTS = 10
+_MAX_MSG_LINES = 20                 # message lines kept after an exception line
+_MAX_CONTEXT = 12                   # lines of context returned with an error
+_TB_IDLE_CLOSE = 60                 # foreign lines after which a quiet traceback is closed
+_TB_FRAMES_CLOSE = 400              # foreign lines after which an unfinished traceback is closed
+_MAX_STREAMS = 64
+_TIE_SECONDS = 2.0                  # vLLM timestamps have one-second resolution
+_MAX_AFTER_STOP = 30                # errors kept per answer from after a file's ``until`` cutoff
+_RANK = STAGE_RANK
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the rules, compiled
+# --------------------------------------------------------------------------------------------------------------
+
+class Signature(object):
+    """One row of :data:`SIGNATURES`, compiled: ``match(text)`` tests the key, then the regex."""
+
+    __slots__ = ("kind", "key", "rx", "cls", "placement", "stage", "flags", "hint", "sid", "usual_conf")
+
+    def __init__(self, sid, kind, key, rx, cls, placement, stage, flags, hint):
+        self.sid = sid
+        self.kind = kind
+        self.key = key
+        self.rx = re.compile(rx) if rx else None
+        self.cls = cls
+        self.placement = placement
+        self.stage = stage
+        self.flags = frozenset(flags)
+        self.hint = hint
+        self.usual_conf = CONF_LOW if key in USUAL_STAGE_LOW else CONF_MEDIUM
+
+    def match(self, text):
+        """True when ``text`` carries this signature."""
+        if self.key not in text:
+            return False
+        return self.rx is None or self.rx.search(text) is not None
+
+
+class Marker(object):
+    """One row of :data:`MARKERS`, compiled."""
+
+    __slots__ = ("stage", "rank", "key", "rx", "fmt", "role")
+
+    def __init__(self, stage, role, fmt, key, rx=None):
+        self.stage = stage
+        self.rank = _RANK[stage]
+        self.role = role
+        self.fmt = fmt
+        self.key = key
+        self.rx = re.compile(rx) if rx else None
+
+
+_SIGS = tuple(Signature(i, *row) for i, row in enumerate(SIGNATURES))
+_KIND_ORDER = {CLIENT_ERROR: 0, CONSEQUENCE: 1, WEAK_CONSEQUENCE: 1, VICTIM: 2, HEADER: 3, FAILURE: 4, HANG_HINT: 5,
+               WARNING_HINT: 6}
+_LEVEL_FLAG = {LEVEL_WARNING: AT_WARNING, LEVEL_INFO: AT_INFO, LEVEL_DEBUG: AT_DEBUG}
+# match_signature's levels: the names above, or the letters E, W, I, D
+_LEVEL_ALIASES = {"E": LEVEL_ERROR, "W": LEVEL_WARNING, "I": LEVEL_INFO, "D": LEVEL_DEBUG}
+
+
+def _sigs_for(level):
+    picked = [s for s in _SIGS if level == LEVEL_ERROR or _LEVEL_FLAG[level] in s.flags]
+    picked.sort(key=lambda s: (_KIND_ORDER[s.kind], GENERIC in s.flags, s.sid))
+    return tuple(picked)
+
+
+_SIGS_BY_LEVEL = dict((lvl, _sigs_for(lvl)) for lvl in (LEVEL_ERROR, LEVEL_WARNING, LEVEL_INFO, LEVEL_DEBUG))
+_FAILURE_SIGS = dict((lvl, tuple(s for s in sigs if s.kind == FAILURE)) for lvl, sigs in _SIGS_BY_LEVEL.items())
+
+
+def match_signature(text, level=LEVEL_ERROR):
+    """The first signature that matches ``text`` at ``level`` (error, warning, info, debug; or E, W, I, D), or None."""
+    for s in _SIGS_BY_LEVEL.get(_LEVEL_ALIASES.get(level, level), ()):
+        if s.match(text):
+            return s
+    return None
+
+
+def _match_failure(text, level):
+    """The first failure signature (not a wrapper) that matches ``text``, or None."""
+    for s in _FAILURE_SIGS.get(level, ()):
+        if s.match(text):
+            return s
+    return None
+
+
+_MARKS = tuple(Marker(*row) for row in MARKERS)
+_MARKS_BY_FMT = {}
+for _mk in _MARKS:
+    if _mk.fmt != FMT_NCCL:
+        _MARKS_BY_FMT.setdefault(_mk.fmt, []).append(_mk)
+_MARKS_NCCL = [mk for mk in _MARKS if mk.fmt == FMT_NCCL][0]
+
+# frame function -> ((path part, stage), ...)
+_FRAME_STAGES = {}
+for _func, _part, _stage, _source in FRAMES:
+    _FRAME_STAGES.setdefault(_func, []).append((_part, _stage))
+_METHOD_RXS = tuple(re.compile(rx) for rx in METHOD_MESSAGES)
+_EXECUTOR_CALL_RX = re.compile(EXECUTOR_CALLS)
+_KV_EMPTY_RX = re.compile(KV_CACHE_EMPTY_RX)
+# a frame's ``File`` line the paste's end cut inside its path (Python's ``File "/usr/lo``, IPython's ``File
+# /opt/.../site-package``): a frame, never the exception
+_CUT_FRAME_RX = re.compile(r'^File (?:"[^"]*|\[?[/~.][^\s,":]*)$')
+_FRAME_FILES = tuple((part, stage) for part, stage, _source in FRAME_FILES)
+
+
+def frame_stage(func, path):
+    """The stage of a traceback frame (function ``func`` in file ``path``), or None when it is not mapped."""
+    return _stage_by_path(_FRAME_STAGES.get(func), path) or _stage_by_path(_FRAME_FILES, path)
+
+
+def _source_stage(stripped):
+    """The stage of a traceback's source line that only one vLLM function prints (SOURCE_LINES), or of the worker
+    method an executor's call names (EXECUTOR_CALLS), or None."""
+    stage = next((stage for key, stage, _src in SOURCE_LINES if key in stripped), None)
+    if stage is None and ("_run_workers" in stripped or "collective_rpc" in stripped):
+        m = _EXECUTOR_CALL_RX.search(stripped)
+        if m is not None:
+            stages = set(st for _part, st in _FRAME_STAGES.get(m.group(1), ()))
+            if len(stages) == 1:
+                stage = stages.pop()
+    return stage
+
+
+def _stage_by_path(rows, path):
+    """The stage of the first (path part, stage) row whose part is in ``path``, or None."""
+    path = path.replace("\\", "/")
+    for part, stage in rows or ():
+        if part in path:
+            return stage
+    return None
+
+
+def _method_stage(text):
+    """The stage of the worker method a logger line names (``... while processing method load_model``), when every
+    FRAMES row of that name agrees."""
+    for rx in _METHOD_RXS:
+        m = rx.search(text)
+        if m is not None:
+            # a name whose rows disagree (``__init__``: a config class, a communicator, ...) names no stage
+            stages = set(stage for _part, stage in _FRAME_STAGES.get(m.group(1), ()))
+            if len(stages) == 1:
+                return stages.pop()
+    return None
+
+
+_SERVING_FRAMES = tuple((part, stage) for part, stage, _source in SERVING_FRAMES)
+_SERVING_FILE_RXS = tuple((re.compile(rx), stage) for rx, stage in SERVING_LOGGER_FILES)
+_STAGE_WORDS = tuple((key, re.compile(rx) if rx else None, stage, conf) for key, rx, stage, conf, _s in STAGE_WORDS)
+_STARTUP_WORD_RX = re.compile(STARTUP_FUNC_WORDS)
+_SHARED_PARTS = tuple(p for p, _s in SHARED_SERVING_FRAMES if not p.startswith("func:"))
+_SHARED_FUNCS = frozenset(p[5:] for p, _s in SHARED_SERVING_FRAMES if p.startswith("func:"))
+_ACCESS_5XX_RX = re.compile(ACCESS_5XX_RX)
+_LEVEL_WORD_RX = re.compile(LEVEL_WORD_RX)
+_CAUSES = tuple((key, re.compile(rx) if rx else None, stage) for key, rx, stage, _source in CAUSES)
+
+
+def _serving_frame(path):
+    """The stage of a serving-only frame (the forward pass, sampler, attention, request handlers, parsers), or None."""
+    return _stage_by_path(_SERVING_FRAMES, path)
+
+
+def _text_hint(text, rec=None):
+    """(stage, confidence, strong) inferred from an error's words, the collective it names or the vLLM logger
+    record's file; None when they say nothing.  ``strong``: it outranks a signature's usual stage (a collective's
+    numbers do; words and the logger's file do not)."""
+    stage = collective_stage(text)
+    if stage is not None:
+        return stage, CONF_MEDIUM, True
+    for key, rx, stage, conf in _STAGE_WORDS:
+        if key in text and (rx is None or rx.search(text) is not None):
+            return stage, conf, False
+    hit = message_stage(text)
+    if hit is not None:
+        return hit[0], hit[2], False
+    if rec is not None and len(rec) == 4:
+        for rx, stage in _SERVING_FILE_RXS:
+            if rx.search(rec[2]):
+                return stage, CONF_MEDIUM, False
+    return None
+
+
+def cause_stage(text, cls, stage):
+    """The earlier stage a message names as its cause (a driver or library mismatch, a too small /dev/shm: the
+    environment), when it differs from ``stage`` (where it surfaced); else None."""
+    cause = CAUSE_CLASSES.get(cls)
+    if cause is None:
+        for key, rx, st in _CAUSES:
+            if key in text and (rx is None or rx.search(text) is not None):
+                cause = st
+                break
+    if cause is None or cause == stage:
+        return None
+    if stage in _RANK and _RANK[cause] > _RANK[stage]:
+        return None
+    return cause
+
+
+def _classify_text(text):
+    for cls, keys in CLASS_KEYWORDS:
+        for k in keys:
+            if k in text:
+                return cls
+    return "other"
+
+
+# prefilter: a line is parsed only when it contains one of these (or a marker anchor still needed)
+# (vLLM and torch logger lines carry ".py:", C++ c10 lines ".cpp:", NCCL errors "WARN", Python tracebacks start
+# with "Traceback", raw error prints say "error"/"Error"; every pass over a block costs, so the list is short)
+_STATIC_ANCHORS = (b".py:", b"Traceback", b"rror", b"WARN", b".cpp:", b"fault", b"\x1b", b" - Init ",
+                   b"Destroy COMPLETE")
+_MARK_ANCHORS = {
+    "distributed_init": (b"NCCL INFO", b"[Gloo]"),
+    "weight_loading": (b"shards", b"Loading safetensors"),
+    "engine_init": (b"Capturing",),
+    "api_ready": (b"INFO:    ",),
+    "request": (b"INFO:    ",),
+}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# per-file scanner
+# --------------------------------------------------------------------------------------------------------------
+
+class _TB(object):
+    """An open traceback (or an error header waiting for its traceback) in one stream."""
+
+    __slots__ = ("state", "stream", "proc", "pid", "rec", "header", "entries", "frames", "lineno", "ts", "tkey",
+                 "tkey_own", "idle", "warn_only", "context", "chained", "serving", "startup", "firm", "whole")
+
+    def __init__(self, stream, proc, pid, rec, lineno, ts, key, tkey_own, warn_only):
+        self.state = "frames"
+        self.stream = stream
+        self.proc = proc
+        self.pid = pid
+        self.rec = rec
+        self.header = None
+        self.entries = []
+        self.frames = set()
+        self.lineno = lineno
+        self.ts = ts
+        self.tkey = key
+        self.tkey_own = tkey_own
+        self.idle = 0
+        self.warn_only = warn_only
+        self.context = []
+        self.chained = False
+        self.serving = None              # stage of a serving-only frame seen (SERVING_FRAMES)
+        self.startup = False             # a start-up function of vLLM seen (STARTUP_FUNCS)
+        self.firm = False                # a serving frame start-up never runs seen (not SHARED_SERVING_FRAMES)
+        self.whole = False               # its "Traceback" line is in the log (no caller cut away)
+
+    def hint(self, text):
+        """(stage, confidence, strong) inferred for this traceback's error: its header's words (the call site that
+        logged it: "Chat template warmup failed"), its serving-only frames, else its words."""
+        if self.header is not None:
+            hint = _text_hint(self.header[1])
+            if hint is not None:
+                return hint
+        if self.serving is not None and not self.startup:
+            return self.serving_hint()
+        return _text_hint(text, self.rec)
+
+    def serving_hint(self):
+        """The serving frames' hint: medium, or low when only code start-up runs too shows and the caller is cut."""
+        return self.serving, CONF_MEDIUM if self.firm or self.whole else CONF_LOW, True
+
+
+def _frames_stage(frames):
+    """The stage of a traceback from the stages of its mapped frames: the earliest, except that distributed init
+    inside ``init_device`` is distributed init."""
+    if not frames:
+        return None
+    fs = set(frames)
+    if DEVICE_QUERY in fs:
+        # a device query failed: device discovery, unless a later stage's frames show the device was found before
+        fs = set(s for s in fs if s != DEVICE_QUERY and _RANK[s] > _RANK["config"]) or set(("cuda_init",))
+    if "distributed_init" in fs:
+        fs.discard("cuda_init")
+    return min(fs, key=lambda s: _RANK[s])
+
+
+class _Scan(object):
+    """Reads one log and keeps what the answer needs, nothing more."""
+
+    def __init__(self, name, node, index, until=None):
+        self.file = name
+        self.node = node
+        self.index = index
+        self.until = until               # lines 1..until were written before the server was stopped
+        self.after_stop = []             # errors of later lines (shutdown noise), never the failure
+        self.full = False                # parse every line (no prefilter): a small log
+        self.lineno = 1
+        self.lines = 0
+        self.first_ts = None
+        self.last_ts = None
+        self.last_tkey = None
+        self.year_off = 0.0
+        self.prev_tkey = None
+        self.ts_sources = set()
+        self.ctx = -1                    # rank of the furthest stage the log proves reached
+        self.ctx_since = None
+        self.reached = set()
+        self.marked = set()
+        self.stage_marks = []
+        self.ready = False
+        self.api_up = False              # the API server's HTTP side started (uvicorn) or became ready
+        self.kv_empty = False            # the KV cache was sized to nothing (KV_CACHE_EMPTY_RX) before
+        self.ready_ts = None
+        self.streams = {}
+        self.cands = []
+        self.untimed = []                # candidates with no timestamp of their own nor one before them
+        self.recovered = []
+        self.dropped = 0
+        self.hints = []
+        self.pid2proc = {}
+        self.rec_cand = {}
+        self.proc_hdr = None
+        self.comms = {}                  # (pid, NCCL comm pointer) -> "started" | "complete" | "destroyed"
+        self.no_recover = False          # the marker being read is a request answered with a server error
+        self._anchors = None
+        self._buf = None
+        self._buf_pos = 0
+        self._slow_end = 0
+        self._abs = 0
+        self._slow_abs = 0
+
+    # -- time -------------------------------------------------------------------------------------------------
+    def _adj(self, key):
+        """Order year-less timestamps within the file (a year roll-over moves later keys on)."""
+        if key is None:
+            return None
+        key += self.year_off
+        if self.prev_tkey is not None and key < self.prev_tkey - 180 * 86400.0:
+            self.year_off += 366 * 86400.0
+            key += 366 * 86400.0
+        self.prev_tkey = key
+        return key
+
+    def _see_ts(self, ts, key):
+        if ts is None or key is None:
+            return
+        if self.untimed:
+            self._bound_untimed(key)
+        if self.first_ts is None:
+            self.first_ts = ts
+        self.last_ts = ts
+        self.last_tkey = key
+
+    def _bound_untimed(self, key):
+        """Candidates printed before the first timestamp of their file (a rank's plain stderr, gloo's own error
+        line) happened no later than the next timestamped line: that time orders them against other files, as an
+        upper bound (``tkey_after``), instead of sorting them after every timestamped error of the job."""
+        for c in self.untimed:
+            if c["tkey"] is None:
+                c["tkey"] = key
+                c["tkey_after"] = True
+        self.untimed = []
+
+    def _approx_tkey(self):
+        """The time of a line without its own timestamp: the last one seen before it (maybe in skipped bytes)."""
+        buf = self._buf
+        if buf is not None and self._buf_pos > self._slow_end:
+            lo = max(self._slow_end, self._buf_pos - 65536)
+            last = None
+            for m in TS_BYTES_RX.finditer(buf, lo, self._buf_pos):
+                last = m
+            if last is not None:
+                k = _match_tkey(last)
+                if k is not None:
+                    return k + self.year_off
+        return self.last_tkey
+
+    # -- anchors ---------------------------------------------------------------------------------------------
+    def anchors(self):
+        """The byte strings the prefilter looks for now (the static ones, plus markers of stages not yet seen)."""
+        if self._anchors is None:
+            extra = []
+            for stage, anchors in _MARK_ANCHORS.items():
+                if stage == "api_ready" and self.ready:
+                    continue
+                if stage not in self.marked or (stage in ("api_ready", "request") and not self.ready):
+                    for a in anchors:
+                        if a not in extra:
+                            extra.append(a)
+            self._anchors = _STATIC_ANCHORS + tuple(a for a in extra if a not in _STATIC_ANCHORS)
+        return self._anchors
+
+    # -- progress ---------------------------------------------------------------------------------------------
+    def _progress(self, mark, line, lineno):
+        stage = mark.stage
+        rank = mark.rank
+        if stage not in self.marked:
+            self.marked.add(stage)
+            self.reached.add(rank)
+            self.stage_marks.append({"stage": stage, "timestamp": line.ts or self.last_ts, "lineno": lineno})
+            self._anchors = None
+            # progress beyond what had been reached when an error happened: that error did not stop the run
+            # (not a request answered with a server error: that answer is the error's own request)
+            if self.cands and not self.no_recover:
+                keep = []
+                for c in self.cands:
+                    if rank > max(c["srank"], c["ctx_at"]):
+                        if len(self.recovered) < _MAX_RECOVERED:
+                            self.recovered.append(c)
+                    else:
+                        keep.append(c)
+                self.cands = keep
+        new_ctx = rank
+        if mark.role in (EXIT, READY) and rank + 1 < len(STAGES):
+            new_ctx = rank + 1
+        when = line.ts or self.last_ts
+        if mark.fmt == FMT_UVICORN and stage == "api_ready":
+            self.api_up = True
+        if mark.role == READY and not self.ready:
+            self.ready = True
+            self.api_up = True
+            self.ready_ts = when
+            self._anchors = None
+        if new_ctx > self.ctx:
+            self.ctx = new_ctx
+            self.ctx_since = when
+            self.reached.add(new_ctx)
+
+    def _markers(self, line, lineno):
+        fmt = line.fmt
+        msg = line.msg
+        if fmt == FMT_VLLM:
+            if line.level == LEVEL_ERROR:
+                return
+            if ("GPU blocks" in msg or "KV cache memory" in msg) and _KV_EMPTY_RX.search(msg) is not None:
+                self.kv_empty = True
+        elif fmt == FMT_NCCL:
+            if line.level != LEVEL_ERROR and ("- Init " in msg or "Destroy COMPLETE" in msg):
+                self._comm(line, msg)
+            if "distributed_init" in self.marked or line.level == LEVEL_ERROR:
+                return
+            self._progress(_MARKS_NCCL, line, lineno)
+            return
+        elif fmt not in (FMT_UVICORN, FMT_RAW):
+            return
+        for mk in _MARKS_BY_FMT.get(fmt, ()):
+            if mk.role == ENTRY and mk.stage in self.marked and mk.rank <= self.ctx:
+                continue
+            if mk.role == READY and self.ready:
+                continue
+            if mk.role == EXIT and mk.rank < self.ctx:
+                continue
+            if mk.key in msg and (mk.rx is None or mk.rx.search(msg)):
+                self._progress(mk, line, lineno)
+
+    def _comm(self, line, msg):
+        m = NCCL_COMM_RX.search(msg)
+        if m is None:
+            return
+        key = (line.pid, m.group(1))
+        event = m.group(2)
+        if event == "Init START":
+            if key in self.comms or len(self.comms) < MAX_COMMS:
+                self.comms[key] = "started"
+        elif key in self.comms or len(self.comms) < MAX_COMMS:
+            self.comms[key] = "complete" if event == "Init COMPLETE" else "destroyed"
+
+    # -- candidates -------------------------------------------------------------------------------------------
+    def _stage_for(self, placement, sig_stage, cls, frames, named=None, hint=None, usual_conf=CONF_MEDIUM):
+        """(stage, basis, confidence) of an error: the message's own meaning where it fixes the stage, else the
+        frames (or the worker method a logger line names), else what the error shows (``hint``: serving-only
+        frames, its words, the collective it names, its logger's file: basis ``inferred``), never before the
+        furthest stage the log proves reached."""
+        if placement == FIXED:
+            return sig_stage, BASIS_MESSAGE, CONF_HIGH
+        if placement == FIXED_UNTIL_READY:
+            if not self.api_up:
+                return sig_stage, BASIS_MESSAGE, CONF_HIGH
+            # the HTTP side started (uvicorn's lifespan ran): the bind belongs to starting the API server
+            return "api_ready", BASIS_MARKERS, CONF_HIGH
+        rank = None
+        basis = None
+        conf = None
+        fstage = _frames_stage(frames)
+        if fstage is not None:
+            basis = BASIS_FRAMES
+            conf = CONF_HIGH
+        elif named is not None:
+            fstage = named
+            basis = BASIS_MESSAGE
+            conf = CONF_HIGH
+        elif hint is not None and (hint[2] or placement != WHERE_OR):
+            # a signature's usual stage (WHERE_OR) outranks words, not serving frames or a collective's numbers
+            fstage, conf = hint[0], hint[1]
+            basis = BASIS_INFERRED
+        if fstage is not None:
+            if fstage == "request" and 0 <= self.ctx < _RANK["api_ready"]:
+                # serving code before the server was ready: the start-up's profiling / warm-up passes
+                fstage = "engine_init"
+            rank = _RANK[fstage]
+        if self.ctx >= 0 and (rank is None or rank < self.ctx or (basis == BASIS_INFERRED and rank == self.ctx)):
+            rank = self.ctx
+            basis = BASIS_MARKERS
+            conf = CONF_HIGH
+        floor = None
+        if placement in (AT_LEAST, AT_LEAST_OR_UNKNOWN):
+            floor = sig_stage
+        elif placement == WHERE:
+            floor = CLASS_FLOOR.get(cls)
+        if rank is None:
+            if placement in (AT_LEAST, WHERE_OR):
+                return sig_stage, BASIS_MESSAGE, usual_conf
+            default = CLASS_DEFAULT_STAGE.get(cls)
+            if default is not None:
+                return default[0], BASIS_MESSAGE, default[1]
+            return "unknown", None, None
+        if floor is not None and rank < _RANK[floor]:
+            rank = _RANK[floor]
+            basis = BASIS_MESSAGE
+            conf = CONF_MEDIUM
+        return STAGES[rank], basis, conf
+
+    def _add(self, kind, cls, placed, text, lineno, line_ts, key, tkey_own, proc, pid, hint, context, rec_key,
+             oom_seen=False, origin=None):
+        stage, basis, conf = placed
+        if cls == "engine_dead" and ORIGINAL_ERROR_KEY in text:
+            # a dead engine's error that quotes the error that stopped the engine loop: that error's class
+            quoted = _classify_text(text.split(ORIGINAL_ERROR_KEY, 1)[1])
+            cls = quoted if quoted != "engine_dead" else "other"
+        if cls == "other" and self.kv_empty and kind in (FAILURE, ERROR_LINE, HEADER):
+            # the KV cache was sized to nothing just before: the error of no class is the GPU memory's
+            cls = "oom"
+        if kind in (FAILURE, ERROR_LINE) and cls == "other" and stage == "config" and (
+                basis != BASIS_INFERRED or (message_stage(text) or (None, None))[1] == "config_error"):
+            cls = "config_error"
+        if self.until is not None and (origin or lineno) > self.until:
+            # printed after the server was stopped (the record, or its traceback, began after the cutoff):
+            # shutdown noise, reported apart and never the failure
+            if len(self.after_stop) < _MAX_AFTER_STOP:
+                self.after_stop.append({
+                    "file": self.file, "node": self.node, "lineno": lineno, "line": cut(text.strip()),
+                    "timestamp": line_ts, "process": proc, "error_class": cls,
+                    "kind": _KIND_NAME.get(kind, kind), "tkey": key, "index": self.index})
+            return
+        srank = _RANK.get(stage, -1)
+        cand = {
+            "kind": kind, "cls": cls, "stage": stage, "basis": basis, "srank": srank, "ctx_at": self.ctx,
+            "line": cut(text.strip()), "lineno": lineno, "timestamp": line_ts, "tkey": key,
+            "tkey_own": tkey_own, "process": proc, "pid": pid, "hint": hint, "context": context[:_MAX_CONTEXT],
+            "file": self.file, "node": self.node, "index": self.index, "oom": oom_seen or cls == "oom",
+            "conf": conf, "cause": cause_stage(" ".join(context[:_MAX_CONTEXT]) if context else text, cls, stage),
+        }
+        if rec_key is not None:
+            prev = self.rec_cand.get(rec_key)
+            if prev is not None:
+                if _TIER[prev["kind"]] <= _TIER[kind] and not (prev["kind"] == ERROR_LINE and kind == FAILURE):
+                    return
+                prev.update(cand)
+                return
+            if len(self.rec_cand) > 256:
+                self.rec_cand.clear()
+            self.rec_cand[rec_key] = cand
+        if len(self.cands) >= _MAX_CANDIDATES:
+            self.dropped += 1
+            return
+        self.cands.append(cand)
+        if key is None:
+            self.untimed.append(cand)
+            if self.last_tkey is not None:
+                # a traceback opened before the file's first timestamp and closed after it: that one bounds it
+                self._bound_untimed(self.last_tkey)
+
+    def _hint(self, sig, line, lineno):
+        if self.until is not None and lineno > self.until:
+            return
+        if len(self.hints) < _MAX_HINTS:
+            self.hints.append({"line": cut(line.msg.strip(), 300), "lineno": lineno, "timestamp": line.ts,
+                               "hint": sig.hint})
+
+    def _proc_name(self, line):
+        if line.proc:
+            return line.proc
+        if line.fmt == FMT_NCCL and line.pid:
+            return self.pid2proc.get(line.pid, "pid " + line.pid)
+        if line.stream == "" and self.proc_hdr:
+            return self.proc_hdr
+        return None
+
+    @staticmethod
+    def _line_tkey(line):
+        if line.outer_tkey is not None:
+            return line.outer_tkey, True
+        if line.tkey is not None:
+            return line.tkey, True
+        return None, False
+
+    def _sig_candidate(self, sig, line, lineno, text, context=None, frames=None, rec_key=None, kind=None, hint=None):
+        if sig.kind in (HANG_HINT, WARNING_HINT):
+            self._hint(sig, line, lineno)
+            return
+        if sig.kind == CLIENT_ERROR:
+            return
+        placed = self._stage_for(sig.placement, sig.stage, sig.cls, frames, _method_stage(text),
+                                 hint if hint is not None else _text_hint(text, line.rec), sig.usual_conf)
+        key, own = self._line_tkey(line)
+        if key is None:
+            key = self._approx_tkey()
+        if kind is None:
+            # a header whose traceback never came reports an error it does not show: a wrapper
+            kind = CONSEQUENCE if sig.kind == HEADER else sig.kind
+        proc, pid = self._proc_name(line), line.pid
+        if proc is None:
+            m = SUBJECT_RX.search(text)
+            if m is not None:
+                proc, pid = "local_rank " + m.group(1), m.group(2)
+        self._add(kind, sig.cls, placed, text, lineno, line.ts, key, own, proc, pid,
+                  sig.hint, context or [text.strip()], rec_key)
+
+    # -- tracebacks -------------------------------------------------------------------------------------------
+    def _open_tb(self, line, lineno, text, header=None, headless=False):
+        key, own = self._line_tkey(line)
+        if key is None:
+            key = self._approx_tkey()
+        warn_only = line.fmt in (FMT_VLLM, FMT_C10, FMT_UVICORN, FMT_PYLOG) and line.level in (
+            LEVEL_WARNING, LEVEL_INFO, LEVEL_DEBUG)
+        tb = _TB(line.stream, self._proc_name(line), line.pid, line.rec, lineno, line.ts, key, own, warn_only)
+        if header is not None:
+            tb.state = "header"
+            tb.header = (header, text.strip(), lineno, line)
+            tb.context.append(text.strip())
+        else:
+            tb.entries.append([None, None, []])
+            if not headless:
+                tb.context.append(text.strip())
+                tb.whole = text.lstrip().startswith(TB_START)
+        if len(self.streams) >= _MAX_STREAMS:
+            oldest = next(iter(self.streams))
+            self._finish_tb(self.streams.pop(oldest))
+        self.streams[line.stream] = tb
+        return tb
+
+    def _tb_line(self, tb, line, lineno, body):
+        """Feed one line of tb's stream; False when the line is not part of the traceback."""
+        if tb.rec is not None and line.rec is not None and line.rec != tb.rec and tb.state != "header":
+            return False
+        st = tb.state
+        stripped = body.strip()
+        if st == "header":
+            if stripped.startswith(TB_START):
+                tb.state = "frames"
+                tb.whole = True
+                tb.entries.append([None, None, []])
+                tb.rec = line.rec
+                tb.context.append(stripped)
+                return True
+            if tb.header[0].key == "terminate called after throwing an instance of" and "what():" in body:
+                tb.entries.append([stripped.split("what():", 1)[1].strip(), lineno, []])
+                tb.state = "message"
+                tb.context.append(stripped)
+                return True
+            if _frame_line(stripped):
+                # the header's traceback with its "Traceback" line cut away
+                tb.state = "frames"
+                tb.entries.append([None, None, []])
+                tb.rec = line.rec
+                return self._tb_line(tb, line, lineno, body)
+            return False
+        if st == "frames":
+            after_file = tb.chained == "file"
+            tb.chained = False
+            m = _frame_line(stripped)
+            if m is not None:
+                func, path = m.group("func"), m.group("path")
+                fs = frame_stage(func, path)
+                if fs:
+                    tb.frames.add(DEVICE_QUERY if fs == "cuda_init" and any(p in path for p in DEVICE_QUERY_PATHS) else fs)
+                elif "vllm" in path or _serving_frame(path):
+                    if func in STARTUP_FUNCS or _STARTUP_WORD_RX.search(func) is not None:
+                        tb.startup = True
+                    else:
+                        sf = _serving_frame(path)
+                        if tb.serving is None:
+                            tb.serving = sf
+                        if sf and func not in _SHARED_FUNCS and not any(p in path for p in _SHARED_PARTS):
+                            tb.firm = True
+                tb.chained = "file"
+                return True
+            if body[:1] in (" ", "\t") or not stripped or CARETS_RX.match(stripped) or IPY_SOURCE_RX.match(stripped) or \
+                    _CUT_FRAME_RX.match(stripped) or (
+                    after_file and not EXC_RX.match(stripped) and not stripped.startswith(TB_START)):
+                # a frame's source line (also one whose indentation a paste lost); a few name their vLLM function
+                src = _source_stage(stripped) if stripped else None
+                if src is not None:
+                    tb.frames.add(src)
+                return True
+            if stripped.startswith(TB_START):
+                return True
+            if _cut_record(stripped):
+                # the paste ends inside the logger prefix of the traceback's next line: not its exception
+                return True
+            tb.entries[-1][0] = stripped
+            tb.entries[-1][1] = lineno
+            tb.state = "message"
+            if len(tb.context) < _MAX_CONTEXT:
+                tb.context.append(stripped)
+            return True
+        if st == "message":
+            if not stripped:
+                tb.state = "between"
+                return True
+            if stripped.startswith(TB_START):
+                return False
+            if stripped.startswith(CHAIN):
+                tb.state = "between"
+                tb.chained = "chain"
+                return True
+            msgs = tb.entries[-1][2]
+            if len(msgs) < _MAX_MSG_LINES:
+                msgs.append((stripped, lineno))
+                if len(tb.context) < _MAX_CONTEXT:
+                    tb.context.append(stripped)
+                return True
+            return False
+        # between
+        if not stripped:
+            return True
+        if stripped.startswith(CHAIN):
+            tb.chained = "chain"
+            return True
+        if stripped.startswith(TB_START) and tb.chained == "chain":
+            tb.entries.append([None, None, []])
+            tb.state = "frames"
+            tb.chained = False
+            return True
+        return False
+
+    def _finish_tb(self, tb):
+        rec_key = (tb.stream, tb.rec) if tb.rec else None
+        if tb.state == "header" and not tb.entries:
+            sig, text, lineno, line = tb.header
+            self._sig_candidate(sig, line, lineno, text, rec_key=rec_key)
+            return
+        frames = tb.frames
+        chosen = None
+        chosen_generic = None
+        consequence = None
+        oom_seen = False
+        last_exc = None
+        level = LEVEL_WARNING if tb.warn_only else LEVEL_ERROR
+        for exc, exc_lineno, msgs in tb.entries:
+            if exc is None:
+                continue
+            last_exc = (exc, exc_lineno)
+            head = match_signature(exc, level)
+            if head is not None and head.kind in (CONSEQUENCE, WEAK_CONSEQUENCE):
+                # a wrapper quoting another error on its own line ("Worker failed with error 'CUDA error: ...'")
+                inner = _match_failure(exc, level)
+                if inner is not None:
+                    if inner.cls == "oom":
+                        oom_seen = True
+                    if chosen is None:
+                        chosen = (inner, exc, exc_lineno)
+                    continue
+                if consequence is None:
+                    consequence = (head, exc, exc_lineno)
+                continue
+            for text, ln in [(exc, exc_lineno)] + msgs:
+                s = head if ln == exc_lineno else match_signature(text, level)
+                if s is None:
+                    continue
+                if s.cls == "oom":
+                    oom_seen = True
+                if s.kind in (FAILURE, VICTIM):
+                    if GENERIC in s.flags:
+                        if chosen_generic is None:
+                            chosen_generic = (s, text, ln)
+                    elif chosen is None:
+                        chosen = (s, text, ln)
+                elif s.kind == CLIENT_ERROR:
+                    return
+        pick = chosen or chosen_generic
+        proc = tb.proc
+        named = _method_stage(tb.header[1]) if tb.header is not None else None
+        if pick is not None:
+            s, text, ln = pick
+            cls = s.cls
+            if oom_seen and cls in ("nccl_error", "cuda_error"):
+                cls = "oom"
+            placed = self._stage_for(s.placement, s.stage, cls, frames, named, tb.hint(text), s.usual_conf)
+            self._add(s.kind, cls, placed, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, s.hint, tb.context,
+                      rec_key, oom_seen, origin=tb.lineno)
+            return
+        if consequence is not None:
+            s, text, ln = consequence
+            placed = self._stage_for(s.placement, s.stage, s.cls, frames, named, tb.hint(text), s.usual_conf)
+            self._add(s.kind, s.cls, placed, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, s.hint,
+                      tb.context, rec_key, origin=tb.lineno)
+            return
+        if tb.warn_only:
+            return
+        if last_exc is not None:
+            text, ln = last_exc
+            words = " ".join([text] + [m[0] for m in tb.entries[-1][2][:3]])
+            cls = _classify_text(words)
+            placed = self._stage_for(WHERE, None, cls, frames, named, tb.hint(words))
+            self._add(FAILURE, cls, placed, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, None, tb.context,
+                      rec_key, origin=tb.lineno)
+            return
+        if tb.header is not None:
+            sig, text, lineno, line = tb.header
+            inner = _match_failure(text, LEVEL_ERROR)
+            if inner is not None:
+                # the header quotes the error itself (V0 "Exception in worker ... while processing method
+                # init_device: <error>, Traceback ..."): its traceback's exception is not in the log
+                sig = inner
+            self._sig_candidate(sig, line, lineno, text, context=tb.context, frames=frames, rec_key=rec_key,
+                                hint=tb.hint(text))
+            return
+        prev = self.rec_cand.get(rec_key) if rec_key is not None else None
+        if (frames or tb.serving) and prev is not None:
+            # a logged error whose traceback was cut before its exception: its frames still place it
+            if prev["basis"] != BASIS_MESSAGE:
+                hint = tb.serving_hint() if tb.serving and not tb.startup else None
+                stage, basis, conf = self._stage_for(WHERE, None, prev["cls"], frames, None, hint)
+                if basis == BASIS_FRAMES or (basis == BASIS_INFERRED and prev["basis"] in (None, BASIS_INFERRED)):
+                    prev["stage"], prev["basis"], prev["srank"], prev["conf"] = stage, basis, _RANK[stage], conf
+        elif prev is None and rec_key is not None and tb.rec[0] in ("ERROR", "CRITICAL") and tb.context:
+            # an ERROR record that is a traceback whose exception the paste cut away (the record's first line, the
+            # message of logger.exception, was not pasted): the record is an error of its own, placed by its frames
+            hint = tb.serving_hint() if tb.serving and not tb.startup else None
+            placed = self._stage_for(WHERE, None, "other", frames, None, hint)
+            self._add(ERROR_LINE, "other", placed, tb.context[0], tb.lineno, tb.ts, tb.tkey, tb.tkey_own, proc,
+                      tb.pid, None, tb.context, rec_key, origin=tb.lineno)
+
+    # -- one line ---------------------------------------------------------------------------------------------
+    def segment(self, raw, lineno):
+        """Parse and process one segment (a line, or one CR-separated piece of it) of the file."""
+        text = raw.decode("utf-8", "replace")
+        if "\x1b" in text or "\x00" in text:
+            text = clean(text)
+        text = text.rstrip()
+        if text[:1] == "[" and text[1:2].isdigit() and "m" in text[2:9]:
+            text = ORPHAN_ANSI_RX.sub("", text)
+        line = Line()
+        c0 = text[:1]
+        if c0.isdigit() or c0 in MONTH_INITIALS or c0 in " [" or "|" in text[:80] or "]: " in text[:120]:
+            text = strip_wrappers(text, line)
+        elif "[repeated " in text:
+            text = RAY_REPEAT_RX.sub("", text)
+        if text[:1] in "E>" and len(text) > 4:
+            # pytest's report: "E   " lines carry the exception, ">   " marks the failing source line
+            m = PYTEST_E_RX.match(text)
+            if m:
+                text = text[m.end():]
+            elif PYTEST_SRC_RX.match(text):
+                text = " " + text[1:]
+        if text[:1] == "[":
+            m = TEE_RX.match(text)
+            if m:
+                line.tee = m.group(1)
+                text = text[m.end():]
+        glued = _GLUED_RX.search(text) if ("/s]" in text or "s/it]" in text) else None
+        if glued is not None:
+            # a record glued onto a progress bar whose carriage return was lost in a paste: two segments
+            self._segment_text(text[:glued.start() + 1], line, lineno)
+            line = Line()
+            text = text[glued.start() + 1:].lstrip()
+        self._segment_text(text, line, lineno)
+
+    def _segment_text(self, text, line, lineno):
+        parse_line(text, line)
+        if line.tee is not None:
+            # each worker copied by torchrun is a stream of its own, apart from torchrun's own lines
+            line.stream = line.tee + "/" + line.stream
+            if not line.proc:
+                line.proc = line.tee
+        key = line.tkey
+        if line.outer_tkey is not None:
+            line.outer_tkey = self._adj(line.outer_tkey)
+            self.ts_sources.add(line.outer_src)
+            if key is not None:
+                line.tkey = key + self.year_off
+            self._see_ts(line.ts or "", line.outer_tkey)
+            if line.ts is None:
+                self.last_ts = None
+        elif key is not None:
+            line.tkey = self._adj(key)
+            self.ts_sources.add(line.fmt)
+            self._see_ts(line.ts, line.tkey)
+        if line.fmt == FMT_VLLM and line.pid and len(self.pid2proc) < 512:
+            self.pid2proc[line.pid] = line.proc
+        self._line(line, lineno, text)
+
+    def _line(self, line, lineno, text):
+        stream = line.stream
+        body = line.msg
+        # open tracebacks: feed this line to its stream's, age the others
+        if self.streams:
+            tb = self.streams.get(stream)
+            consumed = False
+            if tb is not None:
+                if self._tb_line(tb, line, lineno, body):
+                    tb.idle = 0
+                    consumed = True
+                else:
+                    del self.streams[stream]
+                    self._finish_tb(tb)
+            for key in list(self.streams):
+                if key == stream:
+                    continue
+                other = self.streams[key]
+                other.idle += 1
+                limit = _TB_FRAMES_CLOSE if other.state == "frames" else _TB_IDLE_CLOSE
+                if other.rec is not None and other.rec[0] != "nccl" and other.state in ("message", "between"):
+                    limit = 0
+                if other.idle > limit:
+                    del self.streams[key]
+                    self._finish_tb(other)
+            if consumed:
+                return
+        stripped = body.strip()
+        if not stripped:
+            if line.fmt == FMT_VLLM and line.level == LEVEL_ERROR:
+                # logger.exception(e) of an exception without a message: the traceback follows
+                self._open_tb(line, lineno, body, header=_EMPTY_ERROR_SIG)
+            return
+        if line.fmt in (FMT_RAW, FMT_VLLM, FMT_C10, FMT_UVICORN, FMT_PYLOG) and stripped.startswith(TB_START):
+            self._open_tb(line, lineno, stripped)
+            return
+        m = IPY_TB_RX.match(stripped) if line.fmt == FMT_RAW and "Traceback" in stripped else None
+        if m is not None:
+            # IPython names the exception's type first; its line with the message (last) replaces it when pasted
+            self._open_tb(line, lineno, stripped).entries[-1][:2] = [m.group("exc"), lineno]
+            return
+        if line.fmt == FMT_RAW and stream == "":
+            m = PROCESS_HDR_RX.match(stripped)
+            if m:
+                self.proc_hdr = m.group(1)
+                return
+        if line.fmt == FMT_UVICORN and '" 5' in body:
+            m = _ACCESS_5XX_RX.search(body)
+            if m is not None:
+                self._access_error(line, lineno, stripped)
+                return
+        self._markers(line, lineno)
+        lvl = line.level
+        if lvl == LEVEL_RAW:
+            lvl = LEVEL_WARNING if line.pywarn else LEVEL_ERROR
+        if line.fmt in (FMT_RAW, FMT_VLLM) and (body.startswith("    ") or stripped.startswith(CODE_STARTS)):
+            # a frame or source line of a traceback whose start is not in this log (a cut or pasted excerpt):
+            # the source text of a raise statement is not the error; a frame opens the cut traceback
+            if lvl != LEVEL_DEBUG and (_frame_line(stripped) is not None or _source_stage(stripped)):
+                tb = self._open_tb(line, lineno, stripped, headless=True)
+                self._tb_line(tb, line, lineno, body)
+            return
+        sig = match_signature(body, lvl)
+        rec_key = (stream, line.rec) if (line.rec is not None and line.fmt == FMT_VLLM) else None
+        shown = "NCCL WARN " + body if line.fmt == FMT_NCCL else body
+        if sig is not None:
+            if sig.kind == HEADER:
+                self._open_tb(line, lineno, body, header=sig)
+                return
+            inner = _match_failure(body, lvl) if sig.kind in (CONSEQUENCE, WEAK_CONSEQUENCE) else None
+            # a wrapper quoting the failure on its own line is classed and placed by it, and stays a wrapper
+            self._sig_candidate(inner or sig, line, lineno, shown, rec_key=rec_key, kind=inner and sig.kind)
+            return
+        if lvl == LEVEL_DEBUG:
+            return
+        if line.fmt == FMT_NCCL and line.level == LEVEL_ERROR:
+            self._sig_candidate(_NCCL_WARN_SIG, line, lineno, shown)
+            return
+        exc_line = line.level == LEVEL_RAW and not line.pywarn and EXC_RX.match(stripped) is not None \
+            and not stripped.split(":", 1)[0].endswith("Warning")
+        if not exc_line and line.fmt == FMT_RAW and not line.pywarn and ("ERROR" in stripped[:120] or "CRITICAL" in
+                                                                         stripped[:120] or "FATAL" in stripped[:120]):
+            # an error record of a layout not parsed above ("[2025-01-02 10:00:00] ERROR x.py:1: Error in ...")
+            exc_line = _LEVEL_WORD_RX.match(stripped) is not None
+        if (line.level == LEVEL_ERROR and line.fmt in (FMT_VLLM, FMT_C10, FMT_UVICORN, FMT_PYLOG)) or exc_line:
+            # an ERROR record without a signature, or an exception line whose traceback was cut away
+            if rec_key is not None and rec_key in self.rec_cand:
+                return
+            cls = _classify_text(body)
+            placed = self._stage_for(WHERE, None, cls, None, _method_stage(body), _text_hint(body, line.rec))
+            key, own = self._line_tkey(line)
+            if key is None:
+                key = self._approx_tkey()
+            kind = ERROR_LINE
+            if line.fmt == FMT_C10 and line.rec and line.rec[1] == "ProcessGroupNCCL.cpp":
+                kind = WEAK_CONSEQUENCE
+            self._add(kind, cls, placed, body, lineno, line.ts, key, own, self._proc_name(line), line.pid, None,
+                      [stripped], rec_key)
+
+    def _access_error(self, line, lineno, text):
+        """A request answered with a server error (uvicorn's access line, 5xx): the error logged just before it
+        (an error line or exception the log gives no stage for) was that request's; the line itself stands in
+        for the failure only when the log shows nothing else."""
+        after_stop = self.until is not None and lineno > self.until
+        for c in self.cands:
+            if after_stop:
+                break
+            if c["srank"] < 0 and c["kind"] in (FAILURE, ERROR_LINE) and lineno - c["lineno"] <= _ACCESS_NEAR:
+                c["stage"], c["basis"], c["conf"], c["srank"] = "request", BASIS_INFERRED, CONF_MEDIUM, _RANK["request"]
+        self.no_recover = True
+        try:
+            self._markers(line, lineno)
+        finally:
+            self.no_recover = False
+        key, own = self._line_tkey(line)
+        if key is None:
+            key = self._approx_tkey()
+        self._add(ACCESS_ERROR, "other", ("request", BASIS_MESSAGE, CONF_HIGH), text, lineno, line.ts, key, own,
+                  self._proc_name(line), line.pid, "the server answered a request with a server error; the error "
+                  "logged before this line says why", [text], None)
+
+    def finish(self):
+        """Close the tracebacks still open at the end of the file."""
+        for key in list(self.streams):
+            self._finish_tb(self.streams.pop(key))
+
+
+# an ERROR record with an empty message (logger.exception of an exception without text) heads its traceback
+_EMPTY_ERROR_SIG = Signature(-2, HEADER, "", None, "other", WHERE, None, (), None)
+
+
+_NCCL_WARN_SIG = Signature(-1, FAILURE, "", None, "nccl_error", AT_LEAST, "distributed_init", (), None)
+# a request answered with a server error (5xx access line): stands in for the failure when nothing else is there
+ACCESS_ERROR = "access_error"
+_ACCESS_NEAR = 200                  # lines before a 5xx access line whose unplaced error was that request's
+# candidate tiers: the first non-empty tier holds the root cause
+_TIER = {FAILURE: 0, ERROR_LINE: 1, VICTIM: 2, CONSEQUENCE: 3, WEAK_CONSEQUENCE: 4, HEADER: 5, ACCESS_ERROR: 6}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the byte scanner (prefilter + line mode inside tracebacks)
+# --------------------------------------------------------------------------------------------------------------
+
+def _ts_text(match):
+    """A timestamp found by the byte scanner, as printed (without a glog level letter)."""
+    txt = match.group(0).decode("ascii", "replace").strip()
+    if txt[:1] in "IWEF" and txt[1:2].isdigit():
+        txt = txt[1:]
+    return txt.rstrip(".")
+
+
+def _scan_stream(scan, read):
+    """Feed ``scan`` from ``read(n) -> bytes`` in blocks; memory stays at about two blocks.
+
+    A block is processed up to its last line end; the unfinished line is carried into the next block and
+    processed on its own, so a block is never copied.
+    """
+    carry = b""
+    head = None
+    tail = b""
+    abs_off = 0
+    while True:
+        data = read(BLOCK_SIZE)
+        if not data:
+            break
+        start = 0
+        if carry:
+            e_n = data.find(b"\n")
+            e_r = data.find(b"\r")
+            e = min(x for x in (e_n, e_r, len(data) - 1) if x >= 0)
+            if e_n < 0 and e_r < 0 and len(carry) + len(data) < MAX_SEGMENT * 4:
+                carry += data
+                continue
+            piece = carry + data[:e + 1]
+            if head is None:
+                head = piece[:65536]
+            scan._abs = abs_off
+            _scan_block(scan, piece, len(piece))
+            tail = (tail + piece)[-65536:]
+            abs_off += len(piece)
+            carry = b""
+            start = e + 1
+        end = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+        if end <= start:
+            if len(data) - start < MAX_SEGMENT * 4:
+                carry = data[start:]
+                continue
+            end = len(data)
+        if head is None:
+            head = data[start:start + 65536]
+        scan._abs = abs_off - start
+        _scan_block(scan, data, end, start)
+        tail = (tail + data[max(start, end - 65536):end])[-65536:]
+        abs_off += end - start
+        carry = data[end:]
+    if carry:
+        if head is None:
+            head = carry[:65536]
+        scan._abs = abs_off
+        _scan_block(scan, carry, len(carry))
+        tail = (tail + carry)[-65536:]
+        abs_off += len(carry)
+    scan._buf = None
+    scan.finish()
+    # lines in the file: line ends, plus an unterminated last line
+    scan.lines = scan.lineno - 1 if (not tail or tail[-1:] == b"\n") else scan.lineno
+    if scan.first_ts is None and head:
+        m = TS_BYTES_RX.search(head)
+        if m is not None:
+            scan.first_ts = _ts_text(m)
+    # the last timestamp of the file, also when the last lines were skipped by the prefilter
+    tail_start = abs_off - len(tail)
+    last = None
+    for m in TS_BYTES_RX.finditer(tail, max(0, scan._slow_abs - tail_start)):
+        last = m
+    if last is not None:
+        scan.last_ts = _ts_text(last)
+    if scan.untimed:
+        # no timestamped line was parsed after them (the prefilter skipped it): the file's last one bounds them
+        last = None
+        for m in TS_BYTES_RX.finditer(tail):
+            last = m
+        key = _match_tkey(last) if last is not None else None
+        if key is not None:
+            scan._bound_untimed(key + scan.year_off)
+
+
+def _match_tkey(m):
+    """The year-less time key of a TS_BYTES_RX match (None when it is not a date)."""
+    g = m.groups()
+    if g[0] is not None:
+        return tkey(g[0], g[1], g[2], g[3], g[4])
+    return tkey(g[5], g[6], g[7], g[8], g[9])
+
+
+def _scan_block(scan, buf, end, pos=0):
+    scan._buf = buf
+    scan._slow_end = pos
+    anchors = None
+    finder = None
+    count = buf.count
+    while pos < end:
+        if scan.streams or scan.full:
+            pos = _one_segment(scan, buf, pos, end)
+            continue
+        cur = scan.anchors()
+        if cur is not anchors:
+            anchors = cur
+            finder = None                # free the previous translated copy first
+            finder = _finder(buf, pos, end, anchors)
+        start = finder.next_line(pos)
+        if start < 0:
+            scan.lineno += count(b"\n", pos, end)
+            pos = end
+            break
+        scan.lineno += count(b"\n", pos, start)
+        pos = _one_segment(scan, buf, start, end)
+
+
+# The prefilter's question, for ``pos``: where does the segment start (after the last line end or carriage
+# return before it, not before ``pos``) that holds the first anchor occurrence at or after ``pos``?  Two
+# finders give the same answer: one substring search per anchor (cheap on a short region), or, on a long
+# region, one search of all anchors at once (below), whose hits are checked against the anchors themselves.
+
+_COMBINED_MIN = 512 * 1024       # a region at least this long gets the combined search
+_SAMPLE = 16 * 1024              # bytes of each of the three samples that pick the key bytes
+_KEY_SHARE_MAX = 0.2             # key bytes above this share of the sample: one search per anchor instead
+_REJECT_MAX = 2048               # segments the combined search hit without an anchor, then one search per anchor
+_RX_CACHE = {}
+
+
+class _AnchorFinds(object):
+    """One ``bytes.find`` per anchor; each anchor's next occurrence is kept until ``pos`` passes it."""
+
+    __slots__ = ("buf", "end", "anchors", "nexts")
+
+    def __init__(self, buf, pos, end, anchors):
+        self.buf = buf
+        self.end = end
+        self.anchors = anchors
+        self.nexts = [buf.find(a, pos, end) for a in anchors]
+
+    def first(self, pos):
+        """The first anchor occurrence at or after ``pos`` (-1: none)."""
+        best = -1
+        nexts = self.nexts
+        for i, n in enumerate(nexts):
+            if 0 <= n < pos:
+                n = self.buf.find(self.anchors[i], pos, self.end)
+                nexts[i] = n
+            if n >= 0 and (best < 0 or n < best):
+                best = n
+        return best
+
+    def next_line(self, pos):
+        best = self.first(pos)
+        if best < 0:
+            return -1
+        buf = self.buf
+        start = max(buf.rfind(b"\n", pos, best), buf.rfind(b"\r", pos, best)) + 1
+        return start if start > pos else pos
+
+
+class _CombinedFinds(object):
+    """All anchors in one pass.  Each anchor is searched from one of its bytes on (``key``: the one rarest in a
+    sample of the region, at least three bytes before the anchor's end); the block is translated once so that
+    every key byte reads as ``\\x01``, which gives the compiled alternation of those suffixes one literal first
+    byte to look for (the regex engine's fast path).  A hit is a candidate only (a key byte stands for all of
+    them), so its segment is searched for the anchors themselves; a segment without one is skipped whole.
+    One-byte anchors are searched on their own."""
+
+    __slots__ = ("buf", "end", "tb", "rx", "exact", "single", "rejected", "fallback", "anchors")
+
+    def __init__(self, buf, pos, end, anchors, table, rx, exact, single):
+        self.buf = buf
+        self.end = end
+        self.anchors = anchors
+        self.tb = buf.translate(table)
+        self.rx = rx
+        self.exact = exact
+        self.single = _AnchorFinds(buf, pos, end, single) if single else None
+        self.rejected = 0
+        self.fallback = None
+
+    def next_line(self, pos):
+        if self.fallback is not None:
+            return self.fallback.next_line(pos)
+        buf = self.buf
+        end = self.end
+        look = pos
+        while True:
+            m = self.rx.search(self.tb, look, end)
+            cand = m.start() if m is not None else -1
+            if self.single is not None:
+                n = self.single.first(look)
+                if n >= 0 and (cand < 0 or n < cand):
+                    cand = n
+            if cand < 0:
+                return -1
+            # the segment around the candidate (each search bounded by the line, never to the block's end)
+            start = buf.rfind(b"\n", look, cand) + 1
+            if start < look:
+                start = look
+            start = buf.rfind(b"\r", start, cand) + 1 or start
+            stop = buf.find(b"\n", cand, end)
+            if stop < 0:
+                stop = end
+            e_r = buf.find(b"\r", cand, stop)
+            if e_r >= 0:
+                stop = e_r
+            if self.exact.search(buf, start, stop) is not None:
+                return start
+            # no anchor in this segment (and none before it, or the search would have hit earlier)
+            if stop >= end:
+                return -1
+            self.rejected += 1
+            if self.rejected > _REJECT_MAX:
+                self.tb = None
+                self.fallback = _AnchorFinds(buf, stop, end, self.anchors)
+                return self.fallback.next_line(pos)
+            look = stop
+
+
+def _compiled(key, pattern):
+    rx = _RX_CACHE.get(key)
+    if rx is None:
+        if len(_RX_CACHE) > 64:
+            _RX_CACHE.clear()
+        rx = _RX_CACHE[key] = re.compile(pattern)
+    return rx
+
+
+def _finder(buf, pos, end, anchors):
+    """The finder for ``anchors`` over ``buf[pos:end]``."""
+    size = end - pos
+    if size < _COMBINED_MIN:
+        return _AnchorFinds(buf, pos, end, anchors)
+    step = max(0, (size - _SAMPLE) // 2)
+    sample = b"".join(buf[pos + i * step:pos + i * step + _SAMPLE] for i in range(3))
+    counts = {}
+    keys = set()
+    suffixes = []
+    single = []
+    for a in anchors:
+        if len(a) < 2:
+            single.append(a)
+            continue
+        for c in a:
+            if c not in counts:
+                counts[c] = sample.count(bytes((c,)))
+        k = min(range(len(a) - min(3, len(a)) + 1), key=lambda i: (counts[a[i]], i))
+        keys.add(a[k])
+        suffixes.append(a[k:])
+    if not suffixes or sum(counts[c] for c in keys) > _KEY_SHARE_MAX * len(sample):
+        return _AnchorFinds(buf, pos, end, anchors)
+    table = bytearray(range(256))
+    table[1] = 2
+    for c in keys:
+        table[c] = 1
+    table = bytes(table)
+    alts = tuple(sorted(set(s.translate(table) for s in suffixes)))
+    rx = _compiled(alts, b"|".join(re.escape(s) for s in alts))
+    exact = _compiled(anchors, b"|".join(re.escape(a) for a in anchors))
+    return _CombinedFinds(buf, pos, end, anchors, table, rx, exact, tuple(single))
+
+
+def _one_segment(scan, buf, pos, end):
+    """Process the segment that starts at ``pos``; return the position after its terminator."""
+    e_n = buf.find(b"\n", pos, end)
+    e_r = buf.find(b"\r", pos, end)
+    if e_n < 0:
+        e = e_r if e_r >= 0 else end
+    elif e_r < 0:
+        e = e_n
+    else:
+        e = min(e_n, e_r)
+    if e - pos > MAX_SEGMENT:
+        e = pos + MAX_SEGMENT
+        nxt = e
+        newline = False
+    elif e < end and buf[e:e + 1] == b"\r" and buf[e + 1:e + 2] == b"\n":
+        nxt = e + 2
+        newline = True
+    elif e < end:
+        nxt = e + 1
+        newline = buf[e:e + 1] == b"\n"
+    else:
+        nxt = end
+        newline = False
+    seg = buf[pos:e]
+    if seg or newline:
+        scan._buf_pos = pos
+        scan.segment(seg, scan.lineno)
+        scan._slow_end = nxt
+        scan._slow_abs = scan._abs + nxt
+    if newline:
+        scan.lineno += 1
+    return nxt
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the answer
+# --------------------------------------------------------------------------------------------------------------
+
+class LogStageError(Exception):
+    """A log that cannot be read (the message names the path and the fix)."""
+
+
+def expand_paths(paths):
+    """Files to read for ``paths``: files as given, directories expanded (sorted, recursively, no hidden)."""
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            found = []
+            for root, dirs, files in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for f in sorted(files):
+                    if not f.startswith("."):
+                        full = os.path.join(root, f)
+                        if os.path.isfile(full):
+                            found.append(full)
+            if not found:
+                raise LogStageError("log directory %s holds no files; point paths at the captured logs" % p)
+            out.extend((p, f) for f in found)
+        else:
+            out.append((p, p))
+    return out
+
+
+def _open_log(path):
+    if not os.path.exists(path):
+        raise LogStageError("log file %s does not exist; check the path (or fetch the log from the node first)" % path)
+    if not os.path.isfile(path):
+        raise LogStageError("log path %s is not a regular file" % path)
+    try:
+        fh = open(path, "rb")
+    except (IOError, OSError) as exc:
+        raise LogStageError("cannot read log file %s: %s; fix its permissions or run as a user that can read it"
+                            % (path, exc.strerror or exc))
+    if path.endswith(".gz"):
+        return gzip.GzipFile(fileobj=fh, mode="rb")
+    return fh
+
+
+def _public_error(c):
+    if c is None:
+        return None
+    out = {
+        "line": c["line"], "file": c["file"], "lineno": c["lineno"], "timestamp": c["timestamp"],
+        "process": c["process"], "node": c["node"], "stage": c["stage"], "error_class": c["cls"],
+        "kind": _KIND_NAME.get(c["kind"], c["kind"]), "stage_basis": c.get("basis"),
+        "confidence": c.get("conf"), "cause_stage": c.get("cause"),
+    }
+    if c.get("pid"):
+        out["pid"] = int(c["pid"]) if str(c["pid"]).isdigit() else c["pid"]
+    if c.get("hint"):
+        out["hint"] = c["hint"]
+    if c.get("context") and len(c["context"]) > 1:
+        out["context"] = list(c["context"])
+    return out
+
+
+# the kind of an error as the answer names it
+_KIND_NAME = {FAILURE: "failure", ERROR_LINE: "error_line", VICTIM: "victim", CONSEQUENCE: "consequence",
+              WEAK_CONSEQUENCE: "consequence", HEADER: "failure", ACCESS_ERROR: "error_line"}
+
+
+def _sort_key(c):
+    t = c["tkey"]
+    return (0 if t is not None else 1, t if t is not None else 0.0, 1 if c.get("copy") else 0, c["index"], c["lineno"])
+
+
+_TEE_PROC_RX = re.compile(r"^default\d+$")
+
+
+def _share_times(scans):
+    """An error line without any time in its file (a rank's plain stderr) takes the time of the same line in a
+    file that has one - torchrun's ``--tee`` copy of the rank's output (``[default<N>]:``), bounded by torchrun's
+    own timestamped lines - so that the rank's own file, given first, names the error. Where the node names carry
+    a host (``<host>/rank<N>``), only a copy on the same host lends its time: the same line on another host is
+    another event."""
+    def host(sc):
+        node = str(sc.node)
+        return node.split("/", 1)[0] if "/" in node else None
+
+    timed = {}
+    for sc in scans:
+        for c in sc.cands:
+            if c["tkey"] is not None and (host(sc) is not None or _TEE_PROC_RX.match(str(c["process"] or ""))):
+                timed.setdefault((host(sc), c["line"]), c)
+    for sc in scans:
+        for c in sc.cands:
+            if c["tkey"] is None:
+                other = timed.get((host(sc), c["line"]))
+                if other is not None:
+                    c["tkey"] = other["tkey"]
+                    c["tkey_after"] = other.get("tkey_after") or not other["tkey_own"]
+                    other["copy"] = True  # at the same time, the rank's own file names the error
+
+
+def _build_answer(scans):
+    _share_times(scans)
+    tiers = ((FAILURE,), (ERROR_LINE,), (VICTIM,), (CONSEQUENCE,), (ACCESS_ERROR,))
+    root = None
+    firsts = []
+    for kinds in tiers:
+        firsts = []
+        for sc in scans:
+            mine = [c for c in sc.cands if c["kind"] in kinds]
+            if mine:
+                firsts.append(min(mine, key=lambda c: c["lineno"]))
+        if firsts:
+            root = min(firsts, key=_sort_key)
+            break
+    all_cands = []
+    for sc in scans:
+        all_cands.extend(sc.cands)
+    all_cands.sort(key=_sort_key)
+
+    # uncertainty of the cross-file order
+    why = []
+    if root is not None and len([sc for sc in scans if sc.cands]) > 1:
+        # a copy of the root's own line (torchrun's tee of the rank's output) is no rival
+        rivals = [c for c in firsts if c is not root and c["index"] != root["index"] and c["line"] != root["line"]]
+        if root["tkey"] is None:
+            why.append("the first error has no timestamp; files were taken in the order given")
+        elif root.get("tkey_after"):
+            why.append("the first error line has no timestamp of its own nor one before it in its file; the first "
+                       "timestamp after it (a time it happened before) was used")
+        elif not root["tkey_own"]:
+            why.append("the first error line has no timestamp of its own; the last timestamp before it was used")
+        for c in rivals:
+            if c["tkey"] is None:
+                why.append("%s: its first error has no timestamp" % c["node"])
+            elif root["tkey"] is not None and abs(c["tkey"] - root["tkey"]) <= _TIE_SECONDS:
+                why.append("%s failed within %.0f s of %s (log timestamps have one-second resolution)"
+                           % (c["node"], _TIE_SECONDS, root["node"]))
+        sources = set()
+        for sc in scans:
+            if sc.cands:
+                sources.update(sc.ts_sources)
+        if len(set(s[:7] for s in sources if s)) > 1:
+            why.append("the files carry timestamps of different kinds (%s); clocks or time zones may differ"
+                       % ", ".join(sorted(s for s in sources if s)))
+    uncertain = bool(why)
+
+    reached = set()
+    for sc in scans:
+        reached.update(sc.reached)
+    if root is not None and root["srank"] >= 0:
+        reached.add(root["srank"])
+    stages_reached = [STAGES[r] for r in sorted(reached) if r >= 0]
+    last_rank = max([sc.ctx for sc in scans] + [-1])
+    last_stage = STAGES[last_rank] if last_rank >= 0 else None
+
+    oom_c = None
+    for c in all_cands:
+        if c["oom"]:
+            oom_c = c
+            break
+    oom = {"occurred": oom_c is not None, "stage": oom_c["stage"] if oom_c else None}
+    if oom_c is not None:
+        oom["line"] = oom_c["line"]
+        oom["memory_sizing"] = oom_c["stage"] in ("engine_init", "request")
+        if oom_c["stage"] in ("environment", "config", "cuda_init", "distributed_init"):
+            oom["note"] = "out of memory before the weights were loaded: memory is held elsewhere, not a sizing problem"
+        elif oom_c["stage"] == "weight_loading":
+            oom["note"] = "the weights do not fit in the memory left for them"
+        elif oom_c["stage"] in ("engine_init", "request"):
+            oom["note"] = "weights fit; profiling, KV cache, CUDA graphs or a batch did not (a memory-sizing problem)"
+        else:
+            oom["note"] = "the log does not show in which stage the memory ran out"
+
+    consequences = []
+    for c in all_cands:
+        if c is root:
+            continue
+        if len(consequences) >= _MAX_CONSEQUENCES:
+            break
+        consequences.append({"file": c["file"], "node": c["node"], "lineno": c["lineno"], "line": c["line"],
+                             "timestamp": c["timestamp"], "kind": _KIND_NAME.get(c["kind"], c["kind"]),
+                             "error_class": c["cls"], "stage": c["stage"]})
+
+    timeline = []
+    for sc in scans:
+        own = None
+        for kinds in tiers:
+            mine = [c for c in sc.cands if c["kind"] in kinds]
+            if mine:
+                own = min(mine, key=lambda c: c["lineno"])
+                break
+        timeline.append({
+            "node": sc.node, "file": sc.file, "lines": sc.lines,
+            "first_timestamp": sc.first_ts, "last_timestamp": sc.last_ts,
+            "stage_reached": STAGES[sc.ctx] if sc.ctx >= 0 else None,
+            "stage_since": sc.ctx_since,
+            "ready": sc.ready, "ready_timestamp": sc.ready_ts,
+            "first_error": _public_error(own),
+            "stage_marks": list(sc.stage_marks),
+            "recovered_errors": [_public_error(c) for c in sc.recovered],
+            "hints": list(sc.hints),
+            "until": sc.until,
+        })
+
+    after_stop = []
+    for sc in scans:
+        after_stop.extend(sc.after_stop)
+    after_stop.sort(key=lambda c: (0 if c["tkey"] is not None else 1, c["tkey"] or 0.0, c["index"], c["lineno"]))
+    after_stop = [dict((k, v) for k, v in c.items() if k not in ("tkey", "index")) for c in after_stop]
+
+    ans = {
+        "stage": root["stage"] if root else "none",
+        "stage_basis": root["basis"] if root else None,
+        "confidence": root.get("conf") if root else None,
+        "cause_stage": root.get("cause") if root else None,
+        "error_class": root["cls"] if root else None,
+        "first_error": _public_error(root),
+        "oom": oom,
+        "stages_reached": stages_reached,
+        "last_stage": last_stage,
+        "consequences": consequences,
+        "timeline": timeline,
+        "order_uncertain": uncertain,
+        "order_uncertain_why": "; ".join(why) if why else None,
+        "after_stop": after_stop[:_MAX_AFTER_STOP],
+    }
+    if root is not None:
+        ans["summary"] = "%s failed (%s) on %s%s: %s" % (
+            root["stage"], root["cls"], root["node"],
+            " at %s" % root["timestamp"] if root["timestamp"] else "", cut(root["line"], 200))
+        if root["stage"] == "unknown":
+            ans["summary"] += "; " + UNKNOWN_MISSING
+    else:
+        ready = [sc for sc in scans if sc.ready]
+        if ready:
+            ans["summary"] = "no failure found; API ready since %s" % (ready[0].ready_ts or "start")
+        elif last_stage is not None:
+            since = None
+            for sc in scans:
+                if sc.ctx == last_rank:
+                    since = sc.ctx_since
+                    break
+            open_on, done_on = _comm_nodes(scans)
+            if done_on and not open_on:
+                # every NCCL communicator that was set up was destroyed again: the program ended its
+                # distributed work (a collective check, or a clean shutdown before readiness)
+                ans["summary"] = ("no failure found; last stage %s: NCCL communicators initialised and destroyed "
+                                  "again on %s" % (last_stage, ", ".join(done_on)))
+            else:
+                ans["summary"] = "no failure found; stuck in %s%s" % (last_stage, " since %s" % since if since else "")
+                if open_on:
+                    ans["summary"] += "; NCCL communicator init started and never completed on %s" % ", ".join(open_on)
+        else:
+            ans["summary"] = "no failure found and no vLLM stage marker seen"
+        stop = _external_stop(all_cands)
+        if stop is not None:
+            ans["summary"] += "; stopped from outside by signal %s (%s line %d)" % stop
+    if after_stop:
+        ans["summary"] += "; %d error line(s) after the stop (shutdown noise, see after_stop)" % len(after_stop)
+    return ans
+
+
+def _comm_nodes(scans):
+    """Nodes with an NCCL communicator whose init never completed, and the nodes whose communicators were all
+    initialised and destroyed again (empty unless that holds for every communicator of every file); each list
+    in file order, without repeats."""
+    open_on, done_on = [], []
+    all_done = True
+    for sc in scans:
+        states = set(sc.comms.values())
+        if "started" in states and sc.node not in open_on:
+            open_on.append(sc.node)
+        if states - {"destroyed"}:
+            all_done = False
+        elif states and sc.node not in done_on:
+            done_on.append(sc.node)
+    return open_on, done_on if all_done else []
+
+
+def _external_stop(cands):
+    """(signal, node, lineno) of the first line saying that the launcher itself was stopped by a signal."""
+    for c in cands:
+        if c["kind"] == WEAK_CONSEQUENCE:
+            m = STOP_RX.search(c["line"])
+            if m is not None:
+                return (m.group(1) or m.group(2), c["node"], c["lineno"])
+    return None
+
+
+def _until_value(value, what):
+    """One cutoff: None (no cutoff) or a line count >= 0."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise LogStageError("until for %s is %r; give a line count (an integer >= 0) or null" % (what, value))
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise LogStageError("until for %s is %r; give a line count (an integer >= 0) or null" % (what, value))
+    if n < 0 or (isinstance(value, float) and n != value):
+        raise LogStageError("until for %s is %r; give a line count (an integer >= 0) or null" % (what, value))
+    return n
+
+
+def until_list(until, keys):
+    """``until`` as a list of cutoffs aligned with ``keys`` (paths or log names).
+
+    ``until`` is None (no cutoff), a list (one entry per key, None for no cutoff), a dict (key -> line count;
+    keys not in it get no cutoff) or, for a single key, one number.  Raises :class:`LogStageError`.
+    """
+    if until is None:
+        return [None] * len(keys)
+    if isinstance(until, dict):
+        unknown = [k for k in until if k not in keys]
+        if unknown:
+            raise LogStageError("until names %s, which is not one of the logs given (%s)"
+                                % (unknown[0], ", ".join(str(k) for k in keys)))
+        return [_until_value(until.get(k), k) for k in keys]
+    if isinstance(until, (list, tuple)):
+        if len(until) != len(keys):
+            raise LogStageError("until has %d entries for %d logs; give one per log (null for no cutoff)"
+                                % (len(until), len(keys)))
+        return [_until_value(u, k) for u, k in zip(until, keys)]
+    if len(keys) == 1:
+        return [_until_value(until, keys[0])]
+    raise LogStageError("until is one value for %d logs; give a list with one entry per log" % len(keys))
+
+
+def classify_files(paths, nodes=None, until=None):
+    """Classify one or many logs (one per node, rank or container) into the first failing stage.
+
+    ``paths``: files or directories (expanded, sorted).  ``nodes``: optional names, one per entry of
+    ``paths`` (a directory's files all get its name).  ``until``: optional per-file cutoff counted in lines
+    (see :func:`until_list`; a directory entry takes no cutoff): the file's line count when the server was
+    last seen alive; errors on later lines are shutdown noise, returned under ``after_stop`` and never the
+    failure.  Returns the JSON-serialisable answer.  Raises :class:`LogStageError` naming an unreadable path.
+    """
+    if isinstance(paths, (str, bytes)):
+        paths = [paths]
+    paths = [p.decode("utf-8", "surrogateescape") if isinstance(p, bytes) else str(p) for p in paths]
+    if not paths:
+        raise LogStageError("no log paths given")
+    given_nodes = list(nodes) if nodes else []
+    cutoffs = until_list(until, paths)
+    items = []
+    for i, p in enumerate(paths):
+        node = given_nodes[i] if i < len(given_nodes) and given_nodes[i] not in (None, "") else None
+        for top, f in expand_paths([p]):
+            if node is not None:
+                name = str(node)
+            elif top != f:
+                name = os.path.relpath(f, top)
+            else:
+                name = os.path.basename(f) or f
+            if cutoffs[i] is not None and top != f:
+                raise LogStageError("until is given for %s, a directory; give the cutoff per file (list its files "
+                                    "in paths)" % p)
+            items.append((f, name, cutoffs[i]))
+    scans = []
+    for idx, (f, name, limit) in enumerate(items):
+        sc = _Scan(f, name, idx, limit)
+        if not f.endswith(".gz"):
+            try:
+                sc.full = os.path.getsize(f) <= FULL_PARSE_BYTES
+            except OSError:
+                pass
+        fh = _open_log(f)
+        try:
+            _scan_stream(sc, fh.read)
+        except (IOError, OSError, EOFError) as exc:
+            raise LogStageError("error while reading log file %s: %s" % (f, exc))
+        finally:
+            fh.close()
+        scans.append(sc)
+    return _build_answer(scans)
+
+
+class _BytesReader(object):
+    def __init__(self, data):
+        self.data = data
+        self.pos = 0
+
+    def read(self, n):
+        chunk = self.data[self.pos:self.pos + n]
+        self.pos += len(chunk)
+        return chunk
+
+
+def _as_bytes(text):
+    if text is None:
+        return b""
+    if isinstance(text, bytes):
+        return text
+    return str(text).encode("utf-8", "surrogateescape") if _has_surrogates(text) else str(text).encode("utf-8")
+
+
+def _has_surrogates(text):
+    try:
+        str(text).encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+def classify_texts(texts, names=None, nodes=None, until=None):
+    """Like :func:`classify_files` for log contents already in memory (one text per node).
+
+    ``until``: optional cutoff per text, counted in lines (see :func:`until_list`; a dict is keyed by name).
+    """
+    all_names = []
+    for idx in range(len(texts)):
+        name = names[idx] if names and idx < len(names) and names[idx] else ("log" if len(texts) == 1 else "log%d" % (idx + 1))
+        all_names.append(str(name))
+    cutoffs = until_list(until, all_names)
+    scans = []
+    for idx, text in enumerate(texts):
+        name = all_names[idx]
+        node = nodes[idx] if nodes and idx < len(nodes) and nodes[idx] not in (None, "") else name
+        sc = _Scan(str(name), str(node), idx, cutoffs[idx])
+        data = _as_bytes(text)
+        if not isinstance(text, bytes) and _has_surrogates(text):
+            data = str(text).encode("utf-8", "replace")
+        sc.full = len(data) <= FULL_PARSE_BYTES
+        _scan_stream(sc, _BytesReader(data).read)
+        scans.append(sc)
+    return _build_answer(scans)
+
+
+def classify_text(text, name="log", node=None, until=None):
+    """Classify one log given as a string (or bytes); same answer as :func:`classify_files` on that content.
+
+    ``until``: optional line count written before the server was stopped (later errors go to ``after_stop``).
+    """
+    return classify_texts([text], names=[name], nodes=[node], until=None if until is None else [until])

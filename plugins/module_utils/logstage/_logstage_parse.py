@@ -1,0 +1,402 @@
+"""Line parsing for the log_stage classifier: wrappers, log formats, timestamps, traceback line shapes.
+
+:func:`strip_wrappers` removes what a collector put around a line (journald, ``kubectl logs --timestamps``,
+``docker compose``, CI viewers' ``| `` columns and bracketed RFC 3339 stamps, Ray's repeat counters);
+:func:`parse_line` fills a :class:`Line` (format, stream, level, timestamp, message) from what is left.  The
+formats are those of ``vllm-stages.md`` section 2: the vLLM formatter with or without its process tag, lines
+with only the tag, NCCL, PyTorch c10/glog, uvicorn, Python logging of other libraries, and raw lines.
+
+Standard library only; imports on Python 3.9.
+"""
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rules import (
+    COLLECTIVE_INIT_SEQ, COLLECTIVE_RX, COLLECTIVE_STARTUP_SEQ, COLLECTIVE_TINY_NUMEL, FMT_C10, FMT_NCCL, FMT_PYLOG,
+    FMT_RAW, FMT_UVICORN, FMT_VLLM)
+
+MAX_LINE_CHARS = 2000               # a reported line is cut to this many characters
+
+# line levels after parsing
+LEVEL_DEBUG = "debug"
+LEVEL_INFO = "info"
+LEVEL_WARNING = "warning"
+LEVEL_ERROR = "error"
+LEVEL_RAW = "raw"                   # a line without a level (print, traceback, tqdm, C++ output)
+
+ANSI_RX = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+ORPHAN_ANSI_RX = re.compile(r"\[[0-9;]{1,8}m(?=\S)")
+K8S_RX = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)((?:[.,]\d+)?)(Z|[+-]\d\d:?\d\d)?(?:\s|$)")
+JOURNAL_RX = re.compile(
+    r"^(?:([A-Z][a-z]{2}) ([ \d]\d) (\d\d):(\d\d):(\d\d) [\w.-]+ [\w.@/-]+(?:\[\d+\])?:(?: |$)|"
+    r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\S* [\w.-]+ [\w.@/-]+\[\d+\]:(?: |$))")
+JOURNAL_ANY_RX = re.compile(r"^\S{1,6} ?[ \d]?\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]+\[\d+\]: ")
+# a CI log viewer's copied column (Buildkite: "  | ") and its bracketed RFC 3339 stamp ("[2024-09-05T00:38:34Z] ")
+CI_COLUMN_RX = re.compile(r"^ {0,4}\| ?")
+BRACKET_RFC3339_RX = re.compile(r"^\[(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)((?:[.,]\d+)?)(Z|[+-]\d\d:?\d\d)?\] ")
+COMPOSE_RX = re.compile(r"^([A-Za-z0-9][\w.-]*)\s+\| ?")
+# a log viewer's copied line numbers (Buildkite's and GitHub Actions' raw views: "3597<TAB>...")
+LINENO_TAB_RX = re.compile(r"^\d{1,7}\t")
+# pytest's failure report: "E   <exception line>" and ">   <the failing source line>"
+PYTEST_E_RX = re.compile(r"^E {3,}(?=\S)")
+PYTEST_SRC_RX = re.compile(r"^> {3,}(?=\S)")
+RAY_REPEAT_RX = re.compile(r"\s*\[repeated \d+x across cluster\]")
+VLLM_RX = re.compile(
+    r"\((?P<proc>[A-Za-z][\w\-]*(?: (?:rank=\d+|TP\d+))?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) "
+    r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? "
+    r"\[?(?P<file>[^\]\s:]+):(?P<lineno>\d+)\] ?(?P<msg>.*)$")
+VLLM_NOTAG_RX = re.compile(
+    r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? "
+    r"\[?(?P<file>[^\]\s:]+):(?P<lineno>\d+)\] ?(?P<msg>.*)$")
+TAGONLY_RX = re.compile(
+    r"^\((?P<proc>[A-Za-z][\w\-]*(?: (?:rank=\d+|TP\d+))?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) ?(?P<rest>.*)$")
+NCCL_RX = re.compile(
+    r"^(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[^\]]*\] )?(?P<host>[^:\s\[\]]+):(?P<pid>\d+):(?P<tid>\d+) "
+    r"\[(?P<dev>\d+)\] (?:[\d.]+ )?(?:\S+:\d+(?: \([^)]*\))? )?NCCL (?P<lvl>INFO|WARN|TRACE|CALL|ABORT) ?(?P<msg>.*)$")
+RANK_RX = re.compile(r"^\[rank(\d+)\]: ?")
+# torchrun --tee: every line of a worker copied to torchrun's own output behind "[<role><local_rank>]:"
+# (torch/distributed/elastic/multiprocessing/tail_log.py, role "default" unless --role); "[rankN]:" is
+# PyTorch's own rank prefix and stays with RANK_RX
+TEE_RX = re.compile(r"^\[(?!rank\d)([A-Za-z_][\w-]{0,39}?\d+)\]:")
+# NCCL communicator life cycle (init.cc: "... comm %p rank %d nranks %d ... - Init START" / "- Init COMPLETE",
+# "comm %p rank %d nranks %d cudaDev %d busId %lx - Destroy COMPLETE")
+NCCL_COMM_RX = re.compile(r"\bcomm (0x[0-9a-fA-F]+) .*- (Init START|Init COMPLETE|Destroy COMPLETE)\s*$")
+# a launcher line about one worker: torchrun "failed (exitcode: 1) local_rank: 1 (pid: 690) of binary: ..."
+SUBJECT_RX = re.compile(r"\blocal_rank: (\d+) \(pid: (\d+)\)")
+# torchrun itself stopped by a signal from outside
+STOP_RX = re.compile(r"Received (\d+) death signal|SignalException: Process \d+ got signal: (\d+)")
+MAX_COMMS = 1024
+C10_RX = re.compile(
+    r"^\[(?P<lvl>[IWEF])(?:(?P<ts>\d{4} \d\d:\d\d:\d\d)(?P<frac>\.\d+)?)? (?:\d+ )?(?P<file>[^\]\s:]+):\d+\] ?(?P<msg>.*)$")
+GLOG_RX = re.compile(
+    r"^(?P<lvl>[VIWEFC])(?P<ts>\d{4} \d\d:\d\d:\d\d)(?P<frac>\.\d+)? +\d+ [^\]\s:]+:\d+\](?: \[[^\]]*\])? ?(?P<msg>.*)$")
+UVICORN_RX = re.compile(r"^(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+(?P<msg>.*)$")
+PYLOG_RX = re.compile(
+    r"^(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[.,]\d+)?\s*(?:-\s*)?(?:\[\s*)?"
+    r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b\]?[\s:-]*(?P<msg>.*)$")
+PYWARN_RX = re.compile(r"^\S+\.py:\d+: \w*Warning: ")
+FRAME_RX = re.compile(r'^\s*(?:File ")?(?P<path>[^"]*)", line \d+, in (?P<func>\S+)')
+PROCESS_HDR_RX = re.compile(r"^Process (\S+):$")
+EXC_RX = re.compile(
+    r"^(?:(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Warning|Failure|Failed)|"
+    r"(?:[A-Za-z_]\w*\.)*(?:Base)?ExceptionGroup)(?:\([\w.]*\))?(?::|$)")
+CARETS_RX = re.compile(r"^[\^~ ]+$")
+TB_START = "Traceback (most recent call last)"
+# IPython / Jupyter tracebacks (IPython.core.ultratb, 8.x; VS Code's notebook links): the exception's type first
+# ("KeyError                                  Traceback (most recent call last)"), then cells and frames as
+# "File ~/env/lib/python3.9/site-packages/vllm/entrypoints/llm.py:123, in LLM.__init__(self, model, ...)" with
+# numbered source lines and an arrow on the current one, the exception line last
+IPY_TB_RX = re.compile(r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)\s*$")
+IPY_FRAME_RX = re.compile(r"^\s*File \[?(?P<path>[^\s\[\]]+?\.py):\d+(?:\]\([^)]*\))?, in (?:[\w<>]+\.)*(?P<func>[\w<>]+)\(")
+IPY_SOURCE_RX = re.compile(r"^(?:-*>\s*)?(?:\d+|\[\d+\]\([^)]*\))\s|^Cell In\s*\[\d+\], line \d+|^\(\.\.\.\)$|"
+                           r"\.ipynb\]\([^)]*\) Cell \d+ line \d+")
+CODE_STARTS = ('File "', "File &quot;", "raise ", "^^^", "~~~")  # &quot;: a paste copied from an HTML page
+CHAIN = ("The above exception was the direct cause", "During handling of the above exception")
+
+MONTHS = {"Jan": 1, "Feb": 2, "Mar": 3, "Apr": 4, "May": 5, "Jun": 6, "Jul": 7, "Aug": 8, "Sep": 9, "Oct": 10,
+          "Nov": 11, "Dec": 12}
+CUM_DAYS = (0, 31, 60, 91, 121, 152, 182, 213, 244, 274, 305, 335)   # a leap year: Feb 29 exists
+
+# byte-level timestamp finder for lines the prefilter skipped
+TS_BYTES_RX = re.compile(
+    rb"(?:(?<!\d)\d{4}-)?(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)|(?<![\w])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.")
+
+
+def tkey(month, day, hh, mm, ss, fraction=0.0):
+    """Seconds since the start of a (leap) year for a year-less timestamp, or None when it is not a date."""
+    try:
+        month = int(month)
+        day = int(day)
+        if not 1 <= month <= 12 or not 1 <= day <= 31:
+            return None
+        return (CUM_DAYS[month - 1] + day - 1) * 86400.0 + int(hh) * 3600 + int(mm) * 60 + int(ss) + fraction
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def frac(text):
+    """The fraction of a second of ``.123`` / ``,123`` (0.0 when absent or malformed)."""
+    if not text:
+        return 0.0
+    try:
+        return float("0" + text.replace(",", "."))
+    except ValueError:
+        return 0.0
+
+
+def cut(text, limit=MAX_LINE_CHARS):
+    """``text`` cut to ``limit`` characters (with ``...`` when cut)."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def clean(text):
+    """``text`` without ANSI escape sequences and NUL characters."""
+    if "\x1b" in text:
+        text = ANSI_RX.sub("", text)
+    return text.replace("\x00", "")
+
+
+class Line(object):
+    """One parsed line (after wrappers): format, stream, level, timestamp and message."""
+
+    __slots__ = ("fmt", "stream", "proc", "pid", "ip", "level", "ts", "tkey", "msg", "rec", "service",
+                 "outer_tkey", "outer_src", "pywarn", "tee")
+
+    def __init__(self):
+        self.fmt = FMT_RAW
+        self.stream = ""
+        self.proc = None
+        self.pid = None
+        self.ip = None
+        self.level = LEVEL_RAW
+        self.ts = None
+        self.tkey = None
+        self.msg = ""
+        self.rec = None
+        self.service = None
+        self.outer_tkey = None
+        self.outer_src = None
+        self.pywarn = False
+        self.tee = None
+
+
+LEVELS = {"DEBUG": LEVEL_DEBUG, "TRACE": LEVEL_DEBUG, "INFO": LEVEL_INFO, "WARNING": LEVEL_WARNING,
+          "WARN": LEVEL_WARNING, "ERROR": LEVEL_ERROR, "CRITICAL": LEVEL_ERROR, "FATAL": LEVEL_ERROR,
+          "V": LEVEL_DEBUG, "I": LEVEL_INFO, "W": LEVEL_WARNING, "E": LEVEL_ERROR, "F": LEVEL_ERROR, "C": LEVEL_ERROR}
+
+
+def strip_wrappers(text, line):
+    """Remove container/journal/kubectl/CI/Ray wrappers from ``text``; remember the outer timestamp and service.
+
+    Returns the text left; ``line.outer_tkey``/``outer_src``/``service`` are set from the first wrapper seen.
+    """
+    for dummy in range(3):
+        changed = False
+        c0 = text[:1]
+        if c0.isdigit() and "\t" in text[1:8]:
+            m = LINENO_TAB_RX.match(text)
+            if m:
+                text = text[m.end():]
+                c0 = text[:1]
+        if c0.isdigit() and text[4:5] == "-" and text[10:11] == "T":
+            m = JOURNAL_RX.match(text)
+            if m:
+                if line.outer_tkey is None:
+                    line.outer_tkey = tkey(m.group(7), m.group(8), m.group(9), m.group(10), m.group(11))
+                    line.outer_src = "journald"
+                text = text[m.end():]
+                changed = True
+            else:
+                m = K8S_RX.match(text)
+                if m:
+                    if line.outer_tkey is None:
+                        line.outer_tkey = tkey(m.group(2), m.group(3), m.group(4), m.group(5), m.group(6),
+                                               frac(m.group(7)))
+                        line.outer_src = "rfc3339" + (m.group(8) or "")[:1]
+                    text = text[m.end():]
+                    changed = True
+        elif c0 in MONTH_INITIALS and text[3:4] == " ":
+            m = JOURNAL_RX.match(text)
+            if m:
+                if line.outer_tkey is None:
+                    line.outer_tkey = tkey(MONTHS.get(m.group(1), 0), m.group(2).strip() or 0, m.group(3),
+                                           m.group(4), m.group(5))
+                    line.outer_src = "journald"
+                text = text[m.end():]
+                changed = True
+        if not changed and "]: " in text[:120] and text[:1] not in "([":
+            m = JOURNAL_ANY_RX.match(text)
+            if m:
+                text = text[m.end():]
+                changed = True
+        if not changed and c0 == "[" and text[5:6] == "-":
+            m = BRACKET_RFC3339_RX.match(text)
+            if m:
+                if line.outer_tkey is None:
+                    line.outer_tkey = tkey(m.group(2), m.group(3), m.group(4), m.group(5), m.group(6),
+                                           frac(m.group(7)))
+                    line.outer_src = "rfc3339" + (m.group(8) or "")[:1]
+                text = text[m.end():]
+                changed = True
+        if not changed and "|" in text[:6]:
+            m = CI_COLUMN_RX.match(text)
+            if m:
+                text = text[m.end():]
+                changed = True
+        if not changed and "|" in text[:80]:
+            m = COMPOSE_RX.match(text)
+            if m:
+                if line.service is None:
+                    line.service = m.group(1)
+                text = text[m.end():]
+                changed = True
+        if not changed:
+            break
+    if "[repeated " in text:
+        text = RAY_REPEAT_RX.sub("", text)
+    return text
+
+
+MONTH_INITIALS = frozenset(m[0] for m in MONTHS)
+
+
+def parse_line(text, line):
+    """Fill ``line`` from ``text`` (wrappers already removed)."""
+    if " pid=" in text:
+        m = VLLM_RX.search(text)
+        if m:
+            line.fmt = FMT_VLLM
+            line.proc = m.group("proc")
+            line.pid = m.group("pid")
+            line.ip = m.group("ip")
+            line.stream = line.proc + "#" + line.pid
+            line.level = LEVELS.get(m.group("level"), LEVEL_INFO)
+            line.ts = m.group("ts")
+            line.tkey = tkey(line.ts[0:2], line.ts[3:5], line.ts[6:8], line.ts[9:11], line.ts[12:14])
+            line.msg = m.group("msg")
+            line.rec = (m.group("level"), line.ts, m.group("file"), m.group("lineno"))
+            return
+        m = TAGONLY_RX.match(text)
+        if m:
+            line.proc = m.group("proc")
+            line.pid = m.group("pid")
+            line.ip = m.group("ip")
+            line.stream = line.proc + "#" + line.pid
+            text = m.group("rest")
+    c0 = text[:1]
+    if c0 in "DIWEC":
+        m = VLLM_NOTAG_RX.match(text)
+        if m:
+            line.fmt = FMT_VLLM
+            if not line.stream:
+                line.stream = "vllm"
+            line.level = LEVELS.get(m.group("level"), LEVEL_INFO)
+            line.ts = m.group("ts")
+            line.tkey = tkey(line.ts[0:2], line.ts[3:5], line.ts[6:8], line.ts[9:11], line.ts[12:14])
+            line.msg = m.group("msg")
+            line.rec = (m.group("level"), line.ts, m.group("file"), m.group("lineno"))
+            return
+    if " NCCL " in text:
+        m = NCCL_RX.match(text)
+        if m:
+            line.fmt = FMT_NCCL
+            line.pid = m.group("pid")
+            line.stream = "nccl#" + line.pid
+            line.level = LEVEL_ERROR if m.group("lvl") in ("WARN", "ABORT") else LEVEL_DEBUG
+            if m.group("ts"):
+                line.ts = m.group("ts")
+                t = line.ts
+                line.tkey = tkey(t[5:7], t[8:10], t[11:13], t[14:16], t[17:19])
+            line.msg = m.group("msg")
+            line.rec = ("nccl", m.group("lvl"))
+            return
+    if c0 == "[":
+        m = RANK_RX.match(text)
+        if m:
+            line.proc = "rank" + m.group(1)
+            line.stream = line.proc
+            text = text[m.end():]
+            c0 = text[:1]
+        if c0 == "[":
+            m = C10_RX.match(text)
+            if m:
+                line.fmt = FMT_C10
+                line.level = LEVELS.get(m.group("lvl"), LEVEL_INFO)
+                t = m.group("ts")
+                if t:
+                    line.ts = t + (m.group("frac") or "")
+                    line.tkey = tkey(t[0:2], t[2:4], t[5:7], t[8:10], t[11:13], frac(m.group("frac")))
+                line.msg = m.group("msg")
+                line.rec = ("c10", m.group("file"))
+                if not line.stream:
+                    line.stream = "c10"
+                return
+    if c0 in "VIWEFC" and text[1:2].isdigit():
+        m = GLOG_RX.match(text)
+        if m:
+            line.fmt = FMT_C10
+            line.level = LEVELS.get(m.group("lvl"), LEVEL_INFO)
+            t = m.group("ts")
+            line.ts = t + (m.group("frac") or "")
+            line.tkey = tkey(t[0:2], t[2:4], t[5:7], t[8:10], t[11:13], frac(m.group("frac")))
+            line.msg = m.group("msg")
+            if not line.stream:
+                line.stream = "glog"
+            return
+    if c0 in "IWEDCT":
+        m = UVICORN_RX.match(text)
+        if m:
+            line.fmt = FMT_UVICORN
+            line.level = LEVELS.get(m.group("level"), LEVEL_INFO)
+            line.msg = m.group("msg")
+            if not line.stream:
+                line.stream = "uvicorn"
+            return
+    if c0.isdigit() and text[4:5] == "-":
+        m = PYLOG_RX.match(text)
+        if m:
+            line.fmt = FMT_PYLOG
+            line.level = LEVELS.get(m.group("level"), LEVEL_INFO)
+            t = m.group("ts")
+            line.ts = t
+            line.tkey = tkey(t[5:7], t[8:10], t[11:13], t[14:16], t[17:19])
+            line.msg = m.group("msg")
+            if not line.stream:
+                line.stream = "pylog"
+            return
+    line.fmt = FMT_RAW
+    line.level = LEVEL_RAW
+    line.msg = text
+    if text[:1] not in (" ", "\t") and PYWARN_RX.match(text):
+        line.pywarn = True
+
+
+# --- traceback line shapes of pasted logs (used by the scanner) ---------------------------------------------------
+
+def cut_record(stripped):
+    """True for what is left of a vLLM logger prefix cut short by the end of a paste (``ERROR 11-05 03:3``,
+    ``ERROR 10-09 09:39:54 [hermes_tool_parser.py:``): no message, so never an exception or an error."""
+    m = CUT_RECORD_RX.match(stripped)
+    return m is not None and any(w.startswith(m.group(1)) for w in LEVEL_WORDS)
+
+
+def frame_line(stripped):
+    """The match of a traceback frame line (also one whose ``File "`` was cut, or IPython's, or one pasted from an
+    HTML page with its quotes escaped: ``File &quot;...&quot;, line``), or None."""
+    if "&quot;" in stripped:
+        stripped = stripped.replace("&quot;", '"')
+    if '", line ' not in stripped:
+        return IPY_FRAME_RX.match(stripped) if stripped.startswith("File ") else None
+    return FRAME_RX.match(stripped)
+
+
+# the level words of a vLLM record and what is left of its prefix when a paste ends inside it
+LEVEL_WORDS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+CUT_RECORD_RX = re.compile(r"^([A-Z]{2,8})(?: \d\d?(?:-\d{0,2}(?: [\d:]{0,8}(?:[.,]\d*)?)?)?)?(?: \[[^\]\s]*)?$")
+# a vLLM record glued after a progress bar's "]" (the bar's carriage return lost in a paste)
+GLUED_RX = re.compile(r"\](?=\s*(?:\([^)]*pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d )")
+
+
+COLLECTIVE_LINE_RX = re.compile(COLLECTIVE_RX)
+
+
+def collective_stage(text):
+    """The stage of the collective a ProcessGroupNCCL watchdog line names (``WorkNCCL(SeqNum=.., OpType=..,
+    NumelIn=..)`` or ``Timeout at NCCL work: N``), read against vLLM's start-up sequence; None without one."""
+    if "NCCL" not in text:
+        return None
+    m = COLLECTIVE_LINE_RX.search(text)
+    if m is None:
+        return None
+    seq = int(m.group(1) or m.group(5))
+    numel = m.group(3)
+    if seq <= COLLECTIVE_INIT_SEQ and (numel is None or int(numel) <= COLLECTIVE_TINY_NUMEL):
+        return "distributed_init"
+    if seq <= COLLECTIVE_STARTUP_SEQ:
+        return "engine_init"
+    return "request"

@@ -1,0 +1,343 @@
+# -*- coding: utf-8 -*-
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ladder in one place (module_utils/ladder/_ladder.py): the one step builder against the steps the roles' YAML built
+before it (tests/fixtures/steps, made on the real runs of tests/fixtures/frozen-runs/cpu-layer) and against what
+those real runs recorded (outcome.json, notes.md); the ladder's decisions on the same runs."""
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import pytest
+
+from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _judge
+from ansible_collections.repro.vllm.plugins.module_utils.ladder import _ladder
+from ansible_collections.repro.vllm.plugins.module_utils.handoff import _replay
+from ansible_collections.repro.vllm.plugins.module_utils.ladder._command import LADDER_ORDER
+
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import FIXTURES, RECORDS, load
+
+LAYER_CASE = os.path.join(RECORDS, "cpu-layer")
+CAPTURE = load(os.path.join(FIXTURES, "steps", "yaml-61e6e75.json"))
+INPUTS = CAPTURE["inputs"]
+
+
+def _run(name, case="cpu-layer", identity=False):
+    """outcome.json of a real run (the attempt as the play kept it), with its identity when asked."""
+    outcome = load(os.path.join(RECORDS, case, name, "outcome.json"))
+    if identity:
+        outcome["identity"] = load(os.path.join(RECORDS, case, name, "changes.json"))["current"]
+    return outcome
+
+
+def _sheet(name):
+    """The run sheet's table (notes.md) of a real cpu-layer run: field -> text."""
+    with open(os.path.join(LAYER_CASE, name, "notes.md")) as f:
+        rows = re.findall(r"^\| ([a-z ]+) \| (.*) \|$", f.read(), re.M)
+    return dict((k, v.replace("\\|", "|")) for k, v in rows)
+
+
+def _minimal():
+    return _ladder.build_step("minimal", base=INPUTS["base"], request=INPUTS["request"], previous=INPUTS["previous"])
+
+
+def _layer(name, good):
+    layer = [entry for entry in INPUTS["ladder"] if entry["name"] == name][0]
+    return _ladder.build_step("layer", layer=layer, last_good=good, base=INPUTS["base"], request=INPUTS["request"],
+                              ladder=INPUTS["ladder"], play_hosts=INPUTS["play_hosts"], overrides={},
+                              production=INPUTS["production"], prefix=INPUTS["prefix"])
+
+
+def _rollback():
+    layer = [entry for entry in INPUTS["ladder"] if entry["name"] == "long_context"][0]
+    return _ladder.build_step("rollback", layer=layer, failed=_run("run-004"), last_good=_run("run-003", identity=True),
+                              base=INPUTS["base"])
+
+
+def _kept(step):
+    """The step as the attempt role keeps it for a second clean run (_attempt.kept_step: without previous)."""
+    return {k: v for k, v in step.items() if k != "previous"}
+
+
+def _repeat(original):
+    runs = [_run("run-002", identity=True), _run("run-003", identity=True), _run("run-004"), _run("run-005")]
+    return _ladder.build_step("repeat", original=_kept(original), target=_judge.repeat_target(runs))
+
+
+# ------------------------------------------------------------------------ the one builder against the old YAML
+def _built():
+    good2, good3 = _run("run-002", identity=True), _run("run-003", identity=True)
+    out = {"minimal": _minimal(), "rollback": _rollback()}
+    for name, run in sorted(INPUTS["layers"].items()):
+        out[name] = _layer(name, good2 if run == "run-002" else good3)
+    out["repeat"] = _repeat(out["long_context"])
+    return out
+
+
+@pytest.mark.parametrize("kind", sorted(CAPTURE["steps"]))
+def test_every_step_is_what_the_yaml_made_with_every_key_of_the_schema(kind):
+    old, new = CAPTURE["steps"][kind], _built()[kind]
+    assert set(new) == set(_ladder.STEP_KEYS)
+    # every key the YAML set has the YAML's value (types too: the port an int, the block size an int)
+    assert dict((k, new[k]) for k in old) == old
+    # the keys it left out have the values the attempt role reads for a missing key
+    for key in set(_ladder.STEP_KEYS) - set(old):
+        assert new[key] == (new["name"] if key == "debug_as" else _ladder.STEP_DEFAULTS[key]), key
+
+
+def test_the_capture_covers_every_kind_but_replay_and_the_layer_specials():
+    steps = CAPTURE["steps"]
+    assert {s["purpose"] for s in steps.values()} == {"minimal_startup", "feature_layer", "rollback", "repeat"}
+    assert steps["multi_node"]["nodes"] == ["localhost", "node2"] and steps["gateway"]["probes"]
+    assert steps["gateway"]["via_gateway"] is True and steps["prefix_caching"]["prefix"]["block_size"] == 128
+
+
+# ------------------------------------------------------------------- the builder against what the runs recorded
+@pytest.mark.parametrize("run,build", [
+    ("run-002", _minimal),
+    ("run-003", lambda: _layer("prefix_caching", _run("run-002", identity=True))),
+    ("run-004", lambda: _layer("long_context", _run("run-003", identity=True))),
+    ("run-005", _rollback),
+    ("run-006", lambda: _repeat(_layer("long_context", _run("run-003", identity=True)))),
+])
+def test_each_step_is_the_one_the_real_run_recorded(run, build):
+    step, outcome, sheet = build(), _run(run), _sheet(run)
+    assert (step["name"], step["purpose"], step["layer"]) == (outcome["step"], outcome["purpose"], outcome["layer"])
+    for key in ("nodes", "expected", "layers_applied", "rollback_of", "repeat_of", "argv", "env", "request"):
+        assert step[key] == outcome[key], key
+    assert step["input"] == sheet["input condition"]
+    assert (", ".join(step["changed"]) or "none (baseline)") == sheet["changed variable"]
+    assert step["rollback"] == sheet["rollback"]
+
+
+def test_the_replay_step_comes_from_the_same_builder():
+    attempt = dict(_run("run-004"), identity={"hosts": {}})
+    replay = {"attempt": attempt, "original_case": "cpu-layer", "package": {"name": "p.tar.gz", "sha256": "ab" * 32},
+              "secret_variable_names": []}
+    plan = _replay.attempt_plan(replay, ["gpu-a", "gpu-b"])
+    step = plan["step"]
+    assert set(step) == set(_ladder.STEP_KEYS)
+    assert step == _ladder.complete({
+        "name": "replay", "purpose": "replay", "layer": None, "nodes": ["gpu-a"], "host": plan["host"],
+        "port": plan["port"], "argv": plan["argv"], "env": plan["env"], "request": plan["request"], "checks": [],
+        "allowed": [], "changed": [], "expected": "the package's result: failed at config (config_error)",
+        "rollback": "none (a replay changes nothing on purpose)",
+        "input": "replay of cpu-layer/run-004 from package p.tar.gz (sha256 %s)" % ("ab" * 32),
+        "previous": {"run": "run-004", "path": attempt["path"], "identity": {"hosts": {}}},
+        "enforce_one_variable": False, "via_gateway": False, "layers_applied": []})
+    assert step["debug_as"] == "replay" and step["argv"][:2] == attempt["argv"][:2]
+
+
+@pytest.mark.parametrize("kind,inputs,words", [
+    ("ladder", {}, "no step kind 'ladder'; the kinds are minimal, layer, rollback, repeat, replay"),
+    ("minimal", {"base": {}, "previous": None}, "a minimal step needs request (the fixed request"),
+    ("rollback", {"layer": "x", "failed": {}, "last_good": {}, "base": {}, "port": 1}, "not port"),
+    ("rollback", {"layer": "long_context", "failed": {}, "last_good": {"run": "run-003"}, "base": INPUTS["base"]},
+     "the last good run has no stage"),
+    ("layer", {"layer": {"name": "prefix_caching"}, "last_good": None, "base": {}, "request": {}, "ladder": [],
+               "play_hosts": []}, "last_good (the last good run (_repro_vllm_last_good)) must be a mapping"),
+])
+def test_a_step_that_cannot_be_built_says_what_is_missing(kind, inputs, words):
+    with pytest.raises(_ladder.LadderError) as err:
+        _ladder.build_step(kind, **inputs)
+    assert words in str(err.value)
+
+
+# ----------------------------------------------------------------------------------------- the ladder's decisions
+def test_last_good_is_one_rule_for_the_minimal_run_a_layer_and_a_resumed_run():
+    assert _ladder.last_good(_run("run-002")) == _run("run-002")
+    assert _ladder.last_good(_run("run-002", case="cpu-fail")) is None          # the minimal run failed in config
+    assert _ladder.last_good(_run("run-011", case="cpu-ok")) is None            # port_in_use
+    assert _ladder.last_good(dict(_run("run-002"), refused=True)) is None
+    # a resumed run: outcome.json and changes.json of a real run folder
+    path = os.path.join(LAYER_CASE, "run-003")
+    good = _ladder.last_good(_run("run-003"), resumed_from=path,
+                             changes=load(os.path.join(path, "changes.json")))
+    assert good["run"] == "run-003" and good["path"] == path and good["layers_applied"] == ["prefix_caching"]
+    assert good["identity"] == _run("run-003", identity=True)["identity"] and good["stage"] == "none"
+    with pytest.raises(_ladder.LadderError, match=r"run-004 is not a good run \(stage config, run-004 long_context"):
+        _ladder.last_good(_run("run-004"), resumed_from=os.path.join(LAYER_CASE, "run-004"), changes={})
+
+
+def test_judge_layer_on_the_real_ladder_of_cpu_layer():
+    minimal, prefix, long_context = _run("run-002"), _run("run-003"), _run("run-004")
+    ok = _ladder.judge_layer(prefix, minimal)
+    assert (ok["status"], ok["stop"], ok["stop_reason"], ok["is_last_good"]) == ("ok", False, "", True)
+    assert ok["last_good"] is prefix
+    assert ok["row"] == {"layer": "prefix_caching", "status": "ok", "run": "run-003", "stage": "none",
+                         "error_class": None, "component": "server", "reason": prefix["summary"]}
+    failed = _ladder.judge_layer(long_context, prefix)
+    assert (failed["status"], failed["stop"], failed["is_last_good"]) == ("failed", True, False)
+    assert failed["stop_reason"] == "the failure stage changed from none to config at long_context"
+    assert failed["last_good"] is prefix and failed["row"]["error_class"] == "config_error"
+    unexpected = _ladder.judge_layer(dict(prefix, expectation_met=False), minimal)
+    assert (unexpected["status"], unexpected["stop"], unexpected["is_last_good"]) == ("unexpected", False, True)
+    refused = _ladder.judge_layer({"refused": True, "layer": "long_context", "summary": "refused: x", "ok": False},
+                                  prefix)
+    assert (refused["status"], refused["stop"], refused["stop_reason"]) == ("refused", True, "refused: refused: x")
+    assert refused["last_good"] is prefix
+
+
+def test_rollback_status_on_the_real_rollback_and_one_that_did_not_come_back():
+    back = _ladder.rollback_status(_run("run-005"))
+    assert back["status"] == "ok" and back["earlier_state_returned"] is True
+    assert back["reason"] == "the earlier state came back: " + _run("run-005")["summary"]
+    lost = _ladder.rollback_status({"run": "run-008", "stage": "engine_init", "earlier_state_returned": False,
+                                    "summary": "x"})
+    assert lost == {"layer": "rollback", "status": "failed", "run": "run-008", "stage": "engine_init",
+                    "error_class": None, "earlier_state_returned": False,
+                    "reason": "the earlier state did NOT come back: x"}
+
+
+@pytest.mark.parametrize("until,applied,window", [
+    ("", [], []),
+    (None, ["prefix_caching"], []),
+    ("none", [], []),  # what people type for "minimal only" (issue 32 item 6)
+    ("none", ["prefix_caching"], []),
+    ("long_context", [], ["prefix_caching", "long_context"]),
+    ("concurrency_2", ["prefix_caching"], ["long_context", "output_limit", "concurrency_2"]),
+    ("prefix_caching", ["prefix_caching", "long_context"], []),
+    ("gateway", ["prefix_caching", "long_context", "output_limit", "concurrency_2", "concurrency_n", "tool_calling",
+                 "unknown_options", "multi_node"], ["gateway"]),
+])
+def test_window_climbs_after_the_last_good_runs_layers_up_to_until(until, applied, window):
+    assert _ladder.window(LADDER_ORDER, until, applied) == window
+
+
+def test_window_after_the_real_runs_and_its_refusals():
+    # after the minimal run (run-002) and after a run resumed from run-003 (prefix_caching applied)
+    assert _ladder.window(LADDER_ORDER, "long_context", _run("run-002")["layers_applied"]) == [
+        "prefix_caching", "long_context"]
+    assert _ladder.window(LADDER_ORDER, "output_limit", _run("run-003")["layers_applied"]) == [
+        "long_context", "output_limit"]
+    with pytest.raises(_ladder.LadderError, match="repro_vllm_ladder_until is 'long_ctx', which is no ladder layer; "
+                                                  "use one of prefix_caching, long_context"):
+        _ladder.window(LADDER_ORDER, "long_ctx")
+    with pytest.raises(_ladder.LadderError, match="has the layer speculative"):
+        _ladder.window(LADDER_ORDER, "gateway", ["speculative"])
+
+
+# ------------------------------------------------------------------------------------------------ the skip rule
+@pytest.mark.parametrize("layer,kw,why", [
+    ({"name": "long_context"}, {"skip": ["long_context"]}, "left out by repro_vllm_ladder_skip"),
+    ({"name": "unknown_options", "production_only": True}, {},
+     "the production command has nothing for it (no production command, or repro_vllm_ladder_production is false)"),
+    ({"name": "unknown_options", "production_only": True}, {"production_given": True},
+     "the production command has nothing for it"),
+    ({"name": "tool_calling", "requires": ["repro_vllm_tool_call_parser", "repro_vllm_tool_chat_template"]},
+     {"values": {"repro_vllm_tool_call_parser": "hermes", "repro_vllm_tool_chat_template": ""}},
+     "needs repro_vllm_tool_chat_template to be set"),
+    ({"name": "multi_node", "requires_nodes": 2}, {"play_hosts": 1, "last_good_nodes": 1},
+     "needs 2 hosts in the play; it has 1"),
+    ({"name": "multi_node", "requires_nodes": 2}, {"play_hosts": 2, "last_good_nodes": 2},
+     "the last good run already spans 2 nodes"),
+])
+def test_layer_skip_says_the_first_reason_that_holds(layer, kw, why):
+    assert _ladder.layer_skip(layer, **kw) == why
+
+
+def test_layer_skip_runs_a_layer_that_can_run_and_takes_production_items_for_its_variables():
+    tool = {"name": "tool_calling", "requires": ["repro_vllm_tool_call_parser"]}
+    assert _ladder.layer_skip(tool, values={"repro_vllm_tool_call_parser": "hermes"}) == ""
+    # the production command's own --tool-call-parser stands in for the unset variable
+    assert _ladder.layer_skip(tool, production={"tool_calling": ["--tool-call-parser hermes"]}, values={}) == ""
+    assert _ladder.layer_skip({"name": "multi_node", "requires_nodes": 2}, play_hosts=2, last_good_nodes=1) == ""
+    unknown = {"name": "unknown_options", "production_only": True}
+    assert _ladder.layer_skip(unknown, production={"unknown_options": ["--frobnicate-level 3"]}) == ""
+    # the real derivation of cpu-layer: its long_context item stands in for repro_vllm_long_context_len
+    long_context = [entry for entry in INPUTS["ladder"] if entry["name"] == "long_context"][0]
+    assert _ladder.layer_skip(long_context, production=INPUTS["production"]["layers"], values={}) == ""
+    assert _ladder.layer_skip(long_context, values={}) == "needs repro_vllm_long_context_len to be set"
+
+
+def test_the_capture_is_json_of_the_runs_it_names():
+    # the inputs name the real runs; their outcome.json is what the YAML read as the last good runs
+    assert CAPTURE["steps"]["prefix_caching"]["previous"] == _run("run-002", identity=True)
+    assert json.loads(json.dumps(CAPTURE["steps"]["rollback"]["previous"])) == _run("run-003", identity=True)
+
+
+def test_layer_skip_reads_the_derivation_itself():
+    """The role passes the production command's derivation (cpu-layer's, real) and every required value; the rule
+    reads a value only where the derivation has nothing for the layer."""
+    derived = INPUTS["production"]
+    long_context = [entry for entry in INPUTS["ladder"] if entry["name"] == "long_context"][0]
+    unset = {"repro_vllm_long_context_len": 0}
+    assert _ladder.layer_skip(long_context, derived=derived, values=unset) == ""
+    assert _ladder.layer_skip(long_context, derived=None, values=unset) == "needs repro_vllm_long_context_len to be set"
+    unknown = {"name": "unknown_options", "production_only": True}
+    assert _ladder.layer_skip(unknown, derived=derived) == "the production command has nothing for it"
+    assert _ladder.layer_skip(unknown, derived=None) == (
+        "the production command has nothing for it (no production command, or repro_vllm_ladder_production is false)")
+
+
+def test_the_one_variable_gate_lets_a_layer_start_or_refuses_it_naming_every_difference():
+    from ansible_collections.repro.vllm.plugins.plugin_utils.decide._diff import record_diff
+    good = _run("run-003", identity=True)
+    step = _layer("long_context", good)
+    current = load(os.path.join(LAYER_CASE, "run-004", "changes.json"))["current"]
+    # the real long_context run against its last good run: only its one variable changed
+    diff = record_diff(current, good["identity"], allowed=step.get("allowed") or [], previous_run="run-003")
+    assert step["enforce_one_variable"] is True and diff["one_variable"] is True
+    assert _ladder.one_variable_gate(step, diff, "cpu-layer") == {"refused": False, "attempt": None, "line": None}
+    # the same run against the minimal run (run-002): prefix caching differs too, which this layer does not allow
+    minimal = load(os.path.join(LAYER_CASE, "run-002", "changes.json"))["current"]
+    more = record_diff(current, minimal, allowed=step.get("allowed") or [], previous_run="run-002")
+    assert more["one_variable"] is False and more["unexpected"]
+    gate = _ladder.one_variable_gate(dict(step, previous={"run": "run-002"}), more, "cpu-layer")
+    names = sorted({"%s:%s" % (u["variable"], u["key"]) for u in more["unexpected"]})
+    assert gate["refused"] is True and gate["line"] == gate["attempt"]["summary"]
+    assert gate["line"].startswith("refused: long_context would differ from the last good run run-002 in more than "
+                                   "its one variable: ")
+    assert sorted(gate["line"].split(": ", 2)[2].split(", ")) == names
+    attempt = gate["attempt"]
+    assert (attempt["refused"], attempt["run"], attempt["ok"], attempt["case_id"]) == (True, None, False, "cpu-layer")
+    assert attempt["nodes"] == step["nodes"] and attempt["layer"] == step["layer"] and attempt["diff"] is more
+    # a step that need not change only one variable (the minimal start, a repeat) always starts
+    assert _ladder.one_variable_gate(_minimal(), more)["refused"] is False
+
+
+PLAN = load(os.path.join(FIXTURES, "minimal-plan", "captured.json"))
+
+
+def _plan_inputs(case):
+    """minimal_plan's arguments for a case of tests/fixtures/minimal-plan/cases.yml: the role's defaults, then the
+    case's variables (as the role's tasks hand them over)."""
+    import yaml
+    with open(os.path.join(FIXTURES, "..", "..", "roles", "minimal_startup", "defaults", "main.yml")) as f:
+        v = dict(yaml.safe_load(f), **case["vars"])
+    return dict(nodes=case["nodes"], model_ref=case["model_ref"], model=v["repro_vllm_model"],
+                model_config=case.get("config") or {}, trust_remote_code=v["repro_vllm_trust_remote_code"],
+                vllm_bin=v["repro_vllm_vllm_bin"], host=v["repro_vllm_host"], port=v["repro_vllm_port"],
+                served_model_name=v["repro_vllm_served_model_name"],
+                tensor_parallel_size=v["repro_vllm_tensor_parallel_size"],
+                pipeline_parallel_size=v["repro_vllm_pipeline_parallel_size"],
+                data_parallel_size=v["repro_vllm_data_parallel_size"], platform_args=v["repro_vllm_platform_args"],
+                server_env=v["repro_vllm_server_env"], secret_env=v["repro_vllm_secret_env"],
+                production_argv=v["repro_vllm_production_argv"], production_env=v["repro_vllm_production_env"],
+                keep=v["repro_vllm_minimal_keep"], keep_env=v["repro_vllm_minimal_keep_env"],
+                allow_unknown=v["repro_vllm_allow_unknown_options"])
+
+
+@pytest.mark.parametrize("case", PLAN["cases"], ids=[c["name"] for c in PLAN["cases"]])
+def test_the_minimal_plan_is_what_the_yaml_plan_made(case):
+    """The YAML plan (roles/minimal_startup/tasks/plan.yml at e6b2485, run by ansible-core over each case:
+    tests/fixtures/minimal-plan) against _ladder.minimal_plan on the same inputs: the same base of every attempt,
+    derivation, secret environment, console lines and refusal."""
+    made = case["made"]
+    plan = _ladder.minimal_plan(**_plan_inputs(case["inputs"]))
+    if made["failed"]:
+        assert "minimal_startup: " + plan["refusal"] == made["failed"]
+        return
+    assert plan["refusal"] is None
+    assert plan["base"] == made["base"]
+    assert plan["derived"] == made["derived"] and plan["secret_env"] == made["secret_env"]
+    assert ["reproduce | node01 | %s" % line for line in plan["lines"]] == (made["lines"] or [])
+
+
+def test_the_minimal_plan_needs_a_model_or_a_production_command():
+    with pytest.raises(_ladder.LadderError, match="set repro_vllm_model"):
+        _ladder.minimal_plan(["node01"], "")
+    with pytest.raises(_ladder.LadderError, match="trust_remote_code setting is 'maybe'"):
+        _ladder.minimal_plan(["node01"], "/m", model="/m", trust_remote_code="maybe")
