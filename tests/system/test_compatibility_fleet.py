@@ -60,8 +60,8 @@ def test_another_driver_branch_stops_reproduce_after_the_frozen_run(tmp_path, ss
         "Fingerprint | check every variable and the profile, open the run on the controller"}
     # (validate_argument_spec, an action of the controller alone; the records sink's listing, skipped without a sink;
     # and the open)
-    assert {d.get("task_action") for d in on_nodes} <= {"ansible.builtin.validate_argument_spec",
-                                                         "ansible.builtin.include_role", "repro.vllm.run_record"}
+    assert {d.get("task_action") for d in on_nodes} <= {
+        "ansible.builtin.validate_argument_spec", "ansible.builtin.include_role", "repro.vllm.run_record"}
     # the one task that decides and refuses ran once; it is a controller-side action (no connection is opened)
     assert len([d for d in on_nodes if d.get("task_action") == "repro.vllm.run_record" and "duration" in d]) == 1
 
