@@ -26,7 +26,8 @@ fixed before any rule change, never used to write rules); ``--split`` scores one
 
 Beside the three figures: how often the classifier answers ``unknown`` or ``none`` on cases whose label is a stage
 (``unplaced``), and for each ``confidence`` how many of its answers have the right stage (``high right`` 54/56).
-``--batch`` scores the cases of one batch (``issue35``: c205-c269; ``issue35b``: c277-c320; ``issue35c``: c326-c358) or the ones before the
+``--batch`` scores the cases of one batch (``issue35``: c205-c269; ``issue35b``: c277-c320; ``issue35c``: c326-c358;
+``issue35d``: c384-c408) or the ones before the
 first batch (``before``).
 
 usage: python benchmarks/log_stage_corpus.py [--corpus DIR] [--split dev|test|all] [--batch all|before|issue35|issue35b|issue35c]

@@ -304,7 +304,7 @@ class _TB(object):
     """An open traceback (or an error header waiting for its traceback) in one stream."""
 
     __slots__ = ("state", "stream", "proc", "pid", "rec", "header", "entries", "frames", "lineno", "ts", "tkey",
-                 "tkey_own", "idle", "warn_only", "context", "chained", "serving", "startup", "firm", "whole")
+                 "tkey_own", "idle", "warn_only", "context", "chained", "serving", "startup", "firm", "whole", "nframes")
 
     def __init__(self, stream, proc, pid, rec, lineno, ts, key, tkey_own, warn_only):
         self.state = "frames"
@@ -327,6 +327,7 @@ class _TB(object):
         self.startup = False             # a start-up function of vLLM seen (STARTUP_FUNCS)
         self.firm = False                # a serving frame start-up never runs seen (not SHARED_SERVING_FRAMES)
         self.whole = False               # its "Traceback" line is in the log (no caller cut away)
+        self.nframes = 0                 # frame lines seen ('File "...", line N, in f')
 
     def hint(self, text):
         """(stage, confidence, strong) inferred for this traceback's error: its header's words (the call site that
@@ -758,6 +759,7 @@ class _Scan(object):
                         if sf and func not in _SHARED_FUNCS and not any(p in path for p in _SHARED_PARTS):
                             tb.firm = True
                 tb.chained = "file"
+                tb.nframes += 1
                 return True
             if body[:1] in (" ", "\t") or not stripped or CARETS_RX.match(stripped) or IPY_SOURCE_RX.match(stripped) or \
                     _CUT_FRAME_RX.match(stripped) or (
@@ -808,7 +810,16 @@ class _Scan(object):
             return True
         return False
 
-    def _finish_tb(self, tb):
+    def _cut_placed(self, frames, hint, cls="other"):
+        """Where an error whose exception the paste cut is placed: its frames, else what it shows, else the last
+        stage the log's own progress lines reached before it - said with no more than medium confidence, since
+        nothing of the error itself names that stage (it may have failed in a later step of it)."""
+        stage, basis, conf = self._stage_for(WHERE, None, cls, frames, None, hint)
+        if basis == BASIS_MARKERS and conf == CONF_HIGH:
+            conf = CONF_MEDIUM
+        return stage, basis, conf
+
+    def _finish_tb(self, tb, at_eof=False):
         rec_key = (tb.stream, tb.rec) if tb.rec else None
         if tb.state == "header" and not tb.entries:
             sig, text, lineno, line = tb.header
@@ -902,8 +913,18 @@ class _Scan(object):
             # an ERROR record that is a traceback whose exception the paste cut away (the record's first line, the
             # message of logger.exception, was not pasted): the record is an error of its own, placed by its frames
             hint = tb.serving_hint() if tb.serving and not tb.startup else None
-            placed = self._stage_for(WHERE, None, "other", frames, None, hint)
+            placed = self._cut_placed(frames, hint)
             self._add(ERROR_LINE, "other", placed, tb.context[0], tb.lineno, tb.ts, tb.tkey, tb.tkey_own, proc,
+                      tb.pid, None, tb.context, rec_key, origin=tb.lineno)
+        elif prev is None and at_eof and tb.state == "frames" and tb.nframes and tb.entries:
+            # the paste ends inside a traceback (its exception cut away, people paste the top of a long one): an
+            # error of its own at its "Traceback" line (or its first frame), placed as a cut ERROR record is
+            hint = tb.serving_hint() if tb.serving and not tb.startup else None
+            placed = self._cut_placed(frames, hint)
+            text = tb.context[0] if tb.context else "Traceback (cut before its exception)"
+            # the weakest error there is: any other error of the log (a header that owns this traceback, a
+            # wrapper, an error line) is taken before it
+            self._add(CUT_TRACEBACK, "other", placed, text, tb.lineno, tb.ts, tb.tkey, tb.tkey_own, proc,
                       tb.pid, None, tb.context, rec_key, origin=tb.lineno)
 
     # -- one line ---------------------------------------------------------------------------------------------
@@ -1089,7 +1110,7 @@ class _Scan(object):
     def finish(self):
         """Close the tracebacks still open at the end of the file."""
         for key in list(self.streams):
-            self._finish_tb(self.streams.pop(key))
+            self._finish_tb(self.streams.pop(key), at_eof=True)
 
 
 # an ERROR record with an empty message (logger.exception of an exception without text) heads its traceback
@@ -1099,9 +1120,11 @@ _EMPTY_ERROR_SIG = Signature(-2, HEADER, "", None, "other", WHERE, None, (), Non
 _NCCL_WARN_SIG = Signature(-1, FAILURE, "", None, "nccl_error", AT_LEAST, "distributed_init", (), None)
 # a request answered with a server error (5xx access line): stands in for the failure when nothing else is there
 ACCESS_ERROR = "access_error"
+# a traceback the paste cut before its exception: stands in for the failure when nothing else is there
+CUT_TRACEBACK = "cut_traceback"
 _ACCESS_NEAR = 200                  # lines before a 5xx access line whose unplaced error was that request's
 # candidate tiers: the first non-empty tier holds the root cause
-_TIER = {FAILURE: 0, ERROR_LINE: 1, VICTIM: 2, CONSEQUENCE: 3, WEAK_CONSEQUENCE: 4, HEADER: 5, ACCESS_ERROR: 6}
+_TIER = {FAILURE: 0, ERROR_LINE: 1, VICTIM: 2, CONSEQUENCE: 3, WEAK_CONSEQUENCE: 4, HEADER: 5, ACCESS_ERROR: 6, CUT_TRACEBACK: 7}
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -1469,7 +1492,8 @@ def _public_error(c):
 
 # the kind of an error as the answer names it
 _KIND_NAME = {FAILURE: "failure", ERROR_LINE: "error_line", VICTIM: "victim", CONSEQUENCE: "consequence",
-              WEAK_CONSEQUENCE: "consequence", HEADER: "failure", ACCESS_ERROR: "error_line"}
+              WEAK_CONSEQUENCE: "consequence", HEADER: "failure", ACCESS_ERROR: "error_line",
+              CUT_TRACEBACK: "error_line"}
 
 
 def _sort_key(c):
@@ -1507,7 +1531,7 @@ def _share_times(scans):
 
 def _build_answer(scans):
     _share_times(scans)
-    tiers = ((FAILURE,), (ERROR_LINE,), (VICTIM,), (CONSEQUENCE,), (ACCESS_ERROR,))
+    tiers = ((FAILURE,), (ERROR_LINE,), (VICTIM,), (CONSEQUENCE,), (ACCESS_ERROR,), (CUT_TRACEBACK,))
     root = None
     firsts = []
     for kinds in tiers:

@@ -96,8 +96,10 @@ SIGNATURES = (
     # --- consequences: wrappers that report an earlier failure ---------------------------------------------
     (CONSEQUENCE, "Engine core initialization failed", None, "engine_dead", WHERE, None, (),
      "a wrapper: the root cause is the first error above it"),
+    # v1/executor/multiproc_executor.py WorkerProc.wait_for_ready raises it in the executor's constructor while the
+    # engine core starts: the engine never ran, so it is not a dead engine (as "EngineCore failed to start.")
     (CONSEQUENCE, "WorkerProc initialization failed due to an exception in a background process", None,
-     "engine_dead", WHERE, None, (), None),
+     "other", WHERE, None, (), None),
     (CONSEQUENCE, "Frontend process failed during engine core initialization", None, "engine_dead", WHERE, None, (), None),
     (CONSEQUENCE, "Worker failed with error", r"Worker failed with error '", "engine_dead", WHERE, None, (), None),
     (CONSEQUENCE, "One or more workers failed", None, "engine_dead", WHERE, None, (), None),

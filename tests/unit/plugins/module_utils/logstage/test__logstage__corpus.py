@@ -37,7 +37,11 @@ CORPUS = os.path.join(ROOT, "tests", "fixtures", "public-corpus")
 # error of no class oom, a dead engine's error takes the class of the error it quotes, Ray's memory monitor, the
 # engine core's start-up header cut before its exception is no dead engine, a cut frame line is no exception, a probe
 # answered 200 shows the server up) reach the floor below.
-FLOOR = {"stage": 126, "class": 123, "line": 133}
+# Issue 35's sixth round: the two dev-label disagreements were resolved from vLLM's source (c321/c322 other, c375/c376
+# engine_dead) and five dev cases c409-c413 joined (141 cases; scored 127/128/134 with the rules of that day); a paste
+# that ends inside a traceback is an error of its own (the weakest), placed by its frames, else by the last progress
+# line before it with no more than medium confidence: the floor below.
+FLOOR = {"stage": 131, "class": 132, "line": 136}
 SPLITS = ("dev", "test")
 
 
