@@ -7,22 +7,12 @@ Inputs written here are named ``CONSTRUCTED_*`` and built from the source string
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import (
     _cut_record, classify_text, frame_stage, match_signature)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import EXC_RX, Line, strip_wrappers
-
-FIX = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures"))
-CORPUS = os.path.join(FIX, "public-corpus", "cases")
-
-
-def _case(prefix):
-    name = [f for f in os.listdir(CORPUS) if f.startswith(prefix + "-")][0]
-    with open(os.path.join(CORPUS, name), encoding="utf-8") as fh:
-        return fh.read()
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.logstage.corpus_cases import case as _case
 
 
 def _answer(prefix):

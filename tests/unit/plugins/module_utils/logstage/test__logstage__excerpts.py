@@ -9,21 +9,12 @@ the source strings and formats cited beside them."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import (
     _frames_stage, _method_stage, classify_text, frame_stage)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_frames import DEVICE_QUERY
-
-CORPUS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures", "public-corpus", "cases"))
-
-
-def _case(prefix):
-    name = [f for f in os.listdir(CORPUS) if f.startswith(prefix + "-")][0]
-    with open(os.path.join(CORPUS, name), encoding="utf-8") as fh:
-        return fh.read()
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.logstage.corpus_cases import case as _case
 
 
 def test_load_weights_source_line_places_a_cut_traceback():

@@ -10,21 +10,8 @@ from the source strings and formats cited beside them; the dev cases named are r
 
 from __future__ import annotations
 
-import os
-
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_text
-
-CORPUS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures", "public-corpus", "cases"))
-
-
-def _case(prefix):
-    name = [f for f in os.listdir(CORPUS) if f.startswith(prefix + "-")][0]
-    with open(os.path.join(CORPUS, name), encoding="utf-8") as fh:
-        return fh.read()
-
-
-def _short(ans):
-    return ans["stage"], ans["error_class"], (ans["first_error"] or {}).get("lineno")
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.logstage.corpus_cases import case as _case, short as _short
 
 
 # V0 llm_engine.py _init_cache (0.1-0.3) prints "# GPU blocks: %d, # CPU blocks: %d" once the KV cache is sized; a
