@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: job_result
 short_description: Hand a job's result to the next node of an AWX workflow (set_stats), in one task on the controller
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - The end of every playbook of this collection (the C(repro.vllm.result) role) - the runs of this call are added to
     the job's runs (kept on the controller as the fact C(_repro_vllm_result_job_runs) of C(localhost)), the decision

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: replay
 short_description: Check a hand-off package and unpack it into a new replay case
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - The first step of C(playbooks/replay.yml), on the controller. Checks the package's sha256 against the
     C(<name>.sha256) beside it (when there is one), every member path with the hand-off's own rules (relative, no
