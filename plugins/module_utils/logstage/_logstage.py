@@ -395,6 +395,7 @@ class _Scan(object):
         self.pid2proc = {}
         self.rec_cand = {}
         self.proc_hdr = None
+        self.code_run = (None, 0)        # ((stream, lineno) of the last code line outside a traceback, its run's first)
         self.comms = {}                  # (pid, NCCL comm pointer) -> "started" | "complete" | "destroyed"
         self.no_recover = False          # the marker being read is a request answered with a server error
         self._anchors = None
@@ -657,17 +658,13 @@ class _Scan(object):
             return line.proc
         if line.fmt == FMT_NCCL and line.pid:
             return self.pid2proc.get(line.pid, "pid " + line.pid)
-        if line.stream == "" and self.proc_hdr:
-            return self.proc_hdr
-        return None
+        return self.proc_hdr if line.stream == "" and self.proc_hdr else None
 
     @staticmethod
     def _line_tkey(line):
         if line.outer_tkey is not None:
             return line.outer_tkey, True
-        if line.tkey is not None:
-            return line.tkey, True
-        return None, False
+        return (line.tkey, True) if line.tkey is not None else (None, False)
 
     def _sig_candidate(self, sig, line, lineno, text, context=None, frames=None, rec_key=None, kind=None, hint=None):
         if sig.kind in (HANG_HINT, WARNING_HINT):
@@ -1044,9 +1041,11 @@ class _Scan(object):
         if line.fmt in (FMT_RAW, FMT_VLLM) and (body.startswith("    ") or stripped.startswith(CODE_STARTS)):
             # a frame or source line of a traceback whose start is not in this log (a cut or pasted excerpt):
             # the source text of a raise statement is not the error; a frame opens the cut traceback
+            # code lines right before it in its stream (a record cut at a source or caret line) are its first lines
+            run = self.code_run[1] if self.code_run[0] == (stream, lineno - 1) else lineno
             if lvl != LEVEL_DEBUG and (_frame_line(stripped) is not None or _source_stage(stripped)):
-                tb = self._open_tb(line, lineno, stripped, headless=True)
-                self._tb_line(tb, line, lineno, body)
+                self._tb_line(self._open_tb(line, run, stripped, headless=True), line, lineno, body)
+            self.code_run = ((stream, lineno), run)
             return
         sig = match_signature(body, lvl)
         rec_key = (stream, line.rec) if (line.rec is not None and line.fmt == FMT_VLLM) else None

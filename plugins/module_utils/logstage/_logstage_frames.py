@@ -153,6 +153,7 @@ FRAMES = (
     ("compile_or_warm_up_model", "vllm", "engine_init", "gpu_worker.py: compile_or_warm_up_model"),
     ("_warm_up_model", "vllm", "engine_init", "vllm/worker/worker.py (V0): _warm_up_model"),
     ("capture_model", "vllm", "engine_init", "model runners: capture_model (CUDA graphs)"),
+    ("compile_all_ranges", "vllm/compilation/", "engine_init", "compilation/piecewise_backend.py: compile_all_ranges"),
     ("kernel_warmup", "vllm", "engine_init", "vllm/model_executor/warmup/kernel_warmup.py: kernel_warmup"),
     ("capture_begin", "torch/cuda/graphs.py", "engine_init", "PyTorch torch/cuda/graphs.py: CUDAGraph.capture_begin"),
     ("capture_end", "torch/cuda/graphs.py", "engine_init", "PyTorch torch/cuda/graphs.py: CUDAGraph.capture_end"),
@@ -209,6 +210,12 @@ FRAMES = (
     ("step_with_batch_queue", "vllm/v1/engine/core.py", "request", "vllm/v1/engine/core.py: EngineCore.step_with_batch_queue"),
     ("execute_worker", "vllm/worker", "request", "vllm/worker/worker.py (V0, 0.5+): execute_worker"),
     ("generate", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py: LLM.generate"),
+    ("generate", "vllm/engine/async_llm_engine.py", "request", "async_llm_engine.py (V0): AsyncLLMEngine.generate"),
+    ("add_request", "vllm/engine/async_llm_engine.py", "request", "async_llm_engine.py (V0): AsyncLLMEngine.add_request"),
+    ("generate", "vllm/v1/engine/async_llm.py", "request", "vllm/v1/engine/async_llm.py: AsyncLLM.generate"),
+    ("wrapped_app", "starlette/_exception_handler.py", "request",
+     "starlette: wrap_app_handling_exceptions (ExceptionMiddleware, HTTP and websocket scopes only)"),
+    ("call_next", "starlette/middleware/base.py", "request", "starlette: BaseHTTPMiddleware.call_next (an HTTP request)"),
     ("chat", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py: LLM.chat"),
     ("encode", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py: LLM.encode"),
     ("_run_engine", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py: LLM._run_engine"),
@@ -277,14 +284,23 @@ FRAME_FILES = (
     # NVML's Python bindings (vllm/third_party/pynvml.py since 0.8, nvidia-ml-py's pynvml.py before): every call is
     # a device query; the custom all-reduce's NVLink check (is_fully_connected) shows its distributed_init frames
     ("pynvml", "cuda_init", "vllm/third_party/pynvml.py, nvidia-ml-py pynvml.py: nvmlInit, nvmlDeviceGet*"),
+    # torch.compile of the model: vLLM compiles in the start-up's profiling / warm-up / capture passes (0.6 ->
+    # 0.33), never for a request (the CUDA-graph and dispatch wrappers that also run per batch are not listed)
+    ("vllm/compilation/backends.py", "engine_init", "compilation/backends.py: VllmBackend, PiecewiseCompileInterpreter"),
+    ("vllm/compilation/compiler_interface.py", "engine_init", "compilation/compiler_interface.py: InductorAdaptor.compile"),
+    ("torch/_inductor/compile_fx.py", "engine_init", "PyTorch: inductor's compile_fx, called by vLLM's compile above"),
 )
 
 # frames of device discovery (mapped to cuda_init above): a failure inside one outranks the config (and environment)
 # frames above it - vLLM's config asks the platform lazily, so "no such device" surfaces while the config is built,
 # but what failed is the device query - and stays below any later stage's frames (a device query while loading the
 # weights is that stage's); "device_query" stands for them among a traceback's frame stages
+# The Ray executors' ``_init_workers_ray`` (executor/ray_gpu_executor.py 0.4-0.6, ray_distributed_executor.py
+# 0.7-0.10, v1/executor/ray_executor.py 0.11+) starts the workers, then runs init_device and load_model on them
+# (``_run_workers`` / ``collective_rpc``; LLMEngine's own in 0.2-0.3): the same rule - cuda_init unless a later step's frame shows under it
 DEVICE_QUERY = "device_query"
-DEVICE_QUERY_PATHS = ("vllm/platforms/", "pynvml")
+DEVICE_QUERY_PATHS = ("vllm/platforms/", "pynvml", "ray_gpu_executor.py", "ray_distributed_executor.py",
+                      "executor/ray_executor.py", "vllm/engine/llm_engine.py")
 
 # the source line printed under a frame whose ``File`` line was cut from a paste: (substring, stage, where in vLLM)
 SOURCE_LINES = (

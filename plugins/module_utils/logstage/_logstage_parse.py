@@ -377,7 +377,7 @@ def frame_line(stripped):
 
 # the level words of a vLLM record and what is left of its prefix when a paste ends inside it
 LEVEL_WORDS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-CUT_RECORD_RX = re.compile(r"^([A-Z]{2,8})(?: \d\d?(?:-\d{0,2}(?: [\d:]{0,8}(?:[.,]\d*)?)?)?)?(?: \[[^\]\s]*)?$")
+CUT_RECORD_RX = re.compile(r"^([A-Z]{2,8})(?: \d\d?(?:-\d{0,2}(?: [\d:]{0,8}(?:[.,]\d*)?(?: [\w.]*)?)?)?)?(?: \[[^\]\s]*)?$")
 # a vLLM record glued after a progress bar's "]" (the bar's carriage return lost in a paste)
 GLUED_RX = re.compile(r"\](?=\s*(?:\([^)]*pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d )")
 

@@ -94,7 +94,9 @@ SIGNATURES = (
     # --- client errors (the server is healthy) --------------------------------------------------------------
     (CLIENT_ERROR, "maximum context length is", None, None, WHERE, None, (AT_WARNING,), None),
     # --- consequences: wrappers that report an earlier failure ---------------------------------------------
-    (CONSEQUENCE, "Engine core initialization failed", None, "engine_dead", WHERE, None, (),
+    # v1/engine/utils.py wait_for_engine_startup (core_client.py before 0.9) raises it when an engine core process
+    # exits before its READY handshake: the engine never ran (as WorkerProc initialization failed, below)
+    (CONSEQUENCE, "Engine core initialization failed", None, "other", WHERE, None, (),
      "a wrapper: the root cause is the first error above it"),
     # v1/executor/multiproc_executor.py WorkerProc.wait_for_ready raises it in the executor's constructor while the
     # engine core starts: the engine never ran, so it is not a dead engine (as "EngineCore failed to start.")
@@ -259,6 +261,10 @@ SIGNATURES = (
     (FAILURE, "crun: ", r"(?:^|Error: |error: |OCI runtime error: )crun: ", "container_error", FIXED, "environment",
      (AT_WARNING,), "crun refused the container: the server never ran"),
     (FAILURE, "failed to create shim task", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    # CDI device injection: podman ("setting up CDI devices: %w"), docker 25+ ("CDI device injection failed: %w"),
+    # the NVIDIA runtime ("failed to inject CDI devices: %w"), the CDI library ("unresolvable CDI devices %s")
+    (FAILURE, "CDI device", None, "container_error", FIXED, "environment", (AT_WARNING,),
+     "no CDI spec names this GPU device: nvidia-ctk cdi generate (and list), or the engine's --gpus instead"),
     (FAILURE, "failed to create containerd task", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
     (FAILURE, "failed to exec pid1", None, "container_error", FIXED, "environment", (AT_WARNING,),
      "the container's init could not start the image's entrypoint"),
