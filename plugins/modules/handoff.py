@@ -45,7 +45,9 @@ options:
     choices: [pack, check]
     default: pack
   records_root:
-    description: The controller directory that holds one folder per case. Required with O(state=pack).
+    description:
+      - The controller directory that holds one folder per case. C(records) when not given; a relative one is taken
+        against the controller's working directory, as a run's open takes it.
     type: path
   case_id:
     description: The case to pack. Required with O(state=pack).
@@ -86,6 +88,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+records_root:
+  description: The records root, resolved (absolute).
+  returned: when O(state=pack)
+  type: str
 package:
   description: The package written (or that would be written in check mode); with O(state=check), the one read.
   returned: always
@@ -157,11 +163,13 @@ problems:
   elements: str
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.repro.vllm.plugins.module_utils.record import _evidence
 from ansible_collections.repro.vllm.plugins.module_utils.handoff import _handoff
-from ansible_collections.repro.vllm.plugins.module_utils.record._record import RecordError
+from ansible_collections.repro.vllm.plugins.module_utils.record._record import DEFAULT_ROOT, RecordError, resolve_root
 
 
 def main():
@@ -175,7 +183,7 @@ def main():
             path=dict(type="path"),
             stamp=dict(type="str"),
         ),
-        required_if=[("state", "pack", ("records_root", "case_id")), ("state", "check", ("path",))],
+        required_if=[("state", "pack", ("case_id",)), ("state", "check", ("path",))],
         supports_check_mode=True,
     )
     p = module.params
@@ -188,12 +196,16 @@ def main():
                 module.fail_json(msg="package %s does not check out: %s" % (p["path"], "; ".join(res["problems"][:10])),
                                  **out)
             module.exit_json(**out)
-        res = _handoff.build_package(p["records_root"], p["case_id"], runs=p["runs"] or None,
+        root = resolve_root(p["records_root"] or DEFAULT_ROOT)
+        if not os.path.isdir(os.path.join(root, p["case_id"])):
+            module.fail_json(msg="No case %s under %s: give -e repro_vllm_case_id=<case> and -e repro_vllm_records_root=<dir> "
+                                 "of an earlier playbooks/reproduce.yml." % (p["case_id"], root), records_root=root)
+        res = _handoff.build_package(root, p["case_id"], runs=p["runs"] or None,
                                      profile_file=p["profile_file"], stamp=p["stamp"], check_mode=module.check_mode)
         items = res["summary"]["items"]
         unknown = [{"item": key, "how": items[key].get("how")} for key, _label in _handoff.ITEMS
                    if items[key].get("value") == "unknown"]
-        module.exit_json(changed=True, package=res["path"], sha256=res["sha256"], sha256_path=res["sha256_path"],
+        module.exit_json(changed=True, records_root=root, package=res["path"], sha256=res["sha256"], sha256_path=res["sha256_path"],
                          runs=res["runs"], files_checked=res["files_checked"], members=res["members"],
                          unknown=unknown, redactions=res["redactions"],
                          secret_variable_names=res["summary"]["secret_variable_names"],

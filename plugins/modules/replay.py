@@ -45,9 +45,10 @@ options:
     type: path
     required: true
   records_root:
-    description: The controller directory that holds one folder per case; the replay case is made here.
+    description:
+      - The controller directory that holds one folder per case; the replay case is made here. C(records) when not
+        given; a relative one is taken against the controller's working directory, as a run's open takes it.
     type: path
-    required: true
   stamp:
     description: The UTC time in the replay case's name (C(YYYYMMDDTHHMMSSZ)); now when not given.
     type: str
@@ -87,6 +88,15 @@ case_dir:
   description: Its folder on the controller.
   returned: always
   type: str
+records_root:
+  description: The records root, resolved (absolute).
+  returned: always
+  type: str
+console:
+  description: With O(state=checked) or in check mode, the line that says where the case goes; else empty.
+  returned: always
+  type: list
+  elements: str
 original_case:
   description: The case the package was made from.
   returned: always
@@ -144,14 +154,14 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.repro.vllm.plugins.module_utils.record import _evidence
 from ansible_collections.repro.vllm.plugins.module_utils.handoff import _replay
-from ansible_collections.repro.vllm.plugins.module_utils.record._record import RecordError
+from ansible_collections.repro.vllm.plugins.module_utils.record._record import DEFAULT_ROOT, RecordError, resolve_root
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             package=dict(type="path", required=True),
-            records_root=dict(type="path", required=True),
+            records_root=dict(type="path"),
             stamp=dict(type="str"),
             state=dict(type="str", choices=["unpacked", "checked"], default="unpacked"),
         ),
@@ -159,9 +169,13 @@ def main():
     )
     p = module.params
     checked = module.check_mode or p["state"] == "checked"
+    # the check says where the case goes (repro.vllm.console prints a module's console lines), also when it refuses
+    root = resolve_root(p["records_root"] or DEFAULT_ROOT)
+    console = [_replay.root_line(root)] if checked else []
     try:
-        res = _replay.unpack(p["package"], p["records_root"], stamp=p["stamp"], check_mode=checked)
+        res = _replay.unpack(p["package"], root, stamp=p["stamp"], check_mode=checked)
         out = dict(changed=not checked, case_id=res["case_id"], case_dir=res["case_dir"], stamp=res["stamp"],
+                   records_root=res["records_root"], console=console,
                    original_case=res["original_case"], runs=res["runs"], package=res["package"],
                    profile_file=res["profile_file"], files_checked=res["files_checked"])
         if checked:
@@ -175,9 +189,10 @@ def main():
                    summary={k: summary.get(k) for k in ("format", "verdict", "verdict_detail", "verdict_sentence")})
         module.exit_json(**out)
     except (_replay.ReplayError, RecordError, _evidence.EvidenceError) as exc:
-        module.fail_json(msg="replay | %s" % exc)
+        module.fail_json(msg="replay | %s" % exc, console=console)
     except OSError as exc:
-        module.fail_json(msg="replay of %s: %s (path %s)" % (p["package"], exc.strerror or exc, exc.filename))
+        module.fail_json(msg="replay of %s: %s (path %s)" % (p["package"], exc.strerror or exc, exc.filename),
+                         console=console)
 
 
 if __name__ == "__main__":

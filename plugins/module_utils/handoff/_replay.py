@@ -38,7 +38,8 @@ from ansible_collections.repro.vllm.plugins.module_utils.handoff._handoff import
 from ansible_collections.repro.vllm.plugins.module_utils.ladder._ladder import attempt_text, build_step
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import MASK
 from ansible_collections.repro.vllm.plugins.module_utils.record._record import (
-    MANIFEST, RecordError, _make_read_only, describe_problems, run_id_for, run_numbers, validate_case_id, verify)
+    DEFAULT_ROOT, MANIFEST, RecordError, _make_read_only, describe_problems, resolve_root, run_id_for, run_numbers,
+    validate_case_id, verify)
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import MARKER_RE
 
 VERDICTS = ("reproduced", "different", "not_reproduced")
@@ -113,8 +114,9 @@ def replay_case_id(original, stamp, existing):
     return validate_case_id(name)
 
 
-def unpack(package, records_root, stamp=None, check_mode=False):
-    """Check and unpack a hand-off package into a new replay case.  Returns a dict (see module docs)."""
+def unpack(package, records_root=None, stamp=None, check_mode=False):
+    """Check and unpack a hand-off package into a new replay case.  Returns a dict (see module docs). The records
+    root is resolved as a run's open resolves it (``resolve_root``; ``records`` when not given)."""
     package = os.path.abspath(str(package))
     if not os.path.isfile(package):
         raise ReplayError("package %s does not exist (give repro_vllm_package the path of the .tar.gz that "
@@ -123,7 +125,7 @@ def unpack(package, records_root, stamp=None, check_mode=False):
     stamp = stamp or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     if not _STAMP_RE.match(stamp):
         raise ReplayError("stamp %r is not a UTC YYYYMMDDTHHMMSSZ time" % stamp)
-    records_root = os.path.abspath(str(records_root))
+    records_root = resolve_root(records_root or DEFAULT_ROOT)
     try:
         with tarfile.open(package, "r:gz") as tar:
             top, files = _members(tar, package)
@@ -139,7 +141,8 @@ def unpack(package, records_root, stamp=None, check_mode=False):
     existing = set(os.listdir(records_root)) if os.path.isdir(records_root) else set()
     case_id = replay_case_id(original, stamp, existing)
     case_dir = os.path.join(records_root, case_id)
-    result = {"case_id": case_id, "case_dir": case_dir, "original_case": original, "runs": run_ids, "stamp": stamp,
+    result = {"case_id": case_id, "case_dir": case_dir, "records_root": records_root, "original_case": original,
+              "runs": run_ids, "stamp": stamp,
               "package": {"name": os.path.basename(package), "path": package, "sha256": digest,
                           "sha256_file_checked": sha_checked},
               "profile_file": None, "summary": {}, "changed": True, "files_checked": 0}
@@ -675,16 +678,22 @@ def attempt_plan(replay, play_hosts, secret_env=None, secret_args=None, port=Non
             "repro_vllm_targets" % (attempt["run"], len(nodes), ", ".join(nodes), len(hosts), ", ".join(hosts)))
     plan = replay_step(attempt, secret_env=secret_env, secret_args=secret_args, port=port)
     plan["missing_secrets"] = missing_secrets(replay, secret_env)
+    # a package whose server ran in a container replays in its image, matched by image id even where the tag moved
+    plan["allow_moved_tag"] = plan["container_pin"] is not None
     plan["step"] = build_step("replay", attempt=attempt, plan=plan, nodes=hosts[:len(nodes)],
                               original_case=replay.get("original_case"), package=replay.get("package") or {})
     return plan
 
 
-def precheck(replay, play_hosts, secret_env=None, secret_args=None, port=None):
+def precheck(replay, play_hosts, secret_env=None, secret_args=None, port=None, case_id=None):
     """attempt_plan on the receiving hosts of a play that also holds the controller (receivers), for replay.yml to
     refuse a package it cannot replay here (too few hosts, a secret option not supplied, an unreadable command)
-    before anything is unpacked. ``replay`` is the checked package (unpack in check mode)."""
-    return attempt_plan(replay, receivers(play_hosts), secret_env=secret_env, secret_args=secret_args, port=port)
+    before anything is unpacked. ``replay`` is the checked package (unpack in check mode). Added
+    ``ignored_case_id``: ``case_id`` (the ``repro_vllm_case_id`` read back after replay.yml set it to the replay
+    case) when it is not the replay case - an extra variable the replay ignores - else None."""
+    plan = attempt_plan(replay, receivers(play_hosts), secret_env=secret_env, secret_args=secret_args, port=port)
+    plan["ignored_case_id"] = case_id if case_id not in (None, replay.get("case_id")) else None
+    return plan
 
 
 def handed_on_lines(case_id, handed_result=None, ignored_case_id=None):
@@ -703,13 +712,34 @@ def handed_on_lines(case_id, handed_result=None, ignored_case_id=None):
     return lines
 
 
-def unpacked_lines(replay, profile):
-    """The console lines that say where the package came from and what is replayed."""
+def root_line(records_root):
+    """The console line that says where the replay case is unpacked and every later run recorded."""
+    return ("replay | records root %s (a relative root is taken against the controller's working directory, as the "
+            "record role takes it)" % records_root)
+
+
+def unpacked_lines(replay, profile, check_mode=False, handed_result=None, ignored_case_id=None, missing=None):
+    """The console lines after the unpack, in order: a case handed on and ignored (handed_on_lines), the package's
+    secret variables the receiver does not supply (``missing``), then where the package came from and what is
+    replayed - or, in check mode (``replay`` is the checked package), what would be. ``profile`` is the profile
+    file or name the hosts are judged against, with its source."""
+    lines = handed_on_lines(replay["case_id"], handed_result, ignored_case_id=ignored_case_id)
+    if missing:
+        lines.append("replay | WARNING: the package names the secret variable(s) %s and this replay does not supply "
+                     "them: the replay starts without them, and a different answer may come from that. Supply them "
+                     "with -e '{\"repro_vllm_secret_env\": {\"NAME\": \"...\"}}' (never through the package)."
+                     % ", ".join(missing))
     package = replay["package"]
+    if check_mode:
+        return lines + [
+            "replay | check mode: %s checks out (%d files verified against the manifests); it would be unpacked into "
+            "%s and the receivers judged against profile %s. The receiving hosts are fingerprinted in check mode; "
+            "the attempt is not replayed." % (package["name"], replay.get("files_checked") or 0, replay["case_dir"],
+                                              profile)]
     attempt = replay.get("attempt") or {}
     checked = ("checked against its .sha256" if package.get("sha256_file_checked")
                else "NO .sha256 beside it: not checked")
-    return [
+    return lines + [
         "replay | package %s (sha256 %s, %s), %d files verified against the manifests of %s"
         % (package["name"], package["sha256"], checked, replay.get("files_checked") or 0, ", ".join(replay["runs"])),
         "replay | case %s unpacked into %s (origin.json)" % (replay["original_case"], replay["case_dir"]),
