@@ -92,11 +92,6 @@ records_root:
   description: The records root, resolved (absolute).
   returned: always
   type: str
-console:
-  description: With O(state=checked) or in check mode, the line that says where the case goes; else empty.
-  returned: always
-  type: list
-  elements: str
 original_case:
   description: The case the package was made from.
   returned: always
@@ -154,7 +149,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.repro.vllm.plugins.module_utils.record import _evidence
 from ansible_collections.repro.vllm.plugins.module_utils.handoff import _replay
-from ansible_collections.repro.vllm.plugins.module_utils.record._record import DEFAULT_ROOT, RecordError, resolve_root
+from ansible_collections.repro.vllm.plugins.module_utils.record._record import RecordError
 
 
 def main():
@@ -169,13 +164,10 @@ def main():
     )
     p = module.params
     checked = module.check_mode or p["state"] == "checked"
-    # the check says where the case goes (repro.vllm.console prints a module's console lines), also when it refuses
-    root = resolve_root(p["records_root"] or DEFAULT_ROOT)
-    console = [_replay.root_line(root)] if checked else []
     try:
-        res = _replay.unpack(p["package"], root, stamp=p["stamp"], check_mode=checked)
+        res = _replay.unpack(p["package"], p["records_root"], stamp=p["stamp"], check_mode=checked)
         out = dict(changed=not checked, case_id=res["case_id"], case_dir=res["case_dir"], stamp=res["stamp"],
-                   records_root=res["records_root"], console=console,
+                   records_root=res["records_root"],
                    original_case=res["original_case"], runs=res["runs"], package=res["package"],
                    profile_file=res["profile_file"], files_checked=res["files_checked"])
         if checked:
@@ -189,10 +181,9 @@ def main():
                    summary={k: summary.get(k) for k in ("format", "verdict", "verdict_detail", "verdict_sentence")})
         module.exit_json(**out)
     except (_replay.ReplayError, RecordError, _evidence.EvidenceError) as exc:
-        module.fail_json(msg="replay | %s" % exc, console=console)
+        module.fail_json(msg="replay | %s" % exc)
     except OSError as exc:
-        module.fail_json(msg="replay of %s: %s (path %s)" % (p["package"], exc.strerror or exc, exc.filename),
-                         console=console)
+        module.fail_json(msg="replay of %s: %s (path %s)" % (p["package"], exc.strerror or exc, exc.filename))
 
 
 if __name__ == "__main__":

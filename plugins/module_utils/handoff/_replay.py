@@ -712,12 +712,6 @@ def handed_on_lines(case_id, handed_result=None, ignored_case_id=None):
     return lines
 
 
-def root_line(records_root):
-    """The console line that says where the replay case is unpacked and every later run recorded."""
-    return ("replay | records root %s (a relative root is taken against the controller's working directory, as the "
-            "record role takes it)" % records_root)
-
-
 def unpacked_lines(replay, profile, check_mode=False, handed_result=None, ignored_case_id=None, missing=None):
     """The console lines after the unpack, in order: a case handed on and ignored (handed_on_lines), the package's
     secret variables the receiver does not supply (``missing``), then where the package came from and what is
