@@ -45,9 +45,7 @@ options:
     choices: [pack, check]
     default: pack
   records_root:
-    description:
-      - The controller directory that holds one folder per case. C(records) when not given; a relative one is taken
-        against the controller's working directory, as a run's open takes it.
+    description: The controller directory that holds one folder per case (C(records) when not given).
     type: path
   case_id:
     description: The case to pack. Required with O(state=pack).
@@ -88,10 +86,6 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-records_root:
-  description: The records root, resolved (absolute).
-  returned: when O(state=pack)
-  type: str
 package:
   description: The package written (or that would be written in check mode); with O(state=check), the one read.
   returned: always
@@ -199,13 +193,13 @@ def main():
         root = resolve_root(p["records_root"] or DEFAULT_ROOT)
         if not os.path.isdir(os.path.join(root, p["case_id"])):
             module.fail_json(msg="No case %s under %s: give -e repro_vllm_case_id=<case> and -e repro_vllm_records_root=<dir> "
-                                 "of an earlier playbooks/reproduce.yml." % (p["case_id"], root), records_root=root)
+                                 "of an earlier playbooks/reproduce.yml." % (p["case_id"], root))
         res = _handoff.build_package(root, p["case_id"], runs=p["runs"] or None,
                                      profile_file=p["profile_file"], stamp=p["stamp"], check_mode=module.check_mode)
         items = res["summary"]["items"]
         unknown = [{"item": key, "how": items[key].get("how")} for key, _label in _handoff.ITEMS
                    if items[key].get("value") == "unknown"]
-        module.exit_json(changed=True, records_root=root, package=res["path"], sha256=res["sha256"], sha256_path=res["sha256_path"],
+        module.exit_json(changed=True, package=res["path"], sha256=res["sha256"], sha256_path=res["sha256_path"],
                          runs=res["runs"], files_checked=res["files_checked"], members=res["members"],
                          unknown=unknown, redactions=res["redactions"],
                          secret_variable_names=res["summary"]["secret_variable_names"],

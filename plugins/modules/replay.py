@@ -45,9 +45,7 @@ options:
     type: path
     required: true
   records_root:
-    description:
-      - The controller directory that holds one folder per case; the replay case is made here. C(records) when not
-        given; a relative one is taken against the controller's working directory, as a run's open takes it.
+    description: The controller directory that holds one folder per case (C(records) when not given); the case is made here.
     type: path
   stamp:
     description: The UTC time in the replay case's name (C(YYYYMMDDTHHMMSSZ)); now when not given.

@@ -115,8 +115,7 @@ def replay_case_id(original, stamp, existing):
 
 
 def unpack(package, records_root=None, stamp=None, check_mode=False):
-    """Check and unpack a hand-off package into a new replay case.  Returns a dict (see module docs). The records
-    root is resolved as a run's open resolves it (``resolve_root``; ``records`` when not given)."""
+    """Check and unpack a hand-off package into a new replay case (under ``resolve_root``).  Returns a dict (see module docs)."""
     package = os.path.abspath(str(package))
     if not os.path.isfile(package):
         raise ReplayError("package %s does not exist (give repro_vllm_package the path of the .tar.gz that "
@@ -696,12 +695,13 @@ def precheck(replay, play_hosts, secret_env=None, secret_args=None, port=None, c
     return plan
 
 
-def handed_on_lines(case_id, handed_result=None, ignored_case_id=None):
-    """Console lines about a case handed on by an earlier workflow node: ``repro_vllm_result`` in the extra
-    variables, and ``ignored_case_id``, an extra ``repro_vllm_case_id`` other than the replay case (what a node after
-    reproduce.yml, or a workflow survey, gives). The replay makes its own case ``case_id`` and writes nothing into
-    either."""
-    lines = []
+def unpacked_lines(replay, profile, check_mode=False, handed_result=None, ignored_case_id=None, missing=None):
+    """The console lines after the unpack, in order: a case an earlier workflow node handed on (``handed_result``,
+    its ``repro_vllm_result``) and an extra ``repro_vllm_case_id`` (``ignored_case_id``), both ignored - the replay
+    makes its own case and writes nothing into either; the package's secret variables the receiver does not supply
+    (``missing``); where the package came from and what is replayed - or, in check mode (``replay`` is the checked
+    package), what would be. ``profile`` is the profile file or name the hosts are judged against, with its source."""
+    case_id, lines = replay["case_id"], []
     if isinstance(handed_result, dict) and handed_result.get("case_id"):
         lines.append("replay | the workflow handed on case %s (repro_vllm_result of %s): ignored - a replay makes its own "
                      "case %s and writes nothing into %s" % (handed_result["case_id"], handed_result.get("purpose")
@@ -709,15 +709,6 @@ def handed_on_lines(case_id, handed_result=None, ignored_case_id=None):
     if ignored_case_id and ignored_case_id != case_id:
         lines.append("replay | repro_vllm_case_id=%s ignored (an extra variable: in a workflow, handed on by an earlier "
                      "node or a survey) - this replay's case is %s (replay.json ignored_case_id)" % (ignored_case_id, case_id))
-    return lines
-
-
-def unpacked_lines(replay, profile, check_mode=False, handed_result=None, ignored_case_id=None, missing=None):
-    """The console lines after the unpack, in order: a case handed on and ignored (handed_on_lines), the package's
-    secret variables the receiver does not supply (``missing``), then where the package came from and what is
-    replayed - or, in check mode (``replay`` is the checked package), what would be. ``profile`` is the profile
-    file or name the hosts are judged against, with its source."""
-    lines = handed_on_lines(replay["case_id"], handed_result, ignored_case_id=ignored_case_id)
     if missing:
         lines.append("replay | WARNING: the package names the secret variable(s) %s and this replay does not supply "
                      "them: the replay starts without them, and a different answer may come from that. Supply them "
