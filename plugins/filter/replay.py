@@ -76,18 +76,13 @@ def replay_plan(replay, play_hosts, secret_env=None, secret_args=None, port=None
         raise AnsibleFilterError("replay_plan: %s" % exc)
 
 
-def replay_precheck(replay, play_hosts, secret_env=None, secret_args=None, port=None):
+def replay_precheck(replay, play_hosts, secret_env=None, secret_args=None, port=None, case_id=None):
     """See module_utils/handoff/_replay.py precheck (before the unpack)."""
     try:
         return _replay.precheck(replay, list(play_hosts or []), secret_env=secret_env, secret_args=secret_args,
-                                port=_port(port))
+                                port=_port(port), case_id=case_id)
     except (_replay.ReplayError, KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("replay_precheck: %s; nothing was unpacked" % exc)
-
-
-def replay_handed_on_lines(case_id, handed_result=None, ignored_case_id=None):
-    """See module_utils/handoff/_replay.py handed_on_lines."""
-    return _replay.handed_on_lines(case_id, handed_result, ignored_case_id=ignored_case_id)
 
 
 def _port(port):
@@ -116,9 +111,10 @@ def replay_document(replay, head, diff=None, case_id=None, secret_env=None, igno
                                    ignored_case_id=ignored_case_id)
 
 
-def replay_unpacked_lines(replay, profile):
+def replay_unpacked_lines(replay, profile, check_mode=False, handed_result=None, ignored_case_id=None, missing=None):
     """See module_utils/handoff/_replay.py unpacked_lines."""
-    return _replay.unpacked_lines(replay, profile)
+    return _replay.unpacked_lines(replay, profile, check_mode=bool(check_mode), handed_result=handed_result,
+                                  ignored_case_id=ignored_case_id, missing=list(missing or []))
 
 
 def replay_lines(diff):
@@ -133,5 +129,4 @@ class FilterModule:
         return {"_records_root": records_root, "_replay_profile": replay_profile,
                 "_replay_plan": replay_plan, "_replay_pairs": replay_pairs, "replay_verdict": replay_verdict,
                 "_replay_document": replay_document, "_replay_unpacked_lines": replay_unpacked_lines,
-                "_replay_lines": replay_lines, "_replay_precheck": replay_precheck,
-                "_replay_handed_on_lines": replay_handed_on_lines, "_replay_profile_vars": replay_profile_vars}
+                "_replay_lines": replay_lines, "_replay_precheck": replay_precheck, "_replay_profile_vars": replay_profile_vars}

@@ -45,7 +45,7 @@ options:
     choices: [pack, check]
     default: pack
   records_root:
-    description: The controller directory that holds one folder per case. Required with O(state=pack).
+    description: The controller directory that holds one folder per case (C(records) when not given).
     type: path
   case_id:
     description: The case to pack. Required with O(state=pack).
@@ -157,11 +157,13 @@ problems:
   elements: str
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.repro.vllm.plugins.module_utils.record import _evidence
 from ansible_collections.repro.vllm.plugins.module_utils.handoff import _handoff
-from ansible_collections.repro.vllm.plugins.module_utils.record._record import RecordError
+from ansible_collections.repro.vllm.plugins.module_utils.record._record import DEFAULT_ROOT, RecordError, resolve_root
 
 
 def main():
@@ -175,7 +177,7 @@ def main():
             path=dict(type="path"),
             stamp=dict(type="str"),
         ),
-        required_if=[("state", "pack", ("records_root", "case_id")), ("state", "check", ("path",))],
+        required_if=[("state", "pack", ("case_id",)), ("state", "check", ("path",))],
         supports_check_mode=True,
     )
     p = module.params
@@ -188,7 +190,11 @@ def main():
                 module.fail_json(msg="package %s does not check out: %s" % (p["path"], "; ".join(res["problems"][:10])),
                                  **out)
             module.exit_json(**out)
-        res = _handoff.build_package(p["records_root"], p["case_id"], runs=p["runs"] or None,
+        root = resolve_root(p["records_root"] or DEFAULT_ROOT)
+        if not os.path.isdir(os.path.join(root, p["case_id"])):
+            module.fail_json(msg="No case %s under %s: give -e repro_vllm_case_id=<case> and -e repro_vllm_records_root=<dir> "
+                                 "of an earlier playbooks/reproduce.yml." % (p["case_id"], root))
+        res = _handoff.build_package(root, p["case_id"], runs=p["runs"] or None,
                                      profile_file=p["profile_file"], stamp=p["stamp"], check_mode=module.check_mode)
         items = res["summary"]["items"]
         unknown = [{"item": key, "how": items[key].get("how")} for key, _label in _handoff.ITEMS

@@ -45,9 +45,8 @@ options:
     type: path
     required: true
   records_root:
-    description: The controller directory that holds one folder per case; the replay case is made here.
+    description: The controller directory that holds one folder per case (C(records) when not given); the case is made here.
     type: path
-    required: true
   stamp:
     description: The UTC time in the replay case's name (C(YYYYMMDDTHHMMSSZ)); now when not given.
     type: str
@@ -85,6 +84,10 @@ stamp:
   sample: 20261201T101500Z
 case_dir:
   description: Its folder on the controller.
+  returned: always
+  type: str
+records_root:
+  description: The records root, resolved (absolute).
   returned: always
   type: str
 original_case:
@@ -151,7 +154,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             package=dict(type="path", required=True),
-            records_root=dict(type="path", required=True),
+            records_root=dict(type="path"),
             stamp=dict(type="str"),
             state=dict(type="str", choices=["unpacked", "checked"], default="unpacked"),
         ),
@@ -162,6 +165,7 @@ def main():
     try:
         res = _replay.unpack(p["package"], p["records_root"], stamp=p["stamp"], check_mode=checked)
         out = dict(changed=not checked, case_id=res["case_id"], case_dir=res["case_dir"], stamp=res["stamp"],
+                   records_root=res["records_root"],
                    original_case=res["original_case"], runs=res["runs"], package=res["package"],
                    profile_file=res["profile_file"], files_checked=res["files_checked"])
         if checked:

@@ -38,7 +38,8 @@ from ansible_collections.repro.vllm.plugins.module_utils.handoff._handoff import
 from ansible_collections.repro.vllm.plugins.module_utils.ladder._ladder import attempt_text, build_step
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import MASK
 from ansible_collections.repro.vllm.plugins.module_utils.record._record import (
-    MANIFEST, RecordError, _make_read_only, describe_problems, run_id_for, run_numbers, validate_case_id, verify)
+    DEFAULT_ROOT, MANIFEST, RecordError, _make_read_only, describe_problems, resolve_root, run_id_for, run_numbers,
+    validate_case_id, verify)
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import MARKER_RE
 
 VERDICTS = ("reproduced", "different", "not_reproduced")
@@ -113,8 +114,8 @@ def replay_case_id(original, stamp, existing):
     return validate_case_id(name)
 
 
-def unpack(package, records_root, stamp=None, check_mode=False):
-    """Check and unpack a hand-off package into a new replay case.  Returns a dict (see module docs)."""
+def unpack(package, records_root=None, stamp=None, check_mode=False):
+    """Check and unpack a hand-off package into a new replay case (under ``resolve_root``).  Returns a dict (see module docs)."""
     package = os.path.abspath(str(package))
     if not os.path.isfile(package):
         raise ReplayError("package %s does not exist (give repro_vllm_package the path of the .tar.gz that "
@@ -123,7 +124,7 @@ def unpack(package, records_root, stamp=None, check_mode=False):
     stamp = stamp or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     if not _STAMP_RE.match(stamp):
         raise ReplayError("stamp %r is not a UTC YYYYMMDDTHHMMSSZ time" % stamp)
-    records_root = os.path.abspath(str(records_root))
+    records_root = resolve_root(records_root or DEFAULT_ROOT)
     try:
         with tarfile.open(package, "r:gz") as tar:
             top, files = _members(tar, package)
@@ -139,7 +140,8 @@ def unpack(package, records_root, stamp=None, check_mode=False):
     existing = set(os.listdir(records_root)) if os.path.isdir(records_root) else set()
     case_id = replay_case_id(original, stamp, existing)
     case_dir = os.path.join(records_root, case_id)
-    result = {"case_id": case_id, "case_dir": case_dir, "original_case": original, "runs": run_ids, "stamp": stamp,
+    result = {"case_id": case_id, "case_dir": case_dir, "records_root": records_root, "original_case": original,
+              "runs": run_ids, "stamp": stamp,
               "package": {"name": os.path.basename(package), "path": package, "sha256": digest,
                           "sha256_file_checked": sha_checked},
               "profile_file": None, "summary": {}, "changed": True, "files_checked": 0}
@@ -675,24 +677,31 @@ def attempt_plan(replay, play_hosts, secret_env=None, secret_args=None, port=Non
             "repro_vllm_targets" % (attempt["run"], len(nodes), ", ".join(nodes), len(hosts), ", ".join(hosts)))
     plan = replay_step(attempt, secret_env=secret_env, secret_args=secret_args, port=port)
     plan["missing_secrets"] = missing_secrets(replay, secret_env)
+    # a package whose server ran in a container replays in its image, matched by image id even where the tag moved
+    plan["allow_moved_tag"] = plan["container_pin"] is not None
     plan["step"] = build_step("replay", attempt=attempt, plan=plan, nodes=hosts[:len(nodes)],
                               original_case=replay.get("original_case"), package=replay.get("package") or {})
     return plan
 
 
-def precheck(replay, play_hosts, secret_env=None, secret_args=None, port=None):
+def precheck(replay, play_hosts, secret_env=None, secret_args=None, port=None, case_id=None):
     """attempt_plan on the receiving hosts of a play that also holds the controller (receivers), for replay.yml to
     refuse a package it cannot replay here (too few hosts, a secret option not supplied, an unreadable command)
-    before anything is unpacked. ``replay`` is the checked package (unpack in check mode)."""
-    return attempt_plan(replay, receivers(play_hosts), secret_env=secret_env, secret_args=secret_args, port=port)
+    before anything is unpacked. ``replay`` is the checked package (unpack in check mode). Added
+    ``ignored_case_id``: ``case_id`` (the ``repro_vllm_case_id`` read back after replay.yml set it to the replay
+    case) when it is not the replay case - an extra variable the replay ignores - else None."""
+    plan = attempt_plan(replay, receivers(play_hosts), secret_env=secret_env, secret_args=secret_args, port=port)
+    plan["ignored_case_id"] = case_id if case_id not in (None, replay.get("case_id")) else None
+    return plan
 
 
-def handed_on_lines(case_id, handed_result=None, ignored_case_id=None):
-    """Console lines about a case handed on by an earlier workflow node: ``repro_vllm_result`` in the extra
-    variables, and ``ignored_case_id``, an extra ``repro_vllm_case_id`` other than the replay case (what a node after
-    reproduce.yml, or a workflow survey, gives). The replay makes its own case ``case_id`` and writes nothing into
-    either."""
-    lines = []
+def unpacked_lines(replay, profile, check_mode=False, handed_result=None, ignored_case_id=None, missing=None):
+    """The console lines after the unpack, in order: a case an earlier workflow node handed on (``handed_result``,
+    its ``repro_vllm_result``) and an extra ``repro_vllm_case_id`` (``ignored_case_id``), both ignored - the replay
+    makes its own case and writes nothing into either; the package's secret variables the receiver does not supply
+    (``missing``); where the package came from and what is replayed - or, in check mode (``replay`` is the checked
+    package), what would be. ``profile`` is the profile file or name the hosts are judged against, with its source."""
+    case_id, lines = replay["case_id"], []
     if isinstance(handed_result, dict) and handed_result.get("case_id"):
         lines.append("replay | the workflow handed on case %s (repro_vllm_result of %s): ignored - a replay makes its own "
                      "case %s and writes nothing into %s" % (handed_result["case_id"], handed_result.get("purpose")
@@ -700,16 +709,22 @@ def handed_on_lines(case_id, handed_result=None, ignored_case_id=None):
     if ignored_case_id and ignored_case_id != case_id:
         lines.append("replay | repro_vllm_case_id=%s ignored (an extra variable: in a workflow, handed on by an earlier "
                      "node or a survey) - this replay's case is %s (replay.json ignored_case_id)" % (ignored_case_id, case_id))
-    return lines
-
-
-def unpacked_lines(replay, profile):
-    """The console lines that say where the package came from and what is replayed."""
+    if missing:
+        lines.append("replay | WARNING: the package names the secret variable(s) %s and this replay does not supply "
+                     "them: the replay starts without them, and a different answer may come from that. Supply them "
+                     "with -e '{\"repro_vllm_secret_env\": {\"NAME\": \"...\"}}' (never through the package)."
+                     % ", ".join(missing))
     package = replay["package"]
+    if check_mode:
+        return lines + [
+            "replay | check mode: %s checks out (%d files verified against the manifests); it would be unpacked into "
+            "%s and the receivers judged against profile %s. The receiving hosts are fingerprinted in check mode; "
+            "the attempt is not replayed." % (package["name"], replay.get("files_checked") or 0, replay["case_dir"],
+                                              profile)]
     attempt = replay.get("attempt") or {}
     checked = ("checked against its .sha256" if package.get("sha256_file_checked")
                else "NO .sha256 beside it: not checked")
-    return [
+    return lines + [
         "replay | package %s (sha256 %s, %s), %d files verified against the manifests of %s"
         % (package["name"], package["sha256"], checked, replay.get("files_checked") or 0, ", ".join(replay["runs"])),
         "replay | case %s unpacked into %s (origin.json)" % (replay["original_case"], replay["case_dir"]),

@@ -23,7 +23,7 @@ ATTEMPT = {"run": "run-002", "argv": ["vllm", "serve", "/m", "--port", "8391", "
 def test_filters_are_registered():
     assert set(F.FilterModule().filters()) == {"_records_root", "_replay_profile", "_replay_plan", "_replay_pairs",
                                                "replay_verdict", "_replay_document", "_replay_unpacked_lines", "_replay_lines",
-                                               "_replay_precheck", "_replay_handed_on_lines", "_replay_profile_vars"}
+                                               "_replay_precheck", "_replay_profile_vars"}
 
 
 def test_records_root_is_resolved_against_the_working_directory_never_pwd(tmp_path, monkeypatch):
@@ -91,21 +91,41 @@ def test_precheck_refuses_before_the_unpack_on_the_receivers_of_the_play():
                               "secret_variable_names": ["HF_TOKEN", "WANDB_API_KEY"]},
                              ["node02", "localhost"], secret_env={"WANDB_API_KEY": "FAKE"}, secret_args={"--api-key": "FAKE"})
     assert plan["step"]["nodes"] == ["node02"] and plan["missing_secrets"] == ["HF_TOKEN"]
+    # the case id read back after replay.yml set it to the replay case: another one is an extra variable, ignored
+    assert plan["ignored_case_id"] is None
+    checked = {"case_id": "c-replay-x", "attempt": dict(ATTEMPT, nodes=["n1"])}
+    assert F.replay_precheck(checked, ["node02"], secret_args={"--api-key": "FAKE"}, case_id="c")["ignored_case_id"] == "c"
+    assert F.replay_precheck(checked, ["node02"], secret_args={"--api-key": "FAKE"},
+                             case_id="c-replay-x")["ignored_case_id"] is None
 
 
-def test_a_case_handed_on_is_named_as_ignored():
-    assert F.replay_handed_on_lines("c-replay-x", None) == []
-    lines = F.replay_handed_on_lines("c-replay-x", {"purpose": "handoff", "case_id": "c"})
-    assert lines == ["replay | the workflow handed on case c (repro_vllm_result of handoff): ignored - a replay makes "
-                     "its own case c-replay-x and writes nothing into c"]
+UNPACKED = {"case_id": "c-replay-x", "case_dir": "/r/c-replay-x", "original_case": "c", "runs": ["run-001", "run-002"],
+            "files_checked": 12, "package": {"name": "c-handoff-20261201T031500Z.tar.gz", "sha256": "ab" * 32,
+                                             "sha256_file_checked": True},
+            "attempt": dict(ATTEMPT, step="minimal", ok=False, stage="config", error_class="config_error")}
+
+
+def test_the_lines_after_the_unpack_name_a_case_handed_on_the_missing_secrets_then_the_package():
+    plain = F.replay_unpacked_lines(UNPACKED, "cpu-smoke (default)")
+    assert len(plain) == 3 and plain[1] == "replay | case c unpacked into /r/c-replay-x (origin.json)"
+    handed = "replay | the workflow handed on case c (repro_vllm_result of handoff): ignored - a replay makes its own " \
+        "case c-replay-x and writes nothing into c"
     # an extra repro_vllm_case_id (reproduce.yml's node hands it on to every later node): one line naming both cases
     ignored = "replay | repro_vllm_case_id=c ignored (an extra variable: in a workflow, handed on by an earlier node or " \
         "a survey) - this replay's case is c-replay-x (replay.json ignored_case_id)"
-    assert F.replay_handed_on_lines("c-replay-x", None, ignored_case_id="c") == [ignored]
-    assert F.replay_handed_on_lines("c-replay-x", {"purpose": "handoff", "case_id": "c"}, ignored_case_id="c") == lines + [ignored]
-    # the replay case itself given as the extra variable is not ignored; none given: nothing to say
-    assert F.replay_handed_on_lines("c-replay-x", None, ignored_case_id="c-replay-x") == []
-    assert F.replay_handed_on_lines("c-replay-x", None, ignored_case_id=None) == []
+    missing = "replay | WARNING: the package names the secret variable(s) HF_TOKEN, WANDB_API_KEY and this replay does " \
+        "not supply them: the replay starts without them, and a different answer may come from that. Supply them with " \
+        "-e '{\"repro_vllm_secret_env\": {\"NAME\": \"...\"}}' (never through the package)."
+    lines = F.replay_unpacked_lines(UNPACKED, "cpu-smoke (default)", handed_result={"purpose": "handoff", "case_id": "c"},
+                                    ignored_case_id="c", missing=["HF_TOKEN", "WANDB_API_KEY"])
+    assert lines == [handed, ignored, missing] + plain
+    # the replay case itself given as the extra variable is not ignored; nothing handed on: nothing to say
+    assert F.replay_unpacked_lines(UNPACKED, "cpu-smoke (default)", ignored_case_id="c-replay-x") == plain
+    # check mode: what would be unpacked, and the profile the receivers would be judged against
+    assert F.replay_unpacked_lines(UNPACKED, "h200-1gpu (package_manifest)", check_mode=True) == [
+        "replay | check mode: c-handoff-20261201T031500Z.tar.gz checks out (12 files verified against the manifests); "
+        "it would be unpacked into /r/c-replay-x and the receivers judged against profile h200-1gpu (package_manifest). "
+        "The receiving hosts are fingerprinted in check mode; the attempt is not replayed."]
 
 
 def test_replay_plan_stops_on_too_few_hosts_naming_them():

@@ -32,6 +32,7 @@ def test_unpack_makes_a_new_case_with_frozen_runs_and_origin(tmp_path):
     pkg = _package(tmp_path, "cpu-fail")
     root = tmp_path / "receiver"
     res = _replay.unpack(pkg["path"], str(root), stamp="20261201T020202Z")
+    assert res["records_root"] == str(root) and res["case_dir"] == str(root / res["case_id"])
     assert res["case_id"] == "cpu-fail-replay-20261201T020202Z" and res["original_case"] == "cpu-fail"
     assert res["package"]["sha256"] == pkg["sha256"] and res["package"]["sha256_file_checked"] is True
     assert res["runs"] == ["run-%03d" % n for n in range(1, 7)]
@@ -350,6 +351,12 @@ def test_attempt_plan_is_the_whole_step_on_the_first_hosts(tmp_path):
     assert step["input"] == "replay of cpu-fail/run-005 from package %s (sha256 %s)" % (
         unpacked["package"]["name"], unpacked["package"]["sha256"])
     assert step["request"]["repeat"] == 1 and step["port"] == plan["port"]
+    # a process: no container pin, so a moved tag is not allowed
+    assert plan["container_pin"] is None and plan["allow_moved_tag"] is False
+    pinned = dict(unpacked, attempt=dict(unpacked["attempt"], container={
+        "runtime": "podman", "image": "localhost/repro-vllm-cpu:0.32.0", "image_id": "sha256:" + "1" * 64,
+        "image_repo_digest": None, "run_ref": "x"}))
+    assert _replay.attempt_plan(pinned, ["node02"])["allow_moved_tag"] is True
     with pytest.raises(_replay.ReplayError, match=r"ran on 1 node\(s\) \(localhost\) but this play has 0"):
         _replay.attempt_plan(unpacked, [])
 
