@@ -273,7 +273,7 @@ def memory_sample(sid, pgid, min_start_ticks, nvidia_smi=None, gpu_timeout=5.0, 
     return sample, members
 
 
-def read_memory(path, max_samples=None):
+def read_memory(path):
     """Summary of a memory.jsonl: samples, peak_rss_bytes, last, per-GPU peak MiB."""
     summary = {"path": path, "samples": 0, "peak_rss_bytes": 0, "last": None, "gpu_peak_mib": {}}
     try:
