@@ -65,26 +65,13 @@ class ActionModule(ActionBase):
             result.update(out)
             return result
         except AnsibleConnectionFailure as exc:
-            msg = "%s: unreachable while recording stage %s: %s" % (host, ctx["stage"], _redact.redact_text(str(exc)))
-            self._record_problem(ctx, "unreachable", msg)
-            recorded["done"] = True
-            result.update(unreachable=True, msg=msg, host_status="unreachable", reasons=[msg],
-                          part_path=ctx["part_abs"], summary={"host": host, "status": "unreachable", "detail": msg})
-            return result
+            return self._not_recorded(result, ctx, recorded, "unreachable", "%s: unreachable while recording stage "
+                                      "%s: %s" % (host, ctx["stage"], _redact.redact_text(str(exc))))
         except (_PartRefused, _record.RecordError) as exc:
-            msg = "%s: %s" % (host, exc)
-            self._record_problem(ctx, "failed", msg)
-            recorded["done"] = True
-            result.update(failed=True, msg=msg, host_status="failed", reasons=[msg], part_path=ctx["part_abs"],
-                          summary={"host": host, "status": "failed", "detail": msg})
-            return result
+            return self._not_recorded(result, ctx, recorded, "failed", "%s: %s" % (host, exc))
         except Exception as exc:  # pylint: disable=broad-except
             msg = "%s: recording stage %s failed on the controller: %s: %s" % (host, ctx["stage"], type(exc).__name__, exc)
-            self._record_problem(ctx, "failed", msg, trace=traceback.format_exc())
-            recorded["done"] = True
-            result.update(failed=True, msg=msg, host_status="failed", reasons=[msg], part_path=ctx["part_abs"],
-                          summary={"host": host, "status": "failed", "detail": msg})
-            return result
+            return self._not_recorded(result, ctx, recorded, "failed", msg, trace=traceback.format_exc())
         finally:
             if not recorded["done"]:
                 # the task timeout (or an interrupt) stopped us in the middle: leave the reason in the record
@@ -303,6 +290,16 @@ class ActionModule(ActionBase):
         return {"failed": True, "msg": full, "host_status": "failed", "reasons": [full], "part_path": ctx["part_abs"],
                 "summary": {"host": ctx["host"], "status": "failed", "detail": full},
                 "collection_version": ctx["version"]}
+
+    def _not_recorded(self, result, ctx, recorded, status, msg, trace=None):
+        """The task's result when the part could not be recorded (``status`` failed or unreachable), the reason
+        recorded in the host's part first (_record_problem)."""
+        self._record_problem(ctx, status, msg, trace=trace)
+        recorded["done"] = True
+        result.update({"failed" if status == "failed" else "unreachable": True}, msg=msg, host_status=status,
+                      reasons=[msg], part_path=ctx["part_abs"],
+                      summary={"host": ctx["host"], "status": status, "detail": msg})
+        return result
 
     def _record_problem(self, ctx, status, msg, trace=None, extra=None):
         """failed.json / unreachable.json in the host's part, frozen; never raises (the task's own error wins)."""
