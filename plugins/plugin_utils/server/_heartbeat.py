@@ -221,8 +221,8 @@ def _daemon(execute, interpreter, lease_file, node, state_file, seconds, stop_gr
     for signum in STOP_SIGNALS.values():
         signal.signal(signum, lambda s, f: _ask(beat, s, f))
     _lease.write_json_atomic(entry_path, {"pid": os.getpid(), "pid_start": process_start(os.getpid()), "node": node,
-                             "lease_file": lease_file, "state_file": state_file, "stop_wait": beat.stop_wait,
-                             "seconds": float(seconds)})
+                                          "lease_file": lease_file, "state_file": state_file,
+                                          "stop_wait": beat.stop_wait, "seconds": float(seconds)})
     beat.run()
     # the play reads <key>.stopped and removes both (stop_all); a play that is gone reads nothing: clean up here
     if not os.path.exists(os.path.join(folder, key + ".stopped")) or not alive(main_pid, main_start):
