@@ -22,40 +22,14 @@ from ansible_collections.repro.vllm.plugins.module_utils.server import _service
 MODULE = "repro.vllm.host_record"
 # the production server (option service): read on the host first, its record and logs become parts of this host's part
 SERVICE_MODULE = "repro.vllm.served_process"
-# options that only the module needs; everything else stays on the controller
-_MODULE_KEYS = ("gather", "image", "nvidia_smi_path", "command_timeout", "files", "log_max_bytes",
-                "inline_max_bytes", "staging_root", "collect_env_argv", "collect_env_timeout", "collect_env_container")
 _TRACE_CHARS = 4000
 
-ARGUMENT_SPEC = dict(
-    run_path=dict(type="path", required=True),
-    part_dir=dict(type="str"),
-    stage=dict(type="str", default="fingerprint"),
-    gather=dict(type="list", elements="str", default=[], choices=["basics", "gpu", "container", "collect_env"]),
-    collect_env_argv=dict(type="list", elements="str", default=[]),
-    collect_env_timeout=dict(type="float", default=120.0),
-    collect_env_container=dict(type="dict"),
-    image=dict(type="str", default=""),
-    nvidia_smi_path=dict(type="str", default=""),
-    command_timeout=dict(type="float", default=10.0),
-    data=dict(type="dict", default={}),
-    files=dict(type="list", elements="dict", default=[], options=dict(
-        src=dict(type="str", required=True),
-        part=dict(type="str", required=True),
-        required=dict(type="bool", default=False),
-        redact=dict(type="bool", default=True),
-    )),
-    remove_src=dict(type="list", elements="str", default=[]),
-    remove_empty_parents=dict(type="int", default=0),
-    log_max_bytes=dict(type="int", default=_hostrecord.DEFAULT_LOG_MAX_BYTES),
-    inline_max_bytes=dict(type="int", default=_hostrecord.DEFAULT_INLINE_MAX_BYTES),
-    staging_root=dict(type="str", default=""),
-    metadata=dict(type="dict", default={}),
-    service=dict(type="dict", default={}),
+# the module's documented options (_hostrecord's one spec); only HOST_SPEC's are passed on to the module
+ARGUMENT_SPEC = dict(_hostrecord.HOST_SPEC, **_hostrecord.CONTROLLER_SPEC)
+ARGUMENT_SPEC.update(
     service_command_timeout=dict(type="float", default=_service.DEFAULT_TIMEOUT),
     service_max_log_bytes=dict(type="int", default=_service.DEFAULT_LOG_BYTES),
     service_required=dict(type="bool", default=False),
-    secrets=dict(type="dict", default={}, no_log=True),
 )
 
 
@@ -91,26 +65,13 @@ class ActionModule(ActionBase):
             result.update(out)
             return result
         except AnsibleConnectionFailure as exc:
-            msg = "%s: unreachable while recording stage %s: %s" % (host, ctx["stage"], _redact.redact_text(str(exc)))
-            self._record_problem(ctx, "unreachable", msg)
-            recorded["done"] = True
-            result.update(unreachable=True, msg=msg, host_status="unreachable", reasons=[msg],
-                          part_path=ctx["part_abs"], summary={"host": host, "status": "unreachable", "detail": msg})
-            return result
+            return self._not_recorded(result, ctx, recorded, "unreachable", "%s: unreachable while recording stage "
+                                      "%s: %s" % (host, ctx["stage"], _redact.redact_text(str(exc))))
         except (_PartRefused, _record.RecordError) as exc:
-            msg = "%s: %s" % (host, exc)
-            self._record_problem(ctx, "failed", msg)
-            recorded["done"] = True
-            result.update(failed=True, msg=msg, host_status="failed", reasons=[msg], part_path=ctx["part_abs"],
-                          summary={"host": host, "status": "failed", "detail": msg})
-            return result
+            return self._not_recorded(result, ctx, recorded, "failed", "%s: %s" % (host, exc))
         except Exception as exc:  # pylint: disable=broad-except
             msg = "%s: recording stage %s failed on the controller: %s: %s" % (host, ctx["stage"], type(exc).__name__, exc)
-            self._record_problem(ctx, "failed", msg, trace=traceback.format_exc())
-            recorded["done"] = True
-            result.update(failed=True, msg=msg, host_status="failed", reasons=[msg], part_path=ctx["part_abs"],
-                          summary={"host": host, "status": "failed", "detail": msg})
-            return result
+            return self._not_recorded(result, ctx, recorded, "failed", msg, trace=traceback.format_exc())
         finally:
             if not recorded["done"]:
                 # the task timeout (or an interrupt) stopped us in the middle: leave the reason in the record
@@ -168,7 +129,7 @@ class ActionModule(ActionBase):
     # ------------------------------------------------------------------------------------------ the record
     def _record(self, ctx, args, task_vars):
         become = bool(getattr(self._play_context, "become", False))
-        mod_args = {k: args[k] for k in _MODULE_KEYS}
+        mod_args = {k: args[k] for k in _hostrecord.HOST_SPEC}
         mod_args.update(run_path=ctx["run_path"], staging_label="%s-%s-%s" % (ctx["case_id"], ctx["run_id"], ctx["host"]))
         # the case's redaction key (<records_root>/<case_id>/.redact.key, never in a run): the host redacts with it,
         # so equal secrets give equal markers across hosts and runs; it travels as a no_log argument only
@@ -329,6 +290,16 @@ class ActionModule(ActionBase):
         return {"failed": True, "msg": full, "host_status": "failed", "reasons": [full], "part_path": ctx["part_abs"],
                 "summary": {"host": ctx["host"], "status": "failed", "detail": full},
                 "collection_version": ctx["version"]}
+
+    def _not_recorded(self, result, ctx, recorded, status, msg, trace=None):
+        """The task's result when the part could not be recorded (``status`` failed or unreachable), the reason
+        recorded in the host's part first (_record_problem)."""
+        self._record_problem(ctx, status, msg, trace=trace)
+        recorded["done"] = True
+        result.update({"failed" if status == "failed" else "unreachable": True}, msg=msg, host_status=status,
+                      reasons=[msg], part_path=ctx["part_abs"],
+                      summary={"host": ctx["host"], "status": status, "detail": msg})
+        return result
 
     def _record_problem(self, ctx, status, msg, trace=None, extra=None):
         """failed.json / unreachable.json in the host's part, frozen; never raises (the task's own error wins)."""

@@ -37,13 +37,11 @@ requirements:
 """
 
 import re
-import signal
-import threading
 
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
 from ansible_collections.repro.vllm.plugins.callback.record_log import (
-    install_interrupt_watch, interrupt_lost, opened_run, preload_plugins, raise_if_interrupt_lost)
+    InterruptStop, install_interrupt_watch, opened_run, preload_plugins)
 from ansible_collections.repro.vllm.plugins.plugin_utils.close import _closing
 
 _LOCALHOST = ("localhost", "127.0.0.1", "::1")
@@ -80,7 +78,7 @@ def _short(text, limit=_MAX_MSG):
         len(text) - limit)
 
 
-class CallbackModule(DefaultCallback):
+class CallbackModule(InterruptStop, DefaultCallback):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "stdout"
     CALLBACK_NAME = "repro.vllm.console"
@@ -101,21 +99,12 @@ class CallbackModule(DefaultCallback):
         self._host_failed = {}     # host -> the first of its own tasks that failed (not rescued, not ignored)
         self._ran = []             # hosts whose own tasks ran
         self._controller_errors = []  # [{task, msg}] of the controller's failed tasks
-        self._sigint_at_start = None  # the controller's SIGINT handler when the playbook started (interrupt_lost)
 
     def v2_playbook_on_start(self, playbook):
         # the collection's plugins imported once before the first worker forks (record_log.preload_plugins)
         preload_plugins(self._display)
         self._sigint_at_start = install_interrupt_watch(self.get_option("interrupt_grace"))
         super().v2_playbook_on_start(playbook)
-
-    def _stop_if_interrupt_lost(self):
-        """Raise the KeyboardInterrupt ansible-core lost before the next task (record_log.raise_if_interrupt_lost)."""
-        handler = self._sigint_at_start
-        if threading.current_thread() is threading.main_thread() and interrupt_lost(handler,
-                                                                                    signal.getsignal(signal.SIGINT)):
-            self._sigint_at_start = None
-            raise_if_interrupt_lost(handler, self._display)
 
     # --- helpers -------------------------------------------------------------------------------------------------
     def _quiet(self):

@@ -209,6 +209,21 @@ def raise_if_interrupt_lost(handler_at_start, display):
     return False
 
 
+class InterruptStop:
+    """What both callbacks do before every task and host start: raise, once, the KeyboardInterrupt ansible-core lost
+    (raise_if_interrupt_lost). ``_sigint_at_start`` is the SIGINT handler the playbook started with
+    (install_interrupt_watch), cleared by the raise."""
+
+    _sigint_at_start = None
+
+    def _stop_if_interrupt_lost(self):
+        handler = self._sigint_at_start
+        if threading.current_thread() is threading.main_thread() and interrupt_lost(handler,
+                                                                                    signal.getsignal(signal.SIGINT)):
+            self._sigint_at_start = None
+            raise_if_interrupt_lost(handler, self._display)
+
+
 def opened_run(result):
     """The path of the run a task result opens, else None: the record role registers repro.vllm.run_record's
     ``state=create`` result as ``repro_vllm_run``; a role may also set the fact ``repro_vllm_run`` (the attempt role)."""
@@ -224,7 +239,7 @@ def opened_run(result):
     return None
 
 
-class CallbackModule(CallbackBase):
+class CallbackModule(InterruptStop, CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "notification"
     CALLBACK_NAME = "repro.vllm.record_log"
@@ -232,13 +247,11 @@ class CallbackModule(CallbackBase):
 
     def __init__(self, display=None):
         super().__init__(display=display)
-        self._path = None
         self._run = None
         self._fh = None
         self._early = []
         self._closed = False
         self._key = None  # the case's redaction key, once the run (and so its case) is known
-        self._sigint_at_start = None  # the SIGINT handler in place when the playbook started (interrupt_lost)
 
     # --- writing ---------------------------------------------------------------------------------------
     def _line(self, text):
@@ -275,7 +288,6 @@ class CallbackModule(CallbackBase):
             self._display.warning("repro.vllm.record_log: cannot write %s: %s" % (target, exc))
             self._closed = True
             return
-        self._path = target
         try:
             self._key = load_case_key(os.path.dirname(os.path.normpath(run_path)))
         except (OSError, ValueError) as exc:
@@ -313,13 +325,6 @@ class CallbackModule(CallbackBase):
             with open(os.path.join(self._run, "interrupted.json"), "w", encoding="utf-8") as fh:
                 json.dump({"signal": signame, "at": round(time.time(), 3)}, fh, sort_keys=True)
                 fh.write("\n")
-
-    def _stop_if_interrupt_lost(self):
-        handler = self._sigint_at_start
-        if threading.current_thread() is threading.main_thread() and interrupt_lost(handler,
-                                                                                    signal.getsignal(signal.SIGINT)):
-            self._sigint_at_start = None
-            raise_if_interrupt_lost(handler, self._display)
 
     def v2_playbook_on_start(self, playbook):
         preload_plugins(self._display)

@@ -343,39 +343,13 @@ def _gather_container(image, timeout):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            gather=dict(type="list", elements="str", default=[], choices=["basics", "gpu", "container", "collect_env"]),
-            collect_env_argv=dict(type="list", elements="str", default=[]),
-            collect_env_timeout=dict(type="float", default=120.0),
-            collect_env_container=dict(type="dict"),
-            image=dict(type="str", default=""),
-            nvidia_smi_path=dict(type="str", default=""),
-            command_timeout=dict(type="float", default=10.0),
-            files=dict(type="list", elements="dict", default=[], options=dict(
-                src=dict(type="str", required=True),
-                part=dict(type="str", required=True),
-                required=dict(type="bool", default=False),
-                redact=dict(type="bool", default=True),
-            )),
-            log_max_bytes=dict(type="int", default=_hostrecord.DEFAULT_LOG_MAX_BYTES),
-            inline_max_bytes=dict(type="int", default=_hostrecord.DEFAULT_INLINE_MAX_BYTES),
-            staging_root=dict(type="str", default=""),
+            _hostrecord.HOST_SPEC,
+            # the module's own: the action's second call (cleanup), its staging folder's label, the case's key
             staging_label=dict(type="str", default=""),
             cleanup=dict(type="list", elements="str", default=[]),
-            remove_empty_parents=dict(type="int", default=0),
             redact_key=dict(type="str", default="", no_log=True),
             # read by the action on the controller; accepted here so one argument spec documents them all
-            run_path=dict(type="path", required=True),
-            part_dir=dict(type="str"),
-            stage=dict(type="str", default="fingerprint"),
-            data=dict(type="dict", default={}),
-            remove_src=dict(type="list", elements="str", default=[]),
-            metadata=dict(type="dict", default={}),
-            service=dict(type="dict", default={}),
-            # read by the action, whose argument spec holds their defaults (_service's)
-            service_command_timeout=dict(type="float"),
-            service_max_log_bytes=dict(type="int"),
-            service_required=dict(type="bool"),
-            secrets=dict(type="dict", default={}, no_log=True),
+            **_hostrecord.CONTROLLER_SPEC
         ),
         supports_check_mode=True,
     )

@@ -1082,7 +1082,7 @@ def main():
             check_port=dict(type="bool", default=True),
             lease_file=dict(type="path"),
             lease_info=dict(type="dict"),
-            lease_dir=dict(type="path", default="/var/tmp/repro-vllm/.leases"),
+            lease_dir=dict(type="path", default=_lease.DEFAULT_LEASE_DIR),
             run_uid=dict(type="str"),
             only_run_uid=dict(type="str"),
             container=dict(type="dict", options=dict(

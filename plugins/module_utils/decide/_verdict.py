@@ -44,7 +44,6 @@ from ansible_collections.repro.vllm.plugins.module_utils.record import _evidence
 from ansible_collections.repro.vllm.plugins.module_utils.ladder._command import EXTRA_LAYER_ORDER, LADDER_ORDER
 
 VERDICTS = ("boundary", "collective_failed", "fails_at_minimal", "fails_at_layer", "refused", "incomplete", "healthy")
-ROLLBACK = ("returned", "not_returned", "not_applicable")
 STATUSES = ("ok", "failed", "refused", "incomplete")
 PLAY_OPENERS = ("fingerprint", "audit")
 _RUN_RE = re.compile(r"^run-([0-9]{3,})$")

@@ -826,7 +826,7 @@ def _extra_requests(layer):
     return out
 
 
-def _layer_allowed(layer, base_body):
+def _layer_allowed(layer):
     allowed, changed = [], []
     for opt in split_options(layer.get("args") or []):
         pos = _positive(opt["flag"])
@@ -938,7 +938,7 @@ def apply_layers(base, layers, names, overrides=None, production=None):
     allowed, changed, from_production = [], [], []
     for name in names or []:
         layer, from_production = _with_production(by_name[name], production)
-        allowed, changed = _layer_allowed(layer, request.get("body"))
+        allowed, changed = _layer_allowed(layer)
         if from_production:
             changed = changed + ["from the production command: %s" % ", ".join(from_production)]
         if layer.get("args") or layer.get("remove"):

@@ -32,6 +32,42 @@ DEFAULT_LOG_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_INLINE_MAX_BYTES = 4 * 1024 * 1024
 STAGING_PREFIX = "repro-vllm-stage-"
 
+# host_record's options, one spec for its module (which documents them all) and its action: what the module reads on
+# the host (the action passes exactly these on) and what the action reads on the controller. The action gives the
+# service_* options their defaults (_service's); the module accepts them only so that its spec documents them.
+HOST_SPEC = dict(
+    gather=dict(type="list", elements="str", default=[], choices=["basics", "gpu", "container", "collect_env"]),
+    collect_env_argv=dict(type="list", elements="str", default=[]),
+    collect_env_timeout=dict(type="float", default=120.0),
+    collect_env_container=dict(type="dict"),
+    image=dict(type="str", default=""),
+    nvidia_smi_path=dict(type="str", default=""),
+    command_timeout=dict(type="float", default=10.0),
+    files=dict(type="list", elements="dict", default=[], options=dict(
+        src=dict(type="str", required=True),
+        part=dict(type="str", required=True),
+        required=dict(type="bool", default=False),
+        redact=dict(type="bool", default=True),
+    )),
+    log_max_bytes=dict(type="int", default=DEFAULT_LOG_MAX_BYTES),
+    inline_max_bytes=dict(type="int", default=DEFAULT_INLINE_MAX_BYTES),
+    staging_root=dict(type="str", default=""),
+)
+CONTROLLER_SPEC = dict(
+    run_path=dict(type="path", required=True),
+    part_dir=dict(type="str"),
+    stage=dict(type="str", default="fingerprint"),
+    data=dict(type="dict", default={}),
+    remove_src=dict(type="list", elements="str", default=[]),
+    remove_empty_parents=dict(type="int", default=0),
+    metadata=dict(type="dict", default={}),
+    service=dict(type="dict", default={}),
+    service_command_timeout=dict(type="float"),
+    service_max_log_bytes=dict(type="int"),
+    service_required=dict(type="bool"),
+    secrets=dict(type="dict", default={}, no_log=True),
+)
+
 
 # ------------------------------------------------------------------------------------------------ basics
 def _os_release(path="/etc/os-release"):

@@ -35,8 +35,8 @@ from urllib.request import ProxyHandler, Request, build_opener
 
 from ansible_collections.repro.vllm.plugins.module_utils.common._cmd import find_binary, run_cmd
 from ansible_collections.repro.vllm.plugins.module_utils.server._lease import (  # noqa: F401 (vllm_server uses them here)
-    is_run_lease, lease_expired_file_for, lease_file_for, list_run_leases, node_entry, release_node, update_node,
-    write_json_atomic)
+    is_run_lease, lease_expired_file_for, lease_file_for, list_run_leases, node_entry, read_json, release_node,
+    update_node, write_json_atomic)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_files
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import redact_argv, redact_env, redact_text
 from ansible_collections.repro.vllm.plugins.module_utils.container._runtime import Runtime
@@ -46,8 +46,6 @@ HEALTH_ROUTE = "/health"
 MODELS_ROUTE = "/v1/models"
 SUPERVISOR_TITLE = "repro-vllm-supervisor"
 GPU_QUERY = ["--query-gpu=index,memory.used", "--format=csv,noheader,nounits"]
-
-_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -230,14 +228,6 @@ def exit_file_for(state_file):
     return state_file + ".exit"
 
 
-def read_json(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, IOError, ValueError):
-        return None
-
-
 def signal_name(code):
     if code is None or code >= 0:
         return None
@@ -283,7 +273,7 @@ def memory_sample(sid, pgid, min_start_ticks, nvidia_smi=None, gpu_timeout=5.0, 
     return sample, members
 
 
-def read_memory(path, max_samples=None):
+def read_memory(path):
     """Summary of a memory.jsonl: samples, peak_rss_bytes, last, per-GPU peak MiB."""
     summary = {"path": path, "samples": 0, "peak_rss_bytes": 0, "last": None, "gpu_peak_mib": {}}
     try:

@@ -31,7 +31,6 @@ Kinds (``KINDS``):
 from __future__ import annotations
 
 import inspect
-import json
 import os
 
 from ansible_collections.repro.vllm.plugins.plugin_utils.close import _attempt, _closing, _exitrule, _fleet
@@ -75,16 +74,6 @@ def fleet_notes(case_id, run_id, opened, fleet):
     return "\n".join(lines) + "\n"
 
 
-def _run_json(run_path, name):
-    """A JSON part the run already holds (written into it before the close), or None."""
-    try:
-        with open(os.path.join(run_path, name)) as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
 def close_fleet(run_path, opened, hosts=None, reports=None, error=None, variables=None, violations_fail=True,
                 compatibility=None, audit=None):
     """A fingerprint or audit run: fleet.json from each expected host's record result (``reports``), the run sheet,
@@ -102,8 +91,11 @@ def close_fleet(run_path, opened, hosts=None, reports=None, error=None, variable
                  "purpose": opened.get("purpose"), "hosts": fleet}
     parts = [{"part": "fleet.json", "json": fleet_doc},
              {"part": "notes.md", "content": fleet_notes(case_id, run_id, opened, fleet)}]
-    compat = compatibility if compatibility is not None else _run_json(run_path, "compatibility.json") or {}
-    audit = audit if audit is not None else _run_json(run_path, "audit.json") or {}
+    if compatibility is None:  # a part the run already holds (written into it before the close)
+        compatibility = _record.read_json_file(os.path.join(run_path, "compatibility.json"))
+    if audit is None:
+        audit = _record.read_json_file(os.path.join(run_path, "audit.json"))
+    compat, audit = compatibility or {}, audit or {}
     drifted = list(audit.get("drifted") or [])
     try:
         rule = _exitrule.job_exit(variables, violations=len(compat.get("violations") or []) if violations_fail else 0,

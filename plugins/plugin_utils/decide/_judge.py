@@ -52,8 +52,6 @@ _PROXY_STATUSES = (502, 503, 504)
 
 PREFIX_QUERIES = "vllm:prefix_cache_queries_total"
 PREFIX_HITS = "vllm:prefix_cache_hits_total"
-# vLLM before the V1 counters exported the hit rate as a gauge only; it is read when the counters are missing.
-PREFIX_HIT_RATE_GAUGES = ("vllm:gpu_prefix_cache_hit_rate", "vllm:cpu_prefix_cache_hit_rate")
 
 
 def metric_total(text, name):

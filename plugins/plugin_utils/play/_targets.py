@@ -23,9 +23,6 @@ import re
 # the names Ansible gives an implicit localhost (ansible.constants.LOCALHOST)
 LOCALHOST = ("localhost", "127.0.0.1", "::1")
 
-# kinds of term (term_kind); only "name" can be "not matched"
-KINDS = ("name", "exclude", "intersect", "regex", "wildcard", "subscript")
-
 # one term of a colon list, as Ansible reads one: anything but whitespace, ':' and brackets, or a whole [..] part
 _COLON_TERM = re.compile(r"(?:[^\s:\[\]]|\[[^\]]*\])+")
 _IPV6 = re.compile(r"^[!&]?\[?[0-9A-Fa-f]*:[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*\]?$")

@@ -135,7 +135,7 @@ class Heartbeat(object):
                 reason = _REASONS.get(self.asked) or "the play's controller process %d is gone" % self.main_pid
                 answer = self.call("expire_now", timeout=self.stop_wait + 30.0, reason=reason, wait_s=self.stop_wait)
                 answer.update(node=self.where["node"], state_file=self.where["state_file"])
-                _write_json(os.path.join(self.folder, self.key + ".stopped"), answer)
+                _lease.write_json_atomic(os.path.join(self.folder, self.key + ".stopped"), answer)
                 return "stopped: %s" % answer.get("state")
             if self.clock() >= next_beat:
                 answer = self.call("beat", seconds=self.seconds)
@@ -156,13 +156,6 @@ class CallTimeout(Exception):
 
 def _timed_out(_signum, _frame):
     raise CallTimeout("no answer from the node within the call's time limit")
-
-
-def _write_json(path, data):
-    tmp = "%s.tmp" % path
-    with open(tmp, "w") as fh:
-        json.dump(data, fh, sort_keys=True)
-    os.rename(tmp, path)
 
 
 def _ask(beat, signum, _frame):
@@ -227,9 +220,9 @@ def _daemon(execute, interpreter, lease_file, node, state_file, seconds, stop_gr
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for signum in STOP_SIGNALS.values():
         signal.signal(signum, lambda s, f: _ask(beat, s, f))
-    _write_json(entry_path, {"pid": os.getpid(), "pid_start": process_start(os.getpid()), "node": node,
-                             "lease_file": lease_file, "state_file": state_file, "stop_wait": beat.stop_wait,
-                             "seconds": float(seconds)})
+    _lease.write_json_atomic(entry_path, {"pid": os.getpid(), "pid_start": process_start(os.getpid()), "node": node,
+                                          "lease_file": lease_file, "state_file": state_file,
+                                          "stop_wait": beat.stop_wait, "seconds": float(seconds)})
     beat.run()
     # the play reads <key>.stopped and removes both (stop_all); a play that is gone reads nothing: clean up here
     if not os.path.exists(os.path.join(folder, key + ".stopped")) or not alive(main_pid, main_start):
