@@ -917,6 +917,9 @@ STAGE_WORDS = (
     # vllm/v1/engine/async_llm.py: logger.exception("AsyncLLM output_handler failed.") - the handler that moves the
     # engine core's outputs to the requests' streams: the engine died under submitted requests
     ("output_handler failed", None, "request", "medium", "v1/engine/async_llm.py AsyncLLM.output_handler"),
+    # V0 vllm/engine/async_llm_engine.py _log_task_completion: logger.error("Engine background task failed") - the
+    # engine loop that AsyncLLMEngine starts for the requests (start_background_loop, 0.2 -> 0.10) ended in an error
+    ("Engine background task failed", None, "request", "medium", "engine/async_llm_engine.py _log_task_completion (V0)"),
     # vllm/v1/engine/core.py run_engine_core: "EngineCore encountered a fatal error." is logged only once the engine
     # core was built (before, it logs "EngineCore failed to start."): the busy loop that serves requests failed
     ("encountered a fatal error", r"EngineCore encountered a fatal error", "request", "medium",
