@@ -230,6 +230,12 @@ FRAMES = (
     ("_execute_mm_encoder", "vllm/v1/worker", "request", "gpu_model_runner.py: _execute_mm_encoder"),
     ("_gather_mm_embeddings", "vllm/v1/worker", "request", "gpu_model_runner.py: _gather_mm_embeddings"),
     ("_calc_spec_decode_metadata", "vllm/v1/worker", "request", "gpu_model_runner.py: _calc_spec_decode_metadata"),
+    # speculative decoding's per-step work (round 8): V1's drafters propose for every scheduled step (start-up runs
+    # their dummy_run instead), V0's SpecDecodeWorker steps (vllm/spec_decode/spec_decode_worker.py 0.4 -> 0.10)
+    ("propose", "vllm/v1/spec_decode", "request", "v1/spec_decode/eagle.py, ngram_proposer.py, medusa.py: propose"),
+    ("propose_draft_token_ids", "vllm/v1/worker", "request", "gpu_model_runner.py: propose_draft_token_ids"),
+    ("_run_speculative_decoding_step", "vllm/spec_decode", "request", "spec_decode_worker.py (V0)"),
+    ("_run_no_spec", "vllm/spec_decode", "request", "spec_decode_worker.py (V0): a step without speculation"),
     ("prepare_model_input", "vllm/worker", "request", "vllm/worker/model_runner.py (V0): prepare_model_input"),
     # ... the engine core and the front end taking a request (vllm/v1/engine/core.py, async_llm.py, processor.py /
     # input_processor.py, output_processor.py, core_client.py) and the KV-cache manager serving it

@@ -103,3 +103,14 @@ def test_a_cxx_terminate_backtrace_is_a_failure_of_unknown_stage():
     text = ("(RayWorkerWrapper pid=1) /x/ray/_raylet.so(+0x101cf38) [0x7f] ray::TerminateHandler()\n"
             "(RayWorkerWrapper pid=1) /x/libstdc++.so.6(+0xb135a) [0x7f] __cxxabiv1::__terminate()\n")
     assert _ans(text)[0] == "unknown"
+
+
+@pytest.mark.parametrize("func,path", [
+    ("propose", V0 + "/v1/spec_decode/eagle.py"),
+    ("propose_draft_token_ids", V0 + "/v1/worker/gpu_model_runner.py"),
+    ("_run_speculative_decoding_step", V0 + "/spec_decode/spec_decode_worker.py"),
+])
+def test_speculative_decoding_steps_are_serving(func, path):
+    text = ('Traceback (most recent call last):\n  File "%s", line 10, in %s\n    x = y\nAttributeError: boom\n'
+            % (path, func))
+    assert _ans(text)[:2] == ("request", "frames")
