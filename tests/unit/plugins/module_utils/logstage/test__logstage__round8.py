@@ -114,3 +114,11 @@ def test_speculative_decoding_steps_are_serving(func, path):
     text = ('Traceback (most recent call last):\n  File "%s", line 10, in %s\n    x = y\nAttributeError: boom\n'
             % (path, func))
     assert _ans(text)[:2] == ("request", "frames")
+
+
+def test_nested_process_tags_are_stripped_to_the_innermost():
+    # a child's tagged output relayed through a tagged parent: "(APIServer pid=4) (EngineCore_0 pid=5)   File ..."
+    text = ('(APIServer pid=4) (EngineCore_0 pid=5)   File "%s/v1/engine/core.py", line 691, in run_engine_core\n'
+            "(APIServer pid=4) (EngineCore_0 pid=5)     engine_core = EngineCoreProc(*args, **kwargs)\n" % V0)
+    ans = classify_text(text)
+    assert (ans["stage"], ans["first_error"]["lineno"], ans["first_error"]["process"]) == ("unknown", 1, "EngineCore_0")
