@@ -56,7 +56,7 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rule
     WHERE_OR)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_messages import message_stage
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_frames import (
-    DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, SERVING_FRAMES, SHARED_SERVING_FRAMES,
+    CALLS, DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, SERVING_FRAMES, SHARED_SERVING_FRAMES,
     SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
     CARETS_RX, CHAIN, CODE_STARTS, EXC_RX, GLUED_RX as _GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING,
@@ -174,7 +174,7 @@ _FRAME_STAGES = {}
 for _func, _part, _stage, _source in FRAMES:
     _FRAME_STAGES.setdefault(_func, []).append((_part, _stage))
 _METHOD_RXS = tuple(re.compile(rx) for rx in METHOD_MESSAGES)
-_EXECUTOR_CALL_RX = re.compile(EXECUTOR_CALLS)
+_EXECUTOR_CALL_RX, _CALLS_RX = re.compile(EXECUTOR_CALLS), re.compile(CALLS)
 _KV_EMPTY_RX = re.compile(KV_CACHE_EMPTY_RX)
 # a frame's ``File`` line the paste's end cut inside its path (Python's ``File "/usr/lo``, IPython's ``File
 # /opt/.../site-package``): a frame, never the exception
@@ -187,17 +187,15 @@ def frame_stage(func, path):
     return _stage_by_path(_FRAME_STAGES.get(func), path) or _stage_by_path(_FRAME_FILES, path)
 
 
-def _source_stage(stripped):
+def _source_stage(stripped, calls=False):
     """The stage of a traceback's source line that only one vLLM function prints (SOURCE_LINES), or of the worker
-    method an executor's call names (EXECUTOR_CALLS), or None."""
+    method an executor's call names (EXECUTOR_CALLS), or (``calls``: a vLLM frame's line) of the method it calls
+    (CALLS; its cuda_init yields to later frames, as a device query); names are looked up in FRAMES, rows agreeing."""
     stage = next((stage for key, stage, _src in SOURCE_LINES if key in stripped), None)
-    if stage is None and ("_run_workers" in stripped or "collective_rpc" in stripped):
-        m = _EXECUTOR_CALL_RX.search(stripped)
-        if m is not None:
-            stages = set(st for _part, st in _FRAME_STAGES.get(m.group(1), ()))
-            if len(stages) == 1:
-                stage = stages.pop()
-    return stage
+    m = _EXECUTOR_CALL_RX.search(stripped) if stage is None and "(" in stripped else None
+    m = m or (_CALLS_RX.match(stripped) if calls and stage is None else None)
+    stages = set(st for _part, st in _FRAME_STAGES.get(m.group(1), ())) if m is not None else ()
+    return (DEVICE_QUERY if calls and stages == {"cuda_init"} else stages.pop()) if len(stages) == 1 else stage
 
 
 def _stage_by_path(rows, path):
@@ -554,9 +552,7 @@ class _Scan(object):
                 return sig_stage, BASIS_MESSAGE, CONF_HIGH
             # the HTTP side started (uvicorn's lifespan ran): the bind belongs to starting the API server
             return "api_ready", BASIS_MARKERS, CONF_HIGH
-        rank = None
-        basis = None
-        conf = None
+        rank = basis = conf = None
         fstage = _frames_stage(frames)
         if fstage is not None:
             basis = BASIS_FRAMES
@@ -738,7 +734,7 @@ class _Scan(object):
                 return self._tb_line(tb, line, lineno, body)
             return False
         if st == "frames":
-            after_file = tb.chained == "file"
+            after_file, in_vllm = tb.chained in ("file", "vllm"), tb.chained == "vllm"
             tb.chained = False
             m = _frame_line(stripped)
             if m is not None:
@@ -755,14 +751,14 @@ class _Scan(object):
                             tb.serving = sf
                         if sf and func not in _SHARED_FUNCS and not any(p in path for p in _SHARED_PARTS):
                             tb.firm = True
-                tb.chained = "file"
+                tb.chained = "vllm" if "vllm" in path else "file"
                 tb.nframes += 1
                 return True
             if body[:1] in (" ", "\t") or not stripped or CARETS_RX.match(stripped) or IPY_SOURCE_RX.match(stripped) or \
                     _CUT_FRAME_RX.match(stripped) or (
                     after_file and not EXC_RX.match(stripped) and not stripped.startswith(TB_START)):
                 # a frame's source line (also one whose indentation a paste lost); a few name their vLLM function
-                src = _source_stage(stripped) if stripped else None
+                src = _source_stage(stripped, in_vllm) if stripped else None
                 if src is not None:
                     tb.frames.add(src)
                 return True
@@ -1574,6 +1570,10 @@ def _build_answer(scans):
                        % ", ".join(sorted(s for s in sources if s)))
     uncertain = bool(why)
 
+    nxt = [c for c in all_cands if root is not None and root["stage"] == "unknown" and c["index"] == root["index"]
+           and c["kind"] == CUT_TRACEBACK and 0 < c["lineno"] - root["lineno"] <= 3 and c["stage"] != "unknown"]
+    if nxt:  # an error whose traceback follows it cut (logger.exception, asyncio's "Exception in callback"): its frames
+        root.update(stage=nxt[0]["stage"], basis=nxt[0]["basis"], conf=CONF_MEDIUM, srank=nxt[0]["srank"])
     reached = set()
     for sc in scans:
         reached.update(sc.reached)

@@ -230,6 +230,12 @@ FRAMES = (
     ("_execute_mm_encoder", "vllm/v1/worker", "request", "gpu_model_runner.py: _execute_mm_encoder"),
     ("_gather_mm_embeddings", "vllm/v1/worker", "request", "gpu_model_runner.py: _gather_mm_embeddings"),
     ("_calc_spec_decode_metadata", "vllm/v1/worker", "request", "gpu_model_runner.py: _calc_spec_decode_metadata"),
+    # speculative decoding's per-step work (round 8): V1's drafters propose for every scheduled step (start-up runs
+    # their dummy_run instead), V0's SpecDecodeWorker steps (vllm/spec_decode/spec_decode_worker.py 0.4 -> 0.10)
+    ("propose", "vllm/v1/spec_decode", "request", "v1/spec_decode/eagle.py, ngram_proposer.py, medusa.py: propose"),
+    ("propose_draft_token_ids", "vllm/v1/worker", "request", "gpu_model_runner.py: propose_draft_token_ids"),
+    ("_run_speculative_decoding_step", "vllm/spec_decode", "request", "spec_decode_worker.py (V0)"),
+    ("_run_no_spec", "vllm/spec_decode", "request", "spec_decode_worker.py (V0): a step without speculation"),
     ("prepare_model_input", "vllm/worker", "request", "vllm/worker/model_runner.py (V0): prepare_model_input"),
     # ... the engine core and the front end taking a request (vllm/v1/engine/core.py, async_llm.py, processor.py /
     # input_processor.py, output_processor.py, core_client.py) and the KV-cache manager serving it
@@ -318,6 +324,14 @@ SOURCE_LINES = (
 # may cut the frames of the worker that raised (a Ray task error, a worker process): the call site still names the
 # step; the method is looked up in FRAMES by name, like the logger lines below
 EXECUTOR_CALLS = r"""\b(?:_run_workers(?:_async)?|collective_rpc)\(\s*["'](\w+)["']"""
+# the source line of a vLLM frame (round 8) names the method it calls - the frame below it, which a cut paste may
+# lack: ``self._initialize_kv_caches()`` (V0 llm_engine.py LLMEngine.__init__), ``return
+# self.driver_worker.determine_num_available_blocks()`` (V0 executors), ``self.model_runner.load_model()``
+# (worker.py / gpu_worker.py), ``loaded_weights = model.load_weights(`` (model_loader), ``torch.cuda.set_device(``
+# (init_device), 0.2 -> current.  An attribute call of a name with an underscore (vLLM's own names; ``create``,
+# ``step``, ``generate`` and a client's ``completions.create(`` are left out), looked up in FRAMES by name like a
+# worker method: only when every row of that name agrees
+CALLS = r"^(?:[\w.\[\]]+\s*(?::\s*[\w.\[\], ]+)?=\s*)?(?:return |await |yield from )*(?:\w+\.)+(\w+_\w+)\("
 
 # logger lines that name the worker method that failed; the method is looked up in FRAMES by name
 METHOD_MESSAGES = (

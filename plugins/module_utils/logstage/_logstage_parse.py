@@ -262,12 +262,13 @@ def parse_line(text, line):
             line.rec = (m.group("level"), line.ts, m.group("file"), m.group("lineno"))
             return
         m = TAGONLY_RX.match(text)
-        if m:
+        while m:  # nested tags ("(APIServer pid=1) (EngineCore_0 pid=2)   File ..."): the innermost process printed
             line.proc = m.group("proc")
             line.pid = m.group("pid")
             line.ip = m.group("ip")
             line.stream = line.proc + "#" + line.pid
             text = m.group("rest")
+            m = TAGONLY_RX.match(text)
     c0 = text[:1]
     if c0 in "DIWEC":
         m = VLLM_NOTAG_RX.match(text)

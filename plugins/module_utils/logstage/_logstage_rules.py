@@ -103,7 +103,9 @@ SIGNATURES = (
     (CONSEQUENCE, "WorkerProc initialization failed due to an exception in a background process", None,
      "other", WHERE, None, (), None),
     (CONSEQUENCE, "Frontend process failed during engine core initialization", None, "engine_dead", WHERE, None, (), None),
-    (CONSEQUENCE, "Worker failed with error", r"Worker failed with error '", "engine_dead", WHERE, None, (), None),
+    # v1/executor/multiproc_executor.py collective_rpc/get_response: a worker answered FAILURE with its exception's
+    # text (WorkerProc.worker_busy_loop catches it, logs "WorkerProc hit an exception." and goes on): not a dead engine
+    (CONSEQUENCE, "Worker failed with error", r"Worker failed with error '", "other", WHERE, None, (), None),
     (CONSEQUENCE, "One or more workers failed", None, "engine_dead", WHERE, None, (), None),
     (CONSEQUENCE, "EngineDeadError", None, "engine_dead", WHERE_OR, "request", (AT_WARNING,),
      "the engine core died; look for the first error of the engine or a worker"),
@@ -129,9 +131,12 @@ SIGNATURES = (
      "engine_dead", WHERE, None, (AT_WARNING,), None),
     (WEAK_CONSEQUENCE, "The server had an error while processing your request", None,
      "engine_dead", WHERE, None, (AT_WARNING,), None),
-    (WEAK_CONSEQUENCE, "Dumping input data for V1 LLM engine", None, "other", WHERE, None, (), None),
-    (WEAK_CONSEQUENCE, "Dumping scheduler output", None, "other", WHERE, None, (), None),
-    (WEAK_CONSEQUENCE, "Dumping scheduler stats", None, "other", WHERE, None, (), None),
+    # v1/engine/core.py log_error_detail / execute_model_with_error_logging -> logging_utils/dump_input.py
+    # dump_engine_exception (0.9+): only around the execution of a scheduled batch in EngineCore.step*, never at
+    # start-up (the profiling run and graph capture are the worker's _dummy_run): a request was being served
+    (CONSEQUENCE, "Dumping input data for V1 LLM engine", None, "other", FIXED, "request", (), None),
+    (CONSEQUENCE, "Dumping scheduler output", None, "other", FIXED, "request", (), None),
+    (CONSEQUENCE, "Dumping scheduler stats", None, "other", FIXED, "request", (), None),
     (WEAK_CONSEQUENCE, "Root Cause (first observed failure)", None, "other", WHERE, None, (), None),
     # torchrun (torch.distributed.elastic): stopping the other workers, and being stopped itself
     (WEAK_CONSEQUENCE, " closing signal SIG", None, "other", WHERE, None, (AT_WARNING,),
@@ -218,6 +223,8 @@ SIGNATURES = (
     # V0 multiproc worker loop (vllm/executor/multiproc_worker_utils.py _run_worker_process)
     (HEADER, "while processing method", r"Exception in worker \S+ while processing method", "other", WHERE, None, (), None),
     (HEADER, "terminate called after throwing an instance of", None, "other", WHERE, None, (), None),
+    # a C++ std::terminate backtrace (Ray's raylet.so TerminateHandler prints the frames of the aborted worker)
+    (FAILURE, "__cxxabiv1::__terminate", None, "other", WHERE, None, (), None),
     (HEADER, "Error executing method", r"Error executing method '?\w+'?\. This might cause deadlock",
      "other", WHERE, None, (AT_WARNING,), None),
     # --- environment: host, container runtime, driver, libraries, imports ----------------------------------
@@ -910,6 +917,9 @@ STAGE_WORDS = (
     # vllm/v1/engine/async_llm.py: logger.exception("AsyncLLM output_handler failed.") - the handler that moves the
     # engine core's outputs to the requests' streams: the engine died under submitted requests
     ("output_handler failed", None, "request", "medium", "v1/engine/async_llm.py AsyncLLM.output_handler"),
+    # V0 vllm/engine/async_llm_engine.py _log_task_completion: logger.error("Engine background task failed") - the
+    # engine loop that AsyncLLMEngine starts for the requests (start_background_loop, 0.2 -> 0.10) ended in an error
+    ("Engine background task failed", None, "request", "medium", "engine/async_llm_engine.py _log_task_completion (V0)"),
     # vllm/v1/engine/core.py run_engine_core: "EngineCore encountered a fatal error." is logged only once the engine
     # core was built (before, it logs "EngineCore failed to start."): the busy loop that serves requests failed
     ("encountered a fatal error", r"EngineCore encountered a fatal error", "request", "medium",

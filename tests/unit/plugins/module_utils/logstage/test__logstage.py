@@ -320,7 +320,7 @@ RX_SAMPLES = [
     ("/pytorch/aten/src/ATen/native/cuda/ScatterGatherKernel.cu:144: operator(): block: [0,0,0], thread: [0,0,0] "
      "Assertion `idx_dim >= 0 && idx_dim < index_size && \"index out of bounds\"` failed.", FAILURE, "cuda_error"),
     ("Invalid handle. Cannot load symbol cublasLtGetVersion", FAILURE, "driver_mismatch"),
-    ("RuntimeError: Worker failed with error 'boom', please check the stack trace above for the root cause", CONSEQUENCE, "engine_dead"),
+    ("RuntimeError: Worker failed with error 'boom', please check the stack trace above for the root cause", CONSEQUENCE, "other"),
     ("Engine core proc EngineCore_0 died unexpectedly, shutting down client.", CONSEQUENCE, "engine_dead"),
     ("failed (exitcode: -9) local_rank: 3 (pid: 4242) of binary: /usr/bin/python3", CONSEQUENCE, "other"),
     ("RuntimeError: Executor failed.", WEAK_CONSEQUENCE, "engine_dead"),

@@ -288,10 +288,10 @@ def test_a_wrapper_line_alone_is_classed_by_the_failure_it_quotes():
     ans = classify_text("RuntimeError: Worker failed with error 'CUDA error: an illegal memory access was "
                         "encountered', please check the stack trace above for the root cause\n")
     assert (ans["error_class"], ans["first_error"]["kind"]) == ("illegal_memory_access", "consequence")
-    # a wrapper that quotes nothing known stays engine_dead
+    # a wrapper that quotes nothing known is the worker's answered failure (the worker lives on): other
     ans = classify_text("RuntimeError: Worker failed with error 'boom', please check the stack trace above for the "
                         "root cause\n")
-    assert ans["error_class"] == "engine_dead"
+    assert ans["error_class"] == "other"
 
 
 def test_a_method_name_whose_frames_disagree_names_no_stage():
