@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The consoles of the main playbooks on fixed inputs, to compare a tree before and after a refactor (issue 34).
 
-``capture OUT [--tree DIR] [--with-vllm]`` runs, on the embedded localhost inventory of the checkout ``DIR`` (default:
+``capture OUT [--tree DIR] [--with-vllm] [--keep]`` runs, on the embedded localhost inventory of the checkout ``DIR`` (default:
 this one; it needs its ``.cache/collections`` link, ``make setup``), each step below with the project's ansible.cfg
 and its console callback, then writes ``OUT/<step>.txt``: the exit status and the console with what changes from run to
 run replaced by placeholders (times, durations, memory and rates, run_uids, digests, pids, the work folder). ``compare A B`` prints the
@@ -83,7 +83,7 @@ def normalise(text, work, tree):
     return text
 
 
-def capture(out, tree, with_vllm):
+def capture(out, tree, with_vllm, keep=False):
     tree = os.path.abspath(tree)
     if not os.path.isdir(os.path.join(tree, ".cache", "collections")):
         raise SystemExit("console-snapshot: %s has no .cache/collections; run make setup there first" % tree)
@@ -104,7 +104,10 @@ def capture(out, tree, with_vllm):
         with open(os.path.join(out, name + ".txt"), "w") as f:
             f.write("exit status %d\n" % proc.returncode)
             f.write(normalise(proc.stdout + proc.stderr, work, tree))
-    shutil.rmtree(work, ignore_errors=True)
+    if keep:
+        sys.stderr.write("console-snapshot: the records and host folders are kept in %s\n" % work)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
@@ -135,12 +138,13 @@ def main():
     cap.add_argument("out")
     cap.add_argument("--tree", default=HERE)
     cap.add_argument("--with-vllm", action="store_true")
+    cap.add_argument("--keep", action="store_true", help="keep the work folder (records, host folders) to read")
     cmp_ = sub.add_parser("compare")
     cmp_.add_argument("a")
     cmp_.add_argument("b")
     args = ap.parse_args()
     if args.verb == "capture":
-        return capture(args.out, args.tree, args.with_vllm)
+        return capture(args.out, args.tree, args.with_vllm, args.keep)
     return compare(args.a, args.b)
 
 
