@@ -204,7 +204,10 @@ def beat(lease_file, node, state_file, seconds, by="controller heartbeat"):
 def expire_now(lease_file, node, state_file, reason, wait_s):
     """End this server's lease now (its supervisor stops the group within a second, SIGKILL after its stop grace)
     and wait up to ``wait_s`` seconds until the supervisor says it stopped it (``expired_at``) or the entry is gone.
-    Returns {"state": "stopped"|"absent"|"still_running", "waited_s", "processes", "reason"}."""
+    Returns {"state": "stopped"|"released"|"absent"|"still_running", "waited_s", "processes", "reason"}: "absent"
+    when there was no entry of this server to end; "released" when the entry went away meanwhile without the
+    supervisor's record (another play or stop.yml stopped the server and released it: an entry is released only
+    once nothing of its server is left)."""
     t0 = time.time()
     with _Locked(os.path.dirname(lease_file)):
         data = read_json(lease_file)
@@ -218,8 +221,9 @@ def expire_now(lease_file, node, state_file, reason, wait_s):
         entry = _entry_of(lease_file, node, state_file)
         if entry is None or entry.get("expired_at") is not None:
             record = read_json(lease_expired_file_for(state_file)) if state_file else None
-            return {"state": "stopped" if entry is not None else "absent", "waited_s": round(time.time() - t0, 3),
-                    "processes": (record or {}).get("processes"), "reason": reason}
+            return {"state": "stopped" if entry is not None or record else "released",
+                    "waited_s": round(time.time() - t0, 3), "processes": (record or {}).get("processes"),
+                    "reason": reason}
         if time.time() - t0 >= wait_s:
             return {"state": "still_running", "waited_s": round(time.time() - t0, 3), "processes": None,
                     "reason": reason}

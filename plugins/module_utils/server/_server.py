@@ -816,6 +816,10 @@ def sweep_leases(lease_dir, own_run_uid, port=None, gpus=None, host_has_gpus=Fal
                    "lease_until": entry.get("until"), "port": entry.get("port"), "gpus": entry.get("gpus"),
                    "pid": entry.get("pid"), "state_file": entry.get("state_file"), "log_path": entry.get("log_path")}
             expired = entry.get("until") is None or now > float(entry["until"])
+            if expired and not check_mode:
+                entry = _after_its_supervisor(path, node, entry, grace)
+                if entry is None:
+                    continue  # its supervisor or its play stopped it and released the entry meanwhile
             if not expired and not only_run_uid:
                 live.append(who)
                 reasons = []
@@ -828,6 +832,29 @@ def sweep_leases(lease_dir, own_run_uid, port=None, gpus=None, host_has_gpus=Fal
                 continue
             cleaned.append(_stop_leased(path, node, entry, who, grace, check_mode, expired))
     return {"cleaned": cleaned, "conflicts": conflicts, "live": live}
+
+
+def _after_its_supervisor(path, node, entry, grace, clock=time.time, sleep=time.sleep):
+    """An expired entry its supervisor has not marked yet (``expired_at``) while that supervisor lives: it is
+    stopping the server right now (it looks at the lease every second, then takes up to the stop grace), and only
+    its stop writes the record that says why the server ended (``<state_file>.lease-expired``: the play was
+    interrupted, nobody renewed the lease). Wait for it, ``grace`` + 10 s after ``until`` at most, instead of
+    taking the stop over. Returns the entry as it is then, None once it is gone."""
+    state = read_json(entry.get("state_file") or "") or {}
+    supervisor = state.get("supervisor_pid")
+    if entry.get("until") is None or not supervisor:
+        return entry
+    deadline = float(entry["until"]) + float(grace) + 10.0
+    while entry is not None and entry.get("expired_at") is None and clock() < deadline and _supervising(supervisor):
+        sleep(0.5)
+        entry = node_entry(path, node)
+    return entry
+
+
+def _supervising(pid):
+    """True while ``pid`` is a live supervisor (its title, set at its start; a reused pid is not)."""
+    st = proc_stat(pid)
+    return bool(st) and st["state"] not in ("Z", "X") and st["comm"] == SUPERVISOR_TITLE[:15]
 
 
 def stop_run_containers(container, run_uid, grace):

@@ -245,7 +245,8 @@ def forget(folder, key):
 def stop_all(signame, main_pid=None, clock=time.monotonic, sleep=time.sleep):
     """The play's main process was interrupted (``signame``: SIGINT or SIGTERM): ask every heartbeat of this play to
     stop its server now and wait for their answers, at most their stop wait (the stop grace plus 10 s) plus 5 s.
-    Returns [{node, state ("stopped"|"absent"|"still_running"|"error"|"no answer"), waited_s, processes, reason}]."""
+    Returns [{node, state ("stopped"|"released"|"absent"|"still_running"|"error"|"no answer"), waited_s, processes,
+    reason}]."""
     folder = registry_dir(main_pid or os.getpid())
     asked = []
     for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
@@ -284,6 +285,9 @@ def stop_line(answer):
         procs = answer.get("processes") or []
         return ("interrupt | %s | server stopped before the play ended: its lease was ended and its supervisor stopped "
                 "%d process(es) in %s s" % (node, len(procs), answer.get("waited_s")))
+    if state == "released":
+        return ("interrupt | %s | server stopped before the play ended: another play or stop.yml stopped it and "
+                "released its lease (%s s)" % (node, answer.get("waited_s")))
     if state == "absent":
         return "interrupt | %s | no server of this play was running" % node
     return ("interrupt | %s | the server may still be running (%s%s): stop it with playbooks/stop.yml; its lease ends "

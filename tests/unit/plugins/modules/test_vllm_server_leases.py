@@ -90,6 +90,29 @@ def test_the_sweep_stops_only_the_abandoned_and_refuses_what_a_live_run_holds(tm
     assert os.listdir(leases) == [".lock"]
 
 
+def test_the_sweep_leaves_a_stop_in_progress_to_its_supervisor(tmp_path, prog, cleanup):
+    """A play's heartbeat ended its server's lease a moment ago (expire_now: the play was interrupted) and the
+    server's supervisor is stopping it: another play's sweep at that moment waits for that stop instead of taking it
+    over, so the supervisor's record says why the server ended and the interrupted play hears "stopped", not that
+    no server of it was running (seen on a loaded CI machine)."""
+    leases = str(tmp_path / "leases")
+    res = _started(tmp_path, prog, "stopping", leases, "4444444444444444", ignore_term=True)[0]
+    cleanup.append(res["sid"])
+    path = os.path.join(leases, "4444444444444444.json")
+    now = round(time.time(), 3)
+    assert _lease.update_node(path, "node1", until=now, stop_requested_at=now, stop_reason="the play was terminated")
+    swept = run_module("vllm_server", {"state": "swept", "lease_dir": leases, "run_uid": "5555555555555555",
+                                       "argv": ["vllm", "serve", "/m", "--port", str(free_port())], "stop_grace": 2})
+    assert [c["run_uid"] for c in swept["cleaned"]] == ["4444444444444444"], swept
+    cleaned = swept["cleaned"][0]
+    # its supervisor stopped it (SIGKILL after its 2 s grace: the stand-in ignores SIGTERM), the sweep stopped nothing
+    assert cleaned["outcome"] == "not_running" and cleaned["lease_expired"] is not None, cleaned
+    assert "its supervisor had stopped it at" in cleaned["line"] and "(the play was terminated)" in cleaned["line"]
+    record = _lease.read_json(res["state_file"] + ".lease-expired")
+    assert record["reason"] == "the play was terminated" and record["stop"]["remaining"] == []
+    assert session_pids(res["sid"]) == [] and not os.path.exists(path)
+
+
 def test_a_port_anything_holds_is_named_before_the_start(tmp_path):
     port = free_port()
     holder = subprocess.Popen([sys.executable, "-c", "import socket,time;s=socket.socket();s.setsockopt(socket.SOL_SOCKET,"

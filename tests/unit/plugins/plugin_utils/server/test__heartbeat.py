@@ -89,6 +89,18 @@ def test_expire_now_says_when_nothing_stopped_it(tmp_path):
                  wait_s=1)["state"] == "absent"
 
 
+def test_expire_now_says_released_when_another_play_stopped_it_meanwhile(tmp_path):
+    """The entry went away after the stop was asked, without a record of its supervisor: stop.yml or another play
+    stopped the server and released it (an entry is released only once nothing of its server is left)."""
+    lease_file = _lease_with_server(tmp_path, seconds=300, state_file=str(tmp_path / "state.json"))
+    threading.Timer(0.5, lambda: _lease.release_node(lease_file, "node01")).start()
+    got = _call("expire_now", lease_file=lease_file, node="node01", state_file=str(tmp_path / "state.json"),
+                reason="x", wait_s=20)
+    assert got["state"] == "released" and got["waited_s"] < 20, got
+    line = _heartbeat.stop_line(dict(got, node="node01"))
+    assert "server stopped before the play ended" in line and "another play or stop.yml" in line
+
+
 def _beat(tmp_path, lease_file, main_pid, seconds=4.0):
     folder = str(tmp_path / "registry")
     os.makedirs(folder, exist_ok=True)
