@@ -115,17 +115,29 @@ def renew_node(lease_file, node, seconds, by=None, info=None):
     """Move ``node``'s entry of the run lease to ``seconds`` from now (creating file and entry); returns ``until``.
 
     ``info``: the run's keys (RUN_KEYS, kept at the top) and the server's (state_file, pid, port, gpus, host ...).
+
+    A server whose stop was asked (``stop_requested_at``: its play's heartbeat ended the lease because the play was
+    interrupted or its process is gone) is not revived: the until stays and is returned. Ansible's workers are
+    process groups of their own, so a worker of a play killed as a group (AWX's cancel) finishes its task, and a
+    request or a readiness wait still in flight renewed the lease after the heartbeat had ended it (the server
+    then outlived the job by the whole lease). Another server of the node (another ``state_file``) starts afresh.
     """
     info = dict(info or {})
     now = time.time()
     until = round(now + float(seconds), 3)
     with _Locked(os.path.dirname(lease_file)):
         data = read_json(lease_file) or {}
+        servers = data.get("servers") or {}
+        entry = dict(servers.get(node) or {})
+        same = info.get("state_file") is None or entry.get("state_file") in (None, info["state_file"])
+        if entry.get("stop_requested_at") is not None and same:
+            return entry.get("until")
+        if not same:
+            entry = {}
         for key in RUN_KEYS:
             if info.get(key) is not None:
                 data[key] = info.pop(key)
         servers = data.setdefault("servers", {})
-        entry = dict(servers.get(node) or {})
         entry.update((k, v) for k, v in info.items() if v is not None)
         entry.update(until=until, renewed_at=round(now, 3), seconds=float(seconds), by=by)
         entry.pop("released_at", None)

@@ -89,6 +89,27 @@ def test_expire_now_says_when_nothing_stopped_it(tmp_path):
                  wait_s=1)["state"] == "absent"
 
 
+def test_a_renewal_in_flight_does_not_revive_a_server_whose_stop_was_asked(tmp_path):
+    """AWX's cancel kills the play's process group; Ansible's workers are groups of their own and finish their task:
+    a request's renewal (lease + timeout from now) that lands after the heartbeat ended the lease must not revive
+    the server for the whole lease."""
+    lease_file = _lease_with_server(tmp_path, seconds=600)
+    got = _call("expire_now", lease_file=lease_file, node="node01", state_file="/srv/a/state.json",
+                reason="the play's controller process 1 is gone", wait_s=0)
+    assert got["state"] == "still_running"
+    ended = _lease.node_entry(lease_file, "node01")["until"]
+    assert ended <= time.time()
+    # api_request's renewal (no state file) and the start's own (the same state file) leave the end where it is
+    assert _lease.renew_node(lease_file, "node01", 610, by="api_request") == ended
+    assert _lease.renew_node(lease_file, "node01", 610, by="vllm_server ready",
+                             info={"state_file": "/srv/a/state.json"}) == ended
+    assert _lease.node_entry(lease_file, "node01")["until"] == ended
+    # another server of the node (a later attempt's state file) starts a fresh entry
+    until = _lease.renew_node(lease_file, "node01", 60, by="vllm_server start", info={"state_file": "/srv/b/state.json"})
+    entry = _lease.node_entry(lease_file, "node01")
+    assert until > time.time() + 50 and entry["state_file"] == "/srv/b/state.json" and "stop_requested_at" not in entry
+
+
 def test_expire_now_says_released_when_another_play_stopped_it_meanwhile(tmp_path):
     """The entry went away after the stop was asked, without a record of its supervisor: stop.yml or another play
     stopped the server and released it (an entry is released only once nothing of its server is left)."""
