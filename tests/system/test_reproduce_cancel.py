@@ -232,7 +232,7 @@ def test_sigkill_to_the_play_alone_its_heartbeat_stops_the_server(real_vllm, tmp
             os.killpg(proc.pid, signal.SIGKILL)
     assert len(beats) == 1
     # the stop grace (15 s) and the heartbeat's poll, far below the 600 s lease
-    assert _gone_within(port, 40) == []
+    assert _gone_within(port, 40) == [], _diagnose(tmp_path, port)
     records = _expired_records(tmp_path)
     assert len(records) == 1 and records[0]["reason"] == "the play's controller process %d is gone" % proc.pid
     # stop.yml finishes the killed run: its host files in, the run sealed, its lease entry released
@@ -251,6 +251,29 @@ def test_sigkill_to_the_play_alone_its_heartbeat_stops_the_server(real_vllm, tmp
     manifest = json.loads((tmp_path / "records" / "kill-play" / "run-001" / "manifest.json").read_text())
     assert "hosts/localhost/logs/server.log" in [f["path"] for f in manifest["files"]]
     assert not os.path.exists("/var/tmp/repro-vllm/.leases/%s.json" % manifest["run_uid"])
+
+
+def _diagnose(work, port):
+    """What a failure needs to be explained: the host's lease entries of this port, the run's state files and
+    supervisor records, and whether each supervisor still lives."""
+    out = []
+    lease_dir = "/var/tmp/repro-vllm/.leases"
+    for name in sorted(os.listdir(lease_dir)) if os.path.isdir(lease_dir) else []:
+        path = os.path.join(lease_dir, name)
+        try:
+            with open(path) as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        if '"port": %d' % port in text:
+            out.append("lease %s: %s" % (path, text))
+    for state in sorted((work / "remote").rglob("vllm_server.state.json*")):
+        text = state.read_text()
+        out.append("%s: %s" % (state, text[:3000]))
+        if state.name == "vllm_server.state.json":
+            sup = json.loads(text).get("supervisor_pid")
+            out.append("supervisor %s alive: %s" % (sup, bool(sup) and os.path.exists("/proc/%d" % sup)))
+    return "\n".join(out)
 
 
 def _gone_within(port, seconds):
@@ -401,12 +424,12 @@ def test_an_awx_cancel_leaves_no_server(real_vllm, tmp_path, monkeypatch):
     runner = ansible_runner.run(private_data_dir=job.pdd, playbook="playbooks/reproduce.yml", ident="cancel",
                                 quiet=True, event_handler=on_event, cancel_callback=lambda: bool(ready))
     assert runner.status == "canceled" and ready, runner.status
-    assert _gone_within(port, 40) == [], "the server outlived the cancelled job"
-    # gone within 40 s of a 600 s lease: only the heartbeat ended it. Its supervisor's record of that stop is there
-    # when the heartbeat's shortened lease ran out first; on a loaded machine the record was missing in 2 runs of 4
-    # here (not explained yet: seen, left for the next session), so the record is checked only when it exists
+    assert _gone_within(port, 40) == [], "the server outlived the cancelled job:\n" + _diagnose(tmp_path, port)
+    # gone within 40 s of a 600 s lease: only the heartbeat ended it, and the server's supervisor stopped it and says
+    # why. (On the 2-core CI the record was missing when a parallel play's sweep took the stop over, and the server
+    # outlived the job when a worker of the killed play - its own process group - renewed the lease afterwards.)
     records = _expired_records(tmp_path, timeout=30)
-    assert all(r["reason"].startswith("the play's controller process ") for r in records), records
+    assert len(records) == 1 and records[0]["reason"].startswith("the play's controller process "), records
 
 
 SSH_PLAY = """

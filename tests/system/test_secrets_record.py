@@ -35,9 +35,10 @@ _PLANTED_ITEM = re.compile(r'"(?:%s)": "<redacted[^"]*>", ' % "|".join(PLANTED))
 # vLLM's own shutdown noise, which comes in some stops and not in others of the same server (an EngineDeadError
 # logged while the play stops it; the classifier leaves it out as after_stop): not a difference the secrets made
 _METHODS = re.compile(r"Methods: ([A-Z, ]+)$")
-# what differs between any two runs on a shared machine and is not the run's own: other plays' live servers on the
-# host (the sweep's "live", server.json's "other_live_runs") and vLLM's shutdown noise (after_stop, below)
-_OTHERS = ("after_stop", "other_live_runs", "live")
+# what differs between any two runs and is not the run's own: vLLM's shutdown noise (after_stop, below). Other plays'
+# servers on the host (the sweep's "live" and "cleaned", server.json's "other_live_runs" and "leftovers_cleaned") are
+# kept out by a lease folder of the test's own (repro_vllm_lease_dir): parallel tests' runs come and go between the two
+_OTHERS = ("after_stop",)
 _RESULT_LINE = re.compile(r"^(?P<head>\S+ (?:ok|changed|failed|fatal): \[[^\]]+\]) (?P<json>\{.*\})$")
 _AFTER_STOP = ((re.compile(r" \\?\| an error logged during the stop is not counted"), ""),
                (re.compile(r"; N error line\(s\) after the stop \(shutdown noise, see after_stop\)"), ""),
@@ -45,9 +46,9 @@ _AFTER_STOP = ((re.compile(r" \\?\| an error logged during the stop is not count
                            r"check, .*$"), "no failure found; API ready since N-N N:N:N"))
 
 
-def _reproduce(work, secrets):
+def _reproduce(work, secrets, lease_dir):
     # "minimal only", written both ways (issue 32 item 6: none is what people type): the two runs must still agree
-    v = {"repro_vllm_records_root": str(work / "records"), "repro_vllm_case_id": CASE,
+    v = {"repro_vllm_records_root": str(work / "records"), "repro_vllm_case_id": CASE, "repro_vllm_lease_dir": lease_dir,
          "repro_vllm_remote_root": str(work / "remote"), "repro_vllm_port": free_port(),
          "repro_vllm_ladder_until": "" if secrets else "none"}
     if secrets:
@@ -58,9 +59,10 @@ def _reproduce(work, secrets):
 @pytest.fixture(scope="module")
 def two_runs(real_vllm, tmp_path_factory):
     out = {}
+    lease_dir = str(tmp_path_factory.mktemp("leases"))
     for name, secrets in (("plain", None), ("secret", PLANTED)):
         work = tmp_path_factory.mktemp(name)
-        r = _reproduce(work, secrets)
+        r = _reproduce(work, secrets, lease_dir)
         out[name] = {"runner": r, "out": r.stdout.read(), "work": work}
     return out
 
@@ -126,6 +128,17 @@ def _frozen(work):
     return files, base
 
 
+def _differences(a, b, where=""):
+    """Where two normalised values differ: [(path, a's value, b's value)], each value cut to 500 characters."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(set(a) | set(b)) for d in _differences(a.get(k), b.get(k), "%s/%s" % (where, k))]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _differences(x, y, "%s[%d]" % (where, i))]
+    if a == b:
+        return []
+    return [(where or "/", json.dumps(a, sort_keys=True)[:500], json.dumps(b, sort_keys=True)[:500])]
+
+
 def test_secrets_reached_no_record_changed_and_none_leaked(two_runs):
     plain, secret = two_runs["plain"], two_runs["secret"]
     assert plain["runner"].status == "successful", plain["out"][-4000:]
@@ -136,7 +149,7 @@ def test_secrets_reached_no_record_changed_and_none_leaked(two_runs):
     changed = {}
     for rel in sorted(a):
         if a[rel] != b[rel]:
-            changed[rel] = (json.dumps(a[rel], sort_keys=True)[:3000], json.dumps(b[rel], sort_keys=True)[:3000])
+            changed[rel] = _differences(a[rel], b[rel])
     assert not changed, "frozen files differ beyond the planted variables: %s" % json.dumps(changed, indent=1)
     # nothing was masked and no value leaked, anywhere
     unambiguous = [v for v in PLANTED.values() if len(v) >= 8]
