@@ -40,7 +40,7 @@ import re
 
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
-from ansible_collections.repro.vllm.plugins.callback.record_log import (
+from ansible_collections.repro.vllm.plugins.plugin_utils.play._callbacks import (
     InterruptStop, install_interrupt_watch, opened_run, preload_plugins)
 from ansible_collections.repro.vllm.plugins.plugin_utils.close import _closing
 
