@@ -40,7 +40,7 @@ import re
 
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
-from ansible_collections.repro.vllm.plugins.callback.record_log import (
+from ansible_collections.repro.vllm.plugins.plugin_utils.play._callbacks import (
     InterruptStop, install_interrupt_watch, opened_run, preload_plugins)
 from ansible_collections.repro.vllm.plugins.plugin_utils.close import _closing
 
@@ -101,7 +101,7 @@ class CallbackModule(InterruptStop, DefaultCallback):
         self._controller_errors = []  # [{task, msg}] of the controller's failed tasks
 
     def v2_playbook_on_start(self, playbook):
-        # the collection's plugins imported once before the first worker forks (record_log.preload_plugins)
+        # the collection's plugins imported once before the first worker forks (plugin_utils/play/_callbacks.py preload_plugins)
         preload_plugins(self._display)
         self._sigint_at_start = install_interrupt_watch(self.get_option("interrupt_grace"))
         super().v2_playbook_on_start(playbook)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 class ModuleDocFragment:
 
-    # the interrupt grace of record_log and console (the same code: record_log's install_interrupt_watch)
+    # the interrupt grace of record_log and console (the same code: plugin_utils/play/_callbacks.py install_interrupt_watch)
     DOCUMENTATION = r"""
 options:
   interrupt_grace:

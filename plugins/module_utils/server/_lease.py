@@ -205,8 +205,8 @@ def beat(lease_file, node, state_file, seconds, by="controller heartbeat"):
         entry = (data or {}).get("servers", {}).get(node)
         if not entry or (state_file and entry.get("state_file") not in (None, state_file)):
             return {"state": "absent", "until": None}
-        if entry.get("expired_at") is not None:
-            return {"state": "expired", "until": entry.get("until")}
+        if entry.get("expired_at") is not None or entry.get("stop_requested_at") is not None:
+            return {"state": "expired", "until": entry.get("until")}  # stopped, or being stopped: never revived
         until = max(float(entry.get("until") or 0), round(now + float(seconds), 3))
         entry.update(until=until, renewed_at=round(now, 3), heartbeat_at=round(now, 3), heartbeat_by=by)
         write_json_atomic(lease_file, data)

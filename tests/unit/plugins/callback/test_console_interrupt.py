@@ -29,7 +29,7 @@ import sys
 import time
 
 from ansible_collections.repro.vllm.plugins.callback import console
-from ansible_collections.repro.vllm.plugins.callback.record_log import interrupt_lost, watch_interrupt
+from ansible_collections.repro.vllm.plugins.plugin_utils.play._callbacks import interrupt_lost, watch_interrupt
 
 # ansible_collections/repro/vllm/plugins/callback/console.py -> the folder that holds ansible_collections
 COLLECTIONS = os.path.abspath(os.path.join(os.path.dirname(console.__file__), *[".."] * 5))

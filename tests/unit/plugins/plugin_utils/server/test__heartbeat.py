@@ -104,6 +104,8 @@ def test_a_renewal_in_flight_does_not_revive_a_server_whose_stop_was_asked(tmp_p
     assert _lease.renew_node(lease_file, "node01", 610, by="vllm_server ready",
                              info={"state_file": "/srv/a/state.json"}) == ended
     assert _lease.node_entry(lease_file, "node01")["until"] == ended
+    assert _call("beat", lease_file=lease_file, node="node01", state_file="/srv/a/state.json", seconds=20)["state"] \
+        == "expired"
     # another server of the node (a later attempt's state file) starts a fresh entry
     until = _lease.renew_node(lease_file, "node01", 60, by="vllm_server start", info={"state_file": "/srv/b/state.json"})
     entry = _lease.node_entry(lease_file, "node01")

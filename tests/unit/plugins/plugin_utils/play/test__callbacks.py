@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""record_log.preload_plugins: the collection's filter and action plugins are loaded in the controller's main process,
+"""_callbacks.preload_plugins (both callbacks call it): the collection's filter and action plugins are loaded in the controller's main process,
 so a worker forked after it finds them without loading them again (docs/performance.md, issue 8).
 
 Run in a fresh interpreter set up the way ansible-playbook sets up its plugin loaders (the unit test process has
@@ -13,18 +13,18 @@ import sys
 
 import pytest
 
-from ansible_collections.repro.vllm.plugins.callback import record_log
+from ansible_collections.repro.vllm.plugins.plugin_utils.play import _callbacks
 
-COLLECTIONS = os.path.abspath(os.path.join(os.path.dirname(record_log.__file__), *[".."] * 5))
+COLLECTIONS = os.path.abspath(os.path.join(os.path.dirname(_callbacks.__file__), *[".."] * 6))
 
 SCRIPT = r"""
 import json, os, sys
 from ansible.plugins.loader import action_loader, filter_loader, init_plugin_loader
 init_plugin_loader([sys.argv[1]])
-from ansible_collections.repro.vllm.plugins.callback import record_log
+from ansible_collections.repro.vllm.plugins.plugin_utils.play import _callbacks
 if sys.argv[2] == "preload":
-    record_log.preload_plugins()
-    record_log.preload_plugins()  # the other callback's call does nothing
+    _callbacks.preload_plugins()
+    _callbacks.preload_plugins()  # the other callback's call does nothing
 read, write = os.pipe()
 pid = os.fork()
 if pid == 0:
@@ -68,9 +68,9 @@ def test_the_opened_run_is_found_in_a_registered_create_and_in_a_fact():
         return types.SimpleNamespace(_result=res, _task=types.SimpleNamespace(register=register))
     created = {"changed": True, "path": "/r/c/run-001", "run_id": "run-001"}
     # ansible-core 2.21 keeps register as {name: projection}; older releases as the name
-    assert record_log.opened_run(result(created, {"repro_vllm_run": "_task.polymorphic_result"})) == "/r/c/run-001"
-    assert record_log.opened_run(result(created, "repro_vllm_run")) == "/r/c/run-001"
-    assert record_log.opened_run(result(created, {"_repro_vllm_created": "x"})) is None
-    assert record_log.opened_run(result(dict(created, failed=True), "repro_vllm_run")) is None
-    assert record_log.opened_run(result({"ansible_facts": {"repro_vllm_run": {"path": "/r/c/run-002"}}})) == "/r/c/run-002"
-    assert record_log.opened_run(result({"changed": False})) is None
+    assert _callbacks.opened_run(result(created, {"repro_vllm_run": "_task.polymorphic_result"})) == "/r/c/run-001"
+    assert _callbacks.opened_run(result(created, "repro_vllm_run")) == "/r/c/run-001"
+    assert _callbacks.opened_run(result(created, {"_repro_vllm_created": "x"})) is None
+    assert _callbacks.opened_run(result(dict(created, failed=True), "repro_vllm_run")) is None
+    assert _callbacks.opened_run(result({"ansible_facts": {"repro_vllm_run": {"path": "/r/c/run-002"}}})) == "/r/c/run-002"
+    assert _callbacks.opened_run(result({"changed": False})) is None
