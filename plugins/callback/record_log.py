@@ -47,7 +47,7 @@ import time
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.repro.vllm.plugins.plugin_utils.play._callbacks import (
-    InterruptStop, install_interrupt_watch, opened_run, preload_plugins)
+    InterruptStop, install_interrupt_watch, opened_run, preload_plugins, say_raw)
 from ansible_collections.repro.vllm.plugins.plugin_utils.server import _heartbeat
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import load_case_key, redact_data, redact_text
 
@@ -129,7 +129,7 @@ class CallbackModule(InterruptStop, CallbackBase):
         try:
             self._display.display(line)
         except Exception:  # pylint: disable=broad-except
-            _say_raw(line)
+            say_raw(line)
         try:
             self._line(line)
         except Exception:  # pylint: disable=broad-except

@@ -83,7 +83,7 @@ def _end_after(grace):
     threading.Thread(target=run, name="repro-vllm-interrupt-grace", daemon=True).start()
 
 
-def _say_raw(line):
+def say_raw(line):
     try:
         os.write(2, (line + "\n").encode("utf-8", "replace"))
     except OSError:
@@ -107,7 +107,7 @@ def stop_servers(signame):
             pass
     answers = _heartbeat.stop_all(signame)
     for answer in answers:
-        for say in [listener.say for listener in _LISTENERS] or [_say_raw]:
+        for say in [listener.say for listener in _LISTENERS] or [say_raw]:
             say(_heartbeat.stop_line(answer))
     return answers
 
