@@ -7,7 +7,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.plugin_utils.close._workflow import (
-    WorkflowResultError, merge_runs, parse_sink, sink_path)
+    WorkflowResultError, merge_runs, sink_copies)
 
 
 def workflow_runs(earlier, new):
@@ -17,10 +17,9 @@ def workflow_runs(earlier, new):
         raise AnsibleFilterError(str(exc)) from exc
 
 
-def records_sink(sink, run=None):
+def records_sink(sink, push=None, case_id=None, listing=None, fetch=None, records_root=None):
     try:
-        host, path = parse_sink(sink)
-        return {"host": host, "path": path, "run_path": sink_path(sink, run) if run else None}
+        return sink_copies(sink, push=push, case_id=case_id, listing=listing, fetch=fetch, records_root=records_root)
     except WorkflowResultError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 

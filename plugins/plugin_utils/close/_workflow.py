@@ -23,9 +23,11 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import re
 
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import redact_data
 from ansible_collections.repro.vllm.plugins.module_utils.decide._verdict import VerdictError, case_verdict
+from ansible_collections.repro.vllm.plugins.module_utils.record import _record
 
 SCHEMA_VERSION = 1
 
@@ -41,6 +43,9 @@ STATS_KEYS = ("repro_vllm_result", "repro_vllm_case_id", "repro_vllm_package")
 
 # Purposes whose next node works on a case of its own (replay.yml after handoff.yml): no repro_vllm_case_id.
 CASE_NOT_HANDED_ON = ("handoff",)
+
+# A run's folder on the records sink (its listing also holds copies in transit, .incoming-run-NNN-*).
+RUN_NAME = re.compile(r"^run-[0-9]+$")
 
 
 class WorkflowResultError(ValueError):
@@ -83,6 +88,48 @@ def sink_path(sink, run):
     _host, path = parse_sink(sink)
     run = run.rstrip("/")
     return posixpath.join(path, posixpath.basename(posixpath.dirname(run)), posixpath.basename(run))
+
+
+def sink_copies(sink, push=None, case_id=None, listing=None, fetch=None, records_root=None):
+    """What the sink role copies, each copy one frozen run ``from`` one host ``to`` another (roles/sink/tasks/copy.yml).
+
+    ``push``: controller runs -> ``<sink path>/<case>/<run-NNN>``.  With ``case_id``: the case's folder on the sink
+    (``case_path``) and the read back of the runs ``fetch`` names (none: every ``run-NNN`` of the sink's ``listing``)
+    -> ``<records root>/<case>/<run-NNN>`` on the controller (``case_dir``), the root resolved as a run's open
+    resolves it; ``fetched`` are those controller paths, ``missing`` the runs asked for that the sink lacks
+    (``refused`` says so).  ``refusal`` is the message of a different run under the name, with ``%(there)s`` and
+    ``%(here)s`` for the manifests' sha256 (a ``%`` of a path doubled)."""
+    host, path = parse_sink(sink)
+    out = {"host": host, "path": path, "copies": []}
+    for run in push or []:
+        run = run.rstrip("/")
+        name, dest = posixpath.basename(run), sink_path(sink, run)
+        out["copies"].append({
+            "id": name, "from": "localhost", "src": run, "to": host, "dest": dest, "fetch": False,
+            "line": "sink | %s -> %s:%s" % (name, host, dest), "done": "copied", "verified": "files verified there",
+            "refusal": ("%s:%s already holds a different %s (its manifest sha256 %%(there)s is not this run's"
+                        " %%(here)s); nothing was copied and nothing on the sink was touched. This job's records root"
+                        " started without the sink's runs: read them back first (repro.vllm.sink, tasks_from fetch.yml)"
+                        " or give AWX a persistent records root (docs/awx.md); the run stays at %s."
+                        % (host, dest.replace("%", "%%"), name, run.replace("%", "%%")))})
+    if case_id is None:
+        return out
+    on_sink = [n for n in listing or [] if RUN_NAME.match(n)]
+    root = _record.resolve_root(records_root or _record.DEFAULT_ROOT)
+    out.update(case_path=posixpath.join(path, case_id), case_dir=os.path.join(root, case_id),
+               missing=[r for r in fetch or [] if r not in on_sink])
+    out["refused"] = ("%s has no %s of case %s (it has %s)" % (sink, ", ".join(out["missing"]), case_id,
+                                                               ", ".join(on_sink) or "none")) if out["missing"] else ""
+    for name in fetch or on_sink:
+        src, dest = posixpath.join(path, case_id, name), os.path.join(root, case_id, name)
+        out["copies"].append({
+            "id": name, "from": host, "src": src, "to": "localhost", "dest": dest, "fetch": True,
+            "line": "sink | %s:%s -> %s" % (host, src, dest), "done": "read back", "verified": "files verified",
+            "refusal": ("%s is a different %s than the sink's %s:%s (manifest sha256 differs); nothing was read"
+                        " back over it. Read the sink into an empty records root."
+                        % (dest, name, host, src)).replace("%", "%%")})
+    out["fetched"] = [c["dest"] for c in out["copies"]]
+    return out
 
 
 def read_decisions(runs):

@@ -5,6 +5,7 @@
 the runs have them, the playbook's judgement over a file's, the sink's place of each run."""
 from __future__ import annotations
 
+import jinja2
 import pytest
 
 from ansible_collections.repro.vllm.plugins.plugin_utils.close import _workflow as w
@@ -108,6 +109,66 @@ def test_bad_sink_fails_with_the_expected_shape(sink):
 
 def test_no_sink_is_empty():
     assert w.parse_sink("") == ("", "")
+
+
+def test_a_push_copies_each_controller_run_to_its_place_on_the_sink():
+    """The sink role's copy.yml reads each copy's hosts, paths, console line and refusal (Jinja's format)."""
+    plan = w.sink_copies("store01:/srv/repro/", push=["/r/case-a/run-001/", "/r/100%/run-002"])
+    assert (plan["host"], plan["path"], "case_path" in plan) == ("store01", "/srv/repro", False)
+    first, second = plan["copies"]
+    assert {k: first[k] for k in ("id", "from", "src", "to", "dest", "fetch")} == {
+        "id": "run-001", "from": "localhost", "src": "/r/case-a/run-001", "to": "store01",
+        "dest": "/srv/repro/case-a/run-001", "fetch": False}
+    assert (first["line"], first["done"], first["verified"]) == (
+        "sink | run-001 -> store01:/srv/repro/case-a/run-001", "copied", "files verified there")
+    assert first["refusal"] % {"there": "aa", "here": "bb"} == (
+        "store01:/srv/repro/case-a/run-001 already holds a different run-001 (its manifest sha256 aa is not this run's"
+        " bb); nothing was copied and nothing on the sink was touched. This job's records root started without the"
+        " sink's runs: read them back first (repro.vllm.sink, tasks_from fetch.yml) or give AWX a persistent records"
+        " root (docs/awx.md); the run stays at /r/case-a/run-001.")
+    # copy.yml fills it with Jinja's format filter; a % in a path stays a %
+    fill = jinja2.Environment().from_string("{{ r | format(there='aa', here='bb') }}")
+    assert fill.render(r=first["refusal"]) == first["refusal"] % {"there": "aa", "here": "bb"}
+    assert fill.render(r=second["refusal"]).endswith("the run stays at /r/100%/run-002.")
+    assert w.sink_copies("store01:/srv/repro", push=[])["copies"] == []
+
+
+def test_a_read_back_takes_the_runs_of_the_listing_into_the_records_root(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    listing = [".incoming-run-003-k2j1x9", "notes", "run-001", "run-002", "run-12x"]
+    plan = w.sink_copies("store01:/srv/repro", case_id="case-a", listing=listing, records_root="rel")
+    root = str(tmp_path / "rel")
+    assert (plan["case_path"], plan["case_dir"]) == ("/srv/repro/case-a", root + "/case-a")
+    assert [c["id"] for c in plan["copies"]] == ["run-001", "run-002"]
+    assert plan["fetched"] == [root + "/case-a/run-001", root + "/case-a/run-002"]
+    assert (plan["missing"], plan["refused"]) == ([], "")
+    copy = plan["copies"][0]
+    assert {k: copy[k] for k in ("from", "src", "to", "dest", "fetch")} == {
+        "from": "store01", "src": "/srv/repro/case-a/run-001", "to": "localhost", "dest": root + "/case-a/run-001",
+        "fetch": True}
+    assert (copy["line"], copy["done"], copy["verified"]) == (
+        "sink | store01:/srv/repro/case-a/run-001 -> %s/case-a/run-001" % root, "read back", "files verified")
+    assert copy["refusal"] % {"there": "aa", "here": "bb"} == (
+        "%s/case-a/run-001 is a different run-001 than the sink's store01:/srv/repro/case-a/run-001 (manifest sha256"
+        " differs); nothing was read back over it. Read the sink into an empty records root." % root)
+    # no root given: records, in the working directory; the list step alone (no listing yet) reads nothing back
+    odd = w.sink_copies("store01:/srv/100%", case_id="case-a", listing=["run-001"], records_root="/r")["copies"][0]
+    assert jinja2.Environment().from_string("{{ r | format(there='aa', here='bb') }}").render(r=odd["refusal"]) == (
+        "/r/case-a/run-001 is a different run-001 than the sink's store01:/srv/100%/case-a/run-001 (manifest sha256"
+        " differs); nothing was read back over it. Read the sink into an empty records root.")
+    alone = w.sink_copies("store01:/srv/repro", case_id="case-a")
+    assert alone["case_dir"] == str(tmp_path / "records" / "case-a") and alone["copies"] == alone["fetched"] == []
+
+
+def test_a_read_back_of_runs_the_sink_lacks_is_refused_naming_them():
+    plan = w.sink_copies("store01:/srv/repro", case_id="case-a", listing=["run-001", "run-002"],
+                         fetch=["run-002", "run-009"], records_root="/r")
+    assert plan["missing"] == ["run-009"] and plan["fetched"] == ["/r/case-a/run-002", "/r/case-a/run-009"]
+    assert plan["refused"] == "store01:/srv/repro has no run-009 of case case-a (it has run-001, run-002)"
+    empty = w.sink_copies("store01:/srv/repro", case_id="case-a", listing=[], fetch=["run-001"], records_root="/r")
+    assert empty["refused"] == "store01:/srv/repro has no run-001 of case case-a (it has none)"
+    with pytest.raises(w.WorkflowResultError, match="inventory host"):
+        w.sink_copies("store01", case_id="case-a")
 
 
 def test_sink_in_the_result_says_verified_or_why_not():
