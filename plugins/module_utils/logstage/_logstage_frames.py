@@ -134,6 +134,16 @@ FRAMES = (
     ("weight_loader_v2", "vllm/model_executor", "weight_loading", "layers/linear.py: weight_loader_v2 (0.6+)"),
     ("_load_module", "vllm/model_executor/models/utils.py", "weight_loading", "models/utils.py: AutoWeightsLoader._load_module"),
     ("initialize_dummy_weights", "vllm/model_executor", "weight_loading", "weight_utils.py: initialize_dummy_weights (load_format dummy)"),
+    # building the model (issue 35, round nine): the loader's initialize_model constructs the model class, whose
+    # __init__ builds its layers; a layer's __init__ asks its quantization config for a method (get_quant_method:
+    # LinearBase, FusedMoE, VocabParallelEmbedding, Attention; compressed-tensors picks a scheme there and checks the
+    # GPU's capability) and lets it create the parameters (create_weights).  Nothing else calls them (0.2 -> current)
+    ("__init__", "vllm/model_executor/models/", "weight_loading", "model_executor/models/*.py: the model classes' __init__"),
+    ("__init__", "vllm/model_executor/layers/", "weight_loading", "model_executor/layers/*.py: the layers' __init__"),
+    ("get_quant_method", "vllm/model_executor/layers/quantization", "weight_loading",
+     "layers/quantization/*.py: QuantizationConfig.get_quant_method (0.4 -> current)"),
+    ("get_scheme", "quantization/compressed_tensors", "weight_loading", "compressed_tensors.py: get_scheme (0.5 -> current)"),
+    ("create_weights", "vllm/model_executor/layers", "weight_loading", "layers: the quant methods' create_weights, called by the layer's __init__"),
     # engine_init: memory profiling, KV-cache sizing and allocation, compile/warm-up, CUDA graph capture
     ("determine_available_memory", "vllm", "engine_init", "vllm/v1/worker/gpu_worker.py: Worker.determine_available_memory"),
     ("determine_num_available_blocks", "vllm", "engine_init", "vllm/worker/worker.py (V0): determine_num_available_blocks"),

@@ -308,6 +308,7 @@ RX_SAMPLES = [
      "\"https://registry.example/v2/\": dial tcp: lookup registry.example: no such host", FAILURE, "image_pull"),
     ("Warning  FailedScheduling  5s  default-scheduler  0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
      FAILURE, "scheduling"),
+    ("Warning  Unschedulable  5s  gpu-scheduler  no node has enough GPUs", FAILURE, "scheduling"),
     ("vllm-1 exited with code 1", CONSEQUENCE, "other"),
     ("Killed", FAILURE, "oom"),
     ('{"object":"error","message":"boom","type":"BadRequestError","param":null,"code":400}', FAILURE, "other"),
