@@ -305,6 +305,9 @@ FRAME_FILES = (
     ("vllm/compilation/backends.py", "engine_init", "compilation/backends.py: VllmBackend, PiecewiseCompileInterpreter"),
     ("vllm/compilation/compiler_interface.py", "engine_init", "compilation/compiler_interface.py: InductorAdaptor.compile"),
     ("torch/_inductor/compile_fx.py", "engine_init", "PyTorch: inductor's compile_fx, called by vLLM's compile above"),
+    # ... and Dynamo's tracing of the compiled forward on its first call (round nine: the same start-up passes)
+    ("torch/_dynamo/convert_frame.py", "engine_init", "PyTorch: Dynamo's convert_frame (_compile, compile_inner)"),
+    ("torch/_dynamo/symbolic_convert.py", "engine_init", "PyTorch: Dynamo's InstructionTranslator tracing the bytecode"),
 )
 
 # frames of device discovery (mapped to cuda_init above): a failure inside one outranks the config (and environment)
@@ -368,6 +371,8 @@ SERVING_FRAMES = (
     ("vllm/v1/attention/", "request", "V1 attention backends and their metadata builders (vllm/v1/attention/)"),
     ("vllm/v1/sample/", "request", "the V1 sampler and its logits processors (vllm/v1/sample/)"),
     ("vllm/v1/structured_output/", "request", "per-request grammar compilation (vllm/v1/structured_output/)"),
+    ("vllm/model_executor/guided_decoding/", "request",
+     "V0's guided decoding: a request's logits processors (get_guided_decoding_logits_processor, 0.4 -> 0.10)"),
     ("vllm/entrypoints/", "request",
      "the OpenAI server's request handlers, chat-template rendering and (<=0.11) tool parsers (vllm/entrypoints/)"),
     ("vllm/tool_parsers/", "request", "tool-call parsers (vllm/tool_parsers/, >=0.12)"),

@@ -430,6 +430,11 @@ SIGNATURES = (
     (FAILURE, "is not a local folder and is not a valid model identifier", None,
      "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "validation error for", r"\d+ validation errors? for \w+", "config_error", FIXED, "config", (GENERIC,), None),
+    # ... and its detail line pasted alone: pydantic-core prints a validator's ValueError as "Value error, <msg>
+    # [type=value_error, input_value=...]"; the input is ArgsKwargs only for a pydantic dataclass's __init__, which
+    # in vLLM (0.10+) are the config classes (the OpenAI request models are BaseModels: their input is a dict)
+    (FAILURE, "Value error, ", r"^\s*Value error, .*\[type=value_error, input_value=ArgsKwargs\(", "config_error",
+     FIXED, "config", (GENERIC,), None),
     # VllmConfig's scheduler budget check (vllm/config/vllm.py _set_max_num_scheduled_tokens), raised as the config
     # is built: "max_num_scheduled_tokens is set to %d, which does not allow any tokens to be scheduled"
     (FAILURE, "which does not allow any tokens to be scheduled", None, "config_error", FIXED, "config", (), None),

@@ -309,6 +309,8 @@ RX_SAMPLES = [
     ("Warning  FailedScheduling  5s  default-scheduler  0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
      FAILURE, "scheduling"),
     ("Warning  Unschedulable  5s  gpu-scheduler  no node has enough GPUs", FAILURE, "scheduling"),
+    ("  Value error, bad value [type=value_error, input_value=ArgsKwargs((), {'model': 'm'}), input_type=ArgsKwargs]",
+     FAILURE, "config_error"),
     ("vllm-1 exited with code 1", CONSEQUENCE, "other"),
     ("Killed", FAILURE, "oom"),
     ('{"object":"error","message":"boom","type":"BadRequestError","param":null,"code":400}', FAILURE, "other"),

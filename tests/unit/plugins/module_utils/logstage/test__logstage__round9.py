@@ -108,3 +108,30 @@ def test_the_engine_core_monitor_runs_only_after_start_up():
     assert _ans(line)[0] == "request" and _ans(line)[2] == "medium" and _ans(line)[3] == "engine_dead"
     served = ('INFO:     127.0.0.1:40000 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n' + line)
     assert _ans(served)[0] == "request"
+
+
+@pytest.mark.parametrize("func,path,stage", [
+    # Dynamo traces the compiled forward on its first call: vLLM's profiling / warm-up / capture passes
+    ("_compile", "/opt/venv/lib/python3.12/site-packages/torch/_dynamo/convert_frame.py", "engine_init"),
+    ("step", "/opt/venv/lib/python3.12/site-packages/torch/_dynamo/symbolic_convert.py", "engine_init"),
+])
+def test_dynamo_tracing_is_start_up(func, path, stage):
+    assert frame_stage(func, path) == stage
+
+
+def test_v0_guided_decoding_frames_are_a_request():
+    # the OpenAI handler builds a request's logits processors (model_executor/guided_decoding, 0.4 -> 0.10)
+    text = ("Traceback (most recent call last):\n"
+            '  File "%s/model_executor/guided_decoding/__init__.py", line 20, in get_guided_decoding_logits_processor\n'
+            "    return await get_outlines_guided_decoding_logits_processor(\n"
+            '  File "%s/model_executor/guided_decoding/outlines_decoding.py", line 70, in get_outlines\n' % (VL, VL))
+    assert _ans(text)[0] == "request"
+
+
+def test_a_pydantic_config_detail_line_alone_is_the_config():
+    # pydantic-core's line for a validator's ValueError in a pydantic dataclass (vLLM's config classes, 0.10+)
+    line = ("Value error, torch.bfloat16 is not supported here. [type=value_error, input_value=ArgsKwargs((), "
+            "{'model': 'm'}), input_type=ArgsKwargs]")
+    assert _ans(line) == ("config", "message", "high", "config_error")
+    # a request model's detail line (a BaseModel: its input is a dict) is not the config
+    assert classify_text("  Value error, bad [type=value_error, input_value={'n': 0}, input_type=dict]")["stage"] != "config"
