@@ -135,3 +135,17 @@ def test_a_pydantic_config_detail_line_alone_is_the_config():
     assert _ans(line) == ("config", "message", "high", "config_error")
     # a request model's detail line (a BaseModel: its input is a dict) is not the config
     assert classify_text("  Value error, bad [type=value_error, input_value={'n': 0}, input_type=dict]")["stage"] != "config"
+
+
+def test_an_ipython_traceback_cut_before_its_header_is_read_by_its_frames():
+    # IPython.core.ultratb abbreviates the home directory: "File ~/...py:N, in Class.func(args)", numbered source
+    text = ("File ~/venv/lib/python3.10/site-packages/vllm/worker/model_runner.py:722, in GPUModelRunnerBase.load_model(self)\n"
+            '    720 logger.info("Starting to load model %s...", self.model_config.model)\n'
+            "--> 722     self.model = get_model(model_config=self.model_config,\n"
+            "\n"
+            "File ~/venv/lib/python3.10/site-packages/vllm/model_executor/model_loader/__init__.py:21, in get_model(cfg)\n"
+            "     14 def get_model(*, model_config: ModelConfig,\n")
+    ans = classify_text(text)
+    assert (ans["stage"], ans["stage_basis"], ans["first_error"]["lineno"]) == ("weight_loading", "frames", 1)
+    # prose that starts like it is no frame
+    assert classify_text("File ~/notes.txt was not found, skipping")["stage"] == "none"
