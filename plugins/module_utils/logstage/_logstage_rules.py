@@ -113,8 +113,10 @@ SIGNATURES = (
     (CONSEQUENCE, "Engine loop has died", None, "engine_dead", WHERE_OR, "request", (AT_WARNING,), None),
     (CONSEQUENCE, "is already dead, terminating server process", None,
      "engine_dead", WHERE_OR, "request", (AT_WARNING,), None),
+    # V0 engine/multiprocessing/client.py run_heartbeat_loop (0.6 -> 0.10): setup() starts it only once the MQLLMEngine
+    # answered IS_SERVER_READY ("Started after the MQLLMEngine is ready"): as the V1 monitor below
     (CONSEQUENCE, "Engine process (pid", r"Engine process \(pid \d+\) died",
-     "engine_dead", WHERE, None, (AT_WARNING,), None),
+     "engine_dead", WHERE_OR, "request", (AT_WARNING,), None),
     (CONSEQUENCE, "Engine process failed to start", None, "engine_dead", WHERE, None, (AT_WARNING,), None),
     # v1/engine/core_client.py MPClient.__init__ starts its engine-core monitor (start_engine_core_monitor, 0.9+)
     # after the cores' READY handshake: the engine had started, so without markers it was serving (as EngineDeadError)

@@ -149,3 +149,9 @@ def test_an_ipython_traceback_cut_before_its_header_is_read_by_its_frames():
     assert (ans["stage"], ans["stage_basis"], ans["first_error"]["lineno"]) == ("weight_loading", "frames", 1)
     # prose that starts like it is no frame
     assert classify_text("File ~/notes.txt was not found, skipping")["stage"] == "none"
+
+
+def test_v0_engine_process_death_is_seen_only_after_start_up():
+    # engine/multiprocessing/client.py run_heartbeat_loop, started by setup() once the engine answered READY
+    line = "ERROR 01-22 00:13:32 client.py:282] RuntimeError('Engine process (pid 77) died.')\n"
+    assert _ans(line)[0] == "request" and _ans(line)[3] == "engine_dead"
