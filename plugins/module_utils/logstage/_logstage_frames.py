@@ -134,6 +134,16 @@ FRAMES = (
     ("weight_loader_v2", "vllm/model_executor", "weight_loading", "layers/linear.py: weight_loader_v2 (0.6+)"),
     ("_load_module", "vllm/model_executor/models/utils.py", "weight_loading", "models/utils.py: AutoWeightsLoader._load_module"),
     ("initialize_dummy_weights", "vllm/model_executor", "weight_loading", "weight_utils.py: initialize_dummy_weights (load_format dummy)"),
+    # building the model (issue 35, round nine): the loader's initialize_model constructs the model class, whose
+    # __init__ builds its layers; a layer's __init__ asks its quantization config for a method (get_quant_method:
+    # LinearBase, FusedMoE, VocabParallelEmbedding, Attention; compressed-tensors picks a scheme there and checks the
+    # GPU's capability) and lets it create the parameters (create_weights).  Nothing else calls them (0.2 -> current)
+    ("__init__", "vllm/model_executor/models/", "weight_loading", "model_executor/models/*.py: the model classes' __init__"),
+    ("__init__", "vllm/model_executor/layers/", "weight_loading", "model_executor/layers/*.py: the layers' __init__"),
+    ("get_quant_method", "vllm/model_executor/layers/quantization", "weight_loading",
+     "layers/quantization/*.py: QuantizationConfig.get_quant_method (0.4 -> current)"),
+    ("get_scheme", "quantization/compressed_tensors", "weight_loading", "compressed_tensors.py: get_scheme (0.5 -> current)"),
+    ("create_weights", "vllm/model_executor/layers", "weight_loading", "layers: the quant methods' create_weights, called by the layer's __init__"),
     # engine_init: memory profiling, KV-cache sizing and allocation, compile/warm-up, CUDA graph capture
     ("determine_available_memory", "vllm", "engine_init", "vllm/v1/worker/gpu_worker.py: Worker.determine_available_memory"),
     ("determine_num_available_blocks", "vllm", "engine_init", "vllm/worker/worker.py (V0): determine_num_available_blocks"),
@@ -295,6 +305,9 @@ FRAME_FILES = (
     ("vllm/compilation/backends.py", "engine_init", "compilation/backends.py: VllmBackend, PiecewiseCompileInterpreter"),
     ("vllm/compilation/compiler_interface.py", "engine_init", "compilation/compiler_interface.py: InductorAdaptor.compile"),
     ("torch/_inductor/compile_fx.py", "engine_init", "PyTorch: inductor's compile_fx, called by vLLM's compile above"),
+    # ... and Dynamo's tracing of the compiled forward on its first call (round nine: the same start-up passes)
+    ("torch/_dynamo/convert_frame.py", "engine_init", "PyTorch: Dynamo's convert_frame (_compile, compile_inner)"),
+    ("torch/_dynamo/symbolic_convert.py", "engine_init", "PyTorch: Dynamo's InstructionTranslator tracing the bytecode"),
 )
 
 # frames of device discovery (mapped to cuda_init above): a failure inside one outranks the config (and environment)
@@ -358,6 +371,8 @@ SERVING_FRAMES = (
     ("vllm/v1/attention/", "request", "V1 attention backends and their metadata builders (vllm/v1/attention/)"),
     ("vllm/v1/sample/", "request", "the V1 sampler and its logits processors (vllm/v1/sample/)"),
     ("vllm/v1/structured_output/", "request", "per-request grammar compilation (vllm/v1/structured_output/)"),
+    ("vllm/model_executor/guided_decoding/", "request",
+     "V0's guided decoding: a request's logits processors (get_guided_decoding_logits_processor, 0.4 -> 0.10)"),
     ("vllm/entrypoints/", "request",
      "the OpenAI server's request handlers, chat-template rendering and (<=0.11) tool parsers (vllm/entrypoints/)"),
     ("vllm/tool_parsers/", "request", "tool-call parsers (vllm/tool_parsers/, >=0.12)"),

@@ -95,7 +95,7 @@ IPY_TB_RX = re.compile(r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Tracebac
 IPY_FRAME_RX = re.compile(r"^\s*File \[?(?P<path>[^\s\[\]]+?\.py):\d+(?:\]\([^)]*\))?, in (?:[\w<>]+\.)*(?P<func>[\w<>]+)\(")
 IPY_SOURCE_RX = re.compile(r"^(?:-*>\s*)?(?:\d+|\[\d+\]\([^)]*\))\s|^Cell In\s*\[\d+\], line \d+|^\(\.\.\.\)$|"
                            r"\.ipynb\]\([^)]*\) Cell \d+ line \d+")
-CODE_STARTS = ('File "', "File &quot;", "raise ", "^^^", "~~~")  # &quot;: a paste copied from an HTML page
+CODE_STARTS = ('File "', "File &quot;", "File ~/", "raise ", "^^^", "~~~")  # &quot;: from HTML; ~/: IPython's frame
 CHAIN = ("The above exception was the direct cause", "During handling of the above exception")
 
 MONTHS = {"Jan": 1, "Feb": 2, "Mar": 3, "Apr": 4, "May": 5, "Jun": 6, "Jul": 7, "Aug": 8, "Sep": 9, "Oct": 10,

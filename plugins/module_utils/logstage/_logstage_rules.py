@@ -113,11 +113,15 @@ SIGNATURES = (
     (CONSEQUENCE, "Engine loop has died", None, "engine_dead", WHERE_OR, "request", (AT_WARNING,), None),
     (CONSEQUENCE, "is already dead, terminating server process", None,
      "engine_dead", WHERE_OR, "request", (AT_WARNING,), None),
+    # V0 engine/multiprocessing/client.py run_heartbeat_loop (0.6 -> 0.10): setup() starts it only once the MQLLMEngine
+    # answered IS_SERVER_READY ("Started after the MQLLMEngine is ready"): as the V1 monitor below
     (CONSEQUENCE, "Engine process (pid", r"Engine process \(pid \d+\) died",
-     "engine_dead", WHERE, None, (AT_WARNING,), None),
+     "engine_dead", WHERE_OR, "request", (AT_WARNING,), None),
     (CONSEQUENCE, "Engine process failed to start", None, "engine_dead", WHERE, None, (AT_WARNING,), None),
+    # v1/engine/core_client.py MPClient.__init__ starts its engine-core monitor (start_engine_core_monitor, 0.9+)
+    # after the cores' READY handshake: the engine had started, so without markers it was serving (as EngineDeadError)
     (CONSEQUENCE, "died unexpectedly, shutting down client", r"Engine core proc \S+ died unexpectedly",
-     "engine_dead", WHERE, None, (AT_WARNING,), None),
+     "engine_dead", WHERE_OR, "request", (AT_WARNING,), None),
     (CONSEQUENCE, "ChildFailedError", None, "other", WHERE, None, (),
      "torchrun's summary; the failing rank's own error comes first"),
     (CONSEQUENCE, "failed (exitcode:", r"failed \(exitcode: -?\d+\) local_rank: \d+",
@@ -315,6 +319,12 @@ SIGNATURES = (
      (AT_WARNING,), "no node can take the pod (GPUs, memory, taints, node selectors): it never started"),
     (FAILURE, "FailedScheduling", None, "scheduling", FIXED, "environment", (AT_WARNING,), None),
     (FAILURE, "PodUnschedulable", None, "scheduling", FIXED, "environment", (AT_WARNING,), None),
+    # the pod condition's reason (Kubernetes core/v1 PodReasonUnschedulable), the event reason of other schedulers
+    (FAILURE, "Unschedulable", r"\bUnschedulable\b", "scheduling", FIXED, "environment", (AT_WARNING,), None),
+    # NVIDIA's notice (nvidia-docker #1730): a running container lost its GPUs (systemd reloaded the cgroup device
+    # rules runc had set), and every NVML client in it prints this; the container must be recreated
+    (FAILURE, "Failed to initialize NVML: Unknown Error", None, "container_error", FIXED, "environment", (AT_WARNING,),
+     "the container lost its GPU devices (a systemd reload under runc's cgroup driver): recreate it"),
     # the docker daemon refused the request for another reason (the more specific rows above come first)
     (FAILURE, "Error response from daemon", None, "container_error", FIXED, "environment", (AT_WARNING, GENERIC),
      None),
@@ -422,6 +432,11 @@ SIGNATURES = (
     (FAILURE, "is not a local folder and is not a valid model identifier", None,
      "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "validation error for", r"\d+ validation errors? for \w+", "config_error", FIXED, "config", (GENERIC,), None),
+    # ... and its detail line pasted alone: pydantic-core prints a validator's ValueError as "Value error, <msg>
+    # [type=value_error, input_value=...]"; the input is ArgsKwargs only for a pydantic dataclass's __init__, which
+    # in vLLM (0.10+) are the config classes (the OpenAI request models are BaseModels: their input is a dict)
+    (FAILURE, "Value error, ", r"^\s*Value error, .*\[type=value_error, input_value=ArgsKwargs\(", "config_error",
+     FIXED, "config", (GENERIC,), None),
     # VllmConfig's scheduler budget check (vllm/config/vllm.py _set_max_num_scheduled_tokens), raised as the config
     # is built: "max_num_scheduled_tokens is set to %d, which does not allow any tokens to be scheduled"
     (FAILURE, "which does not allow any tokens to be scheduled", None, "config_error", FIXED, "config", (), None),
