@@ -411,15 +411,15 @@ def log_inputs(run_path, nodes, parts):
 
 def close(nodes, parts, classification, run=None, nproc_per_node=None, backend=None, master=None, timeout_s=None,
           path=None):
-    """The checkpoint's run closed: the ``verdict`` (judge over every node), the ``status`` it is frozen with
-    (``ok`` or ``failed``), its run-level ``parts``: collective.json (the verdict with the job's shape: run, nodes,
-    ranks per node, backend, rendezvous, timeout) and stages.json (the one classification), and ``collective``
-    (``repro_vllm_collective_result``: ``ran``, ``run``, the run's ``path``, the verdict)."""
+    """The checkpoint's run closed: ``collective`` (``repro_vllm_collective_result``: ``ran``, ``run``, the run's
+    ``path`` and the verdict, judge over every node), the ``status`` it is frozen with (``ok`` or ``failed``) and its
+    run-level ``parts``: collective.json (the verdict with the job's shape: run, nodes, ranks per node, backend,
+    rendezvous, timeout) and stages.json (the one classification)."""
     classification = classification or {}
     verdict = judge(dict((str(h), p) for h, p in zip(nodes, parts)), classification)
     document = dict(verdict, run=run, nodes=list(nodes), nproc_per_node=nproc_per_node, backend=backend,
                     master=master, timeout_s=timeout_s)
     stages = dict((k, v) for k, v in classification.items() if k not in ("changed", "failed", "invocation"))
-    return {"verdict": verdict, "status": "ok" if verdict.get("ok") else "failed",
+    return {"status": "ok" if verdict.get("ok") else "failed",
             "collective": dict({"ran": True, "run": run, "path": path}, **verdict),
             "parts": [{"part": "collective.json", "json": document}, {"part": "stages.json", "json": stages}]}
