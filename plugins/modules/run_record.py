@@ -603,6 +603,10 @@ compatibility:
       Left out when the judge itself failed (the task fails after the freeze with its error).
   returned: when O(state=close), O(kind=fleet) and C(judge) is in O(inputs)
   type: dict
+collective:
+  description: With O(kind=collective), C(repro_vllm_collective_result) - C(ran), C(run), C(path) and the verdict.
+  returned: when O(state=close) and O(kind=collective)
+  type: dict
 attempt:
   description: With O(kind=attempt), the attempt's record (its verdict, stage, request and refusal) as plugin_utils/close/_attempt.py decides it.
   returned: when O(state=close) and O(kind=attempt)

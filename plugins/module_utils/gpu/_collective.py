@@ -35,6 +35,8 @@ BACKENDS = ("auto", "nccl", "gloo")
 DEVICE_MAPS = ("local_rank", "shared")
 # Variables the run sets itself; anything the caller gives in ``env`` is set on top (and recorded).
 BASE_ENV = {"NCCL_DEBUG": "INFO", "PYTHONUNBUFFERED": "1", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}
+# The server's own variables (repro_vllm_server_env) that the checkpoint passes on.
+SERVER_ENV_PREFIXES = ("NCCL_", "GLOO_", "UCX_", "TORCH_", "NVSHMEM_")
 
 # The program each rank runs. Python 3.8+; prints one marked JSON line per rank. Written to the node's log
 # folder (it is part of the evidence) and run with the serving Python.
@@ -322,6 +324,33 @@ def run(opts, runner=run_cmd):
     }
 
 
+def node_plan(selection, nproc_per_node=0, parallel=(), python="", vllm_bin="vllm", server_env=None, env=None,
+              host_env=None, backend="auto", master_port=None, timeout=None):
+    """One node's plan of the checkpoint from the job's node selection (``_command.node_selection``: ``{nodes, head,
+    master_addr, rank}``), returned with ``in_job`` (a node of the job), ``nproc`` (``nproc_per_node`` when above 0,
+    else the server's GPUs - the product of ``parallel``, tensor x pipeline x data - over the nodes, at least 1),
+    ``python`` (given, else the python beside ``vllm_bin`` when that is an absolute path, else python3), ``env`` (the
+    server's ``SERVER_ENV_PREFIXES`` variables, then ``env``, then ``host_env`` on top), ``master`` (address:port)
+    and ``line``, the node's progress line."""
+    nodes = list(selection.get("nodes") or [])
+    in_job = int(selection.get("rank", -1)) >= 0
+    nproc = int(nproc_per_node or 0)
+    if nproc <= 0:
+        gpus = 1
+        for size in parallel or ():
+            gpus *= int(size or 0)
+        nproc = max(1, gpus // max(len(nodes), 1))
+    if not python:
+        python = os.path.dirname(vllm_bin) + "/python" if os.path.isabs(vllm_bin or "") else "python3"
+    merged = dict((k, v) for k, v in (server_env or {}).items() if str(k).startswith(SERVER_ENV_PREFIXES))
+    merged.update(env or {})
+    merged.update(host_env or {})
+    master = "%s:%s" % (selection.get("master_addr"), master_port)
+    line = ("node rank %s of %d, %d rank(s), backend %s, rendezvous %s, up to %s s"
+            % (selection.get("rank"), len(nodes), nproc, backend, master, timeout)) if in_job else "not part of the job"
+    return dict(selection, in_job=in_job, nproc=nproc, python=python, env=merged, master=master, line=line)
+
+
 def classify_inputs(log_dir, files, node_label):
     """(paths, nodes) for log_stage: every rank file named ``<node_label>/rank<N>`` and torchrun.log named
     ``<node_label>/torchrun``, so that one answer over every node says which rank of which host failed first."""
@@ -380,14 +409,17 @@ def log_inputs(run_path, nodes, parts):
     return {"paths": paths, "labels": labels}
 
 
-def close(nodes, parts, classification, run=None, nproc_per_node=None, backend=None, master=None, timeout_s=None):
-    """The checkpoint's run closed: the ``verdict`` (judge over every node), the ``status`` it is frozen with
-    (``ok`` or ``failed``) and its run-level ``parts``: collective.json (the verdict with the job's shape: run, nodes,
-    ranks per node, backend, rendezvous, timeout) and stages.json (the one classification)."""
+def close(nodes, parts, classification, run=None, nproc_per_node=None, backend=None, master=None, timeout_s=None,
+          path=None):
+    """The checkpoint's run closed: ``collective`` (``repro_vllm_collective_result``: ``ran``, ``run``, the run's
+    ``path`` and the verdict, judge over every node), the ``status`` it is frozen with (``ok`` or ``failed``) and its
+    run-level ``parts``: collective.json (the verdict with the job's shape: run, nodes, ranks per node, backend,
+    rendezvous, timeout) and stages.json (the one classification)."""
     classification = classification or {}
     verdict = judge(dict((str(h), p) for h, p in zip(nodes, parts)), classification)
     document = dict(verdict, run=run, nodes=list(nodes), nproc_per_node=nproc_per_node, backend=backend,
                     master=master, timeout_s=timeout_s)
     stages = dict((k, v) for k, v in classification.items() if k not in ("changed", "failed", "invocation"))
-    return {"verdict": verdict, "status": "ok" if verdict.get("ok") else "failed",
+    return {"status": "ok" if verdict.get("ok") else "failed",
+            "collective": dict({"ran": True, "run": run, "path": path}, **verdict),
             "parts": [{"part": "collective.json", "json": document}, {"part": "stages.json", "json": stages}]}

@@ -154,7 +154,8 @@ def close_collective(run_path, opened, nodes, reports=None, nproc_per_node=None,
         except LogStageError as exc:
             raise CloseError("log_stage of the collective's logs: %s" % exc) from exc
     out = _collective.close(nodes, parts, classification, run=os.path.basename(run_path),
-                            nproc_per_node=nproc_per_node, backend=backend, master=master, timeout_s=timeout_s)
+                            nproc_per_node=nproc_per_node, backend=backend, master=master, timeout_s=timeout_s,
+                            path=run_path)
     return Closing(out["status"], out["parts"], {"case_id": os.path.basename(os.path.dirname(run_path)),
                                                  "step": "collective"},
                    [], None, {k: v for k, v in out.items() if k not in ("parts", "status")})

@@ -23,3 +23,17 @@ def test_the_head_address_is_its_ansible_host_else_its_name():
     with pytest.raises(AnsibleFilterError, match="node_selection"):
         node_selection(hosts, hostvars, nnodes="two")
     assert FilterModule().filters() == {"_node_selection": node_selection}
+
+
+def test_the_collective_reads_its_whole_node_plan_in_the_same_call():
+    hosts = ["head", "w1", "w2"]
+    plan = {"nproc_per_node": 0, "parallel": ["4", 1, 1], "python": "", "vllm_bin": "/venv/bin/vllm",
+            "server_env": {"NCCL_IB_HCA": "mlx5", "VLLM_X": "1"}, "env": {"GLOO_SOCKET_IFNAME": "lo"}, "host_env": {},
+            "backend": "gloo", "master_port": 29555, "timeout": 300}
+    got = node_selection(hosts, {}, nnodes=2, master_addr=["10.0.0.5"], host="w1", collective=plan)
+    assert got["nodes"] == ["head", "w1"] and got["rank"] == 1 and got["in_job"] is True
+    assert got["nproc"] == 2 and got["python"] == "/venv/bin/python" and got["master"] == "10.0.0.5:29555"
+    assert got["env"] == {"NCCL_IB_HCA": "mlx5", "GLOO_SOCKET_IFNAME": "lo"}
+    assert node_selection(hosts, {}, nnodes=2, host="w2", collective=plan)["line"] == "not part of the job"
+    with pytest.raises(AnsibleFilterError, match="node_selection"):
+        node_selection(hosts, {}, nnodes=2, host="w1", collective=dict(plan, nproc_per_node="many"))

@@ -200,10 +200,40 @@ def test_the_close_is_the_verdict_with_the_jobs_shape_and_the_classification():
     closing = C.close(["gpu-a01"], [_result("nccl_1rank")], stages, run="run-004", nproc_per_node=1,
                       backend="nccl", master="gpu-a01:29500", timeout_s=120.0)
     verdict = C.judge({"gpu-a01": _result("nccl_1rank")}, stages)
-    assert closing["verdict"] == verdict and closing["status"] == "ok"
+    assert closing["status"] == "ok"
     assert closing["parts"] == [
         {"part": "collective.json", "json": dict(verdict, run="run-004", nodes=["gpu-a01"], nproc_per_node=1,
                                                  backend="nccl", master="gpu-a01:29500", timeout_s=120.0)},
         {"part": "stages.json", "json": {"stage": "none", "first_error": None}}]
-    failed = C.close(["gpu-a01"], [_result("nccl_bad_socket_ifname")], {"stage": "none"})
-    assert failed["status"] == "failed" and failed["verdict"]["ok"] is False
+    # repro_vllm_collective_result: the run and where it lives, then the verdict
+    assert closing["collective"] == dict({"ran": True, "run": "run-004", "path": None}, **verdict)
+    failed = C.close(["gpu-a01"], [_result("nccl_bad_socket_ifname")], {"stage": "none"}, run="run-005",
+                     path="/records/case/run-005")
+    assert failed["status"] == "failed"
+    assert failed["collective"]["path"] == "/records/case/run-005" and failed["collective"]["ok"] is False
+    assert list(failed["collective"])[:4] == ["ran", "run", "path", "ok"]
+
+
+def test_node_plan_ranks_python_environment_and_the_progress_line():
+    sel = {"nodes": ["node01", "node02"], "head": "node01", "master_addr": "127.0.0.1", "rank": 0}
+    plan = C.node_plan(sel, nproc_per_node=0, parallel=[2, 2, 1], python="", vllm_bin="/opt/venv/bin/vllm",
+                       server_env={"NCCL_SOCKET_IFNAME": "eth0", "UCX_TLS": "tcp", "TORCH_X": "1", "NVSHMEM_Y": "2",
+                                   "GLOO_Z": "3", "VLLM_LOGGING_LEVEL": "DEBUG", "MY_NCCL_": "no"},
+                       env={"NCCL_SOCKET_IFNAME": "ib0", "EXTRA": "e"}, host_env={"EXTRA": "host"},
+                       backend="gloo", master_port=29555, timeout=120)
+    # the selection is kept; tp x pp x dp = 4 GPUs over 2 nodes: 2 ranks per node
+    assert {k: plan[k] for k in sel} == sel
+    assert plan["in_job"] is True and plan["nproc"] == 2 and plan["python"] == "/opt/venv/bin/python"
+    # the server's fabric variables only, the checkpoint's own on top, the host's on top of those
+    assert plan["env"] == {"NCCL_SOCKET_IFNAME": "ib0", "UCX_TLS": "tcp", "TORCH_X": "1", "NVSHMEM_Y": "2",
+                           "GLOO_Z": "3", "EXTRA": "host"}
+    assert plan["master"] == "127.0.0.1:29555"
+    assert plan["line"] == ("node rank 0 of 2, 2 rank(s), backend gloo, rendezvous 127.0.0.1:29555, up to 120 s")
+    # ranks given win; a bare vllm means python3; never below one rank; the python given wins
+    assert C.node_plan(sel, nproc_per_node="3", parallel=[8, 1, 1])["nproc"] == 3
+    assert C.node_plan(sel, parallel=[1, 1, 1], vllm_bin="vllm")["nproc"] == 1
+    assert C.node_plan(sel, vllm_bin="vllm")["python"] == "python3"
+    assert C.node_plan(sel, python="/usr/bin/python3.12", vllm_bin="/v/bin/vllm")["python"] == "/usr/bin/python3.12"
+    out = C.node_plan(dict(sel, rank=-1))
+    assert out["in_job"] is False and out["line"] == "not part of the job"
+    assert C.node_plan({"nodes": [], "head": None, "master_addr": None, "rank": -1}, parallel=[2])["nproc"] == 2
