@@ -1,13 +1,31 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Private filters of the attempt role (plugin_utils/close/_attempt.py)."""
+"""Private filters of the attempt role: this node's plan (module_utils/ladder/_ladder.py node_plan, with its part of
+the run's identity, plugin_utils/decide/_diff.py) and its part of the run (plugin_utils/close/_attempt.py)."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.plugin_utils.close import _attempt
+from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _diff
+from ansible_collections.repro.vllm.plugins.module_utils.ladder import _command, _ladder
+
+
+def attempt_node(step, node, master_addr=None, master_port=None, debug=False, debug_step=None, trace_function=False,
+                 gpu=None, image=None, container=None):
+    """This node's plan in the step (_ladder.node_plan) and, on a node of the step, ``identity``: its part of the
+    run's identity (_diff.record_identity of ``gpu``, the repro_vllm_gpu fact, the command, the step's env, the image
+    and the ``container`` fact); None outside the step."""
+    try:
+        plan = _ladder.node_plan(step, node, master_addr=master_addr, master_port=master_port, debug=debug,
+                                 debug_step=debug_step, trace_function=trace_function)
+        plan["identity"] = _diff.record_identity(gpu or {}, plan["argv"], env=(step or {}).get("env"), image=image,
+                                                 container=container) if plan["in_step"] else None
+    except (_command.CommandError, _diff.DiffError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError("attempt_node: %s" % exc)
+    return plan
 
 
 def attempt_host_parts(step, **kwargs):
@@ -24,4 +42,4 @@ class FilterModule:
     """repro.vllm attempt plumbing (private)."""
 
     def filters(self):
-        return {"_attempt_host_parts": attempt_host_parts}
+        return {"_attempt_node": attempt_node, "_attempt_host_parts": attempt_host_parts}

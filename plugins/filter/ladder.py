@@ -14,6 +14,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.filter.judge import _mapping
 from ansible_collections.repro.vllm.plugins.plugin_utils.close import _exitrule
+from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _diff
 from ansible_collections.repro.vllm.plugins.module_utils.ladder import _ladder
 from ansible_collections.repro.vllm.plugins.module_utils.ladder._command import CommandError
 
@@ -76,10 +77,20 @@ def job_exit(verdict, variables=None, violations=0):
     return out
 
 
-def one_variable_gate(step, diff, case_id=None):
-    """May the attempt start: refused when its step must change only its one variable and the diff finds more."""
-    return _ladder.one_variable_gate(_mapping(step, "the input (the step)", "one_variable_gate"),
-                                     _mapping(diff, "diff", "one_variable_gate"), case_id)
+def one_variable_gate(step, identities, case_id=None):
+    """The run's identity (``identities``: each node's part, in the order of the step's nodes, with the step's request
+    but its ``repeat``), its diff against the last good run (``step.previous``; _diff.record_diff) and whether the
+    attempt may start (_ladder.one_variable_gate): ``{identity, diff, refused, attempt, line}``."""
+    step = _mapping(step, "the input (the step)", "one_variable_gate")
+    previous = step.get("previous") or {}
+    identity = {"hosts": dict(zip(step.get("nodes") or [], identities or [])),
+                "request": dict((k, v) for k, v in (step.get("request") or {}).items() if k != "repeat")}
+    try:
+        diff = _diff.record_diff(identity, previous.get("identity"), allowed=step.get("allowed", []),
+                                 previous_run=previous.get("run"))
+    except _diff.DiffError as exc:
+        raise AnsibleFilterError("one_variable_gate: %s" % exc)
+    return dict(_ladder.one_variable_gate(step, diff, case_id), identity=identity, diff=diff)
 
 
 def minimal_plan(nodes, model_ref, model_config_raw=None, host_name=None, **inputs):

@@ -367,6 +367,62 @@ def rollback_status(attempt):
             + str(attempt.get("summary") or "")}
 
 
+# the one run's diagnostic environment (repro_vllm_debug); VLLM_TRACE_FUNCTION only when asked for as well
+DEBUG_ENV = {"VLLM_LOGGING_LEVEL": "DEBUG", "CUDA_LAUNCH_BLOCKING": "1", "NCCL_DEBUG": "TRACE"}
+
+
+def _as_bool(value):
+    """As Ansible's ``bool`` filter reads a value."""
+    if isinstance(value, bool):
+        return value
+    return (value.lower() if isinstance(value, str) else value) in ("yes", "on", "1", "true", 1)
+
+
+def step_requests(step):
+    """The requests the head sends in one server, in order (each the step's request with its ``label``): the fixed
+    request (with the gateway's key when the step goes through it), the gateway layer's probes (the same request
+    another way: with the key unless the probe says not, at the probe's ``base_url`` if it has one) and the step's
+    further requests (``request.extra``: each once, one at a time). None with the ``prefix_cache`` check, which sends
+    its own sequence."""
+    step = step or {}
+    if "prefix_cache" in (step.get("checks") or []):
+        return []
+    request = step.get("request") or {}
+    out = [dict(request, label="request", send_key=step.get("via_gateway", False))]
+    for probe in step.get("probes") or []:
+        out.append(dict(request, label=probe.get("label"), send_key=_as_bool(probe.get("send_key", True)),
+                        base_url=probe.get("base_url") or request.get("base_url")))
+    for extra in request.get("extra") or []:
+        out.append(dict(dict(request, concurrency=1, repeat=1), **extra))
+    return out
+
+
+def node_plan(step, node, master_addr=None, master_port=None, debug=False, debug_step=None, trace_function=False):
+    """One node's place in an attempt's step: ``in_step``, ``is_head``, ``rank`` (-1 outside the step), ``argv``
+    (the step's command with this node's launcher options, ``node_placement``; None outside the step), ``master_addr``
+    (the head's address the workers reach, as given), ``api_url``
+    (the server's API as the head reaches it: a wildcard or empty host is 127.0.0.1), ``debug_on`` and ``debug_env``
+    (the diagnostic environment, only for the step ``debug_step`` names: a second clean run keeps the setting of the
+    step it repeats, ``debug_as``) and the head's ``requests`` (``step_requests``; none on another node). Raises
+    CommandError for a placement that cannot be built."""
+    step = step or {}
+    nodes = [str(n) for n in step.get("nodes") or []]
+    in_step = str(node) in nodes
+    rank = nodes.index(str(node)) if in_step else -1
+    debug_on = bool(debug) and debug_step == step.get("debug_as", step.get("name"))
+    env = dict(DEBUG_ENV, **({"VLLM_TRACE_FUNCTION": "1"} if trace_function else {})) if debug_on else {}
+    argv = None
+    if in_step:
+        placement = _command.node_placement(len(nodes), rank, master_addr or None,
+                                            master_port=None if master_port in (None, "") else master_port)
+        argv = _command.apply_options([str(a) for a in step.get("argv") or []], args=placement)
+    host = step.get("host")
+    api_url = "http://%s:%s" % ("127.0.0.1" if host in ("0.0.0.0", "", None) else host, step.get("port"))
+    return {"in_step": in_step, "is_head": in_step and rank == 0, "rank": rank, "argv": argv,
+            "master_addr": master_addr or None, "api_url": api_url, "debug_on": debug_on, "debug_env": env,
+            "requests": step_requests(step) if in_step and rank == 0 else []}
+
+
 def one_variable_gate(step, diff, case_id=None):
     """May this step start? A step that must change only its one variable (``enforce_one_variable``: a ladder layer
     against the last good run) is refused when the record diff against that run (``record_diff``'s answer) finds

@@ -89,3 +89,29 @@ def test_job_exit_at_the_boundary_fails_on_violations_unless_it_only_records():
     assert not only["fails"] and only["lines"] == [
         "exit | record only (repro_vllm_record_only): the job does not fail on 2 compatibility violation(s)"]
     assert not ladder.job_exit(None, {"repro_vllm_record_only": None})["fails"]
+
+
+def test_the_gate_builds_the_identity_and_its_diff_as_the_real_layer_run_recorded_them():
+    from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.ladder.test__ladder import LAYER_CASE, _layer
+    from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.ladder.test__ladder import _run as _run_id
+    good = _run_id("run-003", identity=True)
+    step = _layer("long_context", good)
+    changes = load(os.path.join(LAYER_CASE, "run-004", "changes.json"))
+    hosts = changes["current"]["hosts"]
+    gate = ladder.one_variable_gate(dict(step, request=dict(step["request"], repeat=3)),
+                                    [hosts[n] for n in step["nodes"]], case_id="cpu-layer")
+    # the identity (the request without its repeat) and the diff against the last good run, as changes.json holds them
+    assert gate["identity"] == changes["current"] and gate["diff"] == changes["diff"]
+    assert (gate["refused"], gate["attempt"], gate["line"]) == (False, None, None)
+    # against the minimal run (run-002) prefix caching differs too: refused, naming the run it compares with
+    minimal = load(os.path.join(LAYER_CASE, "run-002", "changes.json"))["current"]
+    refused = ladder.one_variable_gate(dict(step, previous={"run": "run-002", "identity": minimal}),
+                                       [hosts[n] for n in step["nodes"]], case_id="cpu-layer")
+    assert refused["refused"] is True and refused["diff"]["previous_run"] == "run-002"
+    assert refused["attempt"]["summary"] == refused["line"] and refused["attempt"]["diff"] == refused["diff"]
+    assert refused["line"].startswith("refused: long_context would differ from the last good run run-002")
+    # the first run of a case: nothing to compare, never refused
+    first = ladder.one_variable_gate(dict(step, previous=None), [hosts[n] for n in step["nodes"]])
+    assert first["diff"]["baseline"] is True and first["refused"] is False
+    with pytest.raises(AnsibleFilterError, match="one_variable_gate: the input"):
+        ladder.one_variable_gate("long_context", [])

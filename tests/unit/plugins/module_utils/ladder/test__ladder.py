@@ -341,3 +341,56 @@ def test_the_minimal_plan_needs_a_model_or_a_production_command():
         _ladder.minimal_plan(["node01"], "")
     with pytest.raises(_ladder.LadderError, match="trust_remote_code setting is 'maybe'"):
         _ladder.minimal_plan(["node01"], "/m", model="/m", trust_remote_code="maybe")
+
+
+def test_node_plan_places_each_node_of_the_real_steps_and_keeps_the_debug_setting_to_its_step():
+    step = _minimal()
+    head = _ladder.node_plan(step, "localhost")
+    # one node: the step's own command, no launcher options, the API the head reaches
+    assert head == {"in_step": True, "is_head": True, "rank": 0, "argv": step["argv"], "master_addr": None,
+                    "api_url": "http://127.0.0.1:8473", "debug_on": False, "debug_env": {},
+                    "requests": _ladder.step_requests(step)}
+    outside = _ladder.node_plan(step, "node09", debug=True, debug_step="minimal")
+    assert (outside["in_step"], outside["is_head"], outside["rank"], outside["argv"]) == (False, False, -1, None)
+    # the debug environment is the step's own (debug_as: a second clean run keeps the setting of the step it repeats)
+    assert outside["debug_on"] is True and outside["debug_env"] == {
+        "VLLM_LOGGING_LEVEL": "DEBUG", "CUDA_LAUNCH_BLOCKING": "1", "NCCL_DEBUG": "TRACE"}
+    traced = _ladder.node_plan(dict(step, name="repeat", debug_as="minimal"), "localhost", debug=True,
+                               debug_step="minimal", trace_function=True)
+    assert traced["debug_on"] is True and traced["debug_env"]["VLLM_TRACE_FUNCTION"] == "1"
+    assert list(traced["debug_env"]) == ["VLLM_LOGGING_LEVEL", "CUDA_LAUNCH_BLOCKING", "NCCL_DEBUG",
+                                         "VLLM_TRACE_FUNCTION"]
+    assert _ladder.node_plan(step, "localhost", debug=True, debug_step="long_context")["debug_env"] == {}
+    assert _ladder.node_plan(step, "localhost", debug=False, debug_step="minimal", trace_function=True)["debug_on"] is False
+    # two nodes: the head and a --headless worker, each with vLLM's launcher options; a wildcard host is 127.0.0.1
+    two = dict(step, nodes=["node01", "node02"], host="0.0.0.0")
+    worker = _ladder.node_plan(two, "node02", master_addr="10.0.0.11", master_port="29500")
+    assert (worker["rank"], worker["is_head"], worker["api_url"]) == (1, False, "http://127.0.0.1:8473")
+    assert worker["argv"] == step["argv"] + ["--nnodes", "2", "--node-rank", "1", "--master-addr", "10.0.0.11",
+                                             "--master-port", "29500", "--headless"]
+    assert _ladder.node_plan(two, "node01", master_addr="10.0.0.11", master_port="")["argv"][-2:] == [
+        "--master-addr", "10.0.0.11"]
+    assert _ladder.node_plan(dict(step, host=None), "localhost")["api_url"] == "http://127.0.0.1:8473"
+    assert _ladder.node_plan(dict(step, host="10.1.2.3"), "localhost")["api_url"] == "http://10.1.2.3:8473"
+    with pytest.raises(_ladder._command.CommandError, match="needs the head's address"):
+        _ladder.node_plan(two, "node02")
+
+
+def test_the_head_sends_the_fixed_request_then_the_probes_then_the_further_requests():
+    request = {"route": "/v1/completions", "body": {"prompt": "x"}, "timeout": 30, "concurrency": 4, "repeat": 2,
+               "base_url": None, "extra": [{"label": "chat", "route": "/v1/chat/completions"}]}
+    step = dict(_minimal(), request=request, via_gateway=True,
+                probes=[{"label": "no-key", "send_key": "false"}, {"label": "direct", "base_url": "http://10.0.0.5:8000"}])
+    sent = _ladder.step_requests(step)
+    assert [(r["label"], r["send_key"] if "send_key" in r else None) for r in sent] == [
+        ("request", True), ("no-key", False), ("direct", True), ("chat", None)]
+    assert sent[0] == dict(request, label="request", send_key=True)
+    assert sent[1]["base_url"] is None and sent[2]["base_url"] == "http://10.0.0.5:8000"
+    # a further request runs once, one at a time, with its own route over the step's request
+    assert sent[3] == dict(request, concurrency=1, repeat=1, label="chat", route="/v1/chat/completions")
+    # only the head sends them; the prefix-caching check sends its own sequence
+    assert _ladder.node_plan(step, "localhost")["requests"] == sent
+    assert _ladder.node_plan(dict(step, nodes=["node01", "localhost"]), "localhost", master_addr="h")["requests"] == []
+    assert _ladder.step_requests(dict(step, checks=["prefix_cache"])) == []
+    plain = _ladder.step_requests(_minimal())
+    assert len(plain) == 1 and plain[0]["send_key"] is False and plain[0]["label"] == "request"
