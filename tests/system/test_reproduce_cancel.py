@@ -425,11 +425,15 @@ def test_an_awx_cancel_leaves_no_server(real_vllm, tmp_path, monkeypatch):
                                 quiet=True, event_handler=on_event, cancel_callback=lambda: bool(ready))
     assert runner.status == "canceled" and ready, runner.status
     assert _gone_within(port, 40) == [], "the server outlived the cancelled job:\n" + _diagnose(tmp_path, port)
-    # gone within 40 s of a 600 s lease: only the heartbeat ended it, and the server's supervisor stopped it and says
-    # why. (On the 2-core CI the record was missing when a parallel play's sweep took the stop over, and the server
-    # outlived the job when a worker of the killed play - its own process group - renewed the lease afterwards.)
+    # gone within 40 s of a 600 s lease. Who stopped it: the heartbeat ended the lease and the supervisor stopped the
+    # server and says why (its record) - or, when the cancel came while the play's own stop task ran, that task: an
+    # ansible-core worker is a process group of its own, the cancel's SIGKILL does not reach it, and it finishes the
+    # stop (the state file says stopped). On the 2-core CI the first record was missing when a parallel play's sweep
+    # took the stop over, and the server outlived the job when such a surviving worker renewed the lease afterwards.
     records = _expired_records(tmp_path, timeout=30)
-    assert len(records) == 1 and records[0]["reason"].startswith("the play's controller process "), records
+    state = json.loads(next((tmp_path / "remote").rglob("vllm_server.state.json")).read_text())
+    assert (len(records) == 1 and records[0]["reason"].startswith("the play's controller process ")) or (
+        not records and state.get("stopped") is True), (records, state)
 
 
 SSH_PLAY = """
