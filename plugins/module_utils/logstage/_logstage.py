@@ -49,7 +49,7 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rule
     KV_CACHE_EMPTY_RX, ORIGINAL_ERROR_KEY,
     ACCESS_5XX_RX, ANSWER_STAGES, AT_DEBUG, AT_INFO, AT_LEAST, AT_LEAST_OR_UNKNOWN, AT_WARNING, BASIS_FRAMES,
     BASIS_INFERRED, BASIS_MARKERS, BASIS_MESSAGE, CAUSE_CLASSES, CAUSES, CLASS_DEFAULT_STAGE, CLASS_FLOOR,
-    CLASS_KEYWORDS, CLIENT_ERROR, CONF_HIGH, CONF_LOW, CONF_MEDIUM, CONSEQUENCE, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY,
+    CLASS_KEYWORDS, CONF_HIGH, CONF_LOW, CONF_MEDIUM, CONSEQUENCE, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY,
     FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, GENERIC, HANG_HINT, HEADER, LEVEL_WORD_RX,
     MARKERS, READY, SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES,
     UNKNOWN_MISSING, USUAL_STAGE_LOW, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE,
@@ -129,7 +129,7 @@ class Marker(object):
 
 
 _SIGS = tuple(Signature(i, *row) for i, row in enumerate(SIGNATURES))
-_KIND_ORDER = {CLIENT_ERROR: 0, CONSEQUENCE: 1, WEAK_CONSEQUENCE: 1, VICTIM: 2, HEADER: 3, FAILURE: 4, HANG_HINT: 5,
+_KIND_ORDER = {CONSEQUENCE: 1, WEAK_CONSEQUENCE: 1, VICTIM: 2, HEADER: 3, FAILURE: 4, HANG_HINT: 5,
                WARNING_HINT: 6}
 _LEVEL_FLAG = {LEVEL_WARNING: AT_WARNING, LEVEL_INFO: AT_INFO, LEVEL_DEBUG: AT_DEBUG}
 # match_signature's levels: the names above, or the letters E, W, I, D
@@ -602,7 +602,7 @@ class _Scan(object):
         if cls == "other" and self.kv_empty and kind in (FAILURE, ERROR_LINE, HEADER):
             # the KV cache was sized to nothing just before: the error of no class is the GPU memory's
             cls = "oom"
-        if kind in (FAILURE, ERROR_LINE) and cls == "other" and stage == "config" and (
+        if kind == ERROR_LINE and cls == "other" and stage == "config" and (  # a row's own class stands (round 10)
                 basis != BASIS_INFERRED or (message_stage(text) or (None, None))[1] == "config_error"):
             cls = "config_error"
         if self.until is not None and (origin or lineno) > self.until:
@@ -665,8 +665,6 @@ class _Scan(object):
     def _sig_candidate(self, sig, line, lineno, text, context=None, frames=None, rec_key=None, kind=None, hint=None):
         if sig.kind in (HANG_HINT, WARNING_HINT):
             self._hint(sig, line, lineno)
-            return
-        if sig.kind == CLIENT_ERROR:
             return
         placed = self._stage_for(sig.placement, sig.stage, sig.cls, frames, _method_stage(text),
                                  hint if hint is not None else _text_hint(text, line.rec), sig.usual_conf)
@@ -854,8 +852,6 @@ class _Scan(object):
                             chosen_generic = (s, text, ln)
                     elif chosen is None:
                         chosen = (s, text, ln)
-                elif s.kind == CLIENT_ERROR:
-                    return
         pick = chosen or chosen_generic
         proc = tb.proc
         named = _method_stage(tb.header[1]) if tb.header is not None else None
