@@ -424,6 +424,14 @@ SIGNATURES = (
      "the Hugging Face token is missing or wrong"),
     (FAILURE, "RepositoryNotFoundError", None, "missing_file", WHERE_OR, "config", (),
      "the model path does not exist and is not a Hub repository"),
+    # huggingface_hub's hf_raise_for_status: a 404 for a file of a Hub repository (the HTTPError its EntryNotFoundError
+    # chains, printed alone by older transformers)
+    (FAILURE, "404 Client Error", r"404 Client Error.*huggingface\.co/", "missing_file", WHERE_OR, "config", (),
+     "the file is not in the Hub repository (name, revision or subfolder)"),
+    # transformers' PretrainedConfig._get_config_dict: the config file is not JSON (a GGUF or other file given as
+    # the model's directory); vLLM reads the config while the engine's config is built
+    (FAILURE, "is not a valid JSON file", r"config file at .* is not a valid JSON file", "other", WHERE_OR, "config", (),
+     "the model path holds no readable config.json (for a GGUF file pass --tokenizer and the file itself)"),
     (FAILURE, "LocalEntryNotFoundError", None, "missing_file", WHERE_OR, "config", (),
      "the model files are not in the local cache and the Hub cannot be used"),
     (FAILURE, "HFValidationError", None, "missing_file", WHERE_OR, "config", (),
@@ -553,6 +561,13 @@ SIGNATURES = (
     (FAILURE, "Unsupported quantization config found", None, "config_error", FIXED, "weight_loading", (), None),
     (FAILURE, "param_data.shape == loaded_weight.shape", None, "config_error", FIXED, "weight_loading", (),
      "checkpoint shapes do not fit this model or TP size"),
+    # the linear layers' and parameters' weight_loader shape assertion (layers/linear.py ReplicatedLinear and
+    # model_executor/parameter.py, 0.5 -> current: "Tried to load weights of size {}to a parameter of size {}")
+    (FAILURE, "Tried to load weights of size", None, "config_error", FIXED, "weight_loading", (),
+     "checkpoint shapes do not fit this model or TP size"),
+    # the GGUF loader maps the file's tensor names to the model's (model_loader/gguf_loader.py _get_gguf_weights_map,
+    # 0.10 -> current): a GGUF whose tensors the model class cannot take
+    (FAILURE, "Failed to map GGUF parameters", None, "other", FIXED, "weight_loading", (), None),
     # model_loader/weight_utils.py default_weight_loader: "Attempted to load weight ({}) into parameter ({})"
     (FAILURE, "Attempted to load weight", None, "config_error", FIXED, "weight_loading", (),
      "checkpoint shapes do not fit this model or TP size"),
@@ -576,6 +591,9 @@ SIGNATURES = (
      "other", FIXED, "engine_init", (), None),
     (FAILURE, "VLLM_USE_MEGA_AOT_ARTIFACT is enabled but PyTorch version does not support", None,
      "config_error", FIXED, "engine_init", (), None),
+    # the CUDA runtime's stream-capture errors (cudaErrorStreamCaptureUnsupported, ...Invalidated, ...Merge, ...) come
+    # only from a stream being captured: vLLM captures its CUDA graphs at start-up only (as the line below)
+    (FAILURE, "cudaErrorStreamCapture", None, "cuda_error", FIXED, "engine_init", (), None),
     (FAILURE, "operation not permitted when stream is capturing", None, "cuda_error", FIXED, "engine_init", (),
      "a non-capturable operation inside a CUDA graph; --enforce-eager isolates it"),
     (FAILURE, "operation failed due to a previous error during capture", None, "cuda_error", FIXED, "engine_init", (), None),
@@ -686,6 +704,9 @@ SIGNATURES = (
     # the LoRA adapter's rank against --max-lora-rank: lora/worker_manager.py _load_lora (0.3 -> 0.6) and
     # lora/peft_helper.py PEFTHelper.validate_legal (0.7 -> current), run when an adapter is loaded - for the request
     # that names it (V0 and V1 _apply_adapters), or at start for --lora-modules (V1): the log's stage, else request
+    # a LoRA weight name the adapter loader cannot place (lora/utils.py parse_fine_tuned_lora_name, 0.3 -> current),
+    # raised while an adapter is loaded: as the rank check
+    (FAILURE, "is unsupported LoRA weight", None, "other", WHERE_OR, "request", (), None),
     (FAILURE, "is greater than max_lora_rank", r"LoRA rank \d+ is greater than max_lora_rank \d+", "config_error",
      WHERE_OR, "request", (), "raise --max-lora-rank to the adapter's rank"),
     # SchedulerConfig._verify_args (vllm/config.py 0.4-0.10, config/scheduler.py): raised as the config is built

@@ -98,3 +98,31 @@ def test_the_lora_rank_check_after_start_up_markers_takes_the_logs_stage():
 ])
 def test_the_hubs_access_refusal_is_class_other_not_a_config_error(line):
     assert _ans(line + "\n")[1] == "other"
+
+
+@pytest.mark.parametrize("line,expected", [
+    # layers/linear.py weight_loader's shape assertion: the weight-loader family (config_error, weight_loading)
+    ("AssertionError: Tried to load weights of size torch.Size([512, 64])to a parameter of size torch.Size([64, 512])",
+     ("weight_loading", "config_error", "high")),
+    # model_loader/gguf_loader.py _get_gguf_weights_map
+    ("RuntimeError: Failed to map GGUF parameters (2): ['model.layers.0.mlp.experts.w1', 'lm_head.bias']",
+     ("weight_loading", "other", "high")),
+    # the CUDA runtime's stream-capture errors: vLLM captures CUDA graphs at start-up only
+    ("RuntimeError: CUDA error: operation not permitted. Search for `cudaErrorStreamCaptureInvalidated' in the docs",
+     ("engine_init", "cuda_error", "high")),
+    # huggingface_hub: a 404 for a Hub file
+    ("requests.exceptions.HTTPError: 404 Client Error: Not Found for url: https://huggingface.co/o/m/resolve/main/"
+     "config.json", ("config", "missing_file", "medium")),
+    # transformers' config loader: not JSON
+    ("OSError: It looks like the config file at '/models/m/model.gguf' is not a valid JSON file.",
+     ("config", "other", "medium")),
+    # lora/utils.py parse_fine_tuned_lora_name, while an adapter is loaded
+    ("ValueError: base_model.model.foo.weight is unsupported LoRA weight", ("request", "other", "medium")),
+])
+def test_messages_with_a_row_since_round_ten(line, expected):
+    assert _ans(line + "\n")[:3] == expected
+
+
+def test_a_404_of_another_host_is_not_the_hubs():
+    assert _ans("requests.exceptions.HTTPError: 404 Client Error: Not Found for url: http://10.0.0.1:8000/v1/x\n")[1] \
+        != "missing_file"
