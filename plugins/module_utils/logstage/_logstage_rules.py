@@ -244,6 +244,9 @@ SIGNATURES = (
     (FAILURE, "nvidia-container-cli", r"nvidia-container-cli: \w+ error",
      "other", FIXED, "environment", (AT_WARNING,),
      "NVIDIA container runtime error"),
+    # buildah (podman build) resolves --device as a host path (pkg/parse DeviceFromPath): a CDI name such as
+    # nvidia.com/gpu=all that is no path, or a device node the host lacks
+    (FAILURE, "getting info of source device", None, "container_error", FIXED, "environment", (), None),
     (FAILURE, "could not select device driver", None, "container_error", FIXED, "environment", (AT_WARNING,),
      "the NVIDIA container runtime is not configured for this engine"),
     # --- container runtimes and orchestrators (issue 35): the server's container never ran -----------------------
@@ -485,6 +488,11 @@ SIGNATURES = (
      "distributed_init", (), "the CPU worker could not create its shared memory in /dev/shm: too small or full "
      "(--shm-size or --ipc=host)"),
     (FAILURE, "Cannot provide a placement group", None, "config_error", FIXED, "cuda_init", (), None),
+    # Ray's autoscaler: no node type can take a resource demand (a bundle pinned to a node IP, more GPUs than the
+    # cluster has) - vLLM's troubleshooting page names it for the workers' placement group (initialize_ray_cluster:
+    # placing the workers, cuda_init as above); any Ray task can print it, so low without markers (USUAL_STAGE_LOW)
+    (FAILURE, "No available node types can fulfill resource request", None, "other", WHERE_OR, "cuda_init", (AT_WARNING,),
+     "Ray cannot place the workers: check that vLLM and Ray use the same node IP (VLLM_HOST_IP) and the GPUs Ray sees"),
     # Ray placement of the workers (vllm/executor/ray_utils.py initialize_ray_cluster; vllm/engine/ray_utils.py
     # initialize_cluster before 0.4): the cluster cannot give the GPUs asked for
     (FAILURE, "The number of required GPUs exceeds the total number of available GPUs in the placement group", None,
@@ -780,7 +788,7 @@ SIGNATURES = (
 # (distributed init), a Hugging Face download (config, weights), a client going away (request).  A refused request
 # (a 400) is the request stage's, but a client's quote of it proves nothing of the server (round 10).
 USUAL_STAGE_LOW = frozenset(("cannot open shared object file", "undefined symbol", "peer", "maximum context length is",
-                             "Error code: 400"))
+                             "Error code: 400", "No available node types can fulfill resource request"))
 
 # --------------------------------------------------------------------------------------------------------------
 # stage markers: (stage, role, format, key, regex or None)

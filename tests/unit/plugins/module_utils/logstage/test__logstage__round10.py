@@ -126,3 +126,15 @@ def test_messages_with_a_row_since_round_ten(line, expected):
 def test_a_404_of_another_host_is_not_the_hubs():
     assert _ans("requests.exceptions.HTTPError: 404 Client Error: Not Found for url: http://10.0.0.1:8000/v1/x\n")[1] \
         != "missing_file"
+
+
+def test_rays_infeasible_demand_is_the_workers_placement_at_low_confidence():
+    text = ("(autoscaler +2m3s) Error: No available node types can fulfill resource request {'node:10.0.0.9': 0.001, "
+            "'GPU': 1.0}. Add suitable node types to this cluster to resolve this issue.\n")
+    assert _ans(text)[:3] == ("cuda_init", "other", "low")
+
+
+def test_podman_builds_device_lookup_is_a_container_runtime_refusal():
+    text = ("Error: creating build executor: getting info of source device /dev/nvidia9: stat /dev/nvidia9: "
+            "no such file or directory\n")
+    assert _ans(text)[:2] == ("environment", "container_error")
