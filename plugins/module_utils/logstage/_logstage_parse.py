@@ -92,10 +92,13 @@ TB_START = "Traceback (most recent call last)"
 # "File ~/env/lib/python3.9/site-packages/vllm/entrypoints/llm.py:123, in LLM.__init__(self, model, ...)" with
 # numbered source lines and an arrow on the current one, the exception line last
 IPY_TB_RX = re.compile(r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)\s*$")
-IPY_FRAME_RX = re.compile(r"^\s*File \[?(?P<path>[^\s\[\]]+?\.py):\d+(?:\]\([^)]*\))?, in (?:[\w<>]+\.)*(?P<func>[\w<>]+)\(")
+# IPython 7 (Colab) writes a frame as "/path/x.py in func(...)", Colab as a link "[/path/x.py](https://...) in func(...)"
+IPY_FRAME_RX = re.compile(r"^\s*(?:File )?\[?(?P<path>[^\s\[\]]+?\.py)(?::\d+)?(?:\]\([^)]*\))?,? in (?:[\w<>]+\.)*"
+                          r"(?P<func>[\w<>]+)\(")
 IPY_SOURCE_RX = re.compile(r"^(?:-*>\s*)?(?:\d+|\[\d+\]\([^)]*\))\s|^Cell In\s*\[\d+\], line \d+|^\(\.\.\.\)$|"
-                           r"\.ipynb\]\([^)]*\) Cell \d+ line \d+")
-CODE_STARTS = ('File "', "File &quot;", "File ~/", "raise ", "^^^", "~~~")  # &quot;: from HTML; ~/: IPython's frame
+                           r"\.ipynb\]\([^)]*\) Cell \d+ line \d+|^\[?<ipython-input-[\w-]+>(?:\]\([^)]*\))? in ")
+CODE_STARTS = ('File "', "File &quot;", "File ~/", "File [", "[/", "raise ", "^^^", "~~~")  # &quot;: HTML; the others:
+# IPython's frames (~/ abbreviated, [ a VS Code / Jupyter link, [/ Colab's link)
 CHAIN = ("The above exception was the direct cause", "During handling of the above exception")
 
 MONTHS = {"Jan": 1, "Feb": 2, "Mar": 3, "Apr": 4, "May": 5, "Jun": 6, "Jul": 7, "Aug": 8, "Sep": 9, "Oct": 10,
@@ -372,7 +375,7 @@ def frame_line(stripped):
     if "&quot;" in stripped:
         stripped = stripped.replace("&quot;", '"')
     if '", line ' not in stripped:
-        return IPY_FRAME_RX.match(stripped) if stripped.startswith("File ") else None
+        return IPY_FRAME_RX.match(stripped) if stripped.startswith(("File ", "[/", "/")) else None
     return FRAME_RX.match(stripped)
 
 

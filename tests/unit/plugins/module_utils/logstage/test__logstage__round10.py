@@ -138,3 +138,43 @@ def test_podman_builds_device_lookup_is_a_container_runtime_refusal():
     text = ("Error: creating build executor: getting info of source device /dev/nvidia9: stat /dev/nvidia9: "
             "no such file or directory\n")
     assert _ans(text)[:2] == ("environment", "container_error")
+
+
+COLAB = VL.replace("/opt/venv/lib/python3.12/site-packages", "/usr/local/lib/python3.11/dist-packages")
+COLAB_TB = [
+    "---------------------------------------------------------------------------",
+    "ValueError                                Traceback (most recent call last)",
+    "[<ipython-input-3-0a1b2c>](https://localhost:8080/#) in <cell line: 0>()",
+    '----> 1 llm = LLM(model="m")',
+    "",
+    "[%s/entrypoints/llm.py](https://localhost:8080/#) in __init__(self, model, **kwargs)" % COLAB,
+    "    242         self.llm_engine = LLMEngine.from_engine_args(",
+    "--> 243             engine_args=engine_args, usage_context=UsageContext.LLM_CLASS)",
+    "",
+    "[%s/model_executor/model_loader/loader.py](https://localhost:8080/#) in load_model(self, vllm_config)" % COLAB,
+    "--> 401         model = _initialize_model(vllm_config=vllm_config)",
+    "",
+    "ValueError: something broke",
+]
+
+
+def test_a_colab_traceback_is_read_by_its_link_frames():
+    # IPython 7's ultratb as Colab renders it: "[/path/x.py](https://localhost:8080/#) in func(...)", the cell as
+    # "[<ipython-input-N-hash>](...) in <cell line: 0>()" (the known limit of round 9)
+    ans = classify_text("\n".join(COLAB_TB) + "\n")
+    assert (ans["stage"], ans["stage_basis"]) == ("weight_loading", "frames")
+
+
+def test_a_colab_traceback_cut_before_its_header_is_read_by_its_frames():
+    ans = classify_text("\n".join(COLAB_TB[5:]) + "\n")
+    assert (ans["stage"], ans["stage_basis"], ans["first_error"]["lineno"]) == ("weight_loading", "frames", 8)
+
+
+def test_a_jupyter_link_frame_opens_a_traceback_cut_before_its_header():
+    # JupyterLab / VS Code: "File [/path/x.py:N](link), in Class.func(...)" as the paste's first line
+    text = ("File [%s/worker/model_runner.py:1021](https://host/lab/tree/x.py#line=1020), in "
+            "GPUModelRunnerBase.load_model(self)\n" % VL +
+            "   1020 with DeviceMemoryProfiler() as m:\n"
+            "-> 1021     self.model = get_model(vllm_config=self.vllm_config)\n\n"
+            "ValueError: something broke\n")
+    assert classify_text(text)["stage"] == "weight_loading"
