@@ -927,7 +927,7 @@ class _Scan(object):
             text = ORPHAN_ANSI_RX.sub("", text)
         line = Line()
         c0 = text[:1]
-        if c0.isdigit() or c0 in MONTH_INITIALS or c0 in " [" or "|" in text[:80] or "]: " in text[:120]:
+        if c0.isdigit() or c0 in MONTH_INITIALS or c0 in " [\u2502" or "|" in text[:80] or "]: " in text[:120]:
             text = strip_wrappers(text, line)
         elif "[repeated " in text:
             text = RAY_REPEAT_RX.sub("", text)

@@ -37,7 +37,7 @@ JOURNAL_RX = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\S* [\w.-]+ [\w.@/-]+\[\d+\]:(?: |$))")
 JOURNAL_ANY_RX = re.compile(r"^\S{1,6} ?[ \d]?\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]+\[\d+\]: ")
 # a CI log viewer's copied column (Buildkite: "  | ") and its bracketed RFC 3339 stamp ("[2024-09-05T00:38:34Z] ")
-CI_COLUMN_RX = re.compile(r"^ {0,4}\| ?")
+CI_COLUMN_RX = re.compile(r"^ {0,4}[|\u2502] ?")  # also k9s's border (U+2502 at both ends of a line)
 BRACKET_RFC3339_RX = re.compile(r"^\[(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)((?:[.,]\d+)?)(Z|[+-]\d\d:?\d\d)?\] ")
 COMPOSE_RX = re.compile(r"^([A-Za-z0-9][\w.-]*)\s+\| ?")
 # a log viewer's copied line numbers (Buildkite's and GitHub Actions' raw views: "3597<TAB>...")
@@ -226,10 +226,10 @@ def strip_wrappers(text, line):
                     line.outer_src = "rfc3339" + (m.group(8) or "")[:1]
                 text = text[m.end():]
                 changed = True
-        if not changed and "|" in text[:6]:
+        if not changed and ("|" in text[:6] or "\u2502" in text[:6]):
             m = CI_COLUMN_RX.match(text)
             if m:
-                text = text[m.end():]
+                text = text[m.end():].rstrip(" \u2502")
                 changed = True
         if not changed and "|" in text[:80]:
             m = COMPOSE_RX.match(text)
