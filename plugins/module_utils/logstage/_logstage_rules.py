@@ -92,13 +92,11 @@ CONFIDENCES = (CONF_HIGH, CONF_MEDIUM, CONF_LOW)
 SIGNATURES = (
     # --- a request the server refused (issue 35, round 10: the corpus's vocabulary places a rejected request at
     # request): the request checks' answer (serving_engine.py _validate_input: "This model's maximum context length
-    # is ...", 0.2 -> current), as the server logs it in its "Error in preprocessing" record or a client quotes it, and
-    # the openai client's exception for a 400 answer.  Never a root cause beside a failure of the server (a
-    # consequence: it stands in only when nothing else is there), low without markers (USUAL_STAGE_LOW)
+    # is ...", 0.2 -> current), as the server logs it in its "Error in preprocessing" record or a client quotes it (a
+    # client library's own report of a 4xx is placed by STAGE_WORDS).  Never a root cause beside a failure of the
+    # server (a consequence: it stands in only when nothing else is there), low without markers (USUAL_STAGE_LOW)
     (CONSEQUENCE, "maximum context length is", None, "other", WHERE_OR, "request", (AT_WARNING,),
      "the server refused a request longer than the model's context (a 400): shorten it or raise --max-model-len"),
-    (CONSEQUENCE, "Error code: 400", r"BadRequestError: Error code: 400\b", "other", WHERE_OR, "request", (),
-     "the server refused the request (a 400): its message says which check"),
     # --- consequences: wrappers that report an earlier failure ---------------------------------------------
     # v1/engine/utils.py wait_for_engine_startup (core_client.py before 0.9) raises it when an engine core process
     # exits before its READY handshake: the engine never ran (as WorkerProc initialization failed, below)
@@ -788,7 +786,7 @@ SIGNATURES = (
 # (distributed init), a Hugging Face download (config, weights), a client going away (request).  A refused request
 # (a 400) is the request stage's, but a client's quote of it proves nothing of the server (round 10).
 USUAL_STAGE_LOW = frozenset(("cannot open shared object file", "undefined symbol", "peer", "maximum context length is",
-                             "Error code: 400", "No available node types can fulfill resource request"))
+                             "No available node types can fulfill resource request"))
 
 # --------------------------------------------------------------------------------------------------------------
 # stage markers: (stage, role, format, key, regex or None)
