@@ -182,10 +182,10 @@ def test_a_jupyter_link_frame_opens_a_traceback_cut_before_its_header():
 
 def test_a_k9s_border_is_unwrapped():
     # k9s's log view draws U+2502 at both ends of every line (the known limit of round 9)
-    bar = "\u2502"
-    text = (bar + " INFO:     Application startup complete.             " + bar + "\n" +
-            bar + " ERROR 09-27 06:46:46 engine.py:157] RuntimeError: CUDA error: an illegal memory access was "
-            "encountered      " + bar + "\n")
+    border = "\u2502"
+    text = (border + " INFO:     Application startup complete.             " + border + "\n" +
+            border + " ERROR 09-27 06:46:46 engine.py:157] RuntimeError: CUDA error: an illegal memory access was "
+            "encountered      " + border + "\n")
     ans = classify_text(text)
     assert (ans["stage"], ans["error_class"]) == ("request", "illegal_memory_access")
     assert ans["first_error"]["lineno"] == 2
