@@ -393,6 +393,7 @@ class _Scan(object):
         self.pid2proc = {}
         self.rec_cand = {}
         self.proc_hdr = None
+        self.proc_hdr_at = -1            # the line of multiprocessing's "Process X:" (its traceback's record starts there)
         self.code_run = (None, 0)        # ((stream, lineno) of the last code line outside a traceback, its run's first)
         self.comms = {}                  # (pid, NCCL comm pointer) -> "started" | "complete" | "destroyed"
         self.no_recover = False          # the marker being read is a request answered with a server error
@@ -913,7 +914,8 @@ class _Scan(object):
             text = tb.context[0] if tb.context else "Traceback (cut before its exception)"
             # the weakest error there is: any other error of the log (a header that owns this traceback, a
             # wrapper, an error line) is taken before it
-            self._add(CUT_TRACEBACK, "other", placed, text, tb.lineno, tb.ts, tb.tkey, tb.tkey_own, proc,
+            first = tb.lineno - 1 if self.proc_hdr_at == tb.lineno - 1 else tb.lineno  # multiprocessing's header
+            self._add(CUT_TRACEBACK, "other", placed, text, first, tb.ts, tb.tkey, tb.tkey_own, proc,
                       tb.pid, None, tb.context, rec_key, origin=tb.lineno)
 
     # -- one line ---------------------------------------------------------------------------------------------
@@ -1019,7 +1021,7 @@ class _Scan(object):
         if line.fmt == FMT_RAW and stream == "":
             m = PROCESS_HDR_RX.match(stripped)
             if m:
-                self.proc_hdr = m.group(1)
+                self.proc_hdr, self.proc_hdr_at = m.group(1), lineno
                 return
         if line.fmt == FMT_UVICORN and '" 5' in body:
             m = _ACCESS_5XX_RX.search(body)

@@ -189,3 +189,19 @@ def test_a_k9s_border_is_unwrapped():
     ans = classify_text(text)
     assert (ans["stage"], ans["error_class"]) == ("request", "illegal_memory_access")
     assert ans["first_error"]["lineno"] == 2
+
+
+def test_a_cut_traceback_under_multiprocessings_header_starts_at_the_header():
+    # CPython multiprocessing BaseProcess._bootstrap: "Process %s:\n" to stderr, then traceback.print_exc(); a paste
+    # that ends inside the traceback reports the record from its header line
+    text = ("Process SpawnProcess-1:\n"
+            "Traceback (most recent call last):\n"
+            '  File "%s/engine/multiprocessing/engine.py", line 366, in run_mp_engine\n' % VL +
+            "    engine = MQLLMEngine.from_engine_args(engine_args=engine_args,\n"
+            '  File "%s/worker/worker.py", line 229, in determine_num_available_blocks\n' % VL +
+            "    self.model_runner.profile_run()\n")
+    ans = classify_text(text)
+    assert (ans["stage"], ans["first_error"]["lineno"]) == ("engine_init", 1)
+    # not when another line comes between them
+    ans = classify_text("Process SpawnProcess-1:\nsomething else\n" + text.split("\n", 1)[1])
+    assert ans["first_error"]["lineno"] == 3
