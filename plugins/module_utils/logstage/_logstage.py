@@ -49,7 +49,7 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rule
     KV_CACHE_EMPTY_RX, ORIGINAL_ERROR_KEY,
     ACCESS_5XX_RX, ANSWER_STAGES, AT_DEBUG, AT_INFO, AT_LEAST, AT_LEAST_OR_UNKNOWN, AT_WARNING, BASIS_FRAMES,
     BASIS_INFERRED, BASIS_MARKERS, BASIS_MESSAGE, CAUSE_CLASSES, CAUSES, CLASS_DEFAULT_STAGE, CLASS_FLOOR,
-    CLASS_KEYWORDS, CLIENT_ERROR, CONF_HIGH, CONF_LOW, CONF_MEDIUM, CONSEQUENCE, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY,
+    CLASS_KEYWORDS, CONF_HIGH, CONF_LOW, CONF_MEDIUM, CONSEQUENCE, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY,
     FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, GENERIC, HANG_HINT, HEADER, LEVEL_WORD_RX,
     MARKERS, READY, SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES,
     UNKNOWN_MISSING, USUAL_STAGE_LOW, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE,
@@ -129,7 +129,7 @@ class Marker(object):
 
 
 _SIGS = tuple(Signature(i, *row) for i, row in enumerate(SIGNATURES))
-_KIND_ORDER = {CLIENT_ERROR: 0, CONSEQUENCE: 1, WEAK_CONSEQUENCE: 1, VICTIM: 2, HEADER: 3, FAILURE: 4, HANG_HINT: 5,
+_KIND_ORDER = {CONSEQUENCE: 1, WEAK_CONSEQUENCE: 1, VICTIM: 2, HEADER: 3, FAILURE: 4, HANG_HINT: 5,
                WARNING_HINT: 6}
 _LEVEL_FLAG = {LEVEL_WARNING: AT_WARNING, LEVEL_INFO: AT_INFO, LEVEL_DEBUG: AT_DEBUG}
 # match_signature's levels: the names above, or the letters E, W, I, D
@@ -393,6 +393,7 @@ class _Scan(object):
         self.pid2proc = {}
         self.rec_cand = {}
         self.proc_hdr = None
+        self.proc_hdr_at = -1            # the line of multiprocessing's "Process X:" (its traceback's record starts there)
         self.code_run = (None, 0)        # ((stream, lineno) of the last code line outside a traceback, its run's first)
         self.comms = {}                  # (pid, NCCL comm pointer) -> "started" | "complete" | "destroyed"
         self.no_recover = False          # the marker being read is a request answered with a server error
@@ -602,7 +603,7 @@ class _Scan(object):
         if cls == "other" and self.kv_empty and kind in (FAILURE, ERROR_LINE, HEADER):
             # the KV cache was sized to nothing just before: the error of no class is the GPU memory's
             cls = "oom"
-        if kind in (FAILURE, ERROR_LINE) and cls == "other" and stage == "config" and (
+        if kind == ERROR_LINE and cls == "other" and stage == "config" and (  # a row's own class stands (round 10)
                 basis != BASIS_INFERRED or (message_stage(text) or (None, None))[1] == "config_error"):
             cls = "config_error"
         if self.until is not None and (origin or lineno) > self.until:
@@ -665,8 +666,6 @@ class _Scan(object):
     def _sig_candidate(self, sig, line, lineno, text, context=None, frames=None, rec_key=None, kind=None, hint=None):
         if sig.kind in (HANG_HINT, WARNING_HINT):
             self._hint(sig, line, lineno)
-            return
-        if sig.kind == CLIENT_ERROR:
             return
         placed = self._stage_for(sig.placement, sig.stage, sig.cls, frames, _method_stage(text),
                                  hint if hint is not None else _text_hint(text, line.rec), sig.usual_conf)
@@ -854,8 +853,6 @@ class _Scan(object):
                             chosen_generic = (s, text, ln)
                     elif chosen is None:
                         chosen = (s, text, ln)
-                elif s.kind == CLIENT_ERROR:
-                    return
         pick = chosen or chosen_generic
         proc = tb.proc
         named = _method_stage(tb.header[1]) if tb.header is not None else None
@@ -917,7 +914,8 @@ class _Scan(object):
             text = tb.context[0] if tb.context else "Traceback (cut before its exception)"
             # the weakest error there is: any other error of the log (a header that owns this traceback, a
             # wrapper, an error line) is taken before it
-            self._add(CUT_TRACEBACK, "other", placed, text, tb.lineno, tb.ts, tb.tkey, tb.tkey_own, proc,
+            first = tb.lineno - 1 if self.proc_hdr_at == tb.lineno - 1 else tb.lineno  # multiprocessing's header
+            self._add(CUT_TRACEBACK, "other", placed, text, first, tb.ts, tb.tkey, tb.tkey_own, proc,
                       tb.pid, None, tb.context, rec_key, origin=tb.lineno)
 
     # -- one line ---------------------------------------------------------------------------------------------
@@ -931,7 +929,7 @@ class _Scan(object):
             text = ORPHAN_ANSI_RX.sub("", text)
         line = Line()
         c0 = text[:1]
-        if c0.isdigit() or c0 in MONTH_INITIALS or c0 in " [" or "|" in text[:80] or "]: " in text[:120]:
+        if c0.isdigit() or c0 in MONTH_INITIALS or c0 in " [\u2502" or "|" in text[:80] or "]: " in text[:120]:
             text = strip_wrappers(text, line)
         elif "[repeated " in text:
             text = RAY_REPEAT_RX.sub("", text)
@@ -1023,7 +1021,7 @@ class _Scan(object):
         if line.fmt == FMT_RAW and stream == "":
             m = PROCESS_HDR_RX.match(stripped)
             if m:
-                self.proc_hdr = m.group(1)
+                self.proc_hdr, self.proc_hdr_at = m.group(1), lineno
                 return
         if line.fmt == FMT_UVICORN and '" 5' in body:
             m = _ACCESS_5XX_RX.search(body)

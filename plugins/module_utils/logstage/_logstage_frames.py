@@ -144,6 +144,12 @@ FRAMES = (
      "layers/quantization/*.py: QuantizationConfig.get_quant_method (0.4 -> current)"),
     ("get_scheme", "quantization/compressed_tensors", "weight_loading", "compressed_tensors.py: get_scheme (0.5 -> current)"),
     ("create_weights", "vllm/model_executor/layers", "weight_loading", "layers: the quant methods' create_weights, called by the layer's __init__"),
+    # the rotary embedding (round ten): RotaryEmbedding.__init__ computes its cos/sin cache (rotary_embedding.py 0.2 ->
+    # 0.10, rotary_embedding/base.py after), built by get_rope in the attention layers' __init__; nothing else calls them
+    ("_compute_cos_sin_cache", "vllm/model_executor/layers/rotary_embedding", "weight_loading",
+     "rotary_embedding: RotaryEmbedding.__init__ -> _compute_cos_sin_cache"),
+    ("_compute_inv_freq", "vllm/model_executor/layers/rotary_embedding", "weight_loading",
+     "rotary_embedding: _compute_cos_sin_cache -> _compute_inv_freq"),
     # engine_init: memory profiling, KV-cache sizing and allocation, compile/warm-up, CUDA graph capture
     ("determine_available_memory", "vllm", "engine_init", "vllm/v1/worker/gpu_worker.py: Worker.determine_available_memory"),
     ("determine_num_available_blocks", "vllm", "engine_init", "vllm/worker/worker.py (V0): determine_num_available_blocks"),

@@ -37,7 +37,7 @@ JOURNAL_RX = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\S* [\w.-]+ [\w.@/-]+\[\d+\]:(?: |$))")
 JOURNAL_ANY_RX = re.compile(r"^\S{1,6} ?[ \d]?\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]+\[\d+\]: ")
 # a CI log viewer's copied column (Buildkite: "  | ") and its bracketed RFC 3339 stamp ("[2024-09-05T00:38:34Z] ")
-CI_COLUMN_RX = re.compile(r"^ {0,4}\| ?")
+CI_COLUMN_RX = re.compile(r"^ {0,4}[|\u2502] ?")  # also k9s's border (U+2502 at both ends of a line)
 BRACKET_RFC3339_RX = re.compile(r"^\[(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)((?:[.,]\d+)?)(Z|[+-]\d\d:?\d\d)?\] ")
 COMPOSE_RX = re.compile(r"^([A-Za-z0-9][\w.-]*)\s+\| ?")
 # a log viewer's copied line numbers (Buildkite's and GitHub Actions' raw views: "3597<TAB>...")
@@ -92,10 +92,13 @@ TB_START = "Traceback (most recent call last)"
 # "File ~/env/lib/python3.9/site-packages/vllm/entrypoints/llm.py:123, in LLM.__init__(self, model, ...)" with
 # numbered source lines and an arrow on the current one, the exception line last
 IPY_TB_RX = re.compile(r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)\s*$")
-IPY_FRAME_RX = re.compile(r"^\s*File \[?(?P<path>[^\s\[\]]+?\.py):\d+(?:\]\([^)]*\))?, in (?:[\w<>]+\.)*(?P<func>[\w<>]+)\(")
+# IPython 7 (Colab) writes a frame as "/path/x.py in func(...)", Colab as a link "[/path/x.py](https://...) in func(...)"
+IPY_FRAME_RX = re.compile(r"^\s*(?:File )?\[?(?P<path>[^\s\[\]]+?\.py)(?::\d+)?(?:\]\([^)]*\))?,? in (?:[\w<>]+\.)*"
+                          r"(?P<func>[\w<>]+)\(")
 IPY_SOURCE_RX = re.compile(r"^(?:-*>\s*)?(?:\d+|\[\d+\]\([^)]*\))\s|^Cell In\s*\[\d+\], line \d+|^\(\.\.\.\)$|"
-                           r"\.ipynb\]\([^)]*\) Cell \d+ line \d+")
-CODE_STARTS = ('File "', "File &quot;", "File ~/", "raise ", "^^^", "~~~")  # &quot;: from HTML; ~/: IPython's frame
+                           r"\.ipynb\]\([^)]*\) Cell \d+ line \d+|^\[?<ipython-input-[\w-]+>(?:\]\([^)]*\))? in ")
+CODE_STARTS = ('File "', "File &quot;", "File ~/", "File [", "[/", "raise ", "^^^", "~~~")  # &quot;: HTML; the others:
+# IPython's frames (~/ abbreviated, [ a VS Code / Jupyter link, [/ Colab's link)
 CHAIN = ("The above exception was the direct cause", "During handling of the above exception")
 
 MONTHS = {"Jan": 1, "Feb": 2, "Mar": 3, "Apr": 4, "May": 5, "Jun": 6, "Jul": 7, "Aug": 8, "Sep": 9, "Oct": 10,
@@ -223,10 +226,10 @@ def strip_wrappers(text, line):
                     line.outer_src = "rfc3339" + (m.group(8) or "")[:1]
                 text = text[m.end():]
                 changed = True
-        if not changed and "|" in text[:6]:
+        if not changed and ("|" in text[:6] or "\u2502" in text[:6]):
             m = CI_COLUMN_RX.match(text)
             if m:
-                text = text[m.end():]
+                text = text[m.end():].rstrip(" \u2502")
                 changed = True
         if not changed and "|" in text[:80]:
             m = COMPOSE_RX.match(text)
@@ -372,7 +375,7 @@ def frame_line(stripped):
     if "&quot;" in stripped:
         stripped = stripped.replace("&quot;", '"')
     if '", line ' not in stripped:
-        return IPY_FRAME_RX.match(stripped) if stripped.startswith("File ") else None
+        return IPY_FRAME_RX.match(stripped) if stripped.startswith(("File ", "[/", "/")) else None
     return FRAME_RX.match(stripped)
 
 

