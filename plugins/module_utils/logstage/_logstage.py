@@ -393,7 +393,7 @@ class _Scan(object):
         self.pid2proc = {}
         self.rec_cand = {}
         self.proc_hdr = None
-        self.proc_hdr_at = -1            # the line of multiprocessing's "Process X:" (its traceback's record starts there)
+        self.proc_hdr_at = self.hdr_to = -1  # a record header's first and last line (PROCESS_HDR_RX: its traceback follows)
         self.code_run = (None, 0)        # ((stream, lineno) of the last code line outside a traceback, its run's first)
         self.comms = {}                  # (pid, NCCL comm pointer) -> "started" | "complete" | "destroyed"
         self.no_recover = False          # the marker being read is a request answered with a server error
@@ -914,7 +914,7 @@ class _Scan(object):
             text = tb.context[0] if tb.context else "Traceback (cut before its exception)"
             # the weakest error there is: any other error of the log (a header that owns this traceback, a
             # wrapper, an error line) is taken before it
-            first = tb.lineno - 1 if self.proc_hdr_at == tb.lineno - 1 else tb.lineno  # multiprocessing's header
+            first = self.proc_hdr_at if self.hdr_to == tb.lineno - 1 else tb.lineno  # a header right above
             self._add(CUT_TRACEBACK, "other", placed, text, first, tb.ts, tb.tkey, tb.tkey_own, proc,
                       tb.pid, None, tb.context, rec_key, origin=tb.lineno)
 
@@ -1018,11 +1018,11 @@ class _Scan(object):
             # IPython names the exception's type first; its line with the message (last) replaces it when pasted
             self._open_tb(line, lineno, stripped).entries[-1][:2] = [m.group("exc"), lineno]
             return
-        if line.fmt == FMT_RAW and stream == "":
-            m = PROCESS_HDR_RX.match(stripped)
-            if m:
-                self.proc_hdr, self.proc_hdr_at = m.group(1), lineno
-                return
+        m = PROCESS_HDR_RX.match(stripped) if line.fmt == FMT_RAW and stream == "" else None
+        if m:
+            self.proc_hdr_at = self.proc_hdr_at if m.group(2) and self.hdr_to == lineno - 1 else lineno
+            self.proc_hdr, self.hdr_to = m.group(1) or self.proc_hdr, lineno
+            return
         if line.fmt == FMT_UVICORN and '" 5' in body:
             m = _ACCESS_5XX_RX.search(body)
             if m is not None:

@@ -81,7 +81,10 @@ PYLOG_RX = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b\]?[\s:-]*(?P<msg>.*)$")
 PYWARN_RX = re.compile(r"^\S+\.py:\d+: \w*Warning: ")
 FRAME_RX = re.compile(r'^\s*(?:File ")?(?P<path>[^"]*)", line \d+, in (?P<func>\S+)')
-PROCESS_HDR_RX = re.compile(r"^Process (\S+):$")
+# the first line(s) of a record whose traceback follows: multiprocessing's "Process X:" (CPython BaseProcess._bootstrap,
+# group 1) and asyncio's "Future/Task exception was never retrieved" with its "future: <...>" line (group 2; CPython
+# futures.py __del__ -> base_events.default_exception_handler: message, then "future: repr", then exc_info, 3.4 -> 3.13)
+PROCESS_HDR_RX = re.compile(r"^(?:Process (\S+):|(?:Future|Task) exception was never retrieved|(future): <(?:Future|Task) .*>)$")
 EXC_RX = re.compile(
     r"^(?:(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Warning|Failure|Failed)|"
     r"(?:[A-Za-z_]\w*\.)*(?:Base)?ExceptionGroup)(?:\([\w.]*\))?(?::|$)")
