@@ -60,10 +60,9 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_fram
     SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
     CARETS_RX, CHAIN, CODE_STARTS, EXC_RX, GLUED_RX as _GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING,
-    MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX,
-    RAY_REPEAT_RX, STOP_RX, SUBJECT_RX,
-    TB_START, TEE_RX, TS_BYTES_RX, Line, clean, collective_stage, cut, cut_record as _cut_record, frame_line as _frame_line, parse_line,
-    strip_wrappers, tkey)
+    DESCRIBE_FIELD_RX, MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX, RAY_REPEAT_RX, STOP_RX,
+    SUBJECT_RX, TB_START, TEE_RX, TS_BYTES_RX, Line, clean, collective_stage, cut, cut_record as _cut_record, frame_line as _frame_line,
+    parse_line, strip_wrappers, tkey)
 
 __all__ = ("ANSWER_STAGES", "ERROR_CLASSES", "STAGES", "LogStageError", "cause_stage", "classify_files",
            "classify_text", "classify_texts", "collective_stage", "expand_paths", "frame_stage", "match_signature",
@@ -1032,7 +1031,8 @@ class _Scan(object):
         lvl = line.level
         if lvl == LEVEL_RAW:
             lvl = LEVEL_WARNING if line.pywarn else LEVEL_ERROR
-        if line.fmt in (FMT_RAW, FMT_VLLM) and (body.startswith("    ") or stripped.startswith(CODE_STARTS)):
+        if line.fmt in (FMT_RAW, FMT_VLLM) and (body.startswith("    ") or stripped.startswith(CODE_STARTS)) \
+                and not DESCRIBE_FIELD_RX.match(body):
             # a frame or source line of a traceback whose start is not in this log (a cut or pasted excerpt):
             # the source text of a raise statement is not the error; a frame opens the cut traceback
             # code lines right before it in its stream (a record cut at a source or caret line) are its first lines

@@ -1,7 +1,9 @@
 """Round 11 of issue 35: asyncio's record header.  CPython's Future.__del__ (asyncio/futures.py) hands an exception
 nobody retrieved to the loop's default_exception_handler (asyncio/base_events.py), which logs the message
 ("Future exception was never retrieved" / "Task exception was never retrieved"), then "future: <repr>", then the
-traceback (exc_info).  The samples are written from that source; the paths are invented."""
+traceback (exc_info).  And kubectl describe's indented fields (kubectl/pkg/describe: two spaces a level, a tabwriter
+padding "Reason:" to a column), which are no source lines of a traceback.  The samples are written from those
+sources; the paths and names are invented."""
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -52,3 +54,30 @@ def test_multiprocessings_header_is_read_as_before():
             "    self.model_runner.profile_run()\n")
     ans = classify_text(text)
     assert (ans["stage"], ans["first_error"]["lineno"]) == ("engine_init", 1)
+
+
+DESCRIBE = ("Containers:\n"
+            "  server:\n"
+            "    Image:          vllm/vllm-openai:v0.9.0\n"
+            "    State:          Waiting\n"
+            "      Reason:       CrashLoopBackOff\n"
+            "    Last State:     Terminated\n"
+            "      Reason:       OOMKilled\n"
+            "      Exit Code:    137\n"
+            "    Ready:          False\n"
+            "    Restart Count:  4\n")
+
+
+def test_kubectl_describes_indented_reason_is_read_as_the_containers_state():
+    ans = classify_text(DESCRIBE)
+    assert (ans["error_class"], ans["first_error"]["lineno"]) == ("oom", 7)
+
+
+def test_kubectl_describes_scheduling_message_is_read():
+    text = ("Conditions:\n"
+            "  Type              Status\n"
+            "  PodScheduled      False\n"
+            "Events:\n"
+            "    Message:       0/3 nodes are available: 3 Insufficient nvidia.com/gpu.\n")
+    assert classify_text(text)["stage"] == "environment"
+
