@@ -80,4 +80,3 @@ def test_kubectl_describes_scheduling_message_is_read():
             "Events:\n"
             "    Message:       0/3 nodes are available: 3 Insufficient nvidia.com/gpu.\n")
     assert classify_text(text)["stage"] == "environment"
-
