@@ -27,10 +27,10 @@ fixed before any rule change, never used to write rules); ``--split`` scores one
 Beside the three figures: how often the classifier answers ``unknown`` or ``none`` on cases whose label is a stage
 (``unplaced``), and for each ``confidence`` how many of its answers have the right stage (``high right`` 54/56).
 ``--batch`` scores the cases of one batch (``issue35``: c205-c269; ``issue35b``: c277-c320; ``issue35c``: c326-c358;
-``issue35d``: c384-c408; ``issue35e``: c414-c444; ``issue35f``: c459-c487; ``issue35g``: c488-c519) or the ones before the
-first batch (``before``).
+``issue35d``: c384-c408; ``issue35e``: c414-c444; ``issue35f``: c459-c487; ``issue35g``: c488-c519; ``issue35h``: c520-c549) or
+the ones before the first batch (``before``).
 
-usage: python benchmarks/log_stage_corpus.py [--corpus DIR] [--split dev|test|all] [--batch all|before|issue35|...|issue35g]
+usage: python benchmarks/log_stage_corpus.py [--corpus DIR] [--split dev|test|all] [--batch all|before|issue35|...|issue35h]
                                              [--json out.json] [--verbose] [--confusion]
 
 Adding a case is one step (``--add``): the log is copied verbatim into ``cases/``, its label and provenance go to
@@ -239,7 +239,7 @@ def main(argv=None):
     ap.add_argument("--verbose", action="store_true", help="print every case, not only the misses")
     ap.add_argument("--split", choices=("dev", "test", "all"), default="all", help="score only this split")
     ap.add_argument("--confusion", action="store_true", help="print the stage confusion table")
-    ap.add_argument("--batch", default="all", help="score one batch (issue35, issue35b, ..., issue35g) or the cases without a batch (before)")
+    ap.add_argument("--batch", default="all", help="score one batch (issue35, issue35b, ..., issue35h) or the cases without a batch (before)")
     ap.add_argument("--add", metavar="LOG", help="add this log as a case (see the module doc) instead of scoring")
     ap.add_argument("--stage")
     ap.add_argument("--error-class")
