@@ -66,11 +66,10 @@ options:
   checked:
     description:
       - What O(state=checked) returned. The unpack then decides first, on the controller, and refuses with nothing
-        unpacked - the profile (the package's choice, unless O(profile) or O(profile_file) differs from it: an
-        extra variable), a package's profile file that is not a valid profile when it is used, a receiver's profile
-        that is not usable (as C(repro.vllm.compatibility) checks it), fewer receiving O(hosts) than the attempt
-        had nodes, a redacted option of the command not in O(secret_args). O(records_root) and O(stamp) are the
-        check's.
+        unpacked - the profile (the package's choice, unless O(profile) or O(profile_file) names another), a
+        package's profile file that is not a valid profile when it is used, a receiver's profile that is not usable
+        (as C(repro.vllm.compatibility) checks it), fewer receiving O(hosts) than the attempt had nodes, a redacted
+        option of the command not in O(secret_args). O(records_root) and O(stamp) are the check's.
     type: dict
   profile:
     description:
@@ -82,7 +81,7 @@ options:
     type: str
   case_id:
     description:
-      - With O(checked), an extra C(repro_vllm_case_id): ignored and named (RV(ignored_case_id)) unless it is the
+      - With O(checked), an extra C(repro_vllm_case_id), ignored and named (RV(ignored_case_id)) unless it is the
         replay case. With O(state=judged), the replay case.
     type: str
   hosts:
