@@ -22,6 +22,9 @@ description:
     sha256, the original case and its runs. The original case and its runs are never touched.
   - Returns the attempt to replay (the last failing attempt of the package, else its last good one) and the run
     the receiver's fingerprint is compared with.
+  - Given O(checked), the unpack first takes the choices C(playbooks/replay.yml) makes before it (the profile, enough
+    receiving hosts, every secret option of the command, an extra case id ignored) and refuses with nothing
+    unpacked; O(state=judged) returns the verdict (C(replay.json)) of the replayed attempt.
   - Runs on the controller (C(delegate_to=localhost)); Python standard library only.
 author:
   - repro.vllm maintainers (@repro)
@@ -31,7 +34,8 @@ attributes:
   check_mode:
     support: full
     details:
-      - Checks the sha256 and the member paths and returns the case name it would make; unpacks nothing.
+      - Checks the sha256 and the member paths and returns the case name it would make; unpacks nothing. With
+        O(checked), the checked package answers and nothing is read again.
   diff_mode:
     support: none
   idempotent:
@@ -41,9 +45,8 @@ attributes:
       - Every call makes a new replay case.
 options:
   package:
-    description: The hand-off package (C(.tar.gz)) made by C(playbooks/handoff.yml).
+    description: The hand-off package (C(.tar.gz)) made by C(playbooks/handoff.yml); required unless O(state=judged).
     type: path
-    required: true
   records_root:
     description: The controller directory that holds one folder per case (C(records) when not given); the case is made here.
     type: path
@@ -56,9 +59,56 @@ options:
       - C(checked) checks it in a scratch folder outside O(records_root) that is removed again, and returns what
         C(playbooks/replay.yml) decides before the unpack (the attempt, the profile, the secret variables), so a
         package refused for any of those leaves nothing behind. Check mode does the same.
+      - C(judged) compares the replayed attempt O(replayed) with the package's (O(unpacked)) and returns the verdict.
     type: str
-    choices: [unpacked, checked]
+    choices: [unpacked, checked, judged]
     default: unpacked
+  checked:
+    description:
+      - What O(state=checked) returned. The unpack then decides first, on the controller, and refuses with nothing
+        unpacked - the profile (the package's choice, unless O(profile) or O(profile_file) names another), a
+        package's profile file that is not a valid profile when it is used, a receiver's profile that is not usable
+        (as C(repro.vllm.compatibility) checks it), fewer receiving O(hosts) than the attempt had nodes, a redacted
+        option of the command not in O(secret_args). O(records_root) and O(stamp) are the check's.
+    type: dict
+  profile:
+    description:
+      - With O(checked), the receiver's profile name (an extra C(repro_vllm_profile)); empty or the package's own
+        choice leaves the package's.
+    type: str
+  profile_file:
+    description: With O(checked), the receiver's profile file (an extra C(repro_vllm_profile_file)); it wins over a name.
+    type: str
+  case_id:
+    description:
+      - With O(checked), an extra C(repro_vllm_case_id), ignored and named (RV(ignored_case_id)) unless it is the
+        replay case. With O(state=judged), the replay case.
+    type: str
+  hosts:
+    description: The hosts of the play (the controller beside them is not a receiver); with O(checked).
+    type: list
+    elements: str
+  secret_env:
+    description: With O(checked), the receiver's secret environment (C(repro_vllm_secret_env)); only its names are read.
+    type: dict
+  secret_args:
+    description: Values for the redacted options of the package's command (C(repro_vllm_replay_secret_args)).
+    type: dict
+  port:
+    description: The port the replay serves on (C(repro_vllm_replay_port)); the package's when not given.
+    type: int
+  handed_result:
+    description: The C(repro_vllm_result) an earlier workflow node handed on (named on the console, ignored).
+    type: dict
+  unpacked:
+    description: With O(state=judged), what the unpack returned.
+    type: dict
+  replayed:
+    description: With O(state=judged), the replayed attempt (C(_repro_vllm_attempt) of the attempt role), or null.
+    type: dict
+  diff:
+    description: With O(state=judged), the run diff of the package's environment against the receiver's.
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -141,6 +191,67 @@ origin:
   description: The content of C(origin.json).
   returned: success and not in check mode
   type: dict
+profile_vars:
+  description: C(profile) and C(profile_file), the variables the roles judge the receivers with (the package's
+    file where the unpack put it; in check mode the profile its manifest names stands in for it).
+  returned: success and O(checked) given
+  type: dict
+profile_source:
+  description:
+    - Where that profile comes from - C(package_profile_file), C(package_variables_file), C(package_manifest),
+      C(default), C(repro_vllm_profile) or C(repro_vllm_profile_file).
+  returned: success and O(checked) given
+  type: str
+ignored_case_id:
+  description: The extra C(repro_vllm_case_id) the replay ignored, or null.
+  returned: success and O(checked) given
+  type: str
+missing_secrets:
+  description: The package's secret variables O(secret_env) does not supply.
+  returned: success and O(checked) given
+  type: list
+  elements: str
+secret_env_names:
+  description: The names (never the values) of O(secret_env), for the verdict.
+  returned: success and O(checked) given
+  type: list
+  elements: str
+lines:
+  description: The console lines after the unpack (a case handed on or given and ignored, the secrets not
+    supplied, where the package came from and what is replayed; in check mode what would be).
+  returned: success and O(checked) given
+  type: list
+  elements: str
+node_pairs:
+  description: The package's nodes paired in order with the receiving O(hosts) (C(package node -> receiving host)).
+  returned: success and O(checked) given
+  type: dict
+environment_facts:
+  description: The environment facts of the run diff a replay compares.
+  returned: success and O(checked) given
+  type: list
+  elements: str
+console:
+  description: The compatibility check's line of a receiver's profile (printed by the console callback).
+  returned: success and O(checked) given
+  type: list
+  elements: str
+replay:
+  description: The content of C(replay.json) (its keys in C(docs/replay.md)), or null when the attempt did not run.
+  returned: O(state=judged)
+  type: dict
+section:
+  description: The replay's section of the run sheet (C(## Replay), the summary, what is not the same here).
+  returned: O(state=judged)
+  type: str
+line:
+  description: The console's verdict line, without the record it is written into.
+  returned: O(state=judged)
+  type: str
+classification:
+  description: C(stage) and C(error_class) of the replayed attempt, or null when none ran.
+  returned: O(state=judged)
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -153,14 +264,34 @@ from ansible_collections.repro.vllm.plugins.module_utils.record._record import R
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            package=dict(type="path", required=True),
+            package=dict(type="path"),
             records_root=dict(type="path"),
             stamp=dict(type="str"),
-            state=dict(type="str", choices=["unpacked", "checked"], default="unpacked"),
+            state=dict(type="str", choices=["unpacked", "checked", "judged"], default="unpacked"),
+            # the choices before the unpack (the action takes them and runs the module without)
+            checked=dict(type="dict"),
+            profile=dict(type="str"),
+            profile_file=dict(type="str"),
+            case_id=dict(type="str"),
+            hosts=dict(type="list", elements="str"),
+            secret_env=dict(type="dict", no_log=True),
+            secret_args=dict(type="dict", no_log=True),
+            port=dict(type="int"),
+            handed_result=dict(type="dict"),
+            # the verdict
+            unpacked=dict(type="dict"),
+            replayed=dict(type="dict"),
+            diff=dict(type="dict"),
         ),
+        required_if=[("state", "unpacked", ["package"]), ("state", "checked", ["package"]),
+                     ("state", "judged", ["unpacked"])],
         supports_check_mode=True,
     )
     p = module.params
+    if p["state"] == "judged":
+        if "attempt" not in p["unpacked"]:
+            module.fail_json(msg="replay | unpacked must be what repro.vllm.replay returned (it has no attempt)")
+        module.exit_json(changed=False, **_replay.judge(p["unpacked"], p["replayed"], p["diff"], case_id=p["case_id"]))
     checked = module.check_mode or p["state"] == "checked"
     try:
         res = _replay.unpack(p["package"], p["records_root"], stamp=p["stamp"], check_mode=checked)

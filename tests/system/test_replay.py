@@ -264,6 +264,19 @@ def test_package_with_a_profile_file_replays_and_the_override_works(work, failin
     assert "not both" not in out
     assert not (w / "receiver-override").exists() or os.listdir(str(w / "receiver-override")) == []
 
+    # a profile in the inventory is not the receiver's choice: only an extra variable overrides the package's (the
+    # play sets the variable itself and reads it back; the inventory's value is outranked there)
+    with open(str(inv)) as f:
+        inventory = yaml.safe_load(f)
+    inventory["sshhosts"].setdefault("vars", {})["repro_vllm_profile"] = "h200-1gpu"
+    grouped = tmp_path / "inventory-with-profile.yml"
+    grouped.write_text(yaml.safe_dump(inventory))
+    r = _replay(w, grouped, pkg, "replay-inventory-profile", repro_vllm_records_root=str(w / "receiver-inventory"),
+                repro_vllm_secret_env={"HF_TOKEN": FAKE_TOKEN}, check=True)
+    out = r.stdout.read()
+    assert r.status == "successful", out[-6000:]
+    assert "(package_profile_file)" in out and "(repro_vllm_profile)" not in out and "h200-1gpu" not in out
+
 
 def _tamper(src, dest, member_suffix):
     """A copy of the package with one byte of one member changed and a .sha256 that matches the copy (so only the

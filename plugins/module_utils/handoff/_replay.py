@@ -623,10 +623,11 @@ def profile_override(chosen, given_profile=None, given_file=None):
     """The profile after the receiver's own choice: ``chosen`` (choose_profile) unless ``repro_vllm_profile`` or
     ``repro_vllm_profile_file`` is an extra variable of the replay.
 
-    replay.yml sets both variables to ``chosen`` and reads them back: a value other than the one it set can only
-    come from an extra variable, which outranks what the playbook sets (``given_profile`` / ``given_file`` are
-    the values read back). The receiver's profile name wins with no file; the receiver's file always wins (over
-    the package's choice and over a name given beside it: one rule with the compatibility role's)."""
+    replay.yml sets both variables empty in its play and reads them back: a value there can only come from an
+    extra variable, which outranks play variables (``given_profile`` / ``given_file`` are the values read back;
+    one equal to ``chosen`` changes nothing). The receiver's profile name wins with no file; the receiver's file
+    always wins (over the package's choice and over a name given beside it: one rule with the compatibility
+    role's)."""
     given_profile = (given_profile or "").strip() if isinstance(given_profile, str) else given_profile
     given_file = (given_file or "").strip() if isinstance(given_file, str) else given_file
     by_name = bool(given_profile) and given_profile != chosen.get("profile")
@@ -666,8 +667,10 @@ def node_pairs(nodes, play_hosts):
 
 def attempt_plan(replay, play_hosts, secret_env=None, secret_args=None, port=None):
     """replay_step's answer plus ``step``: the whole step the attempt role runs for the package's attempt, on
-    the first N hosts of the play (N = the attempt's nodes). ``replay`` is what the replay module returned.
-    Raises ReplayError when the play has fewer hosts than the attempt had nodes."""
+    the first N hosts of the play (N = the attempt's nodes). ``replay`` is what the replay module returned;
+    ``port`` as a variable gives it (none, empty or 0: the package's). Raises ReplayError when the play has fewer
+    hosts than the attempt had nodes."""
+    port = int(port) if port not in (None, "", 0, "0") else None
     attempt = replay["attempt"]
     hosts = [str(h) for h in play_hosts or []]
     nodes = list(attempt.get("nodes") or [])
@@ -688,10 +691,10 @@ def precheck(replay, play_hosts, secret_env=None, secret_args=None, port=None, c
     """attempt_plan on the receiving hosts of a play that also holds the controller (receivers), for replay.yml to
     refuse a package it cannot replay here (too few hosts, a secret option not supplied, an unreadable command)
     before anything is unpacked. ``replay`` is the checked package (unpack in check mode). Added
-    ``ignored_case_id``: ``case_id`` (the ``repro_vllm_case_id`` read back after replay.yml set it to the replay
-    case) when it is not the replay case - an extra variable the replay ignores - else None."""
+    ``ignored_case_id``: ``case_id`` (an extra ``repro_vllm_case_id``, as replay.yml reads it back) when it is
+    given and not the replay case - the replay ignores it - else None."""
     plan = attempt_plan(replay, receivers(play_hosts), secret_env=secret_env, secret_args=secret_args, port=port)
-    plan["ignored_case_id"] = case_id if case_id not in (None, replay.get("case_id")) else None
+    plan["ignored_case_id"] = case_id if case_id not in (None, "", replay.get("case_id")) else None
     return plan
 
 
@@ -749,3 +752,23 @@ def replay_document(replay, head, diff=None, case_id=None, secret_env=None, igno
                run="%s/%s" % (case_id or replay["case_id"], head["run"]),
                diff=(diff or {}).get("summary") if diff else None, ignored_case_id=ignored_case_id or None)
     return doc
+
+
+def judge(replay, head, diff=None, case_id=None):
+    """The last play of replay.yml: ``{"replay": replay.json (replay_document; None when the attempt did not run),
+    "section": the run sheet's, "line": the console's verdict line without its record, "classification": the
+    replayed attempt's stage and error class (None when none ran)}``. ``replay`` is what the unpack returned: its
+    ``ignored_case_id`` goes into replay.json, its ``secret_env_names`` (the receiver's secret variables, names
+    only) are what the receiver supplied; ``head`` is the attempt fact of the first host that ran the attempt."""
+    doc = replay_document(replay, head, diff, case_id=case_id,
+                          secret_env=dict.fromkeys((replay or {}).get("secret_env_names") or []),
+                          ignored_case_id=(replay or {}).get("ignored_case_id"))
+    if doc is None:
+        line = "replay | case %s | no verdict: the attempt did not run | " % case_id
+        section = None
+    else:
+        line = "replay | case %s | %s | %s" % (case_id, doc["verdict"], doc["summary"])
+        section = "## Replay\n\n**%s**\n\n%s" % (doc["summary"], "\n\n".join(not_the_same_lines(diff)))
+    classification = ({"stage": head.get("stage"), "error_class": head.get("error_class")}
+                      if isinstance(head, dict) else None)
+    return {"replay": doc, "section": section, "line": line, "classification": classification}

@@ -30,3 +30,22 @@ def test_the_check_resolves_the_default_root_and_the_unpack_uses_it(tmp_path, mo
     done = module_process.run_module(replay, tmp_path / "args", package=pkg, records_root=res["records_root"],
                                      stamp=res["stamp"])
     assert done["case_dir"] == res["case_dir"] and os.path.isdir(done["case_dir"])
+
+
+def test_the_verdict_state_runs_as_a_module_and_refuses_what_no_unpack_returned(tmp_path):
+    case_dir = copy_case(tmp_path / "sender", "cpu-fail")
+    pkg = _handoff.build_package(os.path.dirname(case_dir), "cpu-fail", stamp="20261201T010101Z")["path"]
+    (tmp_path / "args").mkdir()
+    unpacked = module_process.run_module(replay, tmp_path / "args", package=pkg, records_root=str(tmp_path / "r"))
+    here = {"run": "run-009", "ok": False, "stage": "config", "error_class": "config_error", "first_error": None}
+    res = module_process.run_module(replay, tmp_path / "args", state="judged", unpacked=unpacked, replayed=here,
+                                    case_id=unpacked["case_id"])
+    assert not res.get("failed"), res
+    assert res["replay"]["verdict"] == "reproduced" and res["changed"] is False
+    assert res["line"].startswith("replay | case %s | reproduced | " % unpacked["case_id"])
+    nothing = module_process.run_module(replay, tmp_path / "args", check_mode=True, state="judged", unpacked=unpacked,
+                                        replayed=None, case_id=unpacked["case_id"])
+    assert nothing["replay"] is None and nothing["classification"] is None
+    bad = module_process.run_module(replay, tmp_path / "args", state="judged", unpacked={"case_id": "x"})
+    assert bad["failed"] and "has no attempt" in bad["msg"]
+    assert module_process.run_module(replay, tmp_path / "args", state="checked")["failed"]  # no package

@@ -417,3 +417,33 @@ def test_a_package_whose_server_ran_in_a_container_replays_in_that_image_by_id()
     # a process replays as a process
     plain = _replay.replay_step(dict(attempt, container=None))
     assert plain["runtime"] == "process" and plain["container_pin"] is None
+
+
+def test_judge_is_the_verdict_play_in_one_answer(tmp_path):
+    """replay.yml's last play: replay.json, the run sheet's section, the console line (its record added by the
+    play) and the classification handed on; none of them when the attempt did not run (check mode)."""
+    unpacked = _replay.unpack(_package(tmp_path / "a", "cpu-fail")["path"], str(tmp_path / "r"))
+    unpacked["attempt"] = _replay.select_attempt(unpacked["case_dir"])
+    # what the unpack of replay.yml added: an extra case id it ignored, the names of the receiver's secret variables
+    unpacked.update(ignored_case_id="cpu-fail", secret_env_names=["VLLM_ALLOW_LONG_MAX_MODEL_LEN"])
+    nothing = _replay.judge(unpacked, None, case_id="c-replay-x")
+    assert nothing == {"replay": None, "section": None, "classification": None,
+                       "line": "replay | case c-replay-x | no verdict: the attempt did not run | "}
+    here = {"run": "run-009", "ok": False, "stage": "config", "error_class": "config_error", "first_error": None,
+            "nodes": ["node02"]}
+    diff = {"hosts": {"node01->node02": [{"variable": "driver", "from": "580.159.04", "to": "570.195.03"}]},
+            "summary": "1 difference"}
+    judged = _replay.judge(unpacked, here, diff, case_id="c-replay-x")
+    doc = judged["replay"]
+    assert doc == _replay.replay_document(unpacked, here, diff, case_id="c-replay-x", ignored_case_id="cpu-fail",
+                                          secret_env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": None})
+    assert doc["ignored_case_id"] == "cpu-fail" and doc["run"] == "c-replay-x/run-009"
+    assert {"host": "node02", "variable": "env:VLLM_ALLOW_LONG_MAX_MODEL_LEN", "from": None,
+            "to": "<redacted>"} in doc["differences"]
+    assert judged["line"] == "replay | case c-replay-x | reproduced | %s" % doc["summary"]
+    assert judged["section"] == "## Replay\n\n**%s**\n\n%s" % (
+        doc["summary"], "replay | what is not the same here | node01->node02 | driver | package: 580.159.04 | here: 570.195.03")
+    assert judged["classification"] == {"stage": "config", "error_class": "config_error"}
+    # no run diff (it is not made in check mode): the section says nothing differs in what is compared
+    assert _replay.judge(unpacked, here, case_id="c")["section"].endswith(
+        "replay | what is not the same here: nothing in %s" % ", ".join(_replay.ENVIRONMENT_FACTS))
