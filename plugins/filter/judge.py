@@ -75,20 +75,16 @@ def repeat_target(runs):
     return _judge.repeat_target(_listing(runs, "the input (runs)", "repeat_target"))
 
 
-_CASE_FOLDER = object()  # latest_run's input is the case folder itself
-
-
-def latest_run(case_dir, part=None, records_root=_CASE_FOLDER):
-    """The highest-numbered run of a case folder on the controller (numeric order: run-1000 after run-999) that
-    holds ``part``; None when there is none. With ``records_root`` (None: ``records``) the input is the case id, and
-    the case folder is under the records root, resolved as the run's open resolves it (_record.resolve_root)."""
-    if not isinstance(case_dir, str) or not case_dir:
-        raise AnsibleFilterError("latest_run: the input must be the case folder (records_root/case_id)")
-    if records_root is not _CASE_FOLDER:
-        try:
-            case_dir = os.path.join(_record.resolve_root(records_root or _record.DEFAULT_ROOT), case_dir)
-        except _record.RecordError as exc:
-            raise AnsibleFilterError("latest_run: %s" % exc)
+def latest_run(case_id, part=None, records_root=None):
+    """The highest-numbered run of a case on the controller (numeric order: run-1000 after run-999) that holds
+    ``part``; None when there is none. The case folder is under ``records_root`` (None: ``records``), resolved as the
+    run's open resolves it (_record.resolve_root)."""
+    if not isinstance(case_id, str) or not case_id:
+        raise AnsibleFilterError("latest_run: the input must be the case id")
+    try:
+        case_dir = os.path.join(_record.resolve_root(records_root or _record.DEFAULT_ROOT), case_id)
+    except _record.RecordError as exc:
+        raise AnsibleFilterError("latest_run: %s" % exc)
     for number in reversed(run_numbers(case_dir)):
         run = run_id_for(number)
         path = os.path.join(case_dir, run)

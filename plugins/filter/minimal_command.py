@@ -27,17 +27,8 @@ def minimal_command(argv, env=None, keep=None, keep_env=None, model_config=None,
         raise AnsibleFilterError("minimal_command: %s" % exc)
 
 
-def command_apply(argv, args=None, remove=None):
-    """Set-or-replace options (a ladder layer's) in a command."""
-    try:
-        return _command.apply_options(_argv(argv, "command_apply"), args=[str(a) for a in args or []],
-                                      remove=[str(a) for a in remove or []])
-    except _command.CommandError as exc:
-        raise AnsibleFilterError("command_apply: %s" % exc)
-
-
 class FilterModule:
     """repro.vllm server command helpers."""
 
     def filters(self):
-        return {"minimal_command": minimal_command, "_command_apply": command_apply}
+        return {"minimal_command": minimal_command}

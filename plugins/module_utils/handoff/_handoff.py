@@ -43,8 +43,7 @@ from ansible_collections.repro.vllm.plugins.module_utils.record import _evidence
 from ansible_collections.repro.vllm.plugins.module_utils.decide import _verdict
 from ansible_collections.repro.vllm.plugins.module_utils.record._record import (
     MANIFEST, RecordError, describe_problems, render_json, run_id_for, run_numbers, validate_case_id, verify)
-from ansible_collections.repro.vllm.plugins.module_utils.common._redact import (
-    KEY_FILE, redaction_markers, scan_secrets)
+from ansible_collections.repro.vllm.plugins.module_utils.common._redact import redaction_markers, scan_secrets
 from ansible_collections.repro.vllm.plugins.module_utils.decide._score import first_error_stamp, score_markdown
 from ansible_collections.repro.vllm.plugins.module_utils.handoff._svg import line_chart, stage_grid
 
@@ -1435,7 +1434,7 @@ def write_tar_gz(path, members, mtime):
     return h.hexdigest()
 
 
-def build_package(records_root, case_id, runs=None, profile_file=None, out_dir=None, stamp=None, check_mode=False):
+def build_package(records_root, case_id, runs=None, profile_file=None, stamp=None, check_mode=False):
     """Make the hand-off package of a case.  Returns dict(path, sha256, sha256_path, name, members, runs, findings,
     summary (facts), bytes, redactions).  Raises HandoffError with a message naming the run/file/line to fix."""
     validate_case_id(case_id)
@@ -1504,7 +1503,7 @@ def build_package(records_root, case_id, runs=None, profile_file=None, out_dir=N
             "source (repro.vllm.redact with the case key) and make the run again, or leave the run out with "
             "repro_vllm_handoff_runs" % "; ".join("%s line %d (%s)" % f for f in findings[:10]))
     newest = max([_parse_created(r.get("created")) or 0 for r in read] + [0])
-    out_dir = out_dir or os.path.join(case_dir, HANDOFF_DIR)
+    out_dir = os.path.join(case_dir, HANDOFF_DIR)
     stamp = stamp or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     name = "%s-handoff-%s.tar.gz" % (case_id, stamp)
     if not _NAME_RE.match(name):
@@ -1520,8 +1519,6 @@ def build_package(records_root, case_id, runs=None, profile_file=None, out_dir=N
         result.update(sha256=None, bytes=None, changed=True)
         return result
     os.makedirs(out_dir, mode=0o755, exist_ok=True)
-    if os.path.abspath(out_dir).startswith(os.path.abspath(case_dir) + os.sep) and os.path.basename(out_dir) == KEY_FILE:
-        raise HandoffError("refusing to write over the case key")
     digest = write_tar_gz(path, all_members, newest)
     tmp = path + ".sha256.part"
     with open(tmp, "w") as f:

@@ -167,7 +167,7 @@ def _fix_for(err):
 
 
 # ------------------------------------------------------------------------------------------------ create
-def _check_root(root, create_root=True, check_mode=False):
+def _check_root(root, check_mode=False):
     root = os.path.abspath(root)
     if os.path.lexists(root) and not os.path.isdir(root):
         raise RecordError("records root %s exists but is not a directory; remove it or set the records root "
@@ -177,8 +177,6 @@ def _check_root(root, create_root=True, check_mode=False):
         if not os.path.isdir(parent):
             raise RecordError("records root %s cannot be created: its parent directory %s does not exist; create "
                               "the parent first or set the records root to an existing directory" % (root, parent))
-        if not create_root:
-            raise RecordError("records root %s does not exist; create it or allow create_root" % root)
         if not check_mode:
             try:
                 os.mkdir(root, DIR_MODE)
@@ -530,7 +528,7 @@ def prunable_runs(root, older_than, now=None):
     return {"run_uids": uids, "runs": runs, "not_verified": not_verified, "lacking": lacking}
 
 
-def create_run(root, case_id, create_root=True, max_attempts=10000, taken=None, owner=None,
+def create_run(root, case_id, max_attempts=10000, taken=None, owner=None,
                owner_lease=DEFAULT_OWNER_LEASE, identity=None):
     """Create ``<root>/<case_id>/run-NNN`` (mode 0700) with the next free number and return
     dict(path, run_id, number, case_id).
@@ -549,7 +547,7 @@ def create_run(root, case_id, create_root=True, max_attempts=10000, taken=None, 
     """
     validate_case_id(case_id)
     elsewhere = taken_numbers(taken)
-    root = _check_root(root, create_root=create_root)
+    root = _check_root(root)
     case_dir = os.path.join(root, case_id)
     try:
         os.mkdir(case_dir, DIR_MODE)

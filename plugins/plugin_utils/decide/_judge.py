@@ -163,7 +163,7 @@ def memory_compare(before, after, rss_growth_limit_mib=512, gpu_growth_limit_mib
     return out
 
 
-def prefix_cache_evidence(exchanges, block_size, memory_before=None, memory_after=None, log_text=None):
+def prefix_cache_evidence(exchanges, block_size, memory_before=None, memory_after=None):
     """The prefix-caching checkpoint from what the attempt exchanged with the server.
 
     ``exchanges`` are the attempt's exchanges (``label``: ``metrics-before``, ``request`` (the fixed request sent
@@ -186,8 +186,7 @@ def prefix_cache_evidence(exchanges, block_size, memory_before=None, memory_afte
     same_text = len(texts) >= 2 and len(set(texts)) == 1
     repeat_hits = _delta(snaps["after_repeat"]["hits"], snaps["before"]["hits"])
     shared_hits = _delta(snaps["after_shared_prefix"]["hits"], snaps["after_repeat"]["hits"])
-    if log_text is None:
-        log_text = "\n".join(ex.get("log_text") or "" for ex in exchanges or [])
+    log_text = "\n".join(ex.get("log_text") or "" for ex in exchanges or [])
     rate_lines = [ln for ln in log_text.splitlines() if _HIT_RATE_RX.search(ln)]
     rates = [float(_HIT_RATE_RX.search(ln).group(1)) for ln in rate_lines]
     short = fixed_tokens is not None and fixed_tokens < block

@@ -14,17 +14,17 @@ from ansible_collections.repro.vllm.plugins.filter import judge
 
 def test_latest_run_is_numeric_not_text_order(tmp_path):
     for name in ("run-999", "run-1000", "run-002", "notes", "run-abc"):
-        (tmp_path / name).mkdir()
-    (tmp_path / "run-999" / "changes.json").write_text("{}")
-    (tmp_path / "run-002" / "changes.json").write_text("{}")
-    assert judge.latest_run(str(tmp_path))["run"] == "run-1000"
-    found = judge.latest_run(str(tmp_path), "changes.json")
-    assert found == {"run": "run-999", "path": str(tmp_path / "run-999"), "number": 999}
-    assert judge.latest_run(str(tmp_path / "missing"), "changes.json") is None
+        (tmp_path / "c" / name).mkdir(parents=True)
+    (tmp_path / "c" / "run-999" / "changes.json").write_text("{}")
+    (tmp_path / "c" / "run-002" / "changes.json").write_text("{}")
+    assert judge.latest_run("c", records_root=str(tmp_path))["run"] == "run-1000"
+    found = judge.latest_run("c", "changes.json", records_root=str(tmp_path))
+    assert found == {"run": "run-999", "path": str(tmp_path / "c" / "run-999"), "number": 999}
+    assert judge.latest_run("missing", "changes.json", records_root=str(tmp_path)) is None
 
 
 def test_latest_run_of_a_case_under_the_records_root_resolved_as_the_open_resolves_it(tmp_path, monkeypatch):
-    # the case id with records_root: a relative root (or none: records) against the working directory
+    # a relative root (or none: records) against the working directory
     monkeypatch.chdir(tmp_path)
     (tmp_path / "records" / "c" / "run-002").mkdir(parents=True)
     (tmp_path / "records" / "c" / "run-002" / "changes.json").write_text("{}")

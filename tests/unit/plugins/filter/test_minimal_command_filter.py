@@ -9,7 +9,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.filter.minimal_command import FilterModule, command_apply, minimal_command
+from ansible_collections.repro.vllm.plugins.filter.minimal_command import FilterModule, minimal_command
 from ansible_collections.repro.vllm.plugins.module_utils.ladder import _command
 
 ARGV = ["vllm", "serve", "/m", "--port", "8011", "--enable-prefix-caching", "--tool-call-parser", "hermes"]
@@ -19,14 +19,9 @@ def test_minimal_command_is_the_module_utils_answer():
     assert minimal_command(ARGV, env={"APP": "1"}) == _command.derive_minimal(ARGV, env={"APP": "1"})
 
 
-def test_command_apply():
-    assert command_apply(["vllm", "serve", "/m"], ["--port", "1"]) == ["vllm", "serve", "/m", "--port", "1"]
-
-
 @pytest.mark.parametrize("call", [
     lambda: minimal_command("vllm serve /m"),
     lambda: minimal_command(["python", "x.py"]),
-    lambda: command_apply(["vllm", "serve", "/m"], ["stray"]),
 ])
 def test_errors_are_filter_errors(call):
     with pytest.raises(AnsibleFilterError):
@@ -34,4 +29,4 @@ def test_errors_are_filter_errors(call):
 
 
 def test_filters_registered():
-    assert set(FilterModule().filters()) == {"minimal_command", "_command_apply"}
+    assert set(FilterModule().filters()) == {"minimal_command"}
