@@ -72,10 +72,9 @@ def reproduction_result(verdict):
 
 
 def repeat_plan(runs, steps=None):
-    """The second clean run: ``target`` (_judge.repeat_target: which attempt of the play it repeats; None when no
-    attempt ran), ``step`` (_ladder.build_step "repeat" on the step that attempt ran, ``steps`` by run - the attempt
-    role's _repro_vllm_steps) and ``probe_host`` (where its port is probed free: a wildcard or empty host is
-    127.0.0.1); step and probe_host None without a target."""
+    """The second clean run: ``target`` (_judge.repeat_target; None when no attempt ran), ``step`` (its step in
+    ``steps``, the attempt role's _repro_vllm_steps, again: _ladder.build_step "repeat") and ``probe_host`` (where
+    its port must be free: a wildcard or empty host is 127.0.0.1)."""
     target = _judge.repeat_target(_listing(runs, "the input (runs)", "repeat_plan"))
     if target is None:
         return {"target": None, "step": None, "probe_host": None}

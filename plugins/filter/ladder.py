@@ -98,14 +98,10 @@ def one_variable_gate(step, identities, case_id=None):
 
 
 def minimal_plan(play_hosts, inputs, model_config_raw=None, host_name=None):
-    """The minimal start's plan from ``inputs`` (the role's variables without their prefix: nnodes, model, vllm_bin,
-    ..., allow_unknown; _ladder.minimal_plan's keywords), in two calls. Before the model's config.json is read
-    (``model_config_raw`` None): ``{nodes, model_ref, read_config, unplannable}`` - the first ``nnodes`` hosts of the
-    play (the first is the head), the model the start loads (the production command's, else ``model``), whether its
-    config.json is read on the head (``trust_remote_code`` auto and a path) and why nothing can be planned (too few
-    hosts, neither a model nor a production command; None when it can). With it (the head's slurp, registered; read
-    or not): the same and _ladder.minimal_plan's ``{base, derived, secret_env, lines, refusal}``; ``host_name``
-    prefixes the console lines (``reproduce | <host> | ...``)."""
+    """The minimal start from ``inputs`` (nnodes and _ladder.minimal_plan's keywords), in two calls. Without
+    ``model_config_raw``: ``{nodes, model_ref, read_config, unplannable}`` (the first nnodes hosts, the model loaded,
+    whether its config.json is read on the head, why nothing can be planned or None). With it (the head's slurp,
+    read or not): also minimal_plan's answer, its lines prefixed ``reproduce | <host_name> |``."""
     inputs = dict(inputs or {})
     nnodes = _ladder._as_int(inputs.pop("nnodes", 1))
     hosts = [str(h) for h in play_hosts or []]
@@ -118,9 +114,7 @@ def minimal_plan(play_hosts, inputs, model_config_raw=None, host_name=None):
         return out
     argv = inputs.get("production_argv") or []
     if not inputs.get("model") and not argv:
-        out["unplannable"] = ("set repro_vllm_model (a model directory or hub id on the nodes), or "
-                              "repro_vllm_production_argv (the production command as a list) to derive the minimal "
-                              "command from it")
+        out["unplannable"] = _ladder.NO_MODEL
         return out
     out["model_ref"] = minimal_command(argv, env=inputs.get("production_env"), keep=inputs.get("keep"),
                                        keep_env=inputs.get("keep_env"), trust_remote_code="true")["model"] \

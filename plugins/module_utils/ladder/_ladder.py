@@ -60,7 +60,7 @@ WHAT = {
     "play_hosts": "the hosts of the play (ansible_play_hosts_all)",
     "failed": "the attempt of the layer that changed the stage (_repro_vllm_attempt)",
     "original": "the step of the run repeated (_repro_vllm_steps[run])",
-    "target": "the attempt to repeat (repro.vllm._repeat_target)",
+    "target": "the attempt to repeat (_judge.repeat_target)",
     "attempt": "the package's attempt (its outcome.json)",
     "plan": "replay_step's answer (argv, env, host, port, request)",
     "nodes": "the receiving hosts the attempt runs on",
@@ -296,30 +296,23 @@ def window(names, until, applied=None):
     return names[start + 1:names.index(until) + 1]
 
 
-def layer_skip(layer, skip=None, production=None, production_given=False, values=None, play_hosts=0,
-               last_good_nodes=0, derived=None):
+def layer_skip(layer, skip=None, derived=None, values=None, play_hosts=0, last_good_nodes=0):
     """Why a ladder layer cannot run here, or "" when it can: the first of these that holds.
 
-    ``layer``: the layer's data with its overrides (name, production_only, requires, requires_nodes); ``skip``: the
-    names repro_vllm_ladder_skip leaves out; ``production``: the production command's own items per layer (they stand
-    in for the variables a layer needs); ``production_given``: a production command is given and the ladder uses it;
-    ``derived``: instead of those two, the production command's derivation the ladder uses (its ``layers``), or None;
-    ``values``: the value of each variable the layer requires by name (name -> value; empty, None or missing is unset;
-    a layer's ``requires`` may give them itself as name -> value; read only where the production command has
-    nothing for the layer); ``play_hosts``: hosts in the play;
+    ``layer``: the layer's data with its overrides (name, production_only, requires - variable -> value, or names
+    whose values ``values`` gives -, requires_nodes); ``skip``: the names repro_vllm_ladder_skip leaves out;
+    ``derived``: the production command's derivation the ladder uses, or None (its ``layers``' items stand in for the
+    variables a layer requires: empty, None or missing is unset); ``play_hosts``: hosts in the play;
     ``last_good_nodes``: nodes the last good run spans.
     """
-    if derived:
-        production, production_given = derived.get("layers") or {}, True
     layer = layer or {}
     name = layer.get("name")
-    from_production = list(((production or {}).get(name)) or [])
+    from_production = list(((derived or {}).get("layers") or {}).get(name) or [])
     if name in (skip or []):
         return "left out by repro_vllm_ladder_skip"
     if layer.get("production_only") and not from_production:
         return "the production command has nothing for it" + (
-            "" if production_given else " (no production command, or repro_vllm_ladder_production is false)")
-    # requires: variable names (their values in ``values``), or name -> value (the ladder data says both)
+            "" if derived else " (no production command, or repro_vllm_ladder_production is false)")
     requires = layer.get("requires") or []
     given = dict(values or {}, **requires) if isinstance(requires, dict) else dict(values or {})
     unset = [] if from_production else [v for v in requires if not given.get(v)]
@@ -377,12 +370,10 @@ def rollback_status(attempt):
 # ------------------------------------------------------------------------- feature_layer's calls, one per decision
 def start(data, last_good, until=None, base=None, request=None, play_hosts=(), production=True, overrides=None,
           skip=None, prefix=None):
-    """The ladder a play climbs, fixed before its first layer (feature_layer's ``_repro_vllm_ladder``): ``layers``
-    (the ladder data, name -> fields, in the one order ``_command.LADDER_ORDER``; a name outside it is a
-    LadderError), ``window`` (``window``: after the layers ``last_good`` has, up to ``until``), ``production`` (the
-    production command's derivation each layer sets again: ``base.derived`` when ``production``,
-    repro_vllm_ladder_production, is on) and what every layer's plan reads: ``base``, ``request``, ``play_hosts``,
-    ``overrides``, ``skip`` and ``prefix`` (the prefix_caching checkpoint's block_size, shared_text, log_wait_s)."""
+    """The ladder a play climbs (feature_layer's ``_repro_vllm_ladder``): ``layers`` (``data``, name -> fields, in
+    ``_command.LADDER_ORDER``; another name is a LadderError), ``window`` (after ``last_good``'s layers up to
+    ``until``), ``production`` (``base.derived`` when repro_vllm_ladder_production is on, else None) and what each
+    layer's plan reads: ``base``, ``request``, ``play_hosts``, ``overrides``, ``skip``, ``prefix``."""
     data = _mapping(data or {}, "the ladder data (layer name -> fields)")
     unknown = sorted(set(data) - set(_command.LADDER_ORDER))
     if unknown:
@@ -397,9 +388,8 @@ def start(data, last_good, until=None, base=None, request=None, play_hosts=(), p
 
 
 def layer_plan(name, ladder, last_good, stopped=False):
-    """One layer of the window (``ladder``: ``start``'s answer): ``go`` (the ladder has not stopped), ``layer`` (its
-    data with its override), ``skip`` (``layer_skip``'s reason, "" when it runs), ``runs`` and ``skipped`` (go and
-    run, go and skipped) and ``step`` (the layer's step, ``build_step("layer")``; None unless it runs)."""
+    """One layer of ``ladder`` (``start``'s answer): ``go`` (not stopped), ``layer`` (its data and override),
+    ``skip`` (``layer_skip``), ``runs``/``skipped`` (go and not/skip) and ``step`` (None unless it runs)."""
     ladder = _mapping(ladder, "the ladder (start's answer)")
     found = [x for x in _key(ladder, "layers", "the ladder") if x.get("name") == name]
     if not found:
@@ -421,10 +411,9 @@ def layer_plan(name, ladder, last_good, stopped=False):
 
 
 def layer_judged(plan, attempt, last_good, base):
-    """A layer after ``layer_plan`` (``plan``) went on: its ``row`` of the ladder's results (skipped with the reason,
-    else ``judge_layer``'s on ``attempt``), ``stop``, ``stop_reason``, ``last_good`` (the run the next layer climbs
-    from), ``rollback`` (the layer changed the failure stage: the last good command runs again) and ``step``: the
-    rollback's (``build_step("rollback")``) when there is one, else the layer's own."""
+    """A layer that went on (``plan``: ``layer_plan``'s): its ``row`` (skipped, else ``judge_layer``'s), ``stop``,
+    ``stop_reason``, ``last_good``, ``rollback`` (it failed: the last good command again) and ``step`` (the
+    rollback's, else the layer's own)."""
     plan = _mapping(plan, "the layer's plan (layer_plan's answer)")
     if plan.get("skip"):
         return {"row": {"layer": plan.get("name"), "status": "skipped", "run": None, "reason": plan["skip"]},
@@ -515,6 +504,10 @@ def one_variable_gate(step, diff, case_id=None):
     return {"refused": True, "attempt": attempt, "line": summary}
 
 
+NO_MODEL = ("set repro_vllm_model (a model directory or hub id on the nodes), or repro_vllm_production_argv (the "
+            "production command as a list) to derive the minimal command from it")
+
+
 def _strings(mapping):
     return dict((k, str(v)) for k, v in (mapping or {}).items())
 
@@ -547,9 +540,7 @@ def minimal_plan(nodes, model_ref, model="", model_config=None, trust_remote_cod
             refusal = _command.unknown_refusal(derived, allow=bool(allow_unknown))
         else:
             if not model:
-                raise LadderError("set repro_vllm_model (a model directory or hub id on the nodes), or "
-                                  "repro_vllm_production_argv (the production command as a list) to derive the minimal "
-                                  "command from it")
+                raise LadderError(NO_MODEL)
             derived, lines, refusal, secrets = None, [], None, dict(secret_env or {})
             argv = _command.build_minimal([str(vllm_bin), "serve"], str(model), host=host or None, port=port or None,
                                           served_model_name=served_model_name or None,

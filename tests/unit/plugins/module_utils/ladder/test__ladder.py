@@ -302,8 +302,10 @@ def test_window_after_the_real_runs_and_its_refusals():
     ({"name": "long_context"}, {"skip": ["long_context"]}, "left out by repro_vllm_ladder_skip"),
     ({"name": "unknown_options", "production_only": True}, {},
      "the production command has nothing for it (no production command, or repro_vllm_ladder_production is false)"),
-    ({"name": "unknown_options", "production_only": True}, {"production_given": True},
+    ({"name": "unknown_options", "production_only": True}, {"derived": {"layers": {}}},
      "the production command has nothing for it"),
+    ({"name": "long_context", "requires": {"repro_vllm_long_context_len": 0}}, {},
+     "needs repro_vllm_long_context_len to be set"),
     ({"name": "tool_calling", "requires": ["repro_vllm_tool_call_parser", "repro_vllm_tool_chat_template"]},
      {"values": {"repro_vllm_tool_call_parser": "hermes", "repro_vllm_tool_chat_template": ""}},
      "needs repro_vllm_tool_chat_template to be set"),
@@ -320,13 +322,14 @@ def test_layer_skip_runs_a_layer_that_can_run_and_takes_production_items_for_its
     tool = {"name": "tool_calling", "requires": ["repro_vllm_tool_call_parser"]}
     assert _ladder.layer_skip(tool, values={"repro_vllm_tool_call_parser": "hermes"}) == ""
     # the production command's own --tool-call-parser stands in for the unset variable
-    assert _ladder.layer_skip(tool, production={"tool_calling": ["--tool-call-parser hermes"]}, values={}) == ""
+    assert _ladder.layer_skip(tool, derived={"layers": {"tool_calling": ["--tool-call-parser hermes"]}}, values={}) == ""
+    assert _ladder.layer_skip(dict(tool, requires={"repro_vllm_tool_call_parser": "hermes"})) == ""
     assert _ladder.layer_skip({"name": "multi_node", "requires_nodes": 2}, play_hosts=2, last_good_nodes=1) == ""
     unknown = {"name": "unknown_options", "production_only": True}
-    assert _ladder.layer_skip(unknown, production={"unknown_options": ["--frobnicate-level 3"]}) == ""
+    assert _ladder.layer_skip(unknown, derived={"layers": {"unknown_options": ["--frobnicate-level 3"]}}) == ""
     # the real derivation of cpu-layer: its long_context item stands in for repro_vllm_long_context_len
     long_context = [entry for entry in INPUTS["ladder"] if entry["name"] == "long_context"][0]
-    assert _ladder.layer_skip(long_context, production=INPUTS["production"]["layers"], values={}) == ""
+    assert _ladder.layer_skip(long_context, derived=INPUTS["production"], values={}) == ""
     assert _ladder.layer_skip(long_context, values={}) == "needs repro_vllm_long_context_len to be set"
 
 
