@@ -366,7 +366,6 @@ def rollback_status(attempt):
             + str(attempt.get("summary") or "")}
 
 
-
 # ------------------------------------------------------------------------- feature_layer's calls, one per decision
 def start(data, last_good, until=None, base=None, request=None, play_hosts=(), production=True, overrides=None,
           skip=None, prefix=None):

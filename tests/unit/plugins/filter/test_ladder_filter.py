@@ -136,9 +136,9 @@ def test_the_minimal_plan_first_says_the_nodes_the_model_and_what_stops_it_then_
     assert ladder.minimal_plan(["h1"], {"nnodes": 0, "model": "m"})["unplannable"].startswith("repro_vllm_nnodes is 0 ")
     assert ladder.minimal_plan(["h1"], {"model": ""})["unplannable"].startswith("set repro_vllm_model (a model directory")
     # with the slurp's result (here: skipped) the whole plan, on the nodes chosen first
-    full = ladder.minimal_plan(["h1", "h2"], {"nnodes": 1, "model": "/models/tiny", "port": "8473",
-                                             "platform_args": ["--enforce-eager"], "allow_unknown": "false"},
-                               model_config_raw={"skipped": True}, host_name="h1")
+    given = {"nnodes": 1, "model": "/models/tiny", "port": "8473", "platform_args": ["--enforce-eager"],
+             "allow_unknown": "false"}
+    full = ladder.minimal_plan(["h1", "h2"], given, model_config_raw={"skipped": True}, host_name="h1")
     assert full["nodes"] == full["base"]["nodes"] == ["h1"] and full["base"]["port"] == 8473
     assert full["base"]["argv"][:3] == ["vllm", "serve", "/models/tiny"] and "--enforce-eager" in full["base"]["argv"]
     assert (full["derived"], full["lines"], full["refusal"], full["base"]["model_config_read"]) == (None, [], None, False)
