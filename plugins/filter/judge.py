@@ -13,7 +13,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _judge
 from ansible_collections.repro.vllm.plugins.module_utils.record import _record
-from ansible_collections.repro.vllm.plugins.module_utils.ladder._command import LADDER_ORDER
+from ansible_collections.repro.vllm.plugins.module_utils.ladder import _ladder
 from ansible_collections.repro.vllm.plugins.module_utils.record._record import run_id_for, run_numbers
 
 
@@ -71,8 +71,20 @@ def reproduction_result(verdict):
     return _judge.reproduction_result(verdict)
 
 
-def repeat_target(runs):
-    return _judge.repeat_target(_listing(runs, "the input (runs)", "repeat_target"))
+def repeat_plan(runs, steps=None):
+    """The second clean run: ``target`` (_judge.repeat_target; None when no attempt ran), ``step`` (its step in
+    ``steps``, the attempt role's _repro_vllm_steps, again: _ladder.build_step "repeat") and ``probe_host`` (where
+    its port must be free: a wildcard or empty host is 127.0.0.1)."""
+    target = _judge.repeat_target(_listing(runs, "the input (runs)", "repeat_plan"))
+    if target is None:
+        return {"target": None, "step": None, "probe_host": None}
+    try:
+        step = _ladder.build_step("repeat", original=_mapping(steps, "steps", "repeat_plan").get(target["run"]),
+                                  target=target)
+    except _ladder.LadderError as exc:
+        raise AnsibleFilterError("repeat_plan: %s" % exc)
+    host = step.get("host")
+    return {"target": target, "step": step, "probe_host": "127.0.0.1" if host in ("0.0.0.0", "", None) else host}
 
 
 def latest_run(case_id, part=None, records_root=None):
@@ -93,16 +105,6 @@ def latest_run(case_id, part=None, records_root=None):
     return None
 
 
-def ladder_layers(data):
-    """The ladder's layers (a mapping name -> fields) as a list in the one fixed order, _command.LADDER_ORDER."""
-    data = _mapping(data, "the input (layer name -> fields)", "ladder_layers")
-    unknown = sorted(set(data) - set(LADDER_ORDER))
-    if unknown:
-        raise AnsibleFilterError("ladder_layers: %s is no ladder layer; the ladder is %s"
-                                 % (", ".join(unknown), ", ".join(LADDER_ORDER)))
-    return [dict(data[name] or {}, name=name) for name in LADDER_ORDER if name in data]
-
-
 class FilterModule:
     """repro.vllm judgement of an attempt."""
 
@@ -110,4 +112,4 @@ class FilterModule:
         return {"attempt_verdict": attempt_verdict, "_layer_observation": layer_observation,
                 "_prefix_cache_evidence": prefix_cache_evidence, "_reproduction_summary": reproduction_summary,
                 "_reproduction_result": reproduction_result, "_latest_run": latest_run,
-                "_ladder_layers": ladder_layers, "_repeat_target": repeat_target}
+                "_repeat_plan": repeat_plan}

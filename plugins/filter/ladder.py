@@ -2,8 +2,8 @@
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filter fronts of the ladder (module_utils/ladder/_ladder.py): the one step builder (``_step``) and the ladder's
-decisions - the window, the last good run, the skip rule, a layer's judgement, the rollback's row and whether a
-finding fails the job (the exit rule)."""
+decisions - the ladder a play climbs, a layer's plan and its judgement, the last good run, the rollback's row, the
+minimal start's plan and whether a finding fails the job (the exit rule)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import json
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.filter.judge import _mapping
+from ansible_collections.repro.vllm.plugins.filter.minimal_command import minimal_command
 from ansible_collections.repro.vllm.plugins.plugin_utils.close import _exitrule
 from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _diff
 from ansible_collections.repro.vllm.plugins.module_utils.ladder import _ladder
@@ -27,10 +28,10 @@ def step(kind, **inputs):
         raise AnsibleFilterError("_step: %s" % exc)
 
 
-def ladder_window(names, until=None, applied=None):
-    """The layers this play climbs; see _ladder.window."""
+def ladder_start(data, last_good, **inputs):
+    """The ladder a play climbs, fixed before its first layer; see _ladder.start."""
     try:
-        return _ladder.window(names, until, applied)
+        return _ladder.start(data, last_good, **inputs)
     except _ladder.LadderError as exc:
         raise AnsibleFilterError("feature_layer: %s" % exc)
 
@@ -43,17 +44,20 @@ def last_good(attempt, resumed_from=None, changes=None):
         raise AnsibleFilterError("feature_layer: %s" % exc)
 
 
-def layer_skip(layer, skip=None, production=None, production_given=False, values=None, play_hosts=0,
-               last_good_nodes=0, derived=None):
-    return _ladder.layer_skip(_mapping(layer, "the input (the layer)", "layer_skip"), skip=skip or [],
-                              production=production or {}, production_given=bool(production_given),
-                              values=values or {}, play_hosts=int(play_hosts), last_good_nodes=int(last_good_nodes),
-                              derived=_mapping(derived, "derived", "layer_skip") or None)
+def layer_plan(name, ladder, last_good=None, stopped=False):
+    """One layer of the window: does it go on, why it is skipped, its step; see _ladder.layer_plan."""
+    try:
+        return _ladder.layer_plan(name, ladder, last_good, stopped=stopped)
+    except (_ladder.LadderError, CommandError) as exc:
+        raise AnsibleFilterError("feature_layer: %s" % exc)
 
 
-def layer_status(attempt, last_good=None):
-    return _ladder.judge_layer(_mapping(attempt, "the attempt", "layer_status"),
-                               _mapping(last_good, "last_good", "layer_status"))
+def layer_judged(plan, attempt=None, last_good=None, base=None):
+    """A layer's row, the stop, the next last good run and the rollback's step; see _ladder.layer_judged."""
+    try:
+        return _ladder.layer_judged(plan, attempt, last_good, base)
+    except (_ladder.LadderError, CommandError) as exc:
+        raise AnsibleFilterError("feature_layer: %s" % exc)
 
 
 def rollback_row(attempt):
@@ -93,32 +97,55 @@ def one_variable_gate(step, identities, case_id=None):
     return dict(_ladder.one_variable_gate(step, diff, case_id), identity=identity, diff=diff)
 
 
-def minimal_plan(nodes, model_ref, model_config_raw=None, host_name=None, **inputs):
-    """The base of every attempt (_ladder.minimal_plan) with the model's config.json as the slurp on the head read it
-    (``model_config_raw``: its registered result; not read - no ``content``); ``host_name`` prefixes the console
-    lines (``reproduce | <host> | ...``)."""
+def minimal_plan(play_hosts, inputs, model_config_raw=None, host_name=None):
+    """The minimal start from ``inputs`` (nnodes and _ladder.minimal_plan's keywords), in two calls. Without
+    ``model_config_raw``: ``{nodes, model_ref, read_config, unplannable}`` (the first nnodes hosts, the model loaded,
+    whether its config.json is read on the head, why nothing can be planned or None). With it (the head's slurp,
+    read or not): also minimal_plan's answer, its lines prefixed ``reproduce | <host_name> |``."""
+    inputs = dict(inputs or {})
+    nnodes = _ladder._as_int(inputs.pop("nnodes", 1))
+    hosts = [str(h) for h in play_hosts or []]
+    nodes = hosts[:max(nnodes, 0)]
+    trust = str(inputs.get("trust_remote_code", "auto"))
+    out = {"nodes": nodes, "model_ref": None, "read_config": False, "unplannable": None}
+    if nnodes < 1 or len(nodes) != nnodes:
+        out["unplannable"] = ("repro_vllm_nnodes is %s but the play has only %d host(s) (%s); add the worker nodes to "
+                              "the inventory or lower repro_vllm_nnodes" % (nnodes, len(hosts), ", ".join(hosts)))
+        return out
+    argv = inputs.get("production_argv") or []
+    if not inputs.get("model") and not argv:
+        out["unplannable"] = _ladder.NO_MODEL
+        return out
+    out["model_ref"] = minimal_command(argv, env=inputs.get("production_env"), keep=inputs.get("keep"),
+                                       keep_env=inputs.get("keep_env"), trust_remote_code="true")["model"] \
+        if argv else str(inputs.get("model"))
+    out["read_config"] = trust.lower() == "auto" and out["model_ref"][:1] in ("/", ".", "~")
+    if model_config_raw is None:
+        return out
     config = {}
-    content = (model_config_raw or {}).get("content") if isinstance(model_config_raw, dict) else None
+    content = model_config_raw.get("content") if isinstance(model_config_raw, dict) else None
     if content:
         try:
             config = json.loads(base64.b64decode(content).decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
             raise AnsibleFilterError("minimal_startup: the model's config.json (%s/config.json on the head) is not JSON: "
                                      "%s; fix the file, or set repro_vllm_trust_remote_code to true or false"
-                                     % (model_ref, exc))
+                                     % (out["model_ref"], exc))
+    inputs.update(model=str(inputs.get("model", "")), vllm_bin=str(inputs.get("vllm_bin", "vllm")),
+                  allow_unknown=_ladder._as_bool(inputs.get("allow_unknown", False)))
     try:
-        plan = _ladder.minimal_plan(list(nodes or []), model_ref, model_config=config, **inputs)
+        out.update(_ladder.minimal_plan(nodes, out["model_ref"], model_config=config, **inputs))
     except _ladder.LadderError as exc:
         raise AnsibleFilterError("minimal_startup: %s" % exc)
     if host_name:
-        plan["lines"] = ["reproduce | %s | %s" % (host_name, line) for line in plan["lines"]]
-    return plan
+        out["lines"] = ["reproduce | %s | %s" % (host_name, line) for line in out["lines"]]
+    return out
 
 
 class FilterModule:
     """repro.vllm ladder: its steps and its decisions."""
 
     def filters(self):
-        return {"_step": step, "_ladder_window": ladder_window, "_last_good": last_good, "_layer_skip": layer_skip,
-                "_layer_status": layer_status, "_rollback_row": rollback_row, "_job_exit": job_exit,
+        return {"_step": step, "_ladder_start": ladder_start, "_last_good": last_good, "_layer_plan": layer_plan,
+                "_layer_judged": layer_judged, "_rollback_row": rollback_row, "_job_exit": job_exit,
                 "_one_variable_gate": one_variable_gate, "_minimal_plan": minimal_plan}

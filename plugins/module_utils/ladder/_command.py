@@ -741,6 +741,10 @@ def build_minimal(program, model, host=None, port=None, served_model_name=None, 
     return argv
 
 
+# the options node_placement gives a node of a multi-node start
+PLACEMENT_FLAGS = ("--nnodes", "--node-rank", "--master-addr", "--master-port", "--headless")
+
+
 def node_placement(nnodes, node_rank, master_addr, master_port=None, headless=None):
     """vLLM's own multi-node launcher options of one node: ``--nnodes``, ``--node-rank``, ``--master-addr``,
     ``--master-port`` when given, ``--headless`` on a worker (rank above 0, unless ``headless`` says otherwise).
@@ -858,7 +862,10 @@ def _layer_allowed(layer):
     if extra:
         allowed.append("request:extra")
         changed.append("further request(s) in the same run: %s" % ", ".join(e["label"] for e in extra))
-    allowed += [str(a) for a in layer.get("allow") or []]
+    given = [str(a) for a in layer.get("allow") or []]
+    # a layer that moves to more hosts changes them and each node's placement (node_placement's options)
+    moved = ["hosts:inventory"] + ["command:%s" % f for f in PLACEMENT_FLAGS] if "requires_nodes" in layer else []
+    allowed += [a for a in moved if a not in given] + given
     return allowed, changed
 
 
@@ -897,13 +904,12 @@ def production_layer(derived, layer):
 
 def _with_production(layer, production):
     """The layer with the production command's own items for it on top: its options set-or-replace the layer's
-    defaults (``--tool-call-parser kimi_k2`` instead of the default parser), its variables join the layer's env; an
-    option of the layer left with an empty value (its variable unset) is dropped."""
+    defaults (``--tool-call-parser kimi_k2`` instead of the default parser), its variables join the layer's env."""
     prod = production_layer(production, layer.get("name")) if production else None
     if not prod or not (prod["args"] or prod["env"]):
         return layer, []
     merged = dict(layer)
-    own = [o for o in split_options([str(a) for a in layer.get("args") or []]) if o["value"] != ""]
+    own = split_options([str(a) for a in layer.get("args") or []])
     theirs = split_options(prod["args"])
     replaced = {_positive(o["flag"]) for o in theirs}
     merged["args"] = [t for o in own if _positive(o["flag"]) not in replaced for t in o["tokens"]] + prod["args"]
@@ -927,6 +933,9 @@ def apply_layers(base, layers, names, overrides=None, production=None):
     for layer in layers or []:
         merged = dict(layer)
         merged.update((overrides or {}).get(layer.get("name"), {}) or {})
+        # an option of the layer left with an empty value (its variable unset) is not set
+        merged["args"] = [t for o in split_options([str(a) for a in merged.get("args") or []]) if o["value"] != ""
+                          for t in o["tokens"]]
         by_name[layer.get("name")] = merged
     missing = [n for n in names or [] if n not in by_name]
     if missing:

@@ -10,6 +10,9 @@
   run already has).
 * ``layer_skip``: why a layer cannot run here; ``judge_layer``: a layer's status, whether the ladder stops, whether
   its run is the new last good one and its result row; ``rollback_status``: the row of a rollback.
+* ``start``, ``layer_plan``, ``layer_judged``: what feature_layer asks, one call each - the ladder a play climbs
+  (layers in order, window), one layer's plan (does it go on, its skip reason, its step) and its judgement (the row,
+  the stop, the next last good run, the rollback's step).
 
 Controller side; Python standard library only (plus the collection's own module_utils).
 """
@@ -57,7 +60,7 @@ WHAT = {
     "play_hosts": "the hosts of the play (ansible_play_hosts_all)",
     "failed": "the attempt of the layer that changed the stage (_repro_vllm_attempt)",
     "original": "the step of the run repeated (_repro_vllm_steps[run])",
-    "target": "the attempt to repeat (repro.vllm._repeat_target)",
+    "target": "the attempt to repeat (_judge.repeat_target)",
     "attempt": "the package's attempt (its outcome.json)",
     "plan": "replay_step's answer (argv, env, host, port, request)",
     "nodes": "the receiving hosts the attempt runs on",
@@ -293,30 +296,26 @@ def window(names, until, applied=None):
     return names[start + 1:names.index(until) + 1]
 
 
-def layer_skip(layer, skip=None, production=None, production_given=False, values=None, play_hosts=0,
-               last_good_nodes=0, derived=None):
+def layer_skip(layer, skip=None, derived=None, values=None, play_hosts=0, last_good_nodes=0):
     """Why a ladder layer cannot run here, or "" when it can: the first of these that holds.
 
-    ``layer``: the layer's data with its overrides (name, production_only, requires, requires_nodes); ``skip``: the
-    names repro_vllm_ladder_skip leaves out; ``production``: the production command's own items per layer (they stand
-    in for the variables a layer needs); ``production_given``: a production command is given and the ladder uses it;
-    ``derived``: instead of those two, the production command's derivation the ladder uses (its ``layers``), or None;
-    ``values``: the value of each variable the layer requires (name -> value; empty, None or missing is unset; read
-    only where the production command has nothing for the layer); ``play_hosts``: hosts in the play;
+    ``layer``: the layer's data with its overrides (name, production_only, requires - variable -> value, or names
+    whose values ``values`` gives -, requires_nodes); ``skip``: the names repro_vllm_ladder_skip leaves out;
+    ``derived``: the production command's derivation the ladder uses, or None (its ``layers``' items stand in for the
+    variables a layer requires: empty, None or missing is unset); ``play_hosts``: hosts in the play;
     ``last_good_nodes``: nodes the last good run spans.
     """
-    if derived:
-        production, production_given = derived.get("layers") or {}, True
     layer = layer or {}
     name = layer.get("name")
-    from_production = list(((production or {}).get(name)) or [])
+    from_production = list(((derived or {}).get("layers") or {}).get(name) or [])
     if name in (skip or []):
         return "left out by repro_vllm_ladder_skip"
     if layer.get("production_only") and not from_production:
         return "the production command has nothing for it" + (
-            "" if production_given else " (no production command, or repro_vllm_ladder_production is false)")
-    required = [] if from_production else list(layer.get("requires") or [])
-    unset = [v for v in required if not (values or {}).get(v)]
+            "" if derived else " (no production command, or repro_vllm_ladder_production is false)")
+    requires = layer.get("requires") or []
+    given = dict(values or {}, **requires) if isinstance(requires, dict) else dict(values or {})
+    unset = [] if from_production else [v for v in requires if not given.get(v)]
     if unset:
         return "needs %s to be set" % ", ".join(unset)
     needs = int(layer.get("requires_nodes") or 0)
@@ -365,6 +364,65 @@ def rollback_status(attempt):
             "earlier_state_returned": attempt.get("earlier_state_returned"),
             "reason": ("the earlier state came back: " if back else "the earlier state did NOT come back: ")
             + str(attempt.get("summary") or "")}
+
+
+# ------------------------------------------------------------------------- feature_layer's calls, one per decision
+def start(data, last_good, until=None, base=None, request=None, play_hosts=(), production=True, overrides=None,
+          skip=None, prefix=None):
+    """The ladder a play climbs (feature_layer's ``_repro_vllm_ladder``): ``layers`` (``data``, name -> fields, in
+    ``_command.LADDER_ORDER``; another name is a LadderError), ``window`` (after ``last_good``'s layers up to
+    ``until``), ``production`` (``base.derived`` when repro_vllm_ladder_production is on, else None) and what each
+    layer's plan reads: ``base``, ``request``, ``play_hosts``, ``overrides``, ``skip``, ``prefix``."""
+    data = _mapping(data or {}, "the ladder data (layer name -> fields)")
+    unknown = sorted(set(data) - set(_command.LADDER_ORDER))
+    if unknown:
+        raise LadderError("%s is no ladder layer; the ladder is %s" % (", ".join(unknown), ", ".join(_command.LADDER_ORDER)))
+    layers = [dict(data[name] or {}, name=name) for name in _command.LADDER_ORDER if name in data]
+    base = _mapping(base or {}, "base (%s)" % WHAT["base"])
+    good = _mapping(last_good or {}, "last_good (%s)" % WHAT["last_good"])
+    return {"layers": layers, "window": window([x["name"] for x in layers], until, good.get("layers_applied")),
+            "production": base.get("derived") or None if _as_bool(production) else None, "base": base,
+            "request": request, "play_hosts": list(play_hosts or []), "overrides": dict(overrides or {}),
+            "skip": list(skip or []), "prefix": dict(prefix or {})}
+
+
+def layer_plan(name, ladder, last_good, stopped=False):
+    """One layer of ``ladder`` (``start``'s answer): ``go`` (not stopped), ``layer`` (its data and override),
+    ``skip`` (``layer_skip``), ``runs``/``skipped`` (go and not/skip) and ``step`` (None unless it runs)."""
+    ladder = _mapping(ladder, "the ladder (start's answer)")
+    found = [x for x in _key(ladder, "layers", "the ladder") if x.get("name") == name]
+    if not found:
+        raise LadderError("%s is no layer of this ladder" % name)
+    layer = dict(found[0], **(ladder.get("overrides", {}).get(name) or {}))
+    plan = {"name": name, "go": not _as_bool(stopped), "layer": layer, "skip": "", "step": None}
+    if plan["go"]:
+        good = _mapping(last_good, "last_good (%s)" % WHAT["last_good"])
+        plan["skip"] = layer_skip(layer, skip=ladder.get("skip"), derived=ladder.get("production"),
+                                  play_hosts=len(ladder.get("play_hosts") or []),
+                                  last_good_nodes=len(good.get("nodes") or []))
+        if not plan["skip"]:
+            plan["step"] = build_step("layer", layer=layer, last_good=good, base=ladder.get("base"),
+                                      request=ladder.get("request"), ladder=ladder["layers"],
+                                      play_hosts=ladder.get("play_hosts"), overrides=ladder.get("overrides"),
+                                      production=ladder.get("production"), prefix=ladder.get("prefix"))
+    plan.update(runs=plan["go"] and not plan["skip"], skipped=plan["go"] and bool(plan["skip"]))
+    return plan
+
+
+def layer_judged(plan, attempt, last_good, base):
+    """A layer that went on (``plan``: ``layer_plan``'s): its ``row`` (skipped, else ``judge_layer``'s), ``stop``,
+    ``stop_reason``, ``last_good``, ``rollback`` (it failed: the last good command again) and ``step`` (the
+    rollback's, else the layer's own)."""
+    plan = _mapping(plan, "the layer's plan (layer_plan's answer)")
+    if plan.get("skip"):
+        return {"row": {"layer": plan.get("name"), "status": "skipped", "run": None, "reason": plan["skip"]},
+                "stop": False, "stop_reason": "", "last_good": last_good, "rollback": False, "step": plan.get("step")}
+    judged = judge_layer(_mapping(attempt, "the layer's attempt"), _mapping(last_good, "the last good run"))
+    rollback = judged["status"] == "failed"
+    return {"row": judged["row"], "stop": judged["stop"], "stop_reason": judged["stop_reason"],
+            "last_good": judged["last_good"], "rollback": rollback,
+            "step": build_step("rollback", layer=plan.get("layer"), failed=attempt, last_good=last_good, base=base)
+            if rollback else plan.get("step")}
 
 
 # the one run's diagnostic environment (repro_vllm_debug); VLLM_TRACE_FUNCTION only when asked for as well
@@ -445,6 +503,10 @@ def one_variable_gate(step, diff, case_id=None):
     return {"refused": True, "attempt": attempt, "line": summary}
 
 
+NO_MODEL = ("set repro_vllm_model (a model directory or hub id on the nodes), or repro_vllm_production_argv (the "
+            "production command as a list) to derive the minimal command from it")
+
+
 def _strings(mapping):
     return dict((k, str(v)) for k, v in (mapping or {}).items())
 
@@ -477,9 +539,7 @@ def minimal_plan(nodes, model_ref, model="", model_config=None, trust_remote_cod
             refusal = _command.unknown_refusal(derived, allow=bool(allow_unknown))
         else:
             if not model:
-                raise LadderError("set repro_vllm_model (a model directory or hub id on the nodes), or "
-                                  "repro_vllm_production_argv (the production command as a list) to derive the minimal "
-                                  "command from it")
+                raise LadderError(NO_MODEL)
             derived, lines, refusal, secrets = None, [], None, dict(secret_env or {})
             argv = _command.build_minimal([str(vllm_bin), "serve"], str(model), host=host or None, port=port or None,
                                           served_model_name=served_model_name or None,

@@ -15,10 +15,9 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.filter import judge
 from ansible_collections.repro.vllm.plugins.filter.minimal_command import minimal_command
 from ansible_collections.repro.vllm.plugins.filter.record_diff import record_diff, record_identity
-from ansible_collections.repro.vllm.plugins.module_utils.ladder import _command as c
+from ansible_collections.repro.vllm.plugins.module_utils.ladder import _command as c, _ladder
 from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.ladder.test__command import (
     FAKE_KEY, K3_DOCKER, K3_ENV, K3_H200, K3_H200_ENV, KIMI_CONFIG, PLAIN_CONFIG)
 
@@ -93,7 +92,7 @@ def test_unknown_options_are_refused_unless_allowed():
 
 def test_the_ladder_data_has_unknown_options_after_tool_calling_before_multi_node():
     data = _ladder_data()
-    order = [layer["name"] for layer in judge.ladder_layers(data)]
+    order = [layer["name"] for layer in _ladder.start(data, {})["layers"]]
     assert order == ["prefix_caching", "long_context", "output_limit", "concurrency_2", "concurrency_n", "tool_calling",
                      "unknown_options", "multi_node", "gateway"]
     assert order == c.LADDER_ORDER
@@ -111,8 +110,8 @@ def _run(argv, env, request, host="gpu-a01"):
 def test_unknown_options_layer_adds_exactly_them_to_the_last_good_command_as_one_variable():
     d = c.derive_minimal(PROD, K3_H200_ENV, model_config=PLAIN_CONFIG, port=8057)
     assert d["layers"]["unknown_options"] == ["--frobnicate-level 3"]
-    ladder = judge.ladder_layers({name: fields for name, fields in _ladder_data().items()
-                                  if name in ("prefix_caching", "unknown_options")})
+    ladder = _ladder.start({name: fields for name, fields in _ladder_data().items()
+                            if name in ("prefix_caching", "unknown_options")}, {})["layers"]
     base = {"argv": d["argv"], "env": d["env"],
             "request": {"route": "/v1/completions", "concurrency": 1, "timeout": 60, "body": {"model": "kimi-k3"}}}
     good = c.apply_layers(base, ladder, ["prefix_caching"], production=d)

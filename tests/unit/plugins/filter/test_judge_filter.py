@@ -41,16 +41,34 @@ def test_filters_refuse_wrong_types():
     with pytest.raises(AnsibleFilterError, match="block_size must be at least 1"):
         judge.prefix_cache_evidence([], 0)
     assert set(judge.FilterModule().filters()) == {
-        "attempt_verdict", "_layer_observation", "_prefix_cache_evidence", "_latest_run", "_ladder_layers",
-        "_repeat_target", "_reproduction_summary", "_reproduction_result"}
-    with pytest.raises(AnsibleFilterError, match="repeat_target: the input"):
-        judge.repeat_target({"run": "run-002"})
+        "attempt_verdict", "_layer_observation", "_prefix_cache_evidence", "_latest_run", "_repeat_plan",
+        "_reproduction_summary", "_reproduction_result"}
+    with pytest.raises(AnsibleFilterError, match="repeat_plan: the input"):
+        judge.repeat_plan({"run": "run-002"})
 
 
-def test_ladder_layers_take_the_one_order():
-    data = {"gateway": {"checks": []}, "prefix_caching": {"args": ["--enable-prefix-caching"]},
-            "concurrency_2": {"concurrency": 2}}
-    assert [layer["name"] for layer in judge.ladder_layers(data)] == ["prefix_caching", "concurrency_2", "gateway"]
-    assert judge.ladder_layers(data)[0]["args"] == ["--enable-prefix-caching"]
-    with pytest.raises(AnsibleFilterError, match="speculative is no ladder layer"):
-        judge.ladder_layers({"speculative": {}})
+def _attempt(run, step, ok, host="0.0.0.0"):
+    return {"run": run, "path": "/r/" + run, "step": step, "ok": ok, "stage": "none" if ok else "config",
+            "error_class": None if ok else "config_error", "purpose": "minimal_startup" if step == "minimal" else "x",
+            "refused": False}
+
+
+def test_repeat_plan_is_the_target_its_step_again_and_where_its_port_is_probed():
+    steps = {"run-002": {"name": "minimal", "purpose": "minimal_startup", "nodes": ["localhost"], "host": "0.0.0.0",
+                         "port": 8473, "argv": ["vllm", "serve", "m"], "env": {}, "request": {"route": "/v1/completions"},
+                         "expected": "x", "rollback": "none", "input": "x"},
+             "run-003": {"name": "prefix_caching", "purpose": "feature_layer", "nodes": ["localhost"], "host": "10.1.2.3",
+                         "port": 8473, "argv": ["vllm", "serve", "m", "--enable-prefix-caching"], "env": {},
+                         "request": {"route": "/v1/completions"}, "expected": "x", "rollback": "x", "input": "x"}}
+    plan = judge.repeat_plan([_attempt("run-002", "minimal", True), _attempt("run-003", "prefix_caching", True)], steps)
+    assert plan["target"]["run"] == "run-002" and plan["target"]["reason"] == "the minimal attempt (nothing failed)"
+    assert plan["step"]["name"] == "repeat" and plan["step"]["repeat_of"]["run"] == "run-002"
+    assert plan["step"]["argv"] == steps["run-002"]["argv"] and plan["step"]["debug_as"] == "minimal"
+    # a wildcard host is probed on 127.0.0.1, another as it is
+    assert plan["probe_host"] == "127.0.0.1"
+    failed = judge.repeat_plan([_attempt("run-002", "minimal", True), _attempt("run-003", "prefix_caching", False)], steps)
+    assert failed["target"]["run"] == "run-003" and failed["probe_host"] == "10.1.2.3"
+    # no attempt ran: nothing to repeat
+    assert judge.repeat_plan([], steps) == {"target": None, "step": None, "probe_host": None}
+    with pytest.raises(AnsibleFilterError, match="repeat_plan: original"):
+        judge.repeat_plan([_attempt("run-004", "minimal", True)], steps)

@@ -24,29 +24,33 @@ def _run(name, case="cpu-layer"):
 
 def test_the_ladder_filters_and_their_errors():
     assert set(ladder.FilterModule().filters()) == {
-        "_step", "_ladder_window", "_last_good", "_layer_skip", "_layer_status", "_rollback_row", "_job_exit",
+        "_step", "_ladder_start", "_last_good", "_layer_plan", "_layer_judged", "_rollback_row", "_job_exit",
         "_one_variable_gate", "_minimal_plan"}
     # the minimal plan: the config.json the head's slurp read (base64), the host's console prefix, its errors named
     import base64
     import json
     raw = {"content": base64.b64encode(json.dumps({"auto_map": {"AutoConfig": "x.Y"}}).encode()).decode()}
-    plan = ladder.minimal_plan(["node01"], "/models/kimi", model_config_raw=raw, host_name="node01", model="/models/kimi",
-                               production_argv=["vllm", "serve", "/models/kimi", "--enable-prefix-caching"])
+    given = {"model": "/models/kimi", "production_argv": ["vllm", "serve", "/models/kimi", "--enable-prefix-caching"]}
+    plan = ladder.minimal_plan(["node01"], given, model_config_raw=raw, host_name="node01")
     assert plan["base"]["trust_remote_code"] is True and plan["base"]["model_config_read"] is True
     assert plan["lines"][0].startswith("reproduce | node01 | minimal | derived from the production command: ")
     with pytest.raises(AnsibleFilterError, match=r"minimal_startup: the model's config.json \(/models/kimi/config.json"):
-        ladder.minimal_plan(["node01"], "/models/kimi", model_config_raw={"content": base64.b64encode(b"{no").decode()},
-                            model="/models/kimi")
-    with pytest.raises(AnsibleFilterError, match="minimal_startup: set repro_vllm_model"):
-        ladder.minimal_plan(["node01"], "", model_config_raw={"skipped": True})
+        ladder.minimal_plan(["node01"], {"model": "/models/kimi"},
+                            model_config_raw={"content": base64.b64encode(b"{no").decode()})
+    with pytest.raises(AnsibleFilterError, match="minimal_command: give the command as a list of arguments"):
+        ladder.minimal_plan(["node01"], {"production_argv": "vllm serve m"})
+    with pytest.raises(AnsibleFilterError, match="feature_layer: speculative is no ladder layer"):
+        ladder.ladder_start({"speculative": {}}, {})
+    with pytest.raises(AnsibleFilterError, match="feature_layer: gateway is no layer of this ladder"):
+        ladder.layer_plan("gateway", ladder.ladder_start({"prefix_caching": {}}, {}), {})
+    with pytest.raises(AnsibleFilterError, match="feature_layer: the layer's attempt must be a mapping"):
+        ladder.layer_judged({"name": "prefix_caching", "skip": ""}, None, {}, {})
     with pytest.raises(AnsibleFilterError, match="_step: a minimal step needs base"):
         ladder.step("minimal", request={"route": "/v1/completions"}, previous=None)
     with pytest.raises(AnsibleFilterError, match="feature_layer: repro_vllm_ladder_until is 'x', which is no ladder"):
-        ladder.ladder_window(["prefix_caching"], "x", [])
+        ladder.ladder_start({"prefix_caching": {}}, {}, until="x")
     with pytest.raises(AnsibleFilterError, match="feature_layer: /r/run-004 is not a good run"):
         ladder.last_good({"ok": False, "stage": "config"}, resumed_from="/r/run-004", changes={})
-    with pytest.raises(AnsibleFilterError, match="layer_skip: the input"):
-        ladder.layer_skip(["tool_calling"])
     with pytest.raises(AnsibleFilterError, match="rollback_row: the input"):
         ladder.rollback_row("run-007")
     with pytest.raises(AnsibleFilterError, match="job_exit: the input"):
@@ -115,3 +119,26 @@ def test_the_gate_builds_the_identity_and_its_diff_as_the_real_layer_run_recorde
     assert first["diff"]["baseline"] is True and first["refused"] is False
     with pytest.raises(AnsibleFilterError, match="one_variable_gate: the input"):
         ladder.one_variable_gate("long_context", [])
+
+
+def test_the_minimal_plan_first_says_the_nodes_the_model_and_what_stops_it_then_plans():
+    first = ladder.minimal_plan(["h1", "h2", "h3"], {"nnodes": "2", "model": "/models/tiny"})
+    assert first == {"nodes": ["h1", "h2"], "model_ref": "/models/tiny", "read_config": True, "unplannable": None}
+    # a hub id, or trust_remote_code forced: no config.json to read
+    assert ladder.minimal_plan(["h1"], {"model": "org/tiny"})["read_config"] is False
+    assert ladder.minimal_plan(["h1"], {"model": "./tiny", "trust_remote_code": "false"})["read_config"] is False
+    # the production command's model wins over repro_vllm_model
+    prod = ladder.minimal_plan(["h1"], {"model": "ignored", "production_argv": ["vllm", "serve", "~/models/k3", "-tp", "8"]})
+    assert (prod["model_ref"], prod["read_config"]) == ("~/models/k3", True)
+    assert ladder.minimal_plan(["h1"], {"nnodes": 2, "model": "m"})["unplannable"] == (
+        "repro_vllm_nnodes is 2 but the play has only 1 host(s) (h1); add the worker nodes to the inventory or lower "
+        "repro_vllm_nnodes")
+    assert ladder.minimal_plan(["h1"], {"nnodes": 0, "model": "m"})["unplannable"].startswith("repro_vllm_nnodes is 0 ")
+    assert ladder.minimal_plan(["h1"], {"model": ""})["unplannable"].startswith("set repro_vllm_model (a model directory")
+    # with the slurp's result (here: skipped) the whole plan, on the nodes chosen first
+    given = {"nnodes": 1, "model": "/models/tiny", "port": "8473", "platform_args": ["--enforce-eager"],
+             "allow_unknown": "false"}
+    full = ladder.minimal_plan(["h1", "h2"], given, model_config_raw={"skipped": True}, host_name="h1")
+    assert full["nodes"] == full["base"]["nodes"] == ["h1"] and full["base"]["port"] == 8473
+    assert full["base"]["argv"][:3] == ["vllm", "serve", "/models/tiny"] and "--enforce-eager" in full["base"]["argv"]
+    assert (full["derived"], full["lines"], full["refusal"], full["base"]["model_config_read"]) == (None, [], None, False)

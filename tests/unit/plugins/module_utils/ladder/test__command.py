@@ -234,6 +234,27 @@ def test_apply_layers_overrides_and_unknown_layer():
         c.apply_layers(BASE, LADDER, ["no_such_layer"])
 
 
+def test_a_layer_option_left_empty_is_not_set_and_a_move_to_more_hosts_may_change_the_placement():
+    tool = {"name": "tool_calling", "args": ["--enable-auto-tool-choice", "--tool-call-parser", "hermes",
+                                             "--chat-template", "", "--structured-outputs-config", ""]}
+    r = c.apply_layers(BASE, [tool], ["tool_calling"])
+    assert r["argv"] == BASE["argv"] + ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    assert r["changed"] == ["--enable-auto-tool-choice", "--tool-call-parser hermes"]
+    assert not any("chat-template" in a or "structured" in a for a in r["allowed"])
+    # an override that leaves its value empty drops the option as well
+    gateway = {"name": "gateway", "args": ["--api-key", "k"]}
+    dropped = c.apply_layers(BASE, [gateway], ["gateway"], overrides={"gateway": {"args": ["--api-key", ""]}})
+    assert dropped["argv"] == BASE["argv"] and dropped["allowed"] == [] and dropped["changed"] == []
+    # the multi-node move: the hosts and each node's placement (node_placement's options), then what the data allows
+    multi = {"name": "multi_node", "requires_nodes": 2, "env": {"GLOO_SOCKET_IFNAME": "lo"}, "allow": ["request:x"]}
+    assert c.apply_layers(BASE, [multi], ["multi_node"])["allowed"] == (
+        ["env:GLOO_SOCKET_IFNAME", "hosts:inventory"] + ["command:%s" % f for f in c.PLACEMENT_FLAGS] + ["request:x"])
+    assert tuple(c.node_placement(2, 1, "10.0.0.1", master_port=29500)[::2]) == c.PLACEMENT_FLAGS
+    # a layer that stays on its hosts may not change them
+    assert c.apply_layers(BASE, [{"name": "gateway", "env": {"GLOO_SOCKET_IFNAME": "lo"}}], ["gateway"])["allowed"] == [
+        "env:GLOO_SOCKET_IFNAME"]
+
+
 @pytest.mark.parametrize("argv, message", [
     ([], "empty"),
     ("vllm serve /m", "list of arguments"),

@@ -191,6 +191,84 @@ def test_rollback_status_on_the_real_rollback_and_one_that_did_not_come_back():
                     "reason": "the earlier state did NOT come back: x"}
 
 
+# -------------------------------------------------------------------- feature_layer's calls: start, plan, judged
+def _data(**values):
+    """The captured ladder data as vars/ladder.yml gives it now: name -> fields, ``requires`` as variable -> value
+    (set unless ``values`` says otherwise), no ``allow`` list (the move to more hosts is _command's)."""
+    out = {}
+    for layer in INPUTS["ladder"]:
+        fields = dict((k, v) for k, v in layer.items() if k not in ("name", "allow"))
+        if "requires" in fields:
+            fields["requires"] = dict((n, values.get(n, "set")) for n in fields["requires"])
+        out[layer["name"]] = fields
+    return out
+
+
+def _start(good, until="gateway", data=None, **kw):
+    kw.setdefault("play_hosts", INPUTS["play_hosts"])
+    return _ladder.start(data or _data(), good, until=until, base=INPUTS["base"], request=INPUTS["request"],
+                         prefix=INPUTS["prefix"], **kw)
+
+
+@pytest.mark.parametrize("name", sorted(INPUTS["layers"]))
+def test_a_layers_plan_holds_the_step_the_yaml_made(name):
+    good = _run(INPUTS["layers"][name], identity=True)
+    ladder = _start(good)
+    assert ladder["window"] == LADDER_ORDER[LADDER_ORDER.index((good["layers_applied"] or [None])[-1]) + 1:] \
+        if good["layers_applied"] else LADDER_ORDER
+    assert ladder["production"] == INPUTS["base"]["derived"] and [x["name"] for x in ladder["layers"]] == LADDER_ORDER
+    plan = _ladder.layer_plan(name, ladder, good)
+    assert (plan["go"], plan["runs"], plan["skipped"], plan["skip"]) == (True, True, False, "")
+    old = CAPTURE["steps"][name]
+    assert dict((k, plan["step"][k]) for k in old) == old
+
+
+def test_a_layers_plan_skips_with_the_first_reason_and_nothing_goes_on_once_the_ladder_stopped():
+    good = _run("run-002", identity=True)
+    ladder = _start(good, data=_data(repro_vllm_long_context_len=0), production=False, play_hosts=["localhost"],
+                    skip=["output_limit"], overrides={"prefix_caching": {"expected": "mine"}})
+    assert ladder["window"] == LADDER_ORDER and ladder["production"] is None
+    why = dict((n, _ladder.layer_plan(n, ladder, good)["skip"]) for n in LADDER_ORDER)
+    assert why == {"prefix_caching": "", "long_context": "needs repro_vllm_long_context_len to be set",
+                   "output_limit": "left out by repro_vllm_ladder_skip", "concurrency_2": "", "concurrency_n": "",
+                   "tool_calling": "",
+                   "unknown_options": "the production command has nothing for it (no production command, or "
+                                      "repro_vllm_ladder_production is false)",
+                   "multi_node": "needs 2 hosts in the play; it has 1", "gateway": ""}
+    skipped = _ladder.layer_plan("long_context", ladder, good)
+    assert (skipped["go"], skipped["runs"], skipped["skipped"], skipped["step"]) == (True, False, True, None)
+    prefix = _ladder.layer_plan("prefix_caching", ladder, good)
+    assert prefix["layer"]["expected"] == prefix["step"]["expected"] == "mine"
+    stopped = _ladder.layer_plan("gateway", ladder, good, stopped="true")
+    assert (stopped["go"], stopped["runs"], stopped["skipped"], stopped["skip"], stopped["step"]) == (
+        False, False, False, "", None)
+    with pytest.raises(_ladder.LadderError, match="repro_vllm_ladder_until is 'x', which is no ladder layer"):
+        _start(good, until="x")
+    assert _start(good, until="none")["window"] == []
+
+
+def test_a_layer_judged_on_the_real_ladder_the_row_the_stop_and_the_rollbacks_step():
+    minimal, prefix, long_context = _run("run-002", identity=True), _run("run-003", identity=True), _run("run-004")
+    ladder = _start(prefix)
+    plan = _ladder.layer_plan("long_context", ladder, prefix)
+    failed = _ladder.layer_judged(plan, long_context, prefix, INPUTS["base"])
+    assert failed["row"] == _ladder.judge_layer(long_context, prefix)["row"] and failed["row"]["status"] == "failed"
+    assert (failed["stop"], failed["rollback"], failed["last_good"]) == (True, True, prefix)
+    assert failed["stop_reason"] == "the failure stage changed from none to config at long_context"
+    # the rollback's step: the one the YAML made (rollback of long_context to run-003)
+    old = CAPTURE["steps"]["rollback"]
+    assert dict((k, failed["step"][k]) for k in old) == old
+    ok = _ladder.layer_judged(_ladder.layer_plan("prefix_caching", _start(minimal), minimal), prefix, minimal,
+                              INPUTS["base"])
+    assert (ok["row"]["status"], ok["stop"], ok["rollback"], ok["last_good"]) == ("ok", False, False, prefix)
+    assert ok["step"]["name"] == "prefix_caching"
+    skipped = _ladder.layer_judged({"name": "gateway", "skip": "left out by repro_vllm_ladder_skip", "step": None},
+                                   None, prefix, INPUTS["base"])
+    assert skipped == {"row": {"layer": "gateway", "status": "skipped", "run": None,
+                               "reason": "left out by repro_vllm_ladder_skip"},
+                       "stop": False, "stop_reason": "", "last_good": prefix, "rollback": False, "step": None}
+
+
 @pytest.mark.parametrize("until,applied,window", [
     ("", [], []),
     (None, ["prefix_caching"], []),
@@ -224,8 +302,10 @@ def test_window_after_the_real_runs_and_its_refusals():
     ({"name": "long_context"}, {"skip": ["long_context"]}, "left out by repro_vllm_ladder_skip"),
     ({"name": "unknown_options", "production_only": True}, {},
      "the production command has nothing for it (no production command, or repro_vllm_ladder_production is false)"),
-    ({"name": "unknown_options", "production_only": True}, {"production_given": True},
+    ({"name": "unknown_options", "production_only": True}, {"derived": {"layers": {}}},
      "the production command has nothing for it"),
+    ({"name": "long_context", "requires": {"repro_vllm_long_context_len": 0}}, {},
+     "needs repro_vllm_long_context_len to be set"),
     ({"name": "tool_calling", "requires": ["repro_vllm_tool_call_parser", "repro_vllm_tool_chat_template"]},
      {"values": {"repro_vllm_tool_call_parser": "hermes", "repro_vllm_tool_chat_template": ""}},
      "needs repro_vllm_tool_chat_template to be set"),
@@ -242,13 +322,14 @@ def test_layer_skip_runs_a_layer_that_can_run_and_takes_production_items_for_its
     tool = {"name": "tool_calling", "requires": ["repro_vllm_tool_call_parser"]}
     assert _ladder.layer_skip(tool, values={"repro_vllm_tool_call_parser": "hermes"}) == ""
     # the production command's own --tool-call-parser stands in for the unset variable
-    assert _ladder.layer_skip(tool, production={"tool_calling": ["--tool-call-parser hermes"]}, values={}) == ""
+    assert _ladder.layer_skip(tool, derived={"layers": {"tool_calling": ["--tool-call-parser hermes"]}}, values={}) == ""
+    assert _ladder.layer_skip(dict(tool, requires={"repro_vllm_tool_call_parser": "hermes"})) == ""
     assert _ladder.layer_skip({"name": "multi_node", "requires_nodes": 2}, play_hosts=2, last_good_nodes=1) == ""
     unknown = {"name": "unknown_options", "production_only": True}
-    assert _ladder.layer_skip(unknown, production={"unknown_options": ["--frobnicate-level 3"]}) == ""
+    assert _ladder.layer_skip(unknown, derived={"layers": {"unknown_options": ["--frobnicate-level 3"]}}) == ""
     # the real derivation of cpu-layer: its long_context item stands in for repro_vllm_long_context_len
     long_context = [entry for entry in INPUTS["ladder"] if entry["name"] == "long_context"][0]
-    assert _ladder.layer_skip(long_context, production=INPUTS["production"]["layers"], values={}) == ""
+    assert _ladder.layer_skip(long_context, derived=INPUTS["production"], values={}) == ""
     assert _ladder.layer_skip(long_context, values={}) == "needs repro_vllm_long_context_len to be set"
 
 
