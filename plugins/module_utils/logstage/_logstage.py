@@ -593,7 +593,7 @@ class _Scan(object):
         return STAGES[rank], basis, conf
 
     def _add(self, kind, cls, placed, text, lineno, line_ts, key, tkey_own, proc, pid, hint, context, rec_key,
-             oom_seen=False, origin=None):
+             oom_seen=False, origin=None, no_row=False):
         stage, basis, conf = placed
         if cls == "engine_dead" and ORIGINAL_ERROR_KEY in text:
             # a dead engine's error that quotes the error that stopped the engine loop: that error's class
@@ -602,7 +602,9 @@ class _Scan(object):
         if cls == "other" and self.kv_empty and kind in (FAILURE, ERROR_LINE, HEADER):
             # the KV cache was sized to nothing just before: the error of no class is the GPU memory's
             cls = "oom"
-        if kind == ERROR_LINE and cls == "other" and stage == "config" and (  # a row's own class stands (round 10)
+        # an error no row knows placed at config is a config error: an ERROR line, or a traceback's ValueError (what
+        # vLLM's argument and config checks raise: EngineArgs, vllm/config); a row's own class stands (round 10)
+        if (kind == ERROR_LINE or (no_row and "ValueError:" in text)) and cls == "other" and stage == "config" and (
                 basis != BASIS_INFERRED or (message_stage(text) or (None, None))[1] == "config_error"):
             cls = "config_error"
         if self.until is not None and (origin or lineno) > self.until:
@@ -878,7 +880,7 @@ class _Scan(object):
             cls = _classify_text(words)
             placed = self._stage_for(WHERE, None, cls, frames, named, tb.hint(words))
             self._add(FAILURE, cls, placed, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, None, tb.context,
-                      rec_key, origin=tb.lineno)
+                      rec_key, origin=tb.lineno, no_row=True)
             return
         if tb.header is not None:
             sig, text, lineno, line = tb.header

@@ -205,3 +205,21 @@ def test_a_cut_traceback_under_multiprocessings_header_starts_at_the_header():
     # not when another line comes between them
     ans = classify_text("Process SpawnProcess-1:\nsomething else\n" + text.split("\n", 1)[1])
     assert ans["first_error"]["lineno"] == 3
+
+
+@pytest.mark.parametrize("exc, cls", [
+    # EngineArgs' checks raise ValueError for options that cannot go together: the configuration is wrong
+    ("ValueError: Invalid data-parallel launch options: `--nnodes 2` must evenly divide the total world size (3).",
+     "config_error"),
+    # an error of another type in the same place is not a statement about the options: no class is made up for it
+    ("RuntimeError: Error in inspecting model architecture 'LlamaForCausalLM'", "other"),
+])
+def test_an_exception_no_row_knows_at_config_is_a_config_error_only_when_it_is_a_valueerror(exc, cls):
+    text = ("Traceback (most recent call last):\n"
+            '  File "%s/entrypoints/openai/api_server.py", line 1, in run_server\n'
+            "    await run_server_worker(listen_address, sock, args, **uvicorn_kwargs)\n"
+            '  File "%s/engine/arg_utils.py", line 1, in create_engine_config\n'
+            "    raise ValueError(\n"
+            "%s\n" % (VL, VL, exc))
+    assert frame_stage("create_engine_config", "%s/engine/arg_utils.py" % VL) == "config"
+    assert _ans(text)[:2] == ("config", cls)
