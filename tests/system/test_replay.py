@@ -56,6 +56,23 @@ def _settings(work, vllm, port, case, max_model_len):
 
 # the fake secret of the failing case (a name the package lists, a value that is obviously not a token)
 FAKE_TOKEN = "FAKE-not-a-token-replay-test"
+# a secret of one character (a receiver's test flag, say): what Ansible's no_log masking turned into a rewrite of every
+# "1" in a result before issue 32 (tests/system/test_secrets_record.py has the reproduce side)
+ONE_CHARACTER = "1"
+
+
+def _masked_files(case):
+    """Files of a case in which Ansible's no_log mask ("********") appears: [(path, line)]."""
+    found = []
+    for top, _dirs, files in os.walk(str(case)):
+        for name in files:
+            path = os.path.join(top, name)
+            if name.endswith((".tar.gz", ".sha256")):
+                continue
+            with open(path, "rb") as f:
+                text = f.read().decode("utf-8", "replace")
+            found += [(path, line[:200]) for line in text.splitlines() if "********" in line]
+    return found
 
 
 def _pack(work, inv, case, settings):
@@ -230,7 +247,8 @@ def test_package_with_a_profile_file_replays_and_the_override_works(work, failin
     prof.write_text(text.replace("name: cpu-smoke", "name: smoke-from-file"))  # the one change: its name
     pkg = _handoff(w, inv, "ctx-too-long", ident="handoff-profile", repro_vllm_handoff_profile_file=str(prof))
     r = _replay(w, inv, pkg, "replay-profile", repro_vllm_records_root=str(w / "receiver-profile"),
-                repro_vllm_secret_env={"HF_TOKEN": FAKE_TOKEN}, repro_vllm_case_id="ctx-too-long")
+                repro_vllm_secret_env={"HF_TOKEN": FAKE_TOKEN, "REPRO_TEST_ONE": ONE_CHARACTER},
+                repro_vllm_case_id="ctx-too-long")
     out = r.stdout.read()
     assert r.status == "successful", out[-6000:]
     case = _replay_case(w, "ctx-too-long", "receiver-profile")
@@ -249,6 +267,11 @@ def test_package_with_a_profile_file_replays_and_the_override_works(work, failin
     assert doc["verdict"] == "reproduced" and doc["missing_secrets"] == [] and "not supplied" not in doc["summary"]
     assert doc["ignored_case_id"] == "ctx-too-long" and doc["run"] == case.name + "/run-006"
     assert "replay | WARNING: the package names the secret" not in out and FAKE_TOKEN not in out
+    # the one-character secret the receiver also supplied: Ansible's no_log masking would rewrite every "1" of a
+    # result that carried it ("127.0.0.1" -> "********27.0.0.********"); no file of the replay's case is touched by it
+    masked = _masked_files(case)
+    assert not masked, masked
+    assert "127.0.0.1" in (case / "run-006" / "hosts" / "node02" / "server.json").read_text()
 
     # the override, in check mode: the package is checked, the profile named on the command line is the one judged
     r = _replay(w, inv, pkg, "replay-override", repro_vllm_records_root=str(w / "receiver-override"),
