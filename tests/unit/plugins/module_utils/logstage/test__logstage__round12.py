@@ -1,0 +1,79 @@
+"""Round 12 of issue 35: more of vLLM's own functions mapped to stages, read from vLLM's source (0.6.3, 0.8.3, 0.10.2,
+0.13.0, 0.26.0, 0.34.0) and PyTorch's distributed_c10d.py / rendezvous.py: the KV-cache sizing helpers, the process
+groups' construction, the Ray placement checks, the model loaders and the LoRA wrapping at load, a request's media
+fetch, the V1 front end's request checks, the schedulers and block managers.  Each sample is a traceback cut to one
+frame of that function (the paste's usual shape) over an exception no row knows; the paths are invented."""
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_text
+
+VL = "/opt/venv/lib/python3.12/site-packages/vllm"
+TD = "/opt/venv/lib/python3.12/site-packages/torch"
+EXC = "RuntimeError: something went wrong here\n"
+
+
+def frame(path, func):
+    return '  File "%s", line 10, in %s\n    x = f()\n' % (path, func)
+
+
+@pytest.mark.parametrize("path, func, stage", [
+    (VL + "/config/model.py", "_get_and_verify_dtype", "config"),
+    (VL + "/executor/ray_utils.py", "_wait_until_pg_ready", "cuda_init"),
+    (VL + "/v1/executor/ray_utils.py", "_verify_bundles", "cuda_init"),
+    (TD + "/distributed/distributed_c10d.py", "new_group", "distributed_init"),
+    (TD + "/distributed/distributed_c10d.py", "_store_based_barrier", "distributed_init"),
+    (TD + "/distributed/rendezvous.py", "_env_rendezvous_handler", "distributed_init"),
+    (VL + "/distributed/device_communicators/pynccl_wrapper.py", "ncclGetUniqueId", "distributed_init"),
+    (VL + "/distributed/device_communicators/cuda_communicator.py", "__init__", "distributed_init"),
+    (VL + "/distributed/device_communicators/custom_all_reduce_utils.py", "gpu_p2p_access_check", "distributed_init"),
+    (VL + "/distributed/device_communicators/shm_broadcast.py", "create_from_process_group", "distributed_init"),
+    (VL + "/distributed/utils.py", "stateless_init_torch_distributed_process_group", "distributed_init"),
+    (VL + "/model_executor/model_loader/tensorizer_loader.py", "_verify_config", "weight_loading"),
+    (VL + "/model_executor/model_loader/sharded_state_loader.py", "iterate_over_files", "weight_loading"),
+    (VL + "/model_executor/model_loader/utils.py", "configure_quant_config", "weight_loading"),
+    (VL + "/lora/model_manager.py", "create_lora_manager", "weight_loading"),
+    (VL + "/v1/worker/lora_model_runner_mixin.py", "load_lora_model", "weight_loading"),
+    (VL + "/v1/core/kv_cache_utils.py", "unify_hybrid_kv_cache_specs", "engine_init"),
+    (VL + "/v1/core/kv_cache_utils.py", "get_kv_cache_groups", "engine_init"),
+    (VL + "/worker/model_runner.py", "capture", "engine_init"),
+    (VL + "/v1/engine/core.py", "_process_input_queue", "request"),
+    (VL + "/multimodal/media/connector.py", "load_from_url_async", "request"),
+    (VL + "/multimodal/utils.py", "fetch_image", "request"),
+])
+def test_a_cut_traceback_in_a_mapped_function_names_its_stage(path, func, stage):
+    ans = classify_text(frame(path, func) + EXC)
+    assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == (stage, "frames", "high")
+    assert ans["first_error"]["lineno"] == 3
+
+
+@pytest.mark.parametrize("path, func", [
+    (VL + "/v1/engine/processor.py", "_validate_structured_output"),
+    (VL + "/v1/engine/input_processor.py", "_validate_lora"),
+    (VL + "/v1/core/sched/scheduler.py", "_try_schedule_encoder_inputs"),
+    (VL + "/v1/core/single_type_kv_cache_manager.py", "allocate_new_blocks"),
+    (VL + "/core/block_manager.py", "can_allocate"),
+])
+def test_request_only_files_say_request_with_medium_confidence(path, func):
+    ans = classify_text(frame(path, func) + EXC)
+    assert (ans["stage"], ans["confidence"]) == ("request", "medium")
+
+
+def test_the_schedulers_construction_is_no_request():
+    text = (frame(VL + "/v1/engine/core.py", "__init__") + frame(VL + "/v1/core/sched/scheduler.py", "__init__")
+            + frame(VL + "/v1/core/kv_cache_manager.py", "__init__") + EXC)
+    assert classify_text(text)["stage"] != "request"
+
+
+def test_the_kv_cache_helpers_hashing_stays_unmapped():
+    ans = classify_text(frame(VL + "/v1/core/kv_cache_utils.py", "hash_block_tokens") + EXC)
+    assert ans["stage"] == "unknown"
+
+
+def test_a_collective_of_torch_distributed_is_no_group_construction():
+    ans = classify_text(frame(TD + "/distributed/distributed_c10d.py", "all_reduce") + EXC)
+    assert ans["stage"] != "distributed_init"
