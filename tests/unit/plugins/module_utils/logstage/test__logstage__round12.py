@@ -77,3 +77,15 @@ def test_the_kv_cache_helpers_hashing_stays_unmapped():
 def test_a_collective_of_torch_distributed_is_no_group_construction():
     ans = classify_text(frame(TD + "/distributed/distributed_c10d.py", "all_reduce") + EXC)
     assert ans["stage"] != "distributed_init"
+
+
+@pytest.mark.parametrize("line, stage", [
+    # custom_all_reduce_utils.py / all_reduce_utils.py gpu_p2p_access_check (CustomAllreduce.__init__)
+    ("RuntimeError: Error happened when batch testing peer-to-peer access from (0, 1) to (0, 1):", "distributed_init"),
+    # kv_cache_utils.py unify_hybrid_kv_cache_specs (get_kv_cache_config(s), at start-up)
+    ("ValueError: Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type.",
+     "engine_init"),
+])
+def test_messages_raised_in_the_new_frames_functions_are_rows(line, stage):
+    ans = classify_text(line + "\n")
+    assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == (stage, "inferred", "low")
