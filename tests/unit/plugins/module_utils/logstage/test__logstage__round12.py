@@ -89,3 +89,30 @@ def test_a_collective_of_torch_distributed_is_no_group_construction():
 def test_messages_raised_in_the_new_frames_functions_are_rows(line, stage):
     ans = classify_text(line + "\n")
     assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == (stage, "inferred", "low")
+
+
+def chain(root, wrapper, link="The above exception was the direct cause of the following exception:",
+          first=(VL + "/v1/worker/gpu_worker.py", "load_model")):
+    return ("Traceback (most recent call last):\n" + frame(*first) + root + "\n\n" + link + "\n\n"
+            "Traceback (most recent call last):\n" + frame(VL + "/v1/engine/core.py", "run_engine_core") + wrapper + "\n")
+
+
+@pytest.mark.parametrize("link", ["The above exception was the direct cause of the following exception:",
+                                  "During handling of the above exception, another exception occurred:"])
+def test_a_chain_no_row_knows_is_reported_from_its_root_cause(link):
+    # CPython's traceback prints a chain from its earliest exception (__cause__ / __context__) to the last: the first
+    # printed is the root cause, the last the wrapper (vLLM's own: "... See root cause above.")
+    ans = classify_text(chain("FooError: the loader could not read the shard", "RuntimeError: wrapper failed", link))
+    assert (ans["stage"], ans["first_error"]["lineno"]) == ("weight_loading", 4)
+
+
+def test_the_chains_words_still_class_it():
+    ans = classify_text(chain("FooError: the loader could not read the shard", "RuntimeError: CUDA out of memory."))
+    assert ans["error_class"] == "oom"
+
+
+def test_a_value_error_at_the_root_of_a_chain_placed_at_config_is_a_config_error():
+    text = chain("ValueError: the frobnication level must be positive", "RuntimeError: wrapper failed",
+                 first=(VL + "/engine/arg_utils.py", "create_engine_config"))
+    ans = classify_text(text)
+    assert (ans["stage"], ans["error_class"], ans["first_error"]["lineno"]) == ("config", "config_error", 4)
