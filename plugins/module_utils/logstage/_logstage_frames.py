@@ -453,6 +453,14 @@ SERVING_FRAMES = (
     ("vllm/v1/core/single_type_kv_cache_manager.py", "request", "the per-group KV-cache managers: a request's blocks"),
     ("vllm/v1/core/kv_cache_coordinator.py", "request", "KVCacheCoordinator (0.10+): a request's blocks"),
     ("vllm/core/", "request", "V0's scheduler and block managers (vllm/core/, <=0.10)"),
+    ("llguidance/", "request", "llguidance: the guidance backend compiling a request's grammar (V1, 0.8+)"),
+    # ... and code that serves requests but also runs in the start-up passes (shared, below): the multi-modal
+    # processors (a request's media, and the profiling run's dummy inputs), LoRA's layers and Punica kernels (the
+    # profiling run with dummy adapters), the drafters of speculative decoding (their dummy_run)
+    ("vllm/multimodal/processing", "request", "multimodal/processing.py, processing/ (0.6 -> 0.34)"),
+    ("vllm/lora/", "request", "lora/layers, punica_wrapper, ops, worker_manager (0.4 -> 0.34)"),
+    ("vllm/v1/spec_decode/", "request", "V1 drafters: eagle.py, medusa.py, ngram_proposer.py"),
+    ("vllm/spec_decode/", "request", "V0 speculative decoding (0.4 -> 0.10)"),
 )
 # serving code that start-up runs too (issue 35, round three): the forward pass, attention, the V1 sampler and the
 # flash-attention wrappers run in the profiling pass (V0 ``profile_run`` -> ``execute_model``; V1 ``profile_run``,
@@ -471,6 +479,10 @@ SHARED_SERVING_FRAMES = (
     ("vllm/vllm_flash_attn/", "flash-attention wrappers: as above"),
     ("vllm/entrypoints/chat_utils.py", "chat-template rendering: also the API server's chat-template warm-up (0.14+)"),
     ("vllm/renderers/", "the renderers (>=0.16): their warmup renders a chat at API-server start"),
+    ("vllm/multimodal/processing", "the processors: also the profiling run's dummy multi-modal inputs (round 12)"),
+    ("vllm/lora/", "LoRA layers and kernels: also the profiling run with dummy adapters, V1's --lora-modules"),
+    ("vllm/v1/spec_decode/", "V1 drafters: also their dummy_run in the profiling run and CUDA-graph capture"),
+    ("vllm/spec_decode/", "V0 speculative decoding: also its profiling run"),
     ("func:_preprocess_chat", "serving_engine.py _preprocess_chat: called by the first chat-template warm-up (0.14)"),
 )
 # start-up functions that pass through the same files (building the model, starting the API server, CLI

@@ -116,3 +116,26 @@ def test_a_value_error_at_the_root_of_a_chain_placed_at_config_is_a_config_error
                  first=(VL + "/engine/arg_utils.py", "create_engine_config"))
     ans = classify_text(text)
     assert (ans["stage"], ans["error_class"], ans["first_error"]["lineno"]) == ("config", "config_error", 4)
+
+
+@pytest.mark.parametrize("path, func", [
+    (VL + "/multimodal/processing.py", "_apply_hf_processor_main"),
+    (VL + "/multimodal/processing/processor.py", "apply"),
+    (VL + "/lora/punica_wrapper/punica_gpu.py", "add_lora_linear"),
+    (VL + "/v1/spec_decode/eagle.py", "prepare_inputs"),
+    (VL + "/spec_decode/top1_proposer.py", "get_spec_proposals"),
+])
+def test_serving_code_the_start_up_passes_also_run_says_request_only_low_when_cut(path, func):
+    ans = classify_text(frame(path, func) + EXC)
+    assert (ans["stage"], ans["confidence"]) == ("request", "low")
+
+
+def test_the_same_code_under_the_profiling_run_is_engine_init():
+    text = frame(VL + "/v1/worker/gpu_model_runner.py", "profile_run") + \
+        frame(VL + "/multimodal/processing.py", "apply") + EXC
+    assert classify_text(text)["stage"] == "engine_init"
+
+
+def test_the_guidance_backend_compiles_a_requests_grammar():
+    ans = classify_text(frame("/opt/venv/lib/python3.12/site-packages/llguidance/gbnf_to_lark.py", "convert") + EXC)
+    assert (ans["stage"], ans["confidence"]) == ("request", "medium")
