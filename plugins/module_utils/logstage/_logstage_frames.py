@@ -442,6 +442,8 @@ SERVING_FRAMES = (
     ("xgrammar/", "request", "xgrammar: compiling a request's grammar"),
     ("outlines/", "request", "outlines: compiling a request's guide"),
     ("lmformatenforcer/", "request", "lm-format-enforcer: a request's token filter"),
+    ("jinja2/", "request", "jinja2: a chat template rendered (shared: the chat-template warm-up)"),
+    ("transformers/utils/chat_template_utils.py", "request", "transformers' chat-template rendering (as jinja2)"),
     # round 12 (0.8 -> 0.34): the V1 front end's request checks (processor.py, input_processor.py: process_inputs and
     # its _validate_* helpers), the V1 scheduler and KV-cache manager, V0's scheduler and block managers (vllm/core/);
     # their __init__ runs at start-up (the veto below)
@@ -454,6 +456,12 @@ SERVING_FRAMES = (
     ("vllm/v1/core/kv_cache_coordinator.py", "request", "KVCacheCoordinator (0.10+): a request's blocks"),
     ("vllm/core/", "request", "V0's scheduler and block managers (vllm/core/, <=0.10)"),
     ("llguidance/", "request", "llguidance: the guidance backend compiling a request's grammar (V1, 0.8+)"),
+    # a request's outputs detokenized and their logprobs built (V1 output_processor's helpers; V0's output processors)
+    ("vllm/v1/engine/detokenizer.py", "request", "V1 IncrementalDetokenizer (0.8+)"),
+    ("vllm/v1/engine/logprobs.py", "request", "V1 LogprobsProcessor (0.8+)"),
+    ("vllm/transformers_utils/detokenizer", "request", "detokenizer.py, detokenizer_utils.py (0.4 -> 0.12)"),
+    ("vllm/tokenizers/detokenizer_utils.py", "request", "vllm/tokenizers/detokenizer_utils.py (0.13+)"),
+    ("vllm/engine/output_processor/", "request", "V0's output processors: stop checks, single / multi step (0.4 -> 0.10)"),
     # ... and code that serves requests but also runs in the start-up passes (shared, below): the multi-modal
     # processors (a request's media, and the profiling run's dummy inputs), LoRA's layers and Punica kernels (the
     # profiling run with dummy adapters), the drafters of speculative decoding (their dummy_run)
@@ -483,6 +491,8 @@ SHARED_SERVING_FRAMES = (
     ("vllm/lora/", "LoRA layers and kernels: also the profiling run with dummy adapters, V1's --lora-modules"),
     ("vllm/v1/spec_decode/", "V1 drafters: also their dummy_run in the profiling run and CUDA-graph capture"),
     ("vllm/spec_decode/", "V0 speculative decoding: also its profiling run"),
+    ("jinja2/", "a chat template rendered: a request's, or the API server's chat-template warm-up (0.14+)"),
+    ("transformers/utils/chat_template_utils.py", "transformers' apply_chat_template rendering: as jinja2"),
     ("func:_preprocess_chat", "serving_engine.py _preprocess_chat: called by the first chat-template warm-up (0.14)"),
 )
 # start-up functions that pass through the same files (building the model, starting the API server, CLI

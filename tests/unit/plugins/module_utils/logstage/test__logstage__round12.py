@@ -139,3 +139,20 @@ def test_the_same_code_under_the_profiling_run_is_engine_init():
 def test_the_guidance_backend_compiles_a_requests_grammar():
     ans = classify_text(frame("/opt/venv/lib/python3.12/site-packages/llguidance/gbnf_to_lark.py", "convert") + EXC)
     assert (ans["stage"], ans["confidence"]) == ("request", "medium")
+
+
+@pytest.mark.parametrize("path, func", [
+    (VL + "/v1/engine/detokenizer.py", "update"),
+    (VL + "/v1/engine/logprobs.py", "_update_sample_logprobs"),
+    (VL + "/transformers_utils/detokenizer_utils.py", "detokenize_incrementally"),
+    (VL + "/tokenizers/detokenizer_utils.py", "convert_ids_list_to_tokens"),
+    (VL + "/engine/output_processor/stop_checker.py", "maybe_stop_sequence"),
+])
+def test_a_requests_outputs_are_request_only_code(path, func):
+    ans = classify_text(frame(path, func) + EXC)
+    assert (ans["stage"], ans["confidence"]) == ("request", "medium")
+
+
+def test_a_chat_template_rendered_alone_is_request_at_low():
+    ans = classify_text(frame("/opt/venv/lib/python3.12/site-packages/jinja2/environment.py", "render") + EXC)
+    assert (ans["stage"], ans["confidence"]) == ("request", "low")
