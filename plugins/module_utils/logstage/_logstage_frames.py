@@ -71,6 +71,8 @@ FRAMES = (
     ("initialize_ray_cluster", "vllm", "cuda_init", "vllm/executor/ray_utils.py, vllm/v1/executor/ray_utils.py: initialize_ray_cluster"),
     ("initialize_cluster", "vllm/engine/ray_utils.py", "cuda_init", "vllm/engine/ray_utils.py (<0.4): initialize_cluster"),
     ("_init_workers_ray", "vllm", "cuda_init", "ray_distributed_executor.py / v1 ray executor: _init_workers_ray"),
+    ("init_worker", "vllm", "cuda_init",
+     "worker_base.py WorkerWrapperBase.init_worker (0.6+): the executor builds the worker, before init_device"),
     # round 12: initialize_ray_cluster's placement-group checks (executor/ray_utils.py 0.5 -> 0.10, v1/executor/ray_utils.py)
     ("_wait_until_pg_ready", "vllm", "cuda_init", "ray_utils.py: _wait_until_pg_ready (initialize_ray_cluster)"),
     ("_verify_bundles", "vllm", "cuda_init", "ray_utils.py: _verify_bundles (initialize_ray_cluster, _init_workers_ray)"),
@@ -333,6 +335,13 @@ FRAMES = (
     ("may_reinitialize_input_batch", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: may_reinitialize_input_batch"),
     ("_capture_cudagraphs", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: _capture_cudagraphs"),
     ("graph_capture", "vllm/distributed/parallel_state.py", "engine_init", "parallel_state.py: graph_capture (CUDA graphs)"),
+    # round 12 (gpu_model_runner.py 0.10 -> 0.26): the attention backends' set-up and the CUDA-graph passes
+    ("initialize_metadata_builders", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: initialize_kv_cache"),
+    ("_check_and_update_cudagraph_mode", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: initialize_attn_backend"),
+    ("initialize_cudagraph_capture", "vllm/v1/worker", "engine_init", "gpu_model_runner.py (0.10)"),
+    ("profile_cudagraph_memory", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: determine_available_memory"),
+    ("_init_minimal_kv_cache_for_profiling", "vllm/v1/worker", "engine_init", "gpu_model_runner.py (0.2x): profiling"),
+    ("_warmup_and_capture", "vllm/v1/worker", "engine_init", "gpu_model_runner.py (0.2x): capture_model"),
 )
 
 # files whose every function belongs to one stage: a frame of one of them places the traceback even when its
