@@ -59,6 +59,12 @@ FRAMES = (
     ("get_config_dict", "transformers/", "config", "transformers/configuration_utils.py: get_config_dict"),
     ("get_tokenizer", "vllm/transformers_utils", "config", "transformers_utils/tokenizer.py: get_tokenizer (0.2 -> current)"),
     ("init_tokenizer_from_configs", "vllm/transformers_utils", "config", "transformers_utils/tokenizer_group: (0.4 -> 0.10)"),
+    # round 12: the tokenizer loaders after their move (vllm/tokenizers/registry.py get_tokenizer, 0.13+; the
+    # tokenizer classes' from_pretrained: hf.py, mistral.py, deepseek_v32.py; transformers_utils/tokenizers/mistral.py
+    # before): a tokenizer that does not load is the config's (issue 35: "a missing tokenizer or config file is config")
+    ("get_tokenizer", "vllm/tokenizers", "config", "vllm/tokenizers/registry.py: get_tokenizer (0.13+)"),
+    ("from_pretrained", "vllm/tokenizers", "config", "vllm/tokenizers/*.py: the tokenizer classes' from_pretrained"),
+    ("from_pretrained", "vllm/transformers_utils/tokenizers", "config", "transformers_utils/tokenizers/mistral.py (0.6+)"),
     ("_init_tokenizer", "vllm/engine", "config", "vllm/engine/llm_engine.py (V0): LLMEngine._init_tokenizer"),
     ("_try_inspect_model_cls", "vllm/model_executor/models/registry.py", "config",
      "models/registry.py: the model class is inspected (in a subprocess) while ModelConfig resolves the architecture"),

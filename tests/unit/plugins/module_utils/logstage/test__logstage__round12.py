@@ -23,6 +23,8 @@ def frame(path, func):
 
 @pytest.mark.parametrize("path, func, stage", [
     (VL + "/config/model.py", "_get_and_verify_dtype", "config"),
+    (VL + "/tokenizers/registry.py", "get_tokenizer", "config"),
+    (VL + "/tokenizers/mistral.py", "from_pretrained", "config"),
     (VL + "/executor/ray_utils.py", "_wait_until_pg_ready", "cuda_init"),
     (VL + "/v1/executor/ray_utils.py", "_verify_bundles", "cuda_init"),
     (TD + "/distributed/distributed_c10d.py", "new_group", "distributed_init"),
