@@ -65,6 +65,14 @@ FRAMES = (
     ("get_tokenizer", "vllm/tokenizers", "config", "vllm/tokenizers/registry.py: get_tokenizer (0.13+)"),
     ("from_pretrained", "vllm/tokenizers", "config", "vllm/tokenizers/*.py: the tokenizer classes' from_pretrained"),
     ("from_pretrained", "vllm/transformers_utils/tokenizers", "config", "transformers_utils/tokenizers/mistral.py (0.6+)"),
+    # ... and the libraries under them, whose frames a cut paste may show alone: transformers' Auto* lookups and a
+    # tokenizer's construction (tokenization_utils_base.py _from_pretrained -> the tokenizer class's __init__),
+    # sentencepiece's model file, mistral_common's tokenizer file (transformers 4.3x -> 4.5x, sentencepiece 0.1 -> 0.2)
+    ("_from_pretrained", "transformers/", "config", "transformers/tokenization_utils_base.py: _from_pretrained"),
+    ("__init__", "transformers/tokenization_utils", "config", "transformers: the tokenizer classes built by _from_pretrained"),
+    ("get_spm_processor", "transformers/models/", "config", "transformers: sentencepiece tokenizers' __init__ (llama, t5, ...)"),
+    ("LoadFromFile", "sentencepiece", "config", "sentencepiece: SentencePieceProcessor.Load -> LoadFromFile"),
+    ("from_file", "mistral_common/", "config", "mistral_common: MistralTokenizer.from_file (vLLM's Mistral tokenizer)"),
     ("_init_tokenizer", "vllm/engine", "config", "vllm/engine/llm_engine.py (V0): LLMEngine._init_tokenizer"),
     ("_try_inspect_model_cls", "vllm/model_executor/models/registry.py", "config",
      "models/registry.py: the model class is inspected (in a subprocess) while ModelConfig resolves the architecture"),
@@ -367,6 +375,8 @@ FRAME_FILES = (
     ("vllm/model_executor/model_loader/tensorizer_loader.py", "weight_loading", "model_loader (0.9+)"),
     ("vllm/engine/arg_utils.py", "config", "vllm/engine/arg_utils.py: EngineArgs"),
     ("vllm/transformers_utils/config.py", "config", "transformers_utils/config.py: the HF config helpers"),
+    ("transformers/models/auto/configuration_auto.py", "config", "transformers: AutoConfig, CONFIG_MAPPING (round 12)"),
+    ("transformers/models/auto/tokenization_auto.py", "config", "transformers: AutoTokenizer, get_tokenizer_config"),
     ("safetensors/torch.py", "weight_loading", "the safetensors package's torch loaders (load_file, load)"),
     ("torch/distributed/rendezvous.py", "distributed_init", "PyTorch: init_process_group's rendezvous handlers (TCPStore)"),
     # the per-architecture config fix-ups (VerifyAndUpdateConfig classes), run while VllmConfig is built
