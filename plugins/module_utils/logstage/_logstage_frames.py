@@ -195,6 +195,8 @@ FRAMES = (
     # engine_init: memory profiling, KV-cache sizing and allocation, compile/warm-up, CUDA graph capture
     ("determine_available_memory", "vllm", "engine_init", "vllm/v1/worker/gpu_worker.py: Worker.determine_available_memory"),
     ("determine_num_available_blocks", "vllm", "engine_init", "vllm/worker/worker.py (V0): determine_num_available_blocks"),
+    ("memory_profiling", "vllm/utils", "engine_init",
+     "vllm/utils.py (0.7+), utils/mem_utils.py (0.11+): only the two functions above call it (round 12)"),
     ("profile_run", "vllm", "engine_init", "gpu_model_runner.py / worker/model_runner.py: profile_run"),
     ("_dummy_run", "vllm", "engine_init", "vllm/v1/worker/gpu_model_runner.py: _dummy_run"),
     ("_dummy_sampler_run", "vllm", "engine_init", "vllm/v1/worker/gpu_model_runner.py: _dummy_sampler_run"),

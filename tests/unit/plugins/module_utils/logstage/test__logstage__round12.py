@@ -46,6 +46,7 @@ def frame(path, func):
     (VL + "/v1/core/kv_cache_utils.py", "unify_hybrid_kv_cache_specs", "engine_init"),
     (VL + "/v1/core/kv_cache_utils.py", "get_kv_cache_groups", "engine_init"),
     (VL + "/worker/model_runner.py", "capture", "engine_init"),
+    (VL + "/utils/mem_utils.py", "memory_profiling", "engine_init"),
     (VL + "/v1/worker/gpu_model_runner.py", "profile_cudagraph_memory", "engine_init"),
     (VL + "/v1/worker/gpu_model_runner.py", "initialize_metadata_builders", "engine_init"),
     (VL + "/v1/worker/worker_base.py", "init_worker", "cuda_init"),
