@@ -139,6 +139,8 @@ FRAMES = (
     ("init_gloo_process_group", "vllm/distributed", "distributed_init", "vllm/distributed/utils.py (0.10+)"),
     ("stateless_init_torch_distributed_process_group", "vllm/distributed", "distributed_init", "vllm/distributed/utils.py (0.7+)"),
     ("create_tcp_store", "vllm/distributed", "distributed_init", "vllm/distributed/utils.py (0.26+)"),
+    ("stateless_init_dp_group", "vllm/config", "distributed_init", "config/parallel.py (0.8+): the data-parallel group"),
+    ("_init_data_parallel", "vllm/v1/engine", "distributed_init", "v1/engine/core.py (0.10+): DPEngineCoreProc's DP group"),
     # weight_loading: building the model and reading its weights
     ("load_model", "vllm", "weight_loading", "Worker.load_model / model runners' load_model / model_loader *.load_model"),
     ("get_model", "vllm/model_executor/model_loader", "weight_loading", "model_executor/model_loader/__init__.py: get_model"),

@@ -38,6 +38,7 @@ def frame(path, func):
     (VL + "/distributed/device_communicators/custom_all_reduce_utils.py", "gpu_p2p_access_check", "distributed_init"),
     (VL + "/distributed/device_communicators/shm_broadcast.py", "create_from_process_group", "distributed_init"),
     (VL + "/distributed/utils.py", "stateless_init_torch_distributed_process_group", "distributed_init"),
+    (VL + "/config/parallel.py", "stateless_init_dp_group", "distributed_init"),
     (VL + "/model_executor/model_loader/tensorizer_loader.py", "_verify_config", "weight_loading"),
     (VL + "/model_executor/model_loader/sharded_state_loader.py", "iterate_over_files", "weight_loading"),
     (VL + "/model_executor/model_loader/utils.py", "configure_quant_config", "weight_loading"),
