@@ -593,7 +593,7 @@ class _Scan(object):
         return STAGES[rank], basis, conf
 
     def _add(self, kind, cls, placed, text, lineno, line_ts, key, tkey_own, proc, pid, hint, context, rec_key,
-             oom_seen=False, origin=None, no_row=False):
+             oom_seen=False, origin=None, no_row=""):
         stage, basis, conf = placed
         if cls == "engine_dead" and ORIGINAL_ERROR_KEY in text:
             # a dead engine's error that quotes the error that stopped the engine loop: that error's class
@@ -603,8 +603,8 @@ class _Scan(object):
             # the KV cache was sized to nothing just before: the error of no class is the GPU memory's
             cls = "oom"
         # an error no row knows placed at config is a config error: an ERROR line, or a traceback's ValueError (what
-        # vLLM's argument and config checks raise: EngineArgs, vllm/config); a row's own class stands (round 10)
-        if (kind == ERROR_LINE or (no_row and "ValueError:" in text)) and cls == "other" and stage == "config" and (
+        # vLLM's argument and config checks raise: EngineArgs, vllm/config; ``no_row``: its chain's words, round 12)
+        if (kind == ERROR_LINE or "ValueError:" in no_row) and cls == "other" and stage == "config" and (
                 basis != BASIS_INFERRED or (message_stage(text) or (None, None))[1] == "config_error"):
             cls = "config_error"
         if self.until is not None and (origin or lineno) > self.until:
@@ -823,12 +823,12 @@ class _Scan(object):
         chosen_generic = None
         consequence = None
         oom_seen = False
-        last_exc = None
+        root_exc = last_text = None
         level = LEVEL_WARNING if tb.warn_only else LEVEL_ERROR
         for exc, exc_lineno, msgs in tb.entries:
             if exc is None:
                 continue
-            last_exc = (exc, exc_lineno)
+            root_exc, last_text = root_exc or (exc, exc_lineno, msgs), exc
             head = match_signature(exc, level)
             if head is not None and head.kind in (CONSEQUENCE, WEAK_CONSEQUENCE):
                 # a wrapper quoting another error on its own line ("Worker failed with error 'CUDA error: ...'")
@@ -874,13 +874,13 @@ class _Scan(object):
             return
         if tb.warn_only:
             return
-        if last_exc is not None:
-            text, ln = last_exc
-            words = " ".join([text] + [m[0] for m in tb.entries[-1][2][:3]])
+        if root_exc is not None:
+            text, ln, msgs = root_exc
+            words = " ".join([text] + [m[0] for m in msgs[:3]] + [last_text])
             cls = _classify_text(words)
             placed = self._stage_for(WHERE, None, cls, frames, named, tb.hint(words))
             self._add(FAILURE, cls, placed, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, None, tb.context,
-                      rec_key, origin=tb.lineno, no_row=True)
+                      rec_key, origin=tb.lineno, no_row=words)
             return
         if tb.header is not None:
             sig, text, lineno, line = tb.header

@@ -31,6 +31,7 @@ FRAMES = (
     ("create_engine_config", "vllm/engine/arg_utils.py", "config", "EngineArgs.create_engine_config"),
     ("create_model_config", "vllm/engine/arg_utils.py", "config", "EngineArgs.create_model_config"),
     ("_get_and_verify_max_len", "vllm/config", "config", "vllm/config.py (<=0.10), vllm/config/model.py: _get_and_verify_max_len"),
+    ("_get_and_verify_dtype", "vllm/config", "config", "vllm/config.py (<=0.10), vllm/config/model.py: _get_and_verify_dtype (0.2+)"),
     ("verify_with_parallel_config", "vllm/config", "config", "ModelConfig.verify_with_parallel_config"),
     ("__post_init__", "vllm/config", "config", "the config dataclasses' validation (vllm/config.py, vllm/config/*.py)"),
     # the config classes' checks (vllm/config.py 0.4 -> 0.10: ModelConfig.__init__ -> _verify_tokenizer_mode,
@@ -58,6 +59,20 @@ FRAMES = (
     ("get_config_dict", "transformers/", "config", "transformers/configuration_utils.py: get_config_dict"),
     ("get_tokenizer", "vllm/transformers_utils", "config", "transformers_utils/tokenizer.py: get_tokenizer (0.2 -> current)"),
     ("init_tokenizer_from_configs", "vllm/transformers_utils", "config", "transformers_utils/tokenizer_group: (0.4 -> 0.10)"),
+    # round 12: the tokenizer loaders after their move (vllm/tokenizers/registry.py get_tokenizer, 0.13+; the
+    # tokenizer classes' from_pretrained: hf.py, mistral.py, deepseek_v32.py; transformers_utils/tokenizers/mistral.py
+    # before): a tokenizer that does not load is the config's (issue 35: "a missing tokenizer or config file is config")
+    ("get_tokenizer", "vllm/tokenizers", "config", "vllm/tokenizers/registry.py: get_tokenizer (0.13+)"),
+    ("from_pretrained", "vllm/tokenizers", "config", "vllm/tokenizers/*.py: the tokenizer classes' from_pretrained"),
+    ("from_pretrained", "vllm/transformers_utils/tokenizers", "config", "transformers_utils/tokenizers/mistral.py (0.6+)"),
+    # ... and the libraries under them, whose frames a cut paste may show alone: transformers' Auto* lookups and a
+    # tokenizer's construction (tokenization_utils_base.py _from_pretrained -> the tokenizer class's __init__),
+    # sentencepiece's model file, mistral_common's tokenizer file (transformers 4.3x -> 4.5x, sentencepiece 0.1 -> 0.2)
+    ("_from_pretrained", "transformers/", "config", "transformers/tokenization_utils_base.py: _from_pretrained"),
+    ("__init__", "transformers/tokenization_utils", "config", "transformers: the tokenizer classes built by _from_pretrained"),
+    ("get_spm_processor", "transformers/models/", "config", "transformers: sentencepiece tokenizers' __init__ (llama, t5, ...)"),
+    ("LoadFromFile", "sentencepiece", "config", "sentencepiece: SentencePieceProcessor.Load -> LoadFromFile"),
+    ("from_file", "mistral_common/", "config", "mistral_common: MistralTokenizer.from_file (vLLM's Mistral tokenizer)"),
     ("_init_tokenizer", "vllm/engine", "config", "vllm/engine/llm_engine.py (V0): LLMEngine._init_tokenizer"),
     ("_try_inspect_model_cls", "vllm/model_executor/models/registry.py", "config",
      "models/registry.py: the model class is inspected (in a subprocess) while ModelConfig resolves the architecture"),
@@ -70,6 +85,11 @@ FRAMES = (
     ("initialize_ray_cluster", "vllm", "cuda_init", "vllm/executor/ray_utils.py, vllm/v1/executor/ray_utils.py: initialize_ray_cluster"),
     ("initialize_cluster", "vllm/engine/ray_utils.py", "cuda_init", "vllm/engine/ray_utils.py (<0.4): initialize_cluster"),
     ("_init_workers_ray", "vllm", "cuda_init", "ray_distributed_executor.py / v1 ray executor: _init_workers_ray"),
+    ("init_worker", "vllm", "cuda_init",
+     "worker_base.py WorkerWrapperBase.init_worker (0.6+): the executor builds the worker, before init_device"),
+    # round 12: initialize_ray_cluster's placement-group checks (executor/ray_utils.py 0.5 -> 0.10, v1/executor/ray_utils.py)
+    ("_wait_until_pg_ready", "vllm", "cuda_init", "ray_utils.py: _wait_until_pg_ready (initialize_ray_cluster)"),
+    ("_verify_bundles", "vllm", "cuda_init", "ray_utils.py: _verify_bundles (initialize_ray_cluster, _init_workers_ray)"),
     ("_lazy_init", "torch/cuda/__init__.py", "cuda_init", "PyTorch torch/cuda/__init__.py: _lazy_init (CUDA context)"),
     ("set_device", "torch/cuda/__init__.py", "cuda_init", "PyTorch torch/cuda/__init__.py: set_device"),
     # device discovery: the platform asks the driver which GPUs there are and what they are (vllm/platforms/cuda.py
@@ -105,6 +125,22 @@ FRAMES = (
     ("init_process_group", "torch/distributed", "distributed_init", "PyTorch distributed_c10d.py: init_process_group"),
     ("_create_c10d_store", "torch/distributed", "distributed_init", "PyTorch torch/distributed/rendezvous.py: _create_c10d_store"),
     ("_create_tcp_store", "torch/distributed", "distributed_init", "PyTorch elastic/rendezvous/c10d_rendezvous_backend.py: _create_tcp_store"),
+    # round 12 (vLLM 0.6 -> 0.34, PyTorch 2.x): the groups' construction only - their collectives run while serving too
+    ("new_group", "torch/distributed", "distributed_init", "PyTorch distributed_c10d.py: new_group (GroupCoordinator.__init__)"),
+    ("_new_group_with_tag", "torch/distributed", "distributed_init", "PyTorch distributed_c10d.py: new_group's body"),
+    ("_new_process_group_helper", "torch/distributed", "distributed_init", "PyTorch distributed_c10d.py: init_process_group, new_group"),
+    ("_store_based_barrier", "torch/distributed", "distributed_init", "PyTorch distributed_c10d.py: init_process_group, new_group"),
+    ("ncclGetUniqueId", "vllm/distributed/device_communicators", "distributed_init", "pynccl_wrapper.py: PyNcclCommunicator.__init__ only"),
+    ("__init__", "device_communicators/cuda_communicator.py", "distributed_init", "cuda_communicator.py (0.8+): GroupCoordinator.__init__"),
+    ("__init__", "device_communicators/base_device_communicator.py", "distributed_init", "base_device_communicator.py (0.8+)"),
+    ("gpu_p2p_access_check", "vllm/distributed", "distributed_init", "custom_all_reduce_utils.py, all_reduce_utils.py: CustomAllreduce.__init__"),
+    ("can_actually_p2p", "vllm/distributed", "distributed_init", "custom_all_reduce_utils.py, all_reduce_utils.py: gpu_p2p_access_check"),
+    ("create_from_process_group", "vllm/distributed", "distributed_init", "shm_broadcast.py: MessageQueue, GroupCoordinator.__init__ only"),
+    ("init_gloo_process_group", "vllm/distributed", "distributed_init", "vllm/distributed/utils.py (0.10+)"),
+    ("stateless_init_torch_distributed_process_group", "vllm/distributed", "distributed_init", "vllm/distributed/utils.py (0.7+)"),
+    ("create_tcp_store", "vllm/distributed", "distributed_init", "vllm/distributed/utils.py (0.26+)"),
+    ("stateless_init_dp_group", "vllm/config", "distributed_init", "config/parallel.py (0.8+): the data-parallel group"),
+    ("_init_data_parallel", "vllm/v1/engine", "distributed_init", "v1/engine/core.py (0.10+): DPEngineCoreProc's DP group"),
     # weight_loading: building the model and reading its weights
     ("load_model", "vllm", "weight_loading", "Worker.load_model / model runners' load_model / model_loader *.load_model"),
     ("get_model", "vllm/model_executor/model_loader", "weight_loading", "model_executor/model_loader/__init__.py: get_model"),
@@ -134,6 +170,14 @@ FRAMES = (
     ("weight_loader_v2", "vllm/model_executor", "weight_loading", "layers/linear.py: weight_loader_v2 (0.6+)"),
     ("_load_module", "vllm/model_executor/models/utils.py", "weight_loading", "models/utils.py: AutoWeightsLoader._load_module"),
     ("initialize_dummy_weights", "vllm/model_executor", "weight_loading", "weight_utils.py: initialize_dummy_weights (load_format dummy)"),
+    # round 12: the loader's quant-config hook, tensorizer, the LoRA wrapping of the model at load_model (0.4 -> 0.34)
+    ("configure_quant_config", "vllm/model_executor/model_loader", "weight_loading", "model_loader/utils.py: initialize_model"),
+    ("device_loading_context", "vllm/model_executor/model_loader", "weight_loading", "model_loader/utils.py: process_weights_after_loading"),
+    ("deserialize_tensorizer_model", "model_loader/tensorizer", "weight_loading", "model_loader/tensorizer.py (0.9+)"),
+    ("init_tensorizer_model", "model_loader/tensorizer", "weight_loading", "model_loader/tensorizer.py (0.9+)"),
+    ("load_lora_model", "vllm/v1/worker", "weight_loading", "v1/worker/lora_model_runner_mixin.py: the runner's load_model"),
+    ("create_lora_manager", "vllm/lora", "weight_loading", "lora/models.py, model_manager.py, worker_manager.py: load_model"),
+    ("_create_lora_modules", "vllm/lora", "weight_loading", "LoRAModelManager.__init__: the model's layers wrapped"),
     # building the model (issue 35, round nine): the loader's initialize_model constructs the model class, whose
     # __init__ builds its layers; a layer's __init__ asks its quantization config for a method (get_quant_method:
     # LinearBase, FusedMoE, VocabParallelEmbedding, Attention; compressed-tensors picks a scheme there and checks the
@@ -153,6 +197,8 @@ FRAMES = (
     # engine_init: memory profiling, KV-cache sizing and allocation, compile/warm-up, CUDA graph capture
     ("determine_available_memory", "vllm", "engine_init", "vllm/v1/worker/gpu_worker.py: Worker.determine_available_memory"),
     ("determine_num_available_blocks", "vllm", "engine_init", "vllm/worker/worker.py (V0): determine_num_available_blocks"),
+    ("memory_profiling", "vllm/utils", "engine_init",
+     "vllm/utils.py (0.7+), utils/mem_utils.py (0.11+): only the two functions above call it (round 12)"),
     ("profile_run", "vllm", "engine_init", "gpu_model_runner.py / worker/model_runner.py: profile_run"),
     ("_dummy_run", "vllm", "engine_init", "vllm/v1/worker/gpu_model_runner.py: _dummy_run"),
     ("_dummy_sampler_run", "vllm", "engine_init", "vllm/v1/worker/gpu_model_runner.py: _dummy_sampler_run"),
@@ -166,6 +212,22 @@ FRAMES = (
     ("get_kv_cache_configs", "vllm/v1/core", "engine_init", "vllm/v1/core/kv_cache_utils.py: get_kv_cache_configs"),
     ("check_enough_kv_cache_memory", "vllm/v1/core", "engine_init", "kv_cache_utils.py: check_enough_kv_cache_memory"),
     ("_check_enough_kv_cache_memory", "vllm/v1/core", "engine_init", "kv_cache_utils.py / kv_cache_planning.py"),
+    # round 12: kv_cache_utils.py's sizing and grouping (0.8 -> 0.34), called only by get_kv_cache_config(s) and the
+    # engine core's _initialize_kv_caches (the hashing functions of the same file run per request: not listed)
+    ("unify_hybrid_kv_cache_specs", "vllm/v1/core", "engine_init", "kv_cache_utils.py (0.8+)"),
+    ("unify_kv_cache_spec_page_size", "vllm/v1/core", "engine_init", "kv_cache_utils.py (0.11+)"),
+    ("unify_kv_cache_configs", "vllm/v1/core", "engine_init", "kv_cache_utils.py (0.8 -> 0.10)"),
+    ("get_kv_cache_groups", "vllm/v1/core", "engine_init", "kv_cache_utils.py (0.11+)"),
+    ("get_kv_cache_config_from_groups", "vllm/v1/core", "engine_init", "kv_cache_utils.py (0.11+)"),
+    ("get_num_blocks", "vllm/v1/core", "engine_init", "kv_cache_utils.py"),
+    ("may_override_num_blocks", "vllm/v1/core", "engine_init", "kv_cache_utils.py (0.11+)"),
+    ("generate_scheduler_kv_cache_config", "vllm/v1/core", "engine_init", "kv_cache_utils.py (0.11+): EngineCore._initialize_kv_caches"),
+    ("get_uniform_page_size", "vllm/v1/core", "engine_init", "kv_cache_utils.py"),
+    ("create_kv_cache_group_specs", "vllm/v1/core", "engine_init", "kv_cache_utils.py"),
+    ("estimate_max_model_len", "vllm/v1/core", "engine_init", "kv_cache_utils.py: check_enough_kv_cache_memory's hint"),
+    ("_auto_fit_max_model_len", "vllm/v1/core", "engine_init", "kv_cache_utils.py (0.2x)"),
+    ("_get_kv_cache_config_uniform_type", "vllm/v1/core", "engine_init", "kv_cache_utils.py (0.8 -> 0.10)"),
+    ("_get_kv_cache_config_uniform_page_size", "vllm/v1/core", "engine_init", "kv_cache_utils.py (0.10)"),
     ("compile_or_warm_up_model", "vllm", "engine_init", "gpu_worker.py: compile_or_warm_up_model"),
     ("_warm_up_model", "vllm", "engine_init", "vllm/worker/worker.py (V0): _warm_up_model"),
     ("capture_model", "vllm", "engine_init", "model runners: capture_model (CUDA graphs)"),
@@ -173,6 +235,7 @@ FRAMES = (
     ("kernel_warmup", "vllm", "engine_init", "vllm/model_executor/warmup/kernel_warmup.py: kernel_warmup"),
     ("capture_begin", "torch/cuda/graphs.py", "engine_init", "PyTorch torch/cuda/graphs.py: CUDAGraph.capture_begin"),
     ("capture_end", "torch/cuda/graphs.py", "engine_init", "PyTorch torch/cuda/graphs.py: CUDAGraph.capture_end"),
+    ("capture", "vllm/worker/", "engine_init", "vllm/worker/model_runner.py (V0): CUDAGraphRunner.capture"),
     ("profile_num_available_blocks", "vllm/worker", "engine_init", "vllm/worker/worker.py (<=0.3)"),
     ("init_cache_engine", "vllm/worker", "engine_init", "vllm/worker/worker.py (<=0.3)"),
     ("warm_up_model", "vllm/worker", "engine_init", "vllm/worker/worker.py (<=0.3)"),
@@ -275,6 +338,11 @@ FRAMES = (
     ("get_computed_blocks", "vllm/v1/core", "request", "vllm/v1/core/kv_cache_manager.py: get_computed_blocks"),
     ("get_new_blocks", "vllm/v1/core", "request", "vllm/v1/core/block_pool.py: BlockPool.get_new_blocks"),
     ("hash_request_tokens", "vllm/v1/core", "request", "vllm/v1/core/kv_cache_utils.py: hash_request_tokens"),
+    ("_process_input_queue", "vllm/v1/engine", "request", "v1/engine/core.py: EngineCoreProc.run_busy_loop's input step"),
+    # round 12: a request's media fetched from its URL (multimodal/utils.py 0.6 -> 0.2x, media/connector.py after)
+    ("fetch_image", "vllm/multimodal", "request", "multimodal/utils.py: fetch_image (0.5+), MediaConnector.fetch_image"),
+    ("load_from_url", "vllm/multimodal", "request", "MediaConnector.load_from_url (0.8+): every fetch_* of a request"),
+    ("load_from_url_async", "vllm/multimodal", "request", "MediaConnector.load_from_url_async (0.8+)"),
     ("execute_model_spmd", "vllm/executor", "request", "vllm/executor/ray_utils.py (V0): RayWorkerWrapper.execute_model_spmd"),
     ("execute_model_ray", "vllm/v1/executor", "request", "vllm/v1/executor/ray_utils.py: RayWorkerWrapper.execute_model_ray"),
     # ... and the V1 model runner's KV-cache allocation and graph capture (gpu_model_runner.py, parallel_state.py)
@@ -285,6 +353,13 @@ FRAMES = (
     ("may_reinitialize_input_batch", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: may_reinitialize_input_batch"),
     ("_capture_cudagraphs", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: _capture_cudagraphs"),
     ("graph_capture", "vllm/distributed/parallel_state.py", "engine_init", "parallel_state.py: graph_capture (CUDA graphs)"),
+    # round 12 (gpu_model_runner.py 0.10 -> 0.26): the attention backends' set-up and the CUDA-graph passes
+    ("initialize_metadata_builders", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: initialize_kv_cache"),
+    ("_check_and_update_cudagraph_mode", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: initialize_attn_backend"),
+    ("initialize_cudagraph_capture", "vllm/v1/worker", "engine_init", "gpu_model_runner.py (0.10)"),
+    ("profile_cudagraph_memory", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: determine_available_memory"),
+    ("_init_minimal_kv_cache_for_profiling", "vllm/v1/worker", "engine_init", "gpu_model_runner.py (0.2x): profiling"),
+    ("_warmup_and_capture", "vllm/v1/worker", "engine_init", "gpu_model_runner.py (0.2x): capture_model"),
 )
 
 # files whose every function belongs to one stage: a frame of one of them places the traceback even when its
@@ -298,9 +373,16 @@ FRAME_FILES = (
     ("vllm/model_executor/model_loader/base_loader.py", "weight_loading", "model_loader/base_loader.py (0.9+)"),
     ("vllm/model_executor/model_loader/bitsandbytes_loader.py", "weight_loading", "model_loader (0.9+)"),
     ("vllm/model_executor/model_loader/gguf_loader.py", "weight_loading", "model_loader (0.9+)"),
+    ("vllm/model_executor/model_loader/dummy_loader.py", "weight_loading", "model_loader (0.9+)"),
+    ("vllm/model_executor/model_loader/sharded_state_loader.py", "weight_loading", "model_loader (0.9+)"),
+    ("vllm/model_executor/model_loader/runai_streamer_loader.py", "weight_loading", "model_loader (0.9+)"),
+    ("vllm/model_executor/model_loader/tensorizer_loader.py", "weight_loading", "model_loader (0.9+)"),
     ("vllm/engine/arg_utils.py", "config", "vllm/engine/arg_utils.py: EngineArgs"),
     ("vllm/transformers_utils/config.py", "config", "transformers_utils/config.py: the HF config helpers"),
+    ("transformers/models/auto/configuration_auto.py", "config", "transformers: AutoConfig, CONFIG_MAPPING (round 12)"),
+    ("transformers/models/auto/tokenization_auto.py", "config", "transformers: AutoTokenizer, get_tokenizer_config"),
     ("safetensors/torch.py", "weight_loading", "the safetensors package's torch loaders (load_file, load)"),
+    ("torch/distributed/rendezvous.py", "distributed_init", "PyTorch: init_process_group's rendezvous handlers (TCPStore)"),
     # the per-architecture config fix-ups (VerifyAndUpdateConfig classes), run while VllmConfig is built
     ("vllm/model_executor/models/config.py", "config", "model_executor/models/config.py (0.10+): verify_and_update_config"),
     # NVML's Python bindings (vllm/third_party/pynvml.py since 0.8, nvidia-ml-py's pynvml.py before): every call is
@@ -389,6 +471,33 @@ SERVING_FRAMES = (
     ("xgrammar/", "request", "xgrammar: compiling a request's grammar"),
     ("outlines/", "request", "outlines: compiling a request's guide"),
     ("lmformatenforcer/", "request", "lm-format-enforcer: a request's token filter"),
+    ("jinja2/", "request", "jinja2: a chat template rendered (shared: the chat-template warm-up)"),
+    ("transformers/utils/chat_template_utils.py", "request", "transformers' chat-template rendering (as jinja2)"),
+    # round 12 (0.8 -> 0.34): the V1 front end's request checks (processor.py, input_processor.py: process_inputs and
+    # its _validate_* helpers), the V1 scheduler and KV-cache manager, V0's scheduler and block managers (vllm/core/);
+    # their __init__ runs at start-up (the veto below)
+    ("vllm/v1/engine/processor.py", "request", "V1 Processor: a request's inputs and parameters checked"),
+    ("vllm/v1/engine/input_processor.py", "request", "V1 InputProcessor (0.11+): as processor.py"),
+    ("vllm/v1/core/sched/", "request", "the V1 scheduler (sched/scheduler.py, async_scheduler.py, utils.py)"),
+    ("vllm/v1/core/kv_cache_manager.py", "request", "KVCacheManager: a request's blocks"),
+    ("vllm/v1/core/block_pool.py", "request", "BlockPool: a request's blocks"),
+    ("vllm/v1/core/single_type_kv_cache_manager.py", "request", "the per-group KV-cache managers: a request's blocks"),
+    ("vllm/v1/core/kv_cache_coordinator.py", "request", "KVCacheCoordinator (0.10+): a request's blocks"),
+    ("vllm/core/", "request", "V0's scheduler and block managers (vllm/core/, <=0.10)"),
+    ("llguidance/", "request", "llguidance: the guidance backend compiling a request's grammar (V1, 0.8+)"),
+    # a request's outputs detokenized and their logprobs built (V1 output_processor's helpers; V0's output processors)
+    ("vllm/v1/engine/detokenizer.py", "request", "V1 IncrementalDetokenizer (0.8+)"),
+    ("vllm/v1/engine/logprobs.py", "request", "V1 LogprobsProcessor (0.8+)"),
+    ("vllm/transformers_utils/detokenizer", "request", "detokenizer.py, detokenizer_utils.py (0.4 -> 0.12)"),
+    ("vllm/tokenizers/detokenizer_utils.py", "request", "vllm/tokenizers/detokenizer_utils.py (0.13+)"),
+    ("vllm/engine/output_processor/", "request", "V0's output processors: stop checks, single / multi step (0.4 -> 0.10)"),
+    # ... and code that serves requests but also runs in the start-up passes (shared, below): the multi-modal
+    # processors (a request's media, and the profiling run's dummy inputs), LoRA's layers and Punica kernels (the
+    # profiling run with dummy adapters), the drafters of speculative decoding (their dummy_run)
+    ("vllm/multimodal/processing", "request", "multimodal/processing.py, processing/ (0.6 -> 0.34)"),
+    ("vllm/lora/", "request", "lora/layers, punica_wrapper, ops, worker_manager (0.4 -> 0.34)"),
+    ("vllm/v1/spec_decode/", "request", "V1 drafters: eagle.py, medusa.py, ngram_proposer.py"),
+    ("vllm/spec_decode/", "request", "V0 speculative decoding (0.4 -> 0.10)"),
 )
 # serving code that start-up runs too (issue 35, round three): the forward pass, attention, the V1 sampler and the
 # flash-attention wrappers run in the profiling pass (V0 ``profile_run`` -> ``execute_model``; V1 ``profile_run``,
@@ -407,6 +516,12 @@ SHARED_SERVING_FRAMES = (
     ("vllm/vllm_flash_attn/", "flash-attention wrappers: as above"),
     ("vllm/entrypoints/chat_utils.py", "chat-template rendering: also the API server's chat-template warm-up (0.14+)"),
     ("vllm/renderers/", "the renderers (>=0.16): their warmup renders a chat at API-server start"),
+    ("vllm/multimodal/processing", "the processors: also the profiling run's dummy multi-modal inputs (round 12)"),
+    ("vllm/lora/", "LoRA layers and kernels: also the profiling run with dummy adapters, V1's --lora-modules"),
+    ("vllm/v1/spec_decode/", "V1 drafters: also their dummy_run in the profiling run and CUDA-graph capture"),
+    ("vllm/spec_decode/", "V0 speculative decoding: also its profiling run"),
+    ("jinja2/", "a chat template rendered: a request's, or the API server's chat-template warm-up (0.14+)"),
+    ("transformers/utils/chat_template_utils.py", "transformers' apply_chat_template rendering: as jinja2"),
     ("func:_preprocess_chat", "serving_engine.py _preprocess_chat: called by the first chat-template warm-up (0.14)"),
 )
 # start-up functions that pass through the same files (building the model, starting the API server, CLI

@@ -2,12 +2,13 @@
 lookup (:func:`message_stage`).
 
 :data:`MESSAGES` rows are ``(message prefix, stage, class, where it is raised)``, listed by
-``scripts/vllm_raise_messages.py --python`` from vLLM's source (issue 35, round three: the Python files of the
-vLLM 0.5.5, 0.6.3.post1, 0.8.3, 0.10.2, 0.14.0, 0.20.0, 0.26.0 and 0.32.0 releases, read together).  A raise
-counts only in a function the frame map places (workers, engines, executors, OpenAI handlers: init_device,
-load_model, profile_run, initialize_kv_cache, execute_model, ...) or, in the config classes, EngineArgs, the model
-loaders, the distributed set-up and the KV-cache sizing, in one whose name says it builds, checks or loads; never
-in one that another stage's module also calls in any release, and a prefix raised under two stages is dropped.
+``scripts/vllm_raise_messages.py --python`` from vLLM's source (issue 35, round three: the Python files of the vLLM
+0.5.5, 0.6.3.post1, 0.8.3, 0.10.2, 0.14.0, 0.20.0, 0.26.0 and 0.32.0 releases, read together; round 12 re-read
+0.6.3.post1 -> 0.34.0 with its new frame rows and added the two rows it marks). A raise counts only in a function
+the frame map places (workers, engines, executors, OpenAI handlers: init_device, load_model, profile_run,
+initialize_kv_cache, execute_model, ...) or, in the config classes, EngineArgs, the model loaders, the distributed
+set-up and the KV-cache sizing, in one whose name says it builds, checks or loads; never in one that another stage's
+module also calls in any release, and a prefix raised under two stages is dropped.
 The prefix is the literal text before the message's first placeholder, at most 64 characters.
 
 How the classifier uses them (``_logstage._text_hint``): an error no signature, frame or marker places, whose
@@ -660,6 +661,8 @@ MESSAGES = (
      'RuntimeError distributed/parallel_state.py:_validate_default_pg_for_split_group'),
     ('FlashInfer returned an all-reduce workspace already associated w', 'distributed_init', 'other',
      'RuntimeError distributed/device_communicators/flashinfer_all_reduce.py:_create_workspace'),
+    ('Error happened when batch testing peer-to-peer access from', 'distributed_init', 'other',
+     'RuntimeError distributed/device_communicators/custom_all_reduce_utils.py:gpu_p2p_access_check (round 12)'),
     ('failed to load the NCCL library for unique-id rendezvous', 'distributed_init', 'other',
      'RuntimeError distributed/device_communicators/pynccl.py:from_unique_id_bytes'),
     ('torch.distributed is already initialized but the torch world siz', 'distributed_init', 'other',
@@ -680,6 +683,8 @@ MESSAGES = (
      'ValueError v1/worker/cpu_worker.py:determine_available_memory'),
     ('Cannot auto-fit max_model_len: not enough GPU memory available t', 'engine_init', 'other',
      'ValueError v1/core/kv_cache_utils.py:_auto_fit_max_model_len'),
+    ('Hybrid KV cache manager is disabled but failed to convert the KV', 'engine_init', 'other',
+     'ValueError v1/core/kv_cache_utils.py:unify_hybrid_kv_cache_specs (round 12)'),
     ('Hybrid KV cache groups with multiple block sizes do not support', 'engine_init', 'other',
      'ValueError v1/core/kv_cache_utils.py:resolve_kv_cache_block_sizes'),
     ('Invalid hash_block_size=', 'engine_init', 'other',

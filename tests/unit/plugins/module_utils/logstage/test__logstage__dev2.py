@@ -25,7 +25,8 @@ def _answer(prefix):
 CASES = [
     # a paste that ends inside the logger prefix of a traceback's next line: that stub is not the exception
     ("c154", "request", "markers", "other", 2, None),
-    ("c188", "request", "message", "other", 1, None),
+    # (round 12: the request's media fetch, MediaConnector.load_from_url_async, is a frame of its own now)
+    ("c188", "request", "frames", "other", 1, None),
     # an ERROR record that is a traceback cut before its exception is an error of its own, placed by its frames
     ("c156", "request", "inferred", "other", 1, None),
     # ... and a log viewer's copied line numbers ("3597<TAB>") are a wrapper; the chat handler's warm-up runs in
