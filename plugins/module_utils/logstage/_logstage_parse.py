@@ -86,8 +86,9 @@ FRAME_RX = re.compile(r'^\s*(?:File ")?(?P<path>[^"]*)", line \d+, in (?P<func>\
 # futures.py __del__ -> base_events.default_exception_handler: message, then "future: repr", then exc_info, 3.4 -> 3.13)
 PROCESS_HDR_RX = re.compile(r"^(?:Process (\S+):|(?:Future|Task) exception was never retrieved|(future): <(?:Future|Task) .*>)$")
 # kubectl describe's fields (kubectl/pkg/describe describe.go: prefixWriter levels of two spaces, a tabwriter
-# padding "Reason:\t%s" to a column - "      Reason:       OOMKilled"): indented, yet no source line of a traceback
-DESCRIBE_FIELD_RX = re.compile(r"^ {4,}[A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*)?: {2,}\S")
+# padding "Reason:\t%s" to a column - "      Reason:       OOMKilled"): indented, yet no source line of a traceback;
+# likewise a member of a pretty-printed JSON object (an error body a client prints: '    "message": "..."', round 13)
+DESCRIBE_FIELD_RX = re.compile(r"^ {4,}(?:[A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*)?: {2,}\S|\"\w+\": ?[\"\[{\d])")
 EXC_RX = re.compile(
     r"^(?:(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Warning|Failure|Failed)|"
     r"(?:[A-Za-z_]\w*\.)*(?:Base)?ExceptionGroup)(?:\([\w.]*\))?(?::|$)")

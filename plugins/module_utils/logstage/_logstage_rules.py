@@ -97,6 +97,11 @@ SIGNATURES = (
     # server (a consequence: it stands in only when nothing else is there), low without markers (USUAL_STAGE_LOW)
     (CONSEQUENCE, "maximum context length is", None, "other", WHERE_OR, "request", (AT_WARNING,),
      "the server refused a request longer than the model's context (a 400): shorten it or raise --max-model-len"),
+    # the error body of a 500 that a client quotes (round 13): vLLM's ErrorResponse ({"object": "error", "message":
+    # ..., "code": 500}), FastAPI's HTTPException ({"detail": ...}), Ray Serve's "Internal Server Error (Request ID:
+    # ...)": the server was up and a request failed in it; the server's own traceback, when pasted, is the cause
+    (CONSEQUENCE, "Internal Server Error", r"\"(?:message|detail|error)\":\s*\"[^\"]*\bInternal Server Error\b",
+     "other", WHERE_OR, "request", (AT_WARNING,), "the server answered a request with 500: its own log has the cause"),
     # --- consequences: wrappers that report an earlier failure ---------------------------------------------
     # v1/engine/utils.py wait_for_engine_startup (core_client.py before 0.9) raises it when an engine core process
     # exits before its READY handshake: the engine never ran (as WorkerProc initialization failed, below)
@@ -279,6 +284,16 @@ SIGNATURES = (
     (FAILURE, "crun: ", r"(?:^|Error: |error: |OCI runtime error: )crun: ", "container_error", FIXED, "environment",
      (AT_WARNING,), "crun refused the container: the server never ran"),
     (FAILURE, "failed to create shim task", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    # podman (round 13): libpod/oci_conmon*.go createOCIContainer "container create failed (no logs from conmon): %w"
+    # (the runtime died before conmon could report), libpod/runtime.go "default OCI runtime %q not found: %w" (the
+    # engine's configured runtime is not installed); tini's PRINT_FATAL "[FATAL tini (%d)] exec %s failed: %s" (the
+    # container's init - tini, or podman's --init binary - could not start the entrypoint or itself)
+    (FAILURE, "no logs from conmon", None, "container_error", FIXED, "environment", (AT_WARNING,),
+     "podman's OCI runtime died creating the container before conmon could report (runtime, rlimits, devices)"),
+    (FAILURE, "OCI runtime \"", r"\bOCI runtime \"[^\"]*\" not found", "container_error", FIXED, "environment",
+     (AT_WARNING,), "the container engine's configured OCI runtime (crun or runc) is not installed on this host"),
+    (FAILURE, "[FATAL tini (", r"\[FATAL tini \(\d+\)\] exec \S+ failed", "container_error", FIXED, "environment",
+     (AT_WARNING,), "the container's init could not exec its command (the image's entrypoint or the engine's init)"),
     # CDI device injection: podman ("setting up CDI devices: %w"), docker 25+ ("CDI device injection failed: %w"),
     # the NVIDIA runtime ("failed to inject CDI devices: %w"), the CDI library ("unresolvable CDI devices %s")
     (FAILURE, "CDI device", None, "container_error", FIXED, "environment", (AT_WARNING,),
@@ -1004,9 +1019,9 @@ STAGE_WORDS = (
     # APIStatusError subclasses: "Error code: %d - %s"; httpx "Server error '%d %s'"; requests "%d Server Error"):
     # the server was up and serving
     ("rror", r"openai\.\w+Error: Error code: (?:400|404|422|5\d\d)\b|openai\.(?:BadRequest|InternalServer|"
-     r"UnprocessableEntity|NotFound)Error\b|Server error '5\d\d |\b5\d\d Server Error\b",
+     r"UnprocessableEntity|NotFound)Error\b|Server error '5\d\d |\b5\d\d Server Error\b|\bInternal Server Error\b",
      "request", "medium", "openai-python (_exceptions.py: the APIStatusError subclass names the status), httpx, "
-     "requests: an error status answered to a request"),
+     "requests: an error status answered to a request; a 500's reason phrase (http.HTTPStatus) a client quotes"),
     # decoding JSON happens in the tool parsers and in request validation (JSON schema, tool arguments)
     ("JSONDecodeError", None, "request", "low", "json.decoder.JSONDecodeError raised in tool parsers and requests"),
     # the decode attention kernels run only once a KV cache holds a request's tokens

@@ -287,6 +287,10 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # issue 35, round 13: libpod's runtime lookup, tini's PRINT_FATAL, a quoted 500 error body
+    ('Error: default OCI runtime "crun" not found: invalid argument', "failure", "container_error"),
+    ("[FATAL tini (7)] exec /usr/bin/serve failed: No such file or directory", "failure", "container_error"),
+    ('"message": "Internal Server Error (Request ID: 1f)",', "consequence", "other"),
     # issue 35, round ten: HIP runtime errors of PyTorch's ROCm build, the LoRA rank check, a Hub 404, a config not JSON
     ("RuntimeError: HIP error: invalid device function", "failure", "cuda_error"),
     ("ValueError: LoRA rank 64 is greater than max_lora_rank 16.", "failure", "config_error"),
