@@ -52,6 +52,12 @@ FRAMES = (
     ("maybe_create_spec_config", "vllm/config", "config", "SpeculativeConfig.maybe_create_spec_config (0.5)"),
     ("create_engine_configs", "vllm/engine/arg_utils.py", "config", "EngineArgs.create_engine_configs (<=0.3)"),
     ("from_cli_args", "vllm/engine/arg_utils.py", "config", "EngineArgs.from_cli_args"),
+    # round 13: the command line's parser being built, before any argument is read (an argparse conflict, a plugin's
+    # argument): entrypoints/openai/cli_args.py make_arg_parser (0.5+), EngineArgs/AsyncEngineArgs.add_cli_args,
+    # the CLI's serve subcommand (entrypoints/cli/serve.py ServeSubcommand.subparser_init, 0.8+)
+    ("make_arg_parser", "vllm/entrypoints", "config", "entrypoints/openai/cli_args.py make_arg_parser"),
+    ("add_cli_args", "vllm/engine/arg_utils.py", "config", "EngineArgs.add_cli_args, AsyncEngineArgs.add_cli_args"),
+    ("subparser_init", "vllm/entrypoints/cli", "config", "entrypoints/cli/*.py subparser_init (the CLI's parsers)"),
     ("get_config", "vllm/transformers_utils/config.py", "config", "transformers_utils/config.py: get_config (HF config)"),
     # transformers' loading of a config, tokenizer or processor (configuration_utils.py get_config_dict,
     # the Auto* classes' from_pretrained): vLLM does it while the config and the tokenizer are built

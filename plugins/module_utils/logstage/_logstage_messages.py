@@ -779,6 +779,10 @@ MESSAGES = (
      'ValueError v1/engine/input_processor.py:_validate_params'),
     ('QKVParallelLinear should be replaced by XlaQKVParallelLinear und', 'weight_loading', 'other',
      'AssertionError model_executor/model_loader/tpu.py:_check_model_is_loaded'),
+    # round 13: AutoWeightsLoader._load_module builds its message in a variable before the raise (the script reads
+    # only literal raises): a checkpoint's weight name the model has no module or parameter for (0.6.4 -> 0.34)
+    ("There is no module or parameter named", 'weight_loading', 'other',
+     'ValueError model_executor/models/utils.py:_load_module'),
     ("The required method 'load_weights' is not defined in class", 'weight_loading', 'other',
      'AttributeError model_executor/model_loader/bitsandbytes_loader.py:_verify_model_compatibility'),
     ('Weight cache role mismatch: loading', 'weight_loading', 'other',

@@ -79,6 +79,12 @@ UVICORN_RX = re.compile(r"^(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s
 PYLOG_RX = re.compile(
     r"^(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[.,]\d+)?\s*(?:-\s*)?(?:\[\s*)?"
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b\]?[\s:-]*(?P<msg>.*)$")
+# a structured record that carries a line of its own (round 13): a JSON record's level and message (Python's JSON
+# formatters, NIM: '"level": "ERROR", "message": "..."'; the closing quote and brace may be on a later line) and
+# logrus' text format (Go engines relaying a process' output: 'time="..." level=info msg="  File \\"...\\", line 3"')
+STRUCT_RX = re.compile(r'"(?:level|levelname|severity)": ?"(?P<jlevel>[A-Za-z]+)".*?"(?:message|msg)": ?"'
+                       r'(?P<jmsg>(?:[^"\\]|\\.)*)|\blevel=(?P<level>[a-z]+) .*?\bmsg="(?P<msg>(?:[^"\\]|\\.)*)')
+STRUCT_UNESCAPE_RX = re.compile(r'\\(["\\])')
 PYWARN_RX = re.compile(r"^\S+\.py:\d+: \w*Warning: ")
 FRAME_RX = re.compile(r'^\s*(?:File ")?(?P<path>[^"]*)", line \d+, in (?P<func>\S+)')
 # the first line(s) of a record whose traceback follows: multiprocessing's "Process X:" (CPython BaseProcess._bootstrap,
@@ -257,6 +263,19 @@ MONTH_INITIALS = frozenset(m[0] for m in MONTHS)
 
 def parse_line(text, line):
     """Fill ``line`` from ``text`` (wrappers already removed)."""
+    if "level" in text[:120]:
+        m = STRUCT_RX.search(text)
+        if m:
+            # the record's own line is read as a line; an error record's line that is no record itself is one
+            level = (m.group("jlevel") or m.group("level")).upper()
+            _parse_line(STRUCT_UNESCAPE_RX.sub(r"\1", m.group("jmsg") if m.group("jlevel") else m.group("msg")), line)
+            if line.fmt == FMT_RAW and LEVELS.get(level) == LEVEL_ERROR:
+                line.fmt, line.level, line.stream = FMT_PYLOG, LEVEL_ERROR, line.stream or "record"
+            return
+    _parse_line(text, line)
+
+
+def _parse_line(text, line):
     if " pid=" in text:
         m = VLLM_RX.search(text)
         if m:

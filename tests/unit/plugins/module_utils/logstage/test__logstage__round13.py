@@ -43,3 +43,35 @@ def test_a_client_record_of_a_500_is_a_failed_request():
 def test_an_indented_json_member_is_not_a_source_line():
     # a 4-space indented JSON member of an unrelated body stays quiet (no signature, no exception)
     assert classify_text('{\n    "object": "list",\n    "data": []\n}\n')["stage"] == "none"
+
+
+def test_a_json_record_at_error_is_an_error_line():
+    text = ('{"timestamp": "2025-01-02 10:00:00,1", "level": "INFO", "message": "starting"}\n'
+            '{"timestamp": "2025-01-02 10:00:01,1", "level": "ERROR", "message": "Error: the profile is not supported"}\n')
+    assert answer(text)[3] == 2
+
+
+def test_a_json_record_at_info_stays_quiet():
+    assert classify_text('{"level": "INFO", "message": "Error: a word in an info record"}\n')["stage"] == "none"
+
+
+def test_logfmt_records_relaying_a_traceback_are_read_as_its_lines():
+    vl = "/opt/venv/lib/python3.12/site-packages/vllm"
+    lines = ["Traceback (most recent call last):",
+             '  File \\"%s/entrypoints/cli/main.py\\", line 66, in main' % vl,
+             "    cmd.subparser_init(subparsers)",
+             '  File \\"%s/entrypoints/cli/serve.py\\", line 72, in subparser_init' % vl,
+             "    serve_parser = make_arg_parser(serve_parser)",
+             "argparse.ArgumentError: argument --x: conflicting option string: --x"]
+    text = "".join('time="2026-01-29T14:55:54Z" level=info msg="%s" component=vllm\n' % x for x in lines)
+    ans = classify_text(text)
+    assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == ("config", "frames", "high")
+
+
+@pytest.mark.parametrize("text, stage, conf", [
+    ("ValueError: There is no module or parameter named 'lm_head' in FooForCausalLM\n", "weight_loading", "low"),
+    ("TypeError: EngineArgs.__init__() got an unexpected keyword argument 'foo'\n", "config", "medium"),
+    ("TypeError: AsyncEngineArgs.__init__() got an unexpected keyword argument 'foo'\n", "config", "medium"),
+])
+def test_messages_that_place_an_excerpt(text, stage, conf):
+    assert answer(text)[0::2][:2] == (stage, conf)
