@@ -473,6 +473,8 @@ SERVING_FRAMES = (
     ("vllm/reasoning/", "request", "reasoning parsers (vllm/reasoning/)"),
     ("vllm/vllm_flash_attn/", "request", "the flash-attention kernels' Python wrappers (vllm/vllm_flash_attn/)"),
     ("vllm/sampling_params.py", "request", "SamplingParams built and checked for each request (vllm/sampling_params.py)"),
+    ("vllm/outputs.py", "request", "a request's outputs built from its state (RequestOutput.from_seq_group, "
+     "PoolingRequestOutput; vllm/outputs.py, round 13): the start-up passes build none"),
     # the structured-output backends vLLM calls for each request's grammar (xgrammar, outlines, lm-format-enforcer)
     ("xgrammar/", "request", "xgrammar: compiling a request's grammar"),
     ("outlines/", "request", "outlines: compiling a request's guide"),

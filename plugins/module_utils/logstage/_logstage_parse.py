@@ -48,11 +48,12 @@ PYTEST_SRC_RX = re.compile(r"^> {3,}(?=\S)")
 RAY_REPEAT_RX = re.compile(r"\s*\[repeated \d+x across cluster\]")
 VLLM_RX = re.compile(
     r"\((?P<proc>[A-Za-z][\w\-]*(?: (?:rank=\d+|TP\d+))?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) "
-    r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? "
-    r"\[?(?P<file>[^\]\s:]+):(?P<lineno>\d+)\] ?(?P<msg>.*)$")
+    r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? \[?|\[)"
+    r"(?P<file>[^\]\s:]+):(?P<lineno>\d+)\] ?(?P<msg>.*)$")
+# (round 13: a record whose date a paste or a log viewer dropped keeps its bracketed file: "ERROR [serving.py:830] ...")
 VLLM_NOTAG_RX = re.compile(
-    r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? "
-    r"\[?(?P<file>[^\]\s:]+):(?P<lineno>\d+)\] ?(?P<msg>.*)$")
+    r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? \[?|\[)"
+    r"(?P<file>[^\]\s:]+):(?P<lineno>\d+)\] ?(?P<msg>.*)$")
 TAGONLY_RX = re.compile(
     r"^\((?P<proc>[A-Za-z][\w\-]*(?: (?:rank=\d+|TP\d+))?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) ?(?P<rest>.*)$")
 NCCL_RX = re.compile(
@@ -90,7 +91,9 @@ FRAME_RX = re.compile(r'^\s*(?:File ")?(?P<path>[^"]*)", line \d+, in (?P<func>\
 # the first line(s) of a record whose traceback follows: multiprocessing's "Process X:" (CPython BaseProcess._bootstrap,
 # group 1) and asyncio's "Future/Task exception was never retrieved" with its "future: <...>" line (group 2; CPython
 # futures.py __del__ -> base_events.default_exception_handler: message, then "future: repr", then exc_info, 3.4 -> 3.13)
-PROCESS_HDR_RX = re.compile(r"^(?:Process (\S+):|(?:Future|Task) exception was never retrieved|(future): <(?:Future|Task) .*>)$")
+# and a callback's ("Exception in callback <cb>" then "handle: <Handle ...>": events.py Handle._run, round 13)
+PROCESS_HDR_RX = re.compile(r"^(?:Process (\S+):|(?:Future|Task) exception was never retrieved|Exception in callback .+|"
+                            r"(future|handle): <(?:Future|Task|Handle|TimerHandle) .*>)$")
 # kubectl describe's fields (kubectl/pkg/describe describe.go: prefixWriter levels of two spaces, a tabwriter
 # padding "Reason:\t%s" to a column - "      Reason:       OOMKilled"): indented, yet no source line of a traceback;
 # likewise a member of a pretty-printed JSON object (an error body a client prints: '    "message": "..."', round 13)
@@ -285,8 +288,8 @@ def _parse_line(text, line):
             line.ip = m.group("ip")
             line.stream = line.proc + "#" + line.pid
             line.level = LEVELS.get(m.group("level"), LEVEL_INFO)
-            line.ts = m.group("ts")
-            line.tkey = tkey(line.ts[0:2], line.ts[3:5], line.ts[6:8], line.ts[9:11], line.ts[12:14])
+            line.ts = t = m.group("ts")
+            line.tkey = t and tkey(t[0:2], t[3:5], t[6:8], t[9:11], t[12:14])
             line.msg = m.group("msg")
             line.rec = (m.group("level"), line.ts, m.group("file"), m.group("lineno"))
             return
@@ -306,8 +309,8 @@ def _parse_line(text, line):
             if not line.stream:
                 line.stream = "vllm"
             line.level = LEVELS.get(m.group("level"), LEVEL_INFO)
-            line.ts = m.group("ts")
-            line.tkey = tkey(line.ts[0:2], line.ts[3:5], line.ts[6:8], line.ts[9:11], line.ts[12:14])
+            line.ts = t = m.group("ts")
+            line.tkey = t and tkey(t[0:2], t[3:5], t[6:8], t[9:11], t[12:14])
             line.msg = m.group("msg")
             line.rec = (m.group("level"), line.ts, m.group("file"), m.group("lineno"))
             return

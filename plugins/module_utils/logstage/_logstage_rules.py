@@ -969,6 +969,10 @@ SERVING_LOGGER_FILES = (
     (r"^serving(?:_\w+)?\.py$", "request"),
     (r"tool_parser\w*\.py$", "request"),
     (r"reasoning_parser\w*\.py$|_reasoning_parser\.py$", "request"),
+    # round 13: vllm/logging_utils/dump_input.py dump_engine_exception (0.9.1+) logs the scheduler's output and stats
+    # only from EngineCore.log_error_detail, around execute_model in step / step_with_batch_queue: a scheduled step
+    # failed (the start-up's dummy and profiling runs go to the workers directly, never through it)
+    (r"^dump_input\.py$", "request"),
     # issue 35: modules that log only while one start-up stage runs - the model loaders and weight_utils.py
     # (model_executor/model_loader/), arg_utils.py (EngineArgs), the distributed set-up (parallel_state.py,
     # pynccl*.py, custom_all_reduce*.py log when the groups and communicators are made), kv_cache_utils.py (the

@@ -75,3 +75,33 @@ def test_logfmt_records_relaying_a_traceback_are_read_as_its_lines():
 ])
 def test_messages_that_place_an_excerpt(text, stage, conf):
     assert answer(text)[0::2][:2] == (stage, conf)
+
+
+def test_asyncio_callback_header_opens_its_traceback():
+    vl = "/opt/venv/lib/python3.10/site-packages/vllm"
+    text = ("Exception in callback functools.partial(<function _log_task_completion at 0x7f>, error_callback=None)\n"
+            "handle: <Handle functools.partial(<function _log_task_completion at 0x7f>, error_callback=None)>\n"
+            "Traceback (most recent call last):\n"
+            '  File "%s/engine/async_llm_engine.py", line 55, in _log_task_completion\n'
+            "    return_value = task.result()\n"
+            "RuntimeError: boom\n") % vl
+    assert answer(text)[3] == 1
+
+
+def test_the_engine_cores_input_dump_is_a_failed_step():
+    text = ("ERROR 07-03 20:47:11 [dump_input.py:82] SchedulerStats(num_running_reqs=1, num_waiting_reqs=0)\n"
+            "ERROR 07-03 20:47:11 [core.py:517] EngineCore encountered a fatal error.\n")
+    assert answer(text)[:3] == ("request", "other", "medium")
+
+
+def test_a_request_output_frame_is_serving():
+    text = ('  File "/opt/venv/lib/python3.11/site-packages/vllm/outputs.py", line 172, in from_seq_group\n'
+            "    x = seq_group.y\nAttributeError: 'NoneType' object has no attribute 'y'\n")
+    assert answer(text)[:3] == ("request", "other", "medium")
+
+
+@pytest.mark.parametrize("prefix", ["(APIServer pid=1) ", ""])
+def test_a_vllm_record_without_its_date_keeps_its_file(prefix):
+    text = prefix + "ERROR [serving_chat.py:830] ValueError: the request's message could not be parsed\n"
+    ans = classify_text(text)
+    assert (ans["stage"], ans["confidence"], ans["first_error"]["timestamp"]) == ("request", "medium", None)
