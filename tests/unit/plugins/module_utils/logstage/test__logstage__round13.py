@@ -83,8 +83,8 @@ def test_asyncio_callback_header_opens_its_traceback():
             "handle: <Handle functools.partial(<function _log_task_completion at 0x7f>, error_callback=None)>\n"
             "Traceback (most recent call last):\n"
             '  File "%s/engine/async_llm_engine.py", line 55, in _log_task_completion\n'
-            "    return_value = task.result()\n"
-            "RuntimeError: boom\n") % vl
+            "    return_value = task.result()\n") % vl
+    # the paste ends in the frames: the record is reported from its header, the callback's line
     assert answer(text)[3] == 1
 
 
