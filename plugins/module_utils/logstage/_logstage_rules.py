@@ -376,6 +376,17 @@ SIGNATURES = (
      "vLLM's compiled ops do not load: the wheel was built for another torch/CUDA, or a library is missing"),
     (FAILURE, "undefined symbol", None, "import_error", WHERE_OR, "environment", (),
      "binary built against another torch/CUDA (ABI mismatch)"),
+    # round 13: a caller's own report that vLLM itself did not import - an embedding program (a Rust server through
+    # PyO3: "Failed to import python 'vllm' module", after its panic line), a launcher's "could not import vllm" -, and
+    # the NameError of a harness that guards "from vllm import LLM, SamplingParams" with try/except ImportError (lm-eval
+    # models/vllm_causallms.py, lmms-eval) and then calls the missing name: vLLM is not importable there; the guess
+    # of the guard is low
+    (FAILURE, "import", r"(?i)\b(?:failed to|could not|cannot|unable to) import (?:the )?(?:python )?['\"`]?vllm['\"`]?"
+     r"(?![\w.])", "import_error", FIXED, "environment", (AT_WARNING,),
+     "vLLM does not import in this environment: its own error (a missing library, a build for another torch) says why"),
+    (FAILURE, "is not defined", r"\bNameError: name '(?:LLM|SamplingParams|AsyncLLMEngine|LLMEngine)' is not defined",
+     "import_error", WHERE_OR, "environment", (), "a caller guarded its import of vLLM and the import failed: run "
+     "python -c 'import vllm' in that environment"),
     (FAILURE, "PackageNotFoundError", None, "import_error", WHERE_OR, "environment", (), None),
     (FAILURE, "ModuleNotFoundError", None, "import_error", WHERE_OR, "environment", (), None),
     (FAILURE, "No module named", None, "import_error", WHERE_OR, "environment", (), None),
@@ -801,7 +812,7 @@ SIGNATURES = (
 # (distributed init), a Hugging Face download (config, weights), a client going away (request).  A refused request
 # (a 400) is the request stage's, but a client's quote of it proves nothing of the server (round 10).
 USUAL_STAGE_LOW = frozenset(("cannot open shared object file", "undefined symbol", "peer", "maximum context length is",
-                             "No available node types can fulfill resource request"))
+                             "No available node types can fulfill resource request", "is not defined"))
 
 # --------------------------------------------------------------------------------------------------------------
 # stage markers: (stage, role, format, key, regex or None)

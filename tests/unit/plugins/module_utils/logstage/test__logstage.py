@@ -291,6 +291,8 @@ RX_SAMPLES = [
     ('Error: default OCI runtime "crun" not found: invalid argument', "failure", "container_error"),
     ("[FATAL tini (7)] exec /usr/bin/serve failed: No such file or directory", "failure", "container_error"),
     ('"message": "Internal Server Error (Request ID: 1f)",', "consequence", "other"),
+    ("Failed to import python 'vllm' module. Are we running in the correct venv?", "failure", "import_error"),
+    ("NameError: name 'LLM' is not defined", "failure", "import_error"),
     # issue 35, round ten: HIP runtime errors of PyTorch's ROCm build, the LoRA rank check, a Hub 404, a config not JSON
     ("RuntimeError: HIP error: invalid device function", "failure", "cuda_error"),
     ("ValueError: LoRA rank 64 is greater than max_lora_rank 16.", "failure", "config_error"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_text
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_text, match_signature
 
 
 def answer(text):
@@ -105,3 +105,22 @@ def test_a_vllm_record_without_its_date_keeps_its_file(prefix):
     text = prefix + "ERROR [serving_chat.py:830] ValueError: the request's message could not be parsed\n"
     ans = classify_text(text)
     assert (ans["stage"], ans["confidence"], ans["first_error"]["timestamp"]) == ("request", "medium", None)
+
+
+def test_an_embedding_programs_report_that_vllm_did_not_import_is_the_environment():
+    text = ("thread 'tokio-runtime-worker' panicked at src/engines/worker.rs:247:17:\n"
+            "Failed to import python 'vllm' module. Are we running in the correct venv? ImportError: libx.so\n"
+            "stack backtrace:\n   0: rust_begin_unwind\n")
+    assert answer(text) == ("environment", "import_error", "high", 2)
+
+
+@pytest.mark.parametrize("text", ["Failed to import vllm_ascend", "Could not import vllm.lora, using a fallback"])
+def test_another_package_named_like_vllm_is_not_vllm(text):
+    sig = match_signature(text)
+    assert sig is None or sig.key != "import"
+
+
+def test_a_guarded_import_of_vllm_shows_as_a_name_error():
+    text = ('  File "/opt/venv/lib/python3.10/site-packages/lm_eval/models/vllm_causallms.py", line 170, in __init__\n'
+            "    self.model = LLM(**self.model_args)\nNameError: name 'LLM' is not defined. Did you mean: 'VLLM'?\n")
+    assert answer(text) == ("environment", "import_error", "low", 3)
