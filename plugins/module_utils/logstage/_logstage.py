@@ -602,10 +602,10 @@ class _Scan(object):
         if cls == "other" and self.kv_empty and kind in (FAILURE, ERROR_LINE, HEADER):
             # the KV cache was sized to nothing just before: the error of no class is the GPU memory's
             cls = "oom"
-        # an error no row knows placed at config is a config error: an ERROR line, or a traceback's ValueError (what
-        # vLLM's argument and config checks raise: EngineArgs, vllm/config; ``no_row``: its chain's words, round 12)
-        if (kind == ERROR_LINE or "ValueError:" in no_row) and cls == "other" and stage == "config" and (
-                basis != BASIS_INFERRED or (message_stage(text) or (None, None))[1] == "config_error"):
+        # a config error: an error placed at config by a config message row, an ERROR line or (no_row) a ValueError
+        if cls == "other" and stage == "config" and (
+                (message_stage(text) or (None, None))[1] == "config_error" if basis == BASIS_INFERRED
+                else kind == ERROR_LINE or "ValueError:" in no_row):
             cls = "config_error"
         if self.until is not None and (origin or lineno) > self.until:
             # printed after the server was stopped (the record, or its traceback, began after the cutoff):

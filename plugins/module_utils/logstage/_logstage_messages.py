@@ -39,6 +39,12 @@ MESSAGES = (
      'ImportError config/speculative.py:_validate_suffix_decoding'),
     ("Can't get gguf config for", 'config', 'config_error',
      'RuntimeError transformers_utils/config.py:get_config'),
+    # round 13, not a raise of vLLM's: CPython's TypeError for a keyword the engine's argument dataclass lacks - LLM(),
+    # a caller's engine factory and the CLI build EngineArgs / AsyncEngineArgs from the caller's arguments first
+    ('EngineArgs.__init__() got an unexpected keyword argument', 'config', 'config_error',
+     'TypeError engine/arg_utils.py:EngineArgs'),
+    ('AsyncEngineArgs.__init__() got an unexpected keyword argument', 'config', 'config_error',
+     'TypeError engine/arg_utils.py:AsyncEngineArgs'),
     ('Failed to infer device type', 'config', 'config_error',
      'RuntimeError config.py:__init__'),
     ('Failed to infer device type, please set the environment variable', 'config', 'config_error',

@@ -1023,10 +1023,6 @@ STAGE_WORDS = (
     # start-up carries the same words: request is the likelier stage, not a sure one (low)
     ("xecution", r"Error in model execution|input(?:s)? of failed execution", "request", "low",
      "worker/model_runner_base.py (V0): dump_input_on_failure, the wrapper of execute_model"),
-    # CPython's TypeError for a keyword the engine's argument dataclass lacks (round 13): LLM(**kwargs), a caller's
-    # engine factory and the CLI build EngineArgs / AsyncEngineArgs from the caller's arguments before any config
-    ("unexpected keyword argument", r"\b(?:Async)?EngineArgs\.__init__\(\) got an unexpected keyword argument",
-     "config", "medium", "engine/arg_utils.py EngineArgs (a dataclass): TypeError of its __init__"),
     # vllm/model_executor/models/registry.py _try_inspect_model_cls, while ModelConfig resolves the architecture
     ("Error in inspecting model architecture", None, "config", "medium",
      "models/registry.py _try_inspect_model_cls (ModelConfig)"),

@@ -124,3 +124,9 @@ def test_a_guarded_import_of_vllm_shows_as_a_name_error():
     text = ('  File "/opt/venv/lib/python3.10/site-packages/lm_eval/models/vllm_causallms.py", line 170, in __init__\n'
             "    self.model = LLM(**self.model_args)\nNameError: name 'LLM' is not defined. Did you mean: 'VLLM'?\n")
     assert answer(text) == ("environment", "import_error", "low", 3)
+
+
+def test_a_traceback_placed_by_a_config_message_row_is_a_config_error():
+    text = ('  File "/opt/app/engine.py", line 58, in __init__\n    self.llm = vllm.LLM(*args, **kwargs)\n'
+            "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'foo'\n")
+    assert answer(text) == ("config", "config_error", "medium", 3)
