@@ -165,6 +165,10 @@ SIGNATURES = (
      "the container exits again and again; its own log (kubectl logs --previous) names the failure"),
     (CONSEQUENCE, "Back-off restarting failed container", None, "other", WHERE, None, (AT_WARNING,),
      "the container exits again and again; its own log (kubectl logs --previous) names the failure"),
+    # kubelet's eviction (eviction manager: "The node was low on resource: %v. ..."): the pod was stopped for the
+    # node's sake, in whatever stage it was
+    (CONSEQUENCE, "The node was low on resource", None, "other", WHERE, None, (AT_WARNING,),
+     "kubelet evicted the pod for the node's memory or disk; its own log says how far the server got"),
     # Ray Serve's controller (serve/_private/deployment_state.py): "Exception in Replica(id=..., deployment=...), the
     # replica will be stopped." - the replica's exception is in the traceback that follows
     (HEADER, "Exception in Replica(", None, "other", WHERE, None, (), None),
@@ -294,6 +298,13 @@ SIGNATURES = (
      (AT_WARNING,), "the container engine's configured OCI runtime (crun or runc) is not installed on this host"),
     (FAILURE, "[FATAL tini (", r"\[FATAL tini \(\d+\)\] exec \S+ failed", "container_error", FIXED, "environment",
      (AT_WARNING,), "the container's init could not exec its command (the image's entrypoint or the engine's init)"),
+    # the engine refused the container's own set-up: a name another container holds (podman libpod "the container
+    # name %q is already in use by %s", docker's daemon "Conflict. The container name %q is already in use by
+    # container %q"), a bind mount whose host path is missing (podman "statfs <path>: no such file or directory")
+    (FAILURE, "is already in use by", r"\bcontainer name \S+ is already in use by", "container_error", FIXED,
+     "environment", (AT_WARNING,), "a container of that name exists (a stale run): remove it or use another name"),
+    (FAILURE, "statfs ", r"(?:^|Error: )statfs \S+: no such file or directory", "container_error", FIXED,
+     "environment", (AT_WARNING,), "a bind mount's host path does not exist"),
     # CDI device injection: podman ("setting up CDI devices: %w"), docker 25+ ("CDI device injection failed: %w"),
     # the NVIDIA runtime ("failed to inject CDI devices: %w"), the CDI library ("unresolvable CDI devices %s")
     (FAILURE, "CDI device", None, "container_error", FIXED, "environment", (AT_WARNING,),
@@ -316,6 +327,11 @@ SIGNATURES = (
     (FAILURE, "CreateContainer", r"\bCreateContainer(?:Config)?Error\b", "container_error", FIXED, "environment",
      (AT_WARNING,), "kubelet could not create the container (a missing secret or config map, a bad mount)"),
     (FAILURE, "RunContainerError", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    # kubelet's volume events (FailedMount: "MountVolume.SetUp failed for volume %q : ...", "Unable to attach or
+    # mount volumes: unmounted volumes=[...]"): the pod's container never started
+    (FAILURE, "MountVolume.", r"\bMountVolume\.\w+ failed for volume", "container_error", FIXED, "environment",
+     (AT_WARNING,), "kubelet could not mount a volume of the pod (a missing PVC, secret or host path)"),
+    (FAILURE, "Unable to attach or mount volumes", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
     # image pulls: kubelet ("Failed to pull image", ErrImagePull, ImagePullBackOff, "Back-off pulling image"),
     # kubeadm ("[ERROR ImagePull]"), docker/containerd ("pull access denied", "manifest unknown", "failed to
     # register layer", "toomanyrequests"), podman ("Error: initializing source")
@@ -333,6 +349,16 @@ SIGNATURES = (
     (FAILURE, "failed to register layer", None, "image_pull", FIXED, "environment", (AT_WARNING,),
      "the image could not be extracted (no space left on the image store?)"),
     (FAILURE, "toomanyrequests", None, "image_pull", FIXED, "environment", (AT_WARNING,), "the registry's pull rate limit"),
+    # containerd's CRI ("failed to pull and unpack image %q: %w", "failed to resolve reference %q: %w"), the
+    # docker CLI's reference parser (distribution/reference ErrReferenceInvalidFormat "invalid reference format"),
+    # podman's short names (containers/image pkg/shortnames: "short-name resolution enforced but cannot prompt
+    # without a TTY", "short-name %q did not resolve to an alias and no unqualified-search registries are defined")
+    (FAILURE, "failed to pull and unpack image", None, "image_pull", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "failed to resolve reference", None, "image_pull", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "invalid reference format", None, "image_pull", FIXED, "environment", (AT_WARNING,),
+     "the image name is not a valid reference (an empty tag, capitals, a stray character)"),
+    (FAILURE, "short-name", r"short-name (?:resolution enforced|\S+ did not resolve)", "image_pull", FIXED,
+     "environment", (AT_WARNING,), "name the image with its registry (docker.io/vllm/vllm-openai:...)"),
     (FAILURE, "initializing source", r"Error: initializing source \S+", "image_pull", FIXED, "environment",
      (AT_WARNING,), None),
     # scheduling: the Kubernetes scheduler ("0/3 nodes are available: 3 Insufficient nvidia.com/gpu."), its
@@ -357,6 +383,13 @@ SIGNATURES = (
      "PyTorch was built for a newer CUDA than the host driver supports"),
     (FAILURE, "Found no NVIDIA driver on your system", None, "driver_mismatch", FIXED, "environment", (AT_WARNING,),
      "no usable NVIDIA driver in this container/host"),
+    # NVML's NVML_ERROR_LIB_RM_VERSION_MISMATCH ("Driver/library version mismatch": the kernel module and the user-space
+    # driver differ, a driver upgraded without a reboot) and nvidia-smi's own "NVIDIA-SMI has failed because it
+    # couldn't communicate with the NVIDIA driver"
+    (FAILURE, "Driver/library version mismatch", None, "driver_mismatch", FIXED, "environment", (AT_WARNING,),
+     "the loaded kernel module and the driver libraries differ (reboot after a driver upgrade)"),
+    (FAILURE, "couldn't communicate with the NVIDIA driver", None, "driver_mismatch", FIXED, "environment",
+     (AT_WARNING,), "no NVIDIA driver is loaded or reachable here"),
     (FAILURE, "unsupported display driver / cuda driver combination", None,
      "driver_mismatch", FIXED, "environment", (AT_WARNING,),
      "CUDA error 803: user-mode driver and kernel module do not match"),

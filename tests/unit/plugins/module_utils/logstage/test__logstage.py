@@ -293,6 +293,11 @@ RX_SAMPLES = [
     ('"message": "Internal Server Error (Request ID: 1f)",', "consequence", "other"),
     ("Failed to import python 'vllm' module. Are we running in the correct venv?", "failure", "import_error"),
     ("NameError: name 'LLM' is not defined", "failure", "import_error"),
+    ('Error: creating container storage: the container name "vllm" is already in use by 3f2a. You have to remove '
+     'that container to be able to reuse that name: that name is already in use', "failure", "container_error"),
+    ("Error: statfs /srv/models: no such file or directory", "failure", "container_error"),
+    ('MountVolume.SetUp failed for volume "models" : persistentvolumeclaim "m" not found', "failure", "container_error"),
+    ("Error: short-name resolution enforced but cannot prompt without a TTY", "failure", "image_pull"),
     # issue 35, round ten: HIP runtime errors of PyTorch's ROCm build, the LoRA rank check, a Hub 404, a config not JSON
     ("RuntimeError: HIP error: invalid device function", "failure", "cuda_error"),
     ("ValueError: LoRA rank 64 is greater than max_lora_rank 16.", "failure", "config_error"),

@@ -130,3 +130,30 @@ def test_a_traceback_placed_by_a_config_message_row_is_a_config_error():
     text = ('  File "/opt/app/engine.py", line 58, in __init__\n    self.llm = vllm.LLM(*args, **kwargs)\n'
             "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'foo'\n")
     assert answer(text) == ("config", "config_error", "medium", 3)
+
+
+@pytest.mark.parametrize("text, cls", [
+    ('docker: Error response from daemon: Conflict. The container name "/vllm" is already in use by container '
+     '"3f2a". You have to remove (or rename) that container to be able to reuse that name.', "container_error"),
+    ("Error: statfs /srv/models: no such file or directory", "container_error"),
+    ('  Warning  FailedMount  12s  kubelet  MountVolume.SetUp failed for volume "cache" : configmap "c" not found',
+     "container_error"),
+    ("  Warning  FailedMount  1s  kubelet  Unable to attach or mount volumes: unmounted volumes=[models]",
+     "container_error"),
+    ('  Warning  Failed  3s  kubelet  Failed to pull image "x/y:1": rpc error: code = NotFound desc = failed to pull '
+     'and unpack image "docker.io/x/y:1": failed to resolve reference "docker.io/x/y:1": not found', "image_pull"),
+    ("docker: invalid reference format.", "image_pull"),
+    ("Error: short-name \"vllm-openai\" did not resolve to an alias and no unqualified-search registries are defined",
+     "image_pull"),
+    ("Failed to initialize NVML: Driver/library version mismatch", "driver_mismatch"),
+    ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA "
+     "driver is installed and running.", "driver_mismatch"),
+])
+def test_engine_orchestrator_and_driver_refusals_are_the_environment(text, cls):
+    assert answer(text + "\n")[:3] == ("environment", cls, "high")
+
+
+def test_an_eviction_alone_says_no_stage():
+    text = "  Warning  Evicted  1m  kubelet  The node was low on resource: memory. Threshold quantity: 100Mi\n"
+    ans = classify_text(text)
+    assert (ans["stage"], ans["first_error"]["lineno"]) == ("unknown", 1)
