@@ -344,6 +344,13 @@ FRAMES = (
     ("get_computed_blocks", "vllm/v1/core", "request", "vllm/v1/core/kv_cache_manager.py: get_computed_blocks"),
     ("get_new_blocks", "vllm/v1/core", "request", "vllm/v1/core/block_pool.py: BlockPool.get_new_blocks"),
     ("hash_request_tokens", "vllm/v1/core", "request", "vllm/v1/core/kv_cache_utils.py: hash_request_tokens"),
+    # Ray Serve's replica (ray/serve/_private/replica.py, 2.7 -> 2.4x): its request handlers run the deployment's
+    # method for one request (its constructor runs under initialize_and_get_metadata instead), round 13
+    ("handle_request", "ray/serve/_private/replica.py", "request", "Ray Serve ReplicaActor.handle_request"),
+    ("handle_request_streaming", "ray/serve/_private/replica.py", "request",
+     "Ray Serve ReplicaActor.handle_request_streaming"),
+    ("handle_request_with_rejection", "ray/serve/_private/replica.py", "request",
+     "Ray Serve ReplicaActor.handle_request_with_rejection"),
     ("_process_input_queue", "vllm/v1/engine", "request", "v1/engine/core.py: EngineCoreProc.run_busy_loop's input step"),
     # round 12: a request's media fetched from its URL (multimodal/utils.py 0.6 -> 0.2x, media/connector.py after)
     ("fetch_image", "vllm/multimodal", "request", "multimodal/utils.py: fetch_image (0.5+), MediaConnector.fetch_image"),

@@ -157,3 +157,25 @@ def test_an_eviction_alone_says_no_stage():
     text = "  Warning  Evicted  1m  kubelet  The node was low on resource: memory. Threshold quantity: 100Mi\n"
     ans = classify_text(text)
     assert (ans["stage"], ans["first_error"]["lineno"]) == ("unknown", 1)
+
+
+RAY_REPLICA = "/home/ray/anaconda3/lib/python3.11/site-packages/ray/serve/_private/replica.py"
+
+
+@pytest.mark.parametrize("method, stage", [("handle_request_with_rejection", "request"),
+                                           ("handle_request_streaming", "request"),
+                                           ("initialize_and_get_metadata", "unknown")])
+def test_a_ray_serve_replicas_task_names_its_stage(method, stage):
+    text = ("ray.exceptions.RayTaskError(RuntimeError): ray::ServeReplica:app:LLMServer.%s() (pid=5, ip=10.0.0.2, "
+            "actor_id=ab12, repr=<ray.serve._private.replica.ServeReplica:app:LLMServer object at 0x7e>)\n" % method)
+    assert classify_text(text)["stage"] == stage
+
+
+def test_a_ray_serve_replicas_log_prefix_is_a_process_tag():
+    tag = "(ServeReplica:app:VLLMDeployment pid=263, ip=10.0.0.5) "
+    text = (tag + '  File "%s", line 707, in handle_request_with_rejection\n' % RAY_REPLICA
+            + tag + "    async for result in self._user_callable_wrapper.call_user_generator(\n"
+            + tag + "RuntimeError: the thing failed\n")
+    ans = classify_text(text)
+    assert (ans["stage"], ans["stage_basis"]) == ("request", "frames")
+    assert ans["first_error"]["process"] == "ServeReplica:app:VLLMDeployment"
