@@ -47,9 +47,9 @@ PYTEST_E_RX = re.compile(r"^E {3,}(?=\S)")
 PYTEST_SRC_RX = re.compile(r"^> {3,}(?=\S)")
 RAY_REPEAT_RX = re.compile(r"\s*\[repeated \d+x across cluster\]")
 # the process tag of vLLM's and Ray's worker prefix; a Ray Serve replica's actor names its app and deployment
-# ("(ServeReplica:app:LLMServer pid=263, ip=10.0.0.5)", round 13)
+# ("(ServeReplica:app:LLMServer pid=263, ip=10.0.0.5)", round 13), a V1 worker its ranks ("(VllmWorker PP0_TP1 pid=9)")
 VLLM_RX = re.compile(
-    r"\((?P<proc>[A-Za-z][\w\-:]*(?: (?:rank=\d+|TP\d+))?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) "
+    r"\((?P<proc>[A-Za-z][\w\-:]*(?: (?:rank=\d+|[A-Z]{2}\d+(?:_[A-Z]{2}\d+)*))?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) "
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? \[?|\[)"
     r"(?P<file>[^\]\s:]+):(?P<lineno>\d+)\] ?(?P<msg>.*)$")
 # (round 13: a record whose date a paste or a log viewer dropped keeps its bracketed file: "ERROR [serving.py:830] ...")
@@ -57,7 +57,7 @@ VLLM_NOTAG_RX = re.compile(
     r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? \[?|\[)"
     r"(?P<file>[^\]\s:]+):(?P<lineno>\d+)\] ?(?P<msg>.*)$")
 TAGONLY_RX = re.compile(
-    r"^\((?P<proc>[A-Za-z][\w\-:]*(?: (?:rank=\d+|TP\d+))?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) ?(?P<rest>.*)$")
+    r"^\((?P<proc>[A-Za-z][\w\-:]*(?: (?:rank=\d+|[A-Z]{2}\d+(?:_[A-Z]{2}\d+)*))?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) ?(?P<rest>.*)$")
 NCCL_RX = re.compile(
     r"^(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[^\]]*\] )?(?P<host>[^:\s\[\]]+):(?P<pid>\d+):(?P<tid>\d+) "
     r"\[(?P<dev>\d+)\] (?:[\d.]+ )?(?:\S+:\d+(?: \([^)]*\))? )?NCCL (?P<lvl>INFO|WARN|TRACE|CALL|ABORT) ?(?P<msg>.*)$")

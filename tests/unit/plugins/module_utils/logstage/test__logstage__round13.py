@@ -179,3 +179,13 @@ def test_a_ray_serve_replicas_log_prefix_is_a_process_tag():
     ans = classify_text(text)
     assert (ans["stage"], ans["stage_basis"]) == ("request", "frames")
     assert ans["first_error"]["process"] == "ServeReplica:app:VLLMDeployment"
+
+
+@pytest.mark.parametrize("tag", ["(VllmWorker PP0_TP1 pid=4797)", "(Worker_TP0_EP0 pid=1584)", "(VllmWorker TP0 pid=9)"])
+def test_a_v1_workers_rank_tag_is_a_process_tag(tag):
+    vl = "/opt/venv/lib/python3.12/site-packages/vllm"
+    rec = tag + " ERROR 09-29 05:54:49 [multiproc_executor.py:596] "
+    text = (rec + '  File "%s/v1/worker/gpu_model_runner.py", line 2395, in _dummy_run\n' % vl
+            + rec + "    outputs = self.model(\n")
+    ans = classify_text(text)
+    assert (ans["stage"], ans["stage_basis"], ans["first_error"]["lineno"]) == ("engine_init", "frames", 1)
