@@ -518,6 +518,11 @@ SIGNATURES = (
     # --- cuda_init: platform, device discovery, CUDA context, memory pre-check ----------------------------------
     (FAILURE, "Failed to infer device type", None, "cuda_error", FIXED, "cuda_init", (),
      "NVML is not usable here: no /dev/nvidia*, driver libraries not mounted or NVIDIA_VISIBLE_DEVICES empty"),
+    # PyTorch's CUDA error message (c10/cuda/CUDAException.cpp c10_cuda_check_implementation) ends with "CUDA kernel
+    # errors might be asynchronously reported at some other API call, ..." on its own line: a paste cut after the
+    # error's first line still shows a CUDA error (round 13); the error's own line, when there, comes first
+    (FAILURE, "CUDA kernel errors might be asynchronously reported", None, "cuda_error", WHERE, None, (GENERIC,),
+     "a CUDA error whose first line is not in the paste: CUDA_LAUNCH_BLOCKING=1 names the kernel"),
     (FAILURE, "No CUDA GPUs are available", None, "cuda_error", FIXED, "cuda_init", (AT_WARNING,),
      "no GPU visible to the process (CUDA_VISIBLE_DEVICES?)"),
     (FAILURE, "invalid device ordinal", None, "cuda_error", FIXED, "cuda_init", (),

@@ -189,3 +189,17 @@ def test_a_v1_workers_rank_tag_is_a_process_tag(tag):
             + rec + "    outputs = self.model(\n")
     ans = classify_text(text)
     assert (ans["stage"], ans["stage_basis"], ans["first_error"]["lineno"]) == ("engine_init", "frames", 1)
+
+
+def test_a_cuda_error_cut_before_its_first_line_is_still_a_cuda_error():
+    text = ("(EngineCore_DP0 pid=151) CUDA kernel errors might be asynchronously reported at some other API call, so "
+            "the stacktrace below might be incorrect.\n"
+            "(EngineCore_DP0 pid=151) For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n")
+    assert answer(text) == ("unknown", "cuda_error", None, 1)
+
+
+def test_the_cuda_errors_own_line_comes_first():
+    text = ("RuntimeError: CUDA error: an illegal memory access was encountered\n"
+            "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+            "might be incorrect.\n")
+    assert answer(text)[1::2] == ("illegal_memory_access", 1)
