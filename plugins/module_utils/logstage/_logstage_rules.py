@@ -305,6 +305,17 @@ SIGNATURES = (
      "environment", (AT_WARNING,), "a container of that name exists (a stale run): remove it or use another name"),
     (FAILURE, "statfs ", r"(?:^|Error: )statfs \S+: no such file or directory", "container_error", FIXED,
      "environment", (AT_WARNING,), "a bind mount's host path does not exist"),
+    # podman's rootless network (netavark's errors as podman reports them, "netavark: ..."; rootlessport
+    # "rootlessport cannot expose privileged port %d, you can add 'net.ipv4.ip_unprivileged_port_start=...'"),
+    # containerd's CRI ("failed to reserve container name %q: name %q is reserved for %q"), the NVIDIA runtime shim
+    # ("failed to create NVIDIA Container Runtime: %v")
+    (FAILURE, "netavark", r"\bnetavark: ", "container_error", FIXED, "environment", (AT_WARNING,),
+     "podman's network backend refused the container's network (ports, firewall, rootless)"),
+    (FAILURE, "cannot expose privileged port", None, "container_error", FIXED, "environment", (AT_WARNING,),
+     "rootless podman may not publish a port below 1024: publish a higher one"),
+    (FAILURE, "failed to reserve container name", None, "container_error", FIXED, "environment", (AT_WARNING,), None),
+    (FAILURE, "failed to create NVIDIA Container Runtime", None, "container_error", FIXED, "environment",
+     (AT_WARNING,), "the NVIDIA container runtime could not build the container's spec (its config, CDI, the hook)"),
     # CDI device injection: podman ("setting up CDI devices: %w"), docker 25+ ("CDI device injection failed: %w"),
     # the NVIDIA runtime ("failed to inject CDI devices: %w"), the CDI library ("unresolvable CDI devices %s")
     (FAILURE, "CDI device", None, "container_error", FIXED, "environment", (AT_WARNING,),
@@ -319,6 +330,10 @@ SIGNATURES = (
      "the image has no such command for the user the container runs as"),
     # the docker client without a daemon (docker/cli: "Cannot connect to the Docker daemon at %s. Is the docker
     # daemon running?")
+    # the docker client without the right to the daemon's socket (docker/cli: "permission denied while trying to
+    # connect to the Docker daemon socket at %s")
+    (FAILURE, "permission denied while trying to connect to the Docker daemon", None, "container_error", FIXED,
+     "environment", (AT_WARNING,), "this user may not use the docker socket (the docker group, or rootless docker)"),
     (FAILURE, "Cannot connect to the Docker daemon", None, "container_error", FIXED, "environment", (AT_WARNING,),
      "the docker daemon is not running or not reachable on this socket"),
     # Kubernetes (kubelet events and container states): the container could not be created or configured
@@ -365,6 +380,12 @@ SIGNATURES = (
     # FailedScheduling event, a Knative revision that failed with that message
     (FAILURE, "nodes are available", r"\b\d+/\d+ nodes are available", "scheduling", FIXED, "environment",
      (AT_WARNING,), "no node can take the pod (GPUs, memory, taints, node selectors): it never started"),
+    # a namespace's ResourceQuota refusing the pod (the API server's admission: 'pods "x" is forbidden: exceeded
+    # quota: ...'), the cluster autoscaler's NotTriggerScaleUp event ("pod didn't trigger scale-up: ...")
+    (FAILURE, "exceeded quota", r"\bforbidden: exceeded quota\b", "scheduling", FIXED, "environment", (AT_WARNING,),
+     "the namespace's ResourceQuota has no room for the pod's GPUs or memory"),
+    (FAILURE, "NotTriggerScaleUp", None, "scheduling", FIXED, "environment", (AT_WARNING,),
+     "no node group of the autoscaler can give the pod what it requests (GPU type, count)"),
     (FAILURE, "FailedScheduling", None, "scheduling", FIXED, "environment", (AT_WARNING,), None),
     (FAILURE, "PodUnschedulable", None, "scheduling", FIXED, "environment", (AT_WARNING,), None),
     # the pod condition's reason (Kubernetes core/v1 PodReasonUnschedulable), the event reason of other schedulers

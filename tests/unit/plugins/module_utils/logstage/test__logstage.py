@@ -298,6 +298,9 @@ RX_SAMPLES = [
     ("Error: statfs /srv/models: no such file or directory", "failure", "container_error"),
     ('MountVolume.SetUp failed for volume "models" : persistentvolumeclaim "m" not found', "failure", "container_error"),
     ("Error: short-name resolution enforced but cannot prompt without a TTY", "failure", "image_pull"),
+    ("Error: netavark: code: 4, msg: iptables: Chain already exists.", "failure", "container_error"),
+    ('Error creating: pods "vllm-0" is forbidden: exceeded quota: gpu, requested: nvidia.com/gpu=1, used: '
+     'nvidia.com/gpu=4, limited: nvidia.com/gpu=4', "failure", "scheduling"),
     # issue 35, round ten: HIP runtime errors of PyTorch's ROCm build, the LoRA rank check, a Hub 404, a config not JSON
     ("RuntimeError: HIP error: invalid device function", "failure", "cuda_error"),
     ("ValueError: LoRA rank 64 is greater than max_lora_rank 16.", "failure", "config_error"),

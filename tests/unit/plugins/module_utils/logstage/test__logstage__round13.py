@@ -203,3 +203,22 @@ def test_the_cuda_errors_own_line_comes_first():
             "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
             "might be incorrect.\n")
     assert answer(text)[1::2] == ("illegal_memory_access", 1)
+
+
+@pytest.mark.parametrize("text, cls", [
+    ("Error: netavark: code: 4, msg: iptables: Chain already exists.", "container_error"),
+    ("Error: rootlessport cannot expose privileged port 80, you can add 'net.ipv4.ip_unprivileged_port_start=80' to "
+     "/etc/sysctl.conf", "container_error"),
+    ('Failed to create pod sandbox: rpc error: code = Unknown desc = failed to reserve container name "vllm": name '
+     '"vllm" is reserved for "3f2a"', "container_error"),
+    ("docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI "
+     "runtime create failed: failed to create NVIDIA Container Runtime: failed to construct OCI spec modifier",
+     "container_error"),
+    ("permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock",
+     "container_error"),
+    ('Error creating: pods "vllm-0" is forbidden: exceeded quota: gpu, requested: nvidia.com/gpu=1', "scheduling"),
+    ("  Normal  NotTriggerScaleUp  2m  cluster-autoscaler  pod didn't trigger scale-up: 1 Insufficient nvidia.com/gpu",
+     "scheduling"),
+])
+def test_more_runtime_and_cluster_refusals_are_the_environment(text, cls):
+    assert answer(text + "\n")[:3] == ("environment", cls, "high")
