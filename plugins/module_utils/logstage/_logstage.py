@@ -681,8 +681,8 @@ class _Scan(object):
             m = SUBJECT_RX.search(text)
             if m is not None:
                 proc, pid = "local_rank " + m.group(1), m.group(2)
-        self._add(kind, sig.cls, placed, text, lineno, line.ts, key, own, proc, pid,
-                  sig.hint, context or [text.strip()], rec_key)
+        self._add(kind, sig.cls if sig.cls != "other" else _classify_text(text), placed, text, lineno, line.ts, key,
+                  own, proc, pid, sig.hint, context or [text.strip()], rec_key)  # a row of no class: the line's words
 
     # -- tracebacks -------------------------------------------------------------------------------------------
     def _open_tb(self, line, lineno, text, header=None, headless=False):

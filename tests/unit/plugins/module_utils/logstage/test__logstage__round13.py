@@ -222,3 +222,15 @@ def test_the_cuda_errors_own_line_comes_first():
 ])
 def test_more_runtime_and_cluster_refusals_are_the_environment(text, cls):
     assert answer(text + "\n")[:3] == ("environment", cls, "high")
+
+
+@pytest.mark.parametrize("body, cls", [
+    ('{"object":"error","message":"CUDA error: an illegal memory access was encountered","type":"InternalServerError",'
+     '"param":null,"code":500}', "illegal_memory_access"),
+    ('{"object":"error","message":"CUDA out of memory. Tried to allocate 2.00 GiB","type":"InternalServerError",'
+     '"param":null,"code":500}', "oom"),
+    ('{"object":"error","message":"The model `x` does not exist.","type":"NotFoundError","param":null,"code":404}',
+     "other"),
+])
+def test_an_error_body_a_client_quotes_is_classed_by_the_servers_exception(body, cls):
+    assert answer(body + "\n")[:3] == ("request", cls, "medium")
