@@ -234,3 +234,11 @@ def test_more_runtime_and_cluster_refusals_are_the_environment(text, cls):
 ])
 def test_an_error_body_a_client_quotes_is_classed_by_the_servers_exception(body, cls):
     assert answer(body + "\n")[:3] == ("request", cls, "medium")
+
+
+def test_a_frame_cut_after_its_line_number_is_no_exception():
+    st = "/opt/venv/lib/python3.10/site-packages/starlette/middleware"
+    text = ("ERROR: Exception in ASGI application\nTraceback (most recent call last):\n"
+            'File "%s/errors.py", line 165, in call\nawait self.app(scope, receive, _send)\n'
+            'File "%s/exceptions.py", line 62, i\n') % (st, st)
+    assert answer(text)[3] == 1
