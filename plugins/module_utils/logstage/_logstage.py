@@ -175,9 +175,9 @@ for _func, _part, _stage, _source in FRAMES:
 _METHOD_RXS = tuple(re.compile(rx) for rx in METHOD_MESSAGES)
 _EXECUTOR_CALL_RX, _CALLS_RX = re.compile(EXECUTOR_CALLS), re.compile(CALLS)
 _KV_EMPTY_RX = re.compile(KV_CACHE_EMPTY_RX)
-# a frame's ``File`` line the paste's end cut inside its path or after its number (``File "/usr/lo``, ``File "/x.py",
-# line 62, i``; IPython's ``File /opt/.../site-package``): a frame, never the exception
-_CUT_FRAME_RX = re.compile(r'^File (?:"[^"]*(?:", line \d*(?:, ?i?n?)?)?|\[?[/~.][^\s,":]*)$')
+# IPython's frame line the paste's end cut inside its path (``File /opt/.../site-package``; Python's own cut frame
+# is a frame: frame_line): a frame, never the exception
+_CUT_FRAME_RX = re.compile(r'^File \[?[/~.][^\s,":]*$')
 _FRAME_FILES = tuple((part, stage) for part, stage, _source in FRAME_FILES)
 
 

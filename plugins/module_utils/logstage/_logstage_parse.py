@@ -90,6 +90,9 @@ STRUCT_RX = re.compile(r'"(?:level|levelname|severity)": ?"(?P<jlevel>[A-Za-z]+)
 STRUCT_UNESCAPE_RX = re.compile(r'\\(["\\])')
 PYWARN_RX = re.compile(r"^\S+\.py:\d+: \w*Warning: ")
 FRAME_RX = re.compile(r'^\s*(?:File ")?(?P<path>[^"]*)", line \d+, in (?P<func>\S+)')
+# a frame line the paste's end (or a hard wrap) cut inside its path or after its number ('File "/usr/lo',
+# 'File "/x.py", line 62, i'): its path is read, its function is not known (round 13)
+CUT_FRAME_RX = re.compile(r'^\s*File "(?P<path>[^"]+)(?:", line \d*(?:, ?i?n?)?)?(?P<func>)$')
 # the first line(s) of a record whose traceback follows: multiprocessing's "Process X:" (CPython BaseProcess._bootstrap,
 # group 1) and asyncio's "Future/Task exception was never retrieved" with its "future: <...>" line (group 2; CPython
 # futures.py __del__ -> base_events.default_exception_handler: message, then "future: repr", then exc_info, 3.4 -> 3.13)
@@ -406,8 +409,10 @@ def frame_line(stripped):
     if "&quot;" in stripped:
         stripped = stripped.replace("&quot;", '"')
     if '", line ' not in stripped:
+        if stripped.startswith('File "'):
+            return CUT_FRAME_RX.match(stripped)
         return IPY_FRAME_RX.match(stripped) if stripped.startswith(("File ", "[/", "/")) else None
-    return FRAME_RX.match(stripped)
+    return FRAME_RX.match(stripped) or CUT_FRAME_RX.match(stripped)
 
 
 # the level words of a vLLM record and what is left of its prefix when a paste ends inside it

@@ -242,3 +242,14 @@ def test_a_frame_cut_after_its_line_number_is_no_exception():
             'File "%s/errors.py", line 165, in call\nawait self.app(scope, receive, _send)\n'
             'File "%s/exceptions.py", line 62, i\n') % (st, st)
     assert answer(text)[3] == 1
+
+
+def test_a_frame_cut_inside_its_path_still_names_its_file():
+    text = ("(APIServer pid=1) Traceback (most recent call last):\n"
+            '(APIServer pid=1)   File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/chat_completi\n')
+    assert answer(text) == ("request", "other", "medium", 1)
+
+
+def test_a_cut_frame_of_an_unmapped_file_places_nothing():
+    text = 'Traceback (most recent call last):\n  File "/opt/app/ma\n'
+    assert classify_text(text)["stage"] in ("none", "unknown")
