@@ -253,3 +253,8 @@ def test_a_frame_cut_inside_its_path_still_names_its_file():
 def test_a_cut_frame_of_an_unmapped_file_places_nothing():
     text = 'Traceback (most recent call last):\n  File "/opt/app/ma\n'
     assert classify_text(text)["stage"] in ("none", "unknown")
+
+
+def test_the_registrys_refusal_cut_by_the_paste_is_still_config():
+    assert answer("ValueError: Model architectures ['FooForCausalLM'] are not supported for no\n")[:3] == (
+        "config", "config_error", "high")
