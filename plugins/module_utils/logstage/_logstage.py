@@ -803,14 +803,12 @@ class _Scan(object):
             return True
         return False
 
-    def _cut_placed(self, frames, hint, cls="other"):
-        """Where an error whose exception the paste cut is placed: its frames, else what it shows, else the last
-        stage the log's own progress lines reached before it - said with no more than medium confidence, since
-        nothing of the error itself names that stage (it may have failed in a later step of it)."""
-        stage, basis, conf = self._stage_for(WHERE, None, cls, frames, None, hint)
-        if basis == BASIS_MARKERS and conf == CONF_HIGH:
-            conf = CONF_MEDIUM
-        return stage, basis, conf
+    def _cut_placed(self, frames, hint, cls="other", named=None, cap=True):
+        """Where an error record (with ``cap``: a cut exception, a C++ host's own record) is placed: its frames, else
+        what it shows, else the last stage the log's own progress reached before it - with ``cap`` no more than medium,
+        since nothing of the error itself names that stage (it may have failed in a later step of it)."""
+        stage, basis, conf = self._stage_for(WHERE, None, cls, frames, named, hint)
+        return stage, basis, CONF_MEDIUM if cap and basis == BASIS_MARKERS and conf == CONF_HIGH else conf
 
     def _finish_tb(self, tb, at_eof=False):
         rec_key = (tb.stream, tb.rec) if tb.rec else None
@@ -1070,7 +1068,9 @@ class _Scan(object):
             if rec_key is not None and rec_key in self.rec_cand:
                 return
             cls = _classify_text(body)
-            placed = self._stage_for(WHERE, None, cls, None, _method_stage(body), _text_hint(body, line.rec))
+            # an unbracketed glog record is a C++ host's own (Triton, gRPC; PyTorch brackets its c10 records)
+            placed = self._cut_placed(None, _text_hint(body, line.rec), cls, _method_stage(body),
+                                      line.fmt == FMT_C10 and line.rec is None)
             key, own = self._line_tkey(line)
             if key is None:
                 key = self._approx_tkey()

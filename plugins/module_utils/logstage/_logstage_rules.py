@@ -400,9 +400,12 @@ SIGNATURES = (
     (FAILURE, "CUDA driver version is insufficient for CUDA runtime version", None,
      "driver_mismatch", FIXED, "environment", (AT_WARNING,),
      "the host driver is older than the CUDA runtime in the image"),
-    (FAILURE, "driver on your system is too old", None, "driver_mismatch", FIXED, "environment", (AT_WARNING,),
+    # torch's own CUDA init (torch/cuda/__init__.py _check_driver / _lazy_init): raised at the first CUDA call of
+    # whichever process makes it (a bare check: environment; vLLM's engine core at device init: cuda_init), so the
+    # log's stage where it shows one, else environment at medium (WHERE_OR), never high by the words alone
+    (FAILURE, "driver on your system is too old", None, "driver_mismatch", WHERE_OR, "environment", (AT_WARNING,),
      "PyTorch was built for a newer CUDA than the host driver supports"),
-    (FAILURE, "Found no NVIDIA driver on your system", None, "driver_mismatch", FIXED, "environment", (AT_WARNING,),
+    (FAILURE, "Found no NVIDIA driver on your system", None, "driver_mismatch", WHERE_OR, "environment", (AT_WARNING,),
      "no usable NVIDIA driver in this container/host"),
     # NVML's NVML_ERROR_LIB_RM_VERSION_MISMATCH ("Driver/library version mismatch": the kernel module and the user-space
     # driver differ, a driver upgraded without a reboot) and nvidia-smi's own "NVIDIA-SMI has failed because it

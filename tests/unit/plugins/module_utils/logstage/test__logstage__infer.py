@@ -260,7 +260,7 @@ def test_cause_stage_of_a_mismatch_that_surfaced_later():
             "RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
     ans = classify_text(text)
     assert ans["stage"] == "engine_init" and ans["cause_stage"] == "environment"
-    # a driver too old is environment by its own meaning: no earlier cause to name
+    # a driver too old with nothing else in the paste is environment: no earlier cause to name
     ans = classify_text("RuntimeError: The NVIDIA driver on your system is too old (found version 11040).\n")
     assert ans["stage"] == "environment" and ans["cause_stage"] is None
 

@@ -116,9 +116,38 @@ def test_never_before_the_furthest_stage_reached():
 
 
 def test_a_message_with_one_meaning_wins_over_progress():
-    # a driver older than the CUDA runtime is the environment wherever it is printed
-    ans = classify_text(UVICORN_UP + "RuntimeError: The NVIDIA driver on your system is too old (found version 11040).\n")
+    # the CUDA runtime's own refusal of a driver older than it is the environment wherever it is printed
+    ans = classify_text(UVICORN_UP + "RuntimeError: CUDA driver version is insufficient for CUDA runtime version\n")
     assert ans["stage"] == "environment" and ans["error_class"] == "driver_mismatch" and ans["stage_basis"] == "message"
+    assert ans["confidence"] == "high"
+
+
+def test_torch_cuda_init_refusals_surface_where_the_first_cuda_call_is():
+    # torch's _lazy_init / _check_driver raise at the first CUDA call of whichever process makes it: a bare paste
+    # is environment, but only at medium (vLLM's engine core prints it at device init: the words cannot tell)
+    for msg in ("RuntimeError: The NVIDIA driver on your system is too old (found version 12080).\n",
+                "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU\n"):
+        ans = classify_text(msg)
+        assert (ans["stage"], ans["error_class"], ans["confidence"]) == ("environment", "driver_mismatch", "medium")
+    ans = classify_text("(EngineCore pid=546) ERROR 08-12 03:12:29 [core.py:1202] RuntimeError: The NVIDIA driver "
+                        "on your system is too old (found version 12080).\n")
+    assert ans["stage"] == "environment" and ans["confidence"] == "medium"
+    # where the log shows how far it got, there it surfaced; the driver stays its cause
+    ans = classify_text(UVICORN_UP + "RuntimeError: The NVIDIA driver on your system is too old (found version 11040).\n")
+    assert ans["stage"] == "request" and ans["stage_basis"] == "markers" and ans["cause_stage"] == "environment"
+
+
+def test_a_cpp_hosts_glog_record_after_vllm_progress_is_medium():
+    # Triton's vLLM backend (glog records of its C++ core) failing after the engine sized its KV cache: vLLM's
+    # progress places it, but the failing step is the host's own, so no more than medium
+    text = ("INFO 11-15 02:58:48 llm_engine.py:205] # GPU blocks: 2361, # CPU blocks: 512\n"
+            "E1115 02:58:51.162611 1 backend_model.cc:634] ERROR: Failed to create instance: TypeError: boom\n")
+    ans = classify_text(text)
+    assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == ("engine_init", "markers", "medium")
+    assert ans["first_error"]["lineno"] == 2
+    # PyTorch brackets its own c10 records: those keep the progress' high
+    text = text.replace("E1115 02:58:51.162611 1 backend_model.cc:634]", "[E1115 02:58:51.162611 1 ProcessGroup.cpp:634]")
+    assert classify_text(text)["confidence"] == "high"
 
 
 # --- failures without a Traceback header ---------------------------------------------------------------------------
