@@ -1100,6 +1100,13 @@ STAGE_WORDS = (
      r"UnprocessableEntity|NotFound)Error\b|Server error '5\d\d |\b5\d\d Server Error\b|\bInternal Server Error\b",
      "request", "medium", "openai-python (_exceptions.py: the APIStatusError subclass names the status), httpx, "
      "requests: an error status answered to a request; a 500's reason phrase (http.HTTPStatus) a client quotes"),
+    # vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py: a disaggregated worker shakes hands with a
+    # remote engine (_nixl_handshake, begun by start_load_kv for a request whose kv_transfer_params name it; the
+    # done_callback's logger.exception "Handshake with %s failed", the engine-id check, the failure log's type)
+    ("NIXL", r"Remote NIXL agent engine ID mismatch|NIXL transfer failure: handshake", "request", "medium",
+     "kv_connector/v1/nixl_connector.py _nixl_handshake (per request: start_load_kv)"),
+    ("Handshake with ", r"Handshake with [0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\S* failed",
+     "request", "medium", "kv_connector/v1/nixl_connector.py background handshake (per request)"),
     # decoding JSON happens in the tool parsers and in request validation (JSON schema, tool arguments)
     ("JSONDecodeError", None, "request", "low", "json.decoder.JSONDecodeError raised in tool parsers and requests"),
     # the decode attention kernels run only once a KV cache holds a request's tokens

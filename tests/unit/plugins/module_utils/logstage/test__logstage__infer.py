@@ -324,6 +324,18 @@ def test_the_warmup_record_s_words_place_its_exception_at_api_ready():
     assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == ("api_ready", "markers", "high")
 
 
+def test_a_nixl_handshake_with_a_remote_engine_is_a_request_s():
+    # constructed from nixl_connector.py: the worker shakes hands with the remote engine a request names
+    eid = "c00824be-282f-4719-9aeb-120dcb516863"
+    for line in ("(Worker_TP0 pid=8) ERROR 11-22 06:57:51 [nixl_connector.py:548] Handshake with %s failed\n" % eid,
+                 "RuntimeError: Remote NIXL agent engine ID mismatch. Expected %s_dp0,received x_dp0.\n" % eid,
+                 "ERROR 05-01 15:00:23 [nixl_connector.py:1263] NIXL transfer failure: handshake_setup_failed | x\n"):
+        ans = classify_text(line)
+        assert (ans["stage"], ans["stage_basis"], ans["confidence"]) == ("request", "inferred", "medium")
+    # another program's TLS handshake is not vLLM's
+    assert classify_text("ERROR: TLS handshake with example.org failed: EOF\n")["stage"] == "unknown"
+
+
 def test_words_and_classes_of_several_call_sites_say_low():
     # V0's profile_run calls the same execute_model that dump_input_on_failure wraps: "Error in model execution"
     ans = classify_text("RuntimeError: Error in model execution (input dumped to /tmp/err.pkl): boom\n")
