@@ -56,6 +56,9 @@ VLLM_RX = re.compile(
 VLLM_NOTAG_RX = re.compile(
     r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? \[?|\[)"
     r"(?P<file>[^\]\s:]+):(?P<lineno>\d+)\] ?(?P<msg>.*)$")
+# (round 14: a paste that kept only the bracketed file, "[serving_chat.py:1001] openai_harmony.HarmonyError: ...":
+# its level is unknown, so the rest is read as a raw line that keeps the record's file)
+VLLM_FILEONLY_RX = re.compile(r"^\[(?P<file>[A-Za-z_][\w.-]*\.py):(?P<lineno>\d+)\] (?P<msg>\S.*)$")
 TAGONLY_RX = re.compile(
     r"^\((?P<proc>[A-Za-z][\w\-:]*(?: (?:rank=\d+|[A-Z]{2}\d+(?:_[A-Z]{2}\d+)*))?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) ?(?P<rest>.*)$")
 NCCL_RX = re.compile(
@@ -354,6 +357,9 @@ def _parse_line(text, line):
                 if not line.stream:
                     line.stream = "c10"
                 return
+            m = VLLM_FILEONLY_RX.match(text)
+            if m:
+                text, line.rec = m.group("msg"), (None, None, m.group("file"), m.group("lineno"))
     if c0 in "VIWEFC" and text[1:2].isdigit():
         m = GLOG_RX.match(text)
         if m:
