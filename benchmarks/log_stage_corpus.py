@@ -239,7 +239,7 @@ def main(argv=None):
     ap.add_argument("--verbose", action="store_true", help="print every case, not only the misses")
     ap.add_argument("--split", choices=("dev", "test", "all"), default="all", help="score only this split")
     ap.add_argument("--confusion", action="store_true", help="print the stage confusion table")
-    ap.add_argument("--batch", default="all", help="score one batch (issue35, issue35b, ..., issue35h) or the cases without a batch (before)")
+    ap.add_argument("--batch", default="all", help="score one batch (issue35, issue35b, ..., issue35k) or the cases without a batch (before)")
     ap.add_argument("--add", metavar="LOG", help="add this log as a case (see the module doc) instead of scoring")
     ap.add_argument("--stage")
     ap.add_argument("--error-class")
