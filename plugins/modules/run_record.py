@@ -669,6 +669,11 @@ manifest:
       description: Every file except C(manifest.json), sorted by path, with C(path), C(size) and C(sha256).
       type: list
       elements: dict
+manifest_sha256:
+  description: The sha256 of C(manifest.json) itself (two copies of a run are the same run when it is the same).
+  returned: when O(state=verify)
+  type: str
+  sample: 9f2c..
 manifest_path:
   description: Absolute path of C(manifest.json).
   returned: when O(state=freeze)

@@ -967,8 +967,9 @@ def verify(record_dir):
     """Recompute every size and sha256 listed in ``record_dir/manifest.json``.
 
     Works for any directory holding a manifest (a run, or a fetched ``hosts/<host>/``).  Returns
-    dict(ok, checked, mismatched, missing, unexpected, manifest): ``mismatched`` entries carry path,
-    expected and actual size/sha256; ``unexpected`` lists files present but not in the manifest.
+    dict(ok, checked, mismatched, missing, unexpected, manifest, manifest_sha256): ``mismatched`` entries carry path,
+    expected and actual size/sha256; ``unexpected`` lists files present but not in the manifest; ``manifest_sha256``
+    (of manifest.json itself) tells two copies of a run apart.
     """
     record_dir = os.path.abspath(record_dir)
     if not os.path.isdir(record_dir):
@@ -999,7 +1000,8 @@ def verify(record_dir):
     unexpected = sorted([f for f in files if f not in listed] + others)
     ok = not (mismatched or missing or unexpected)
     return {"ok": ok, "checked": checked, "mismatched": mismatched, "missing": missing,
-            "unexpected": unexpected, "manifest": manifest, "path": record_dir}
+            "unexpected": unexpected, "manifest": manifest, "path": record_dir,
+            "manifest_sha256": hash_file(os.path.join(record_dir, MANIFEST))[1]}
 
 
 def describe_problems(res, limit=5):
@@ -1312,7 +1314,7 @@ def run_task(p, check_mode=False):
         res = verify(p["path"])
         out = dict(changed=False, path=res["path"], ok=res["ok"], checked=res["checked"],
                    mismatched=res["mismatched"], missing=res["missing"], unexpected=res["unexpected"],
-                   manifest=res["manifest"])
+                   manifest=res["manifest"], manifest_sha256=res["manifest_sha256"])
         if not res["ok"] and p["fail_on_mismatch"]:
             return out, ("record %s does not verify against its manifest.json: %s; it was changed after it was frozen: "
                          "fetch or copy it again from the source, or treat it as tampered" % (res["path"], describe_problems(res)))

@@ -17,5 +17,8 @@ def test_workflow_result_and_filter_say_the_same_sentence(tmp_path):
     assert got["case_verdict"] == "fails_at_layer" and got["verdict_detail"] == summary["verdict_detail"]
     assert got["verdict_sentence"] == summary["verdict_sentence"] == md.splitlines()[0][len("# [Configuration refused by vLLM]: "):]
     # the filter takes the case folder or a run in it; exclude leaves a run out (one still being written)
-    assert case_verdict_filter(str(case / "run-004"))["verdict_sentence"] == summary["verdict_sentence"]
+    answer = case_verdict_filter(str(case / "run-004"))
+    assert answer["verdict_sentence"] == summary["verdict_sentence"]
+    # the console's closing line (reproduce.yml, the compatibility boundary)
+    assert answer["line"] == "verdict | fails_at_layer | " + summary["verdict_sentence"]
     assert case_verdict_filter(str(case), exclude=["run-004", "run-005", "run-006"])["verdict"] == "healthy"
