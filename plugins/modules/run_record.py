@@ -224,7 +224,8 @@ options:
       - V(fleet) takes O(inputs.hosts), O(inputs.reports), O(inputs.record_only), O(inputs.violations_fail),
         O(inputs.error), O(inputs.judge), O(inputs.audit), O(inputs.result); V(attempt) O(inputs.step), O(inputs.reports),
         O(inputs.identity), O(inputs.diff), O(inputs.debug), O(inputs.debug_env); V(collective) O(inputs.nodes),
-        O(inputs.reports), O(inputs.nproc_per_node), O(inputs.backend), O(inputs.master), O(inputs.timeout_s);
+        O(inputs.reports), O(inputs.nproc_per_node), O(inputs.backend), O(inputs.master), O(inputs.timeout_s),
+        O(inputs.record_only);
         V(incomplete) O(inputs.error), O(inputs.step), O(inputs.host), O(inputs.task); V(decisions) none.
       - An input the kind does not take fails the task before anything is written, naming the inputs it takes; one
         left out (null) is not handed on.
@@ -253,7 +254,7 @@ options:
         type: str
       record_only:
         description:
-          - V(fleet) - C(repro_vllm_record_only), false when not given.
+          - V(fleet), V(collective) - C(repro_vllm_record_only), false when not given.
         type: raw
       violations_fail:
         description: V(fleet) - V(false) - the play stops at a violation itself (reproduce.yml and replay.yml). Default V(true).
@@ -606,6 +607,12 @@ compatibility:
 collective:
   description: With O(kind=collective), C(repro_vllm_collective_result) - C(ran), C(run), C(path) and the verdict.
   returned: when O(state=close) and O(kind=collective)
+  type: dict
+exit:
+  description:
+    - With O(kind=collective) when the checkpoint failed, the exit rule over it as a failure found (C(fails),
+      C(record_only), C(why), C(recorded), C(lines)) and C(msg), the message the play stops with.
+  returned: when O(state=close), O(kind=collective) and the checkpoint failed
   type: dict
 attempt:
   description: With O(kind=attempt), the attempt's record (its verdict, stage, request and refusal) as plugin_utils/close/_attempt.py decides it.
