@@ -117,6 +117,7 @@ options:
       - With O(state=freeze), parts written into the run just before it is frozen, in this order, each as
         O(state=write) writes one (atomically; a part with other bytes is refused unless O(overwrite)). A run's
         close is then one task.
+      - With O(state=write), instead of O(part), the parts written in this order (RV(written)).
     type: list
     elements: dict
     suboptions:
@@ -226,7 +227,7 @@ options:
         O(inputs.identity), O(inputs.diff), O(inputs.debug), O(inputs.debug_env); V(collective) O(inputs.nodes),
         O(inputs.reports), O(inputs.nproc_per_node), O(inputs.backend), O(inputs.master), O(inputs.timeout_s),
         O(inputs.record_only);
-        V(incomplete) O(inputs.error), O(inputs.step), O(inputs.host), O(inputs.task); V(decisions) none.
+        V(incomplete) O(inputs.error), O(inputs.step), O(inputs.host), O(inputs.task); V(decisions) O(inputs.decision).
       - An input the kind does not take fails the task before anything is written, naming the inputs it takes; one
         left out (null) is not handed on.
     type: dict
@@ -252,6 +253,11 @@ options:
           - V(fleet) - why the compatibility judge itself failed (the task fails after the freeze).
           - V(incomplete) - the error that stopped the play (redacted with the case key).
         type: str
+      decision:
+        description:
+          - V(decisions) - C(repro_vllm_decision) of the decide role but its C(run); the task sets that fact, with
+            this run as C(run).
+        type: dict
       record_only:
         description:
           - V(fleet), V(collective) - C(repro_vllm_record_only), false when not given.
@@ -687,8 +693,8 @@ manifest_path:
   type: str
   sample: /var/tmp/repro-records/kimi-k3-restarts/run-003/manifest.json
 written:
-  description: The O(parts) written before the freeze, each with C(part), C(size), C(sha256), C(existed), C(changed).
-  returned: when O(state=freeze) with O(parts)
+  description: The O(parts) written (before the freeze), each with C(part), C(size), C(sha256), C(existed), C(changed).
+  returned: when O(state=write) or O(state=freeze) with O(parts)
   type: list
   elements: dict
   sample: [{"part": "fleet.json", "size": 494, "sha256": "0f1e..", "existed": false, "changed": true}]

@@ -1096,6 +1096,7 @@ INPUTS_SPEC = dict(
     timeout_s=dict(type="float"),
     host=dict(type="str"),
     task=dict(type="str"),
+    decision=dict(type="dict"),
 )
 
 
@@ -1146,8 +1147,9 @@ ARGUMENT_SPEC = dict(
 )
 REQUIRED_IF = [
     ("state", "create", ("root",)),
-    ("state", "write", ("path", "part")),
-    ("state", "write", ("content", "json", "src"), True),
+    ("state", "write", ("path",)),
+    ("state", "write", ("part", "parts"), True),
+    ("state", "write", ("content", "json", "src", "parts"), True),
     ("state", "freeze", ("path",)),
     ("state", "close", ("path", "kind")),
     ("state", "verify", ("path",)),
@@ -1277,6 +1279,15 @@ def run_task(p, check_mode=False):
             return dict(found, changed=False), None
         if state == "interrupted":
             return dict(runs=interrupted_runs(p["root"]), changed=False), None
+        # O(parts): each written as O(state=write) writes one - into an open run (write) or before its freeze
+        written = []
+        for item in (p.get("parts") or []) if state in ("write", "freeze") else []:
+            w = write_part(p["path"], item["part"], content=item.get("content"), data=item.get("json"),
+                           overwrite=p["overwrite"], check_mode=check_mode, has_data=item.get("json") is not None)
+            written.append(dict(part=w["part"], size=w["size"], sha256=w["sha256"], existed=w["existed"],
+                                changed=w["changed"]))
+        if state == "write" and p.get("parts"):
+            return dict(changed=any(w["changed"] for w in written), run_path=p["path"], written=written), None
         if state == "write":
             res = write_part(p["path"], p["part"], content=p["content"], data=p["json"], src=p["src"],
                              overwrite=p["overwrite"], check_mode=check_mode, has_data=p["json"] is not None)
@@ -1284,13 +1295,7 @@ def run_task(p, check_mode=False):
             return dict(changed=res["changed"], run_path=p["path"], part=res["part"], dest=res["path"],
                         size=res["size"], sha256=res["sha256"], existed=res["existed"]), None
         if state == "freeze":
-            # a run's close in one task: its last parts, the freeze, and (verify) the check of what was frozen
-            written = []
-            for item in p.get("parts") or []:
-                w = write_part(p["path"], item["part"], content=item.get("content"), data=item.get("json"),
-                               overwrite=p["overwrite"], check_mode=check_mode, has_data=item.get("json") is not None)
-                written.append(dict(part=w["part"], size=w["size"], sha256=w["sha256"], existed=w["existed"],
-                                    changed=w["changed"]))
+            # a run's close in one task: its last parts (written above), the freeze, and (verify) the check
             metadata = dict(p["metadata"] or {})
             if p.get("status"):
                 metadata["status"] = p["status"]

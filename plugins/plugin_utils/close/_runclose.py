@@ -20,7 +20,8 @@ Kinds (``KINDS``):
   the verdict, request/outcome/changes/responses and the run sheet).
 * ``collective`` - the collective checkpoint: every rank's log of every node classified together, then
   module_utils/gpu/_collective.py's close.
-* ``decisions`` - summary and diff runs: the parts the decide role made, status ``ok``.
+* ``decisions`` - summary and diff runs: the parts the decide role made, status ``ok``; the role's fact
+  ``repro_vllm_decision`` with this run in it.
 * ``incomplete`` - any run whose play failed after the open: ``incomplete.json`` with the real error (redacted);
   status ``incomplete``; the play stops after the freeze with that error.
 """
@@ -175,9 +176,11 @@ def close_collective(run_path, opened, nodes, reports=None, nproc_per_node=None,
 
 
 # ---------------------------------------------------------------------------------------------------- the rest
-def close_decisions(run_path):
-    """A summary or diff run: the decide role's parts (run_record's own ``parts``) as they are, status ok."""
-    return Closing("ok", [], {"case_id": os.path.basename(os.path.dirname(run_path))})
+def close_decisions(run_path, decision=None):
+    """A summary or diff run: the decide role's parts (run_record's own ``parts``) as they are, status ok;
+    ``decision`` (repro_vllm_decision but the run) comes back with this run as its ``run``."""
+    return Closing("ok", [], {"case_id": os.path.basename(os.path.dirname(run_path))}, result=None if decision is None
+                   else {"decision": dict(decision, run=run_path)})
 
 
 def close_incomplete(run_path, opened, error, step=None, host=None, task=None, case_key=None, check_mode=False):

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The collective's close (plugin_utils/close/_runclose.py close_collective): the verdict over every node's real
-collective_run result, and what a failed checkpoint stops the play with (the exit rule)."""
+"""plugin_utils/close/_runclose.py: the collective's close (the verdict over every node's real collective_run result,
+and what a failed checkpoint stops the play with: the exit rule) and the decisions' (the decide role's fact)."""
 
 from __future__ import annotations
 
@@ -42,3 +42,9 @@ def test_a_failed_checkpoint_stops_the_play_unless_the_job_only_records():
 def test_a_checkpoint_that_passed_has_no_exit():
     closing = _close("nccl_1rank")
     assert closing.status == "ok" and closing.result["collective"]["ok"] is True and "exit" not in closing.result
+
+
+def test_a_decisions_close_hands_the_decision_back_with_its_run():
+    closing = _runclose.decide("summary", RUN, {"decision": {"purpose": "summary", "run": None, "score": 3}})
+    assert closing.status == "ok" and closing.result == {"decision": {"purpose": "summary", "run": RUN, "score": 3}}
+    assert _runclose.decide("diff", RUN, {}).result == {}
