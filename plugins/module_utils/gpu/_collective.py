@@ -332,7 +332,7 @@ def node_plan(selection, nproc_per_node=0, parallel=(), python="", vllm_bin="vll
     ``python`` (given, else the python beside ``vllm_bin`` when that is an absolute path, else python3), ``env`` (the
     server's ``SERVER_ENV_PREFIXES`` variables, then ``env``, then ``host_env`` on top), ``master`` (address:port),
     ``line``, the node's progress line, and ``refusal``: why the nodes cannot start together (``forks`` below their
-    number, a node not in ``play_hosts``), else None."""
+    number, a node not in ``play_hosts``), else empty."""
     nodes = list(selection.get("nodes") or [])
     in_job = int(selection.get("rank", -1)) >= 0
     nproc = int(nproc_per_node or 0)
@@ -349,7 +349,7 @@ def node_plan(selection, nproc_per_node=0, parallel=(), python="", vllm_bin="vll
     master = "%s:%s" % (selection.get("master_addr"), master_port)
     line = ("node rank %s of %d, %d rank(s), backend %s, rendezvous %s, up to %s s"
             % (selection.get("rank"), len(nodes), nproc, backend, master, timeout)) if in_job else "not part of the job"
-    refusal = None
+    refusal = ""
     if (forks is not None and int(forks) < len(nodes)) or set(nodes) - set(play_hosts if play_hosts is not None else nodes):
         refusal = ("the collective checkpoint needs all %d nodes (%s) in this play and started together: forks is %s; "
                    "run with -f %d or more, and list every node in the play's hosts"
