@@ -132,15 +132,16 @@ def decision_plan(value, purpose, run_b=None, case_id=None, profile=None, profil
                   records_root=None, facts=None):
     """What the decide role records and says for a ``summary`` (``value``: the case folder; score.json and
     isolation.json) or a ``diff`` (``value`` and ``run_b``: the two runs; diff.json and diff.md): ``parts`` and
-    ``sections`` of the decisions run, ``made_from`` (the runs they read), the console's ``lines`` and closing ``line``,
-    and ``decision`` - repro_vllm_decision with ``run`` none (the run the open makes after this)."""
+    ``sections`` of the decisions run, ``made_from`` (the runs they read), the console's lines (a summary's
+    ``score_lines`` and ``isolation_lines``, a diff's ``lines``) and closing ``line``, and ``decision`` -
+    repro_vllm_decision with ``run`` none (the run the open makes after this)."""
     if purpose == "summary":
         score = baseline_score(value, profile=profile, memory_in_use_mib=memory_in_use_mib, profile_file=profile_file)
         isolation = isolation_decision(value, must_keep_serving=must_keep_serving, memory_in_use_mib=memory_in_use_mib)
         reports = [decision_report(score, "score"), decision_report(isolation, "isolation")]
         return {"parts": [{"part": "score.json", "json": score}, {"part": "isolation.json", "json": isolation}],
                 "sections": [r["markdown"] for r in reports], "made_from": isolation["runs"],
-                "lines": reports[0]["lines"] + reports[1]["lines"],
+                "score_lines": reports[0]["lines"], "isolation_lines": reports[1]["lines"],
                 "line": "summary | case %s | baseline score %s/%s (%s) | isolation %s" % (
                     case_id, score["score"], score["max"], score["band"], isolation["decision"]),
                 "decision": {"case_id": case_id, "purpose": "summary", "run": None, "runs": isolation["runs"],

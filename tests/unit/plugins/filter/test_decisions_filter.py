@@ -75,7 +75,8 @@ def test_decision_plan_of_a_summary_and_a_diff(tmp_path):
     assert plan["parts"] == [{"part": "score.json", "json": score}, {"part": "isolation.json", "json": isolation}]
     assert plan["sections"] == [decision_report(score, "score")["markdown"],
                                 decision_report(isolation, "isolation")["markdown"]]
-    assert plan["lines"] == decision_report(score, "score")["lines"] + decision_report(isolation, "isolation")["lines"]
+    assert plan["score_lines"] == decision_report(score, "score")["lines"]
+    assert plan["isolation_lines"] == decision_report(isolation, "isolation")["lines"]
     assert plan["made_from"] == isolation["runs"] and len(plan["made_from"]) == 4
     assert plan["line"] == "summary | case cpu-ok | baseline score 8/10 (collect) | isolation move"
     conditions = [r["condition"] for r in isolation["reasons"]]
