@@ -278,6 +278,8 @@ class ActionModule(ActionBase):
         except _runclose.CloseError as exc:
             return dict(failed=True, msg="run_record close (%s) of %s: %s; the run is still open"
                         % (p["kind"], p["path"], exc))
+        if decision is None:  # decisions: the decide role's repro_vllm_decision, this run in it
+            decision = closing.result.pop("decision", None)
         out = dict(closing.result, changed=False, path=p["path"], status=closing.status, kind=p["kind"])
         if judged is not None:
             out["compatibility"] = judged

@@ -2,7 +2,8 @@
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filter fronts of the decisions over frozen runs (controller side): baseline_score, run_diff,
-isolation_decision, fleet_audit, and decision_report (console lines and Markdown of any of them).
+isolation_decision, fleet_audit, and _decision_plan (what the decide role records and says for a summary or a diff, with
+decision_report's console lines and Markdown).
 
 The logic lives in plugins/module_utils/decide/_score.py and plugins/plugin_utils/decide/ (_diff.py,
 _isolation.py, _audit.py); runs are read with module_utils/record/_evidence.py. Every filter takes folders on the controller and never writes."""
@@ -126,9 +127,41 @@ def decision_report(value, kind):
     return {"lines": lines, "markdown": md}
 
 
+def decision_plan(value, purpose, run_b=None, case_id=None, profile=None, profile_file=None,
+                  memory_in_use_mib=_score.DEFAULT_MEMORY_IN_USE_MIB, must_keep_serving=False, host_map=None,
+                  records_root=None, facts=None):
+    """What the decide role records and says for a ``summary`` (``value``: the case folder; score.json and
+    isolation.json) or a ``diff`` (``value`` and ``run_b``: the two runs; diff.json and diff.md): ``parts`` and
+    ``sections`` of the decisions run, ``made_from`` (the runs they read), the console's lines (a summary's
+    ``score_lines`` and ``isolation_lines``, a diff's ``lines``) and closing ``line``, and ``decision`` -
+    repro_vllm_decision with ``run`` none (the run the open makes after this)."""
+    if purpose == "summary":
+        score = baseline_score(value, profile=profile, memory_in_use_mib=memory_in_use_mib, profile_file=profile_file)
+        isolation = isolation_decision(value, must_keep_serving=must_keep_serving, memory_in_use_mib=memory_in_use_mib)
+        reports = [decision_report(score, "score"), decision_report(isolation, "isolation")]
+        return {"parts": [{"part": "score.json", "json": score}, {"part": "isolation.json", "json": isolation}],
+                "sections": [r["markdown"] for r in reports], "made_from": isolation["runs"],
+                "score_lines": reports[0]["lines"], "isolation_lines": reports[1]["lines"],
+                "line": "summary | case %s | baseline score %s/%s (%s) | isolation %s" % (
+                    case_id, score["score"], score["max"], score["band"], isolation["decision"]),
+                "decision": {"case_id": case_id, "purpose": "summary", "run": None, "runs": isolation["runs"],
+                             "score": score["score"], "max": score["max"], "band": score["band"],
+                             "decision": isolation["decision"], "conditions": list(dict.fromkeys(
+                                 r["condition"] for r in isolation["reasons"]))}}
+    if purpose == "diff":
+        diff = run_diff(value, run_b, host_map=host_map, records_root=records_root, case_id=case_id, facts=facts)
+        report = decision_report(diff, "diff")
+        return {"parts": [{"part": "diff.json", "json": diff}, {"part": "diff.md", "content": report["markdown"]}],
+                "sections": [report["markdown"]], "made_from": [diff["a"], diff["b"]], "lines": report["lines"],
+                "line": "diff | %s" % diff["summary"],
+                "decision": {"case_id": case_id, "purpose": "diff", "run": None, "runs": [diff["a"], diff["b"]],
+                             "variables": diff["variables"], "ambiguous": diff["ambiguous"]}}
+    raise AnsibleFilterError("decision_plan: purpose must be summary or diff, got %r" % (purpose,))
+
+
 class FilterModule:
     """repro.vllm decisions from evidence."""
 
     def filters(self):
         return {"baseline_score": baseline_score, "run_diff": run_diff, "isolation_decision": isolation_decision,
-                "fleet_audit": fleet_audit, "_decision_report": decision_report}
+                "fleet_audit": fleet_audit, "_decision_plan": decision_plan}

@@ -11,6 +11,7 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.repro.vllm.plugins.filter.case_verdict import case_verdict as _case_verdict
 from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _judge
 from ansible_collections.repro.vllm.plugins.module_utils.record import _record
 from ansible_collections.repro.vllm.plugins.module_utils.ladder import _ladder
@@ -60,9 +61,14 @@ def prefix_cache_evidence(exchanges, block_size=16, memory_before=None, memory_a
                                         memory_before=memory_before, memory_after=memory_after)
 
 
-def reproduction_summary(runs, ladder=None, stop_reason=""):
-    return _judge.reproduction_summary(_listing(runs, "the input (runs)", "reproduction_summary"),
-                                       _listing(ladder, "ladder", "reproduction_summary"), stop_reason or "")
+def reproduction_summary(runs, ladder=None, stop_reason="", case_verdict=False):
+    """_judge.reproduction_summary with ``case``: with ``case_verdict``, the one verdict of the case the finding's
+    record is (the case_verdict filter, its console ``line``) when that folder is there, else None."""
+    out = _judge.reproduction_summary(_listing(runs, "the input (runs)", "reproduction_summary"),
+                                      _listing(ladder, "ladder", "reproduction_summary"), stop_reason or "")
+    record = out.get("record")
+    out["case"] = _case_verdict(record) if case_verdict and record and os.path.isdir(record) else None
+    return out
 
 
 def reproduction_result(verdict):

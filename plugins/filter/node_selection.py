@@ -15,7 +15,8 @@ from ansible_collections.repro.vllm.plugins.module_utils.ladder import _command
 
 def node_selection(play_hosts, hostvars, nnodes=None, nodes=None, master_addr=(), host=None, collective=None):
     """``_command.node_selection``; the head's address is its ``ansible_host`` in ``hostvars`` when set. With
-    ``collective`` (``_collective.node_plan``'s keywords), ``host``'s plan of the collective checkpoint."""
+    ``collective`` (``_collective.node_plan``'s keywords), ``host``'s plan of the collective checkpoint (its nodes
+    checked against ``play_hosts``)."""
     def head_address(head):
         try:
             return hostvars[head].get("ansible_host")
@@ -24,7 +25,7 @@ def node_selection(play_hosts, hostvars, nnodes=None, nodes=None, master_addr=()
     try:
         selection = _command.node_selection(play_hosts, nnodes=None if nnodes in (None, "") else int(nnodes),
                                             nodes=nodes, master_addr=master_addr, head_address=head_address, host=host)
-        return selection if collective is None else _collective.node_plan(selection, **collective)
+        return selection if collective is None else _collective.node_plan(selection, play_hosts=play_hosts, **collective)
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError("node_selection: %s" % exc)
 

@@ -117,6 +117,7 @@ options:
       - With O(state=freeze), parts written into the run just before it is frozen, in this order, each as
         O(state=write) writes one (atomically; a part with other bytes is refused unless O(overwrite)). A run's
         close is then one task.
+      - With O(state=write), instead of O(part), the parts written in this order (RV(written)).
     type: list
     elements: dict
     suboptions:
@@ -224,8 +225,9 @@ options:
       - V(fleet) takes O(inputs.hosts), O(inputs.reports), O(inputs.record_only), O(inputs.violations_fail),
         O(inputs.error), O(inputs.judge), O(inputs.audit), O(inputs.result); V(attempt) O(inputs.step), O(inputs.reports),
         O(inputs.identity), O(inputs.diff), O(inputs.debug), O(inputs.debug_env); V(collective) O(inputs.nodes),
-        O(inputs.reports), O(inputs.nproc_per_node), O(inputs.backend), O(inputs.master), O(inputs.timeout_s);
-        V(incomplete) O(inputs.error), O(inputs.step), O(inputs.host), O(inputs.task); V(decisions) none.
+        O(inputs.reports), O(inputs.nproc_per_node), O(inputs.backend), O(inputs.master), O(inputs.timeout_s),
+        O(inputs.record_only);
+        V(incomplete) O(inputs.error), O(inputs.step), O(inputs.host), O(inputs.task); V(decisions) O(inputs.decision).
       - An input the kind does not take fails the task before anything is written, naming the inputs it takes; one
         left out (null) is not handed on.
     type: dict
@@ -251,9 +253,14 @@ options:
           - V(fleet) - why the compatibility judge itself failed (the task fails after the freeze).
           - V(incomplete) - the error that stopped the play (redacted with the case key).
         type: str
+      decision:
+        description:
+          - V(decisions) - C(repro_vllm_decision) of the decide role but its C(run); the task sets that fact, with
+            this run as C(run).
+        type: dict
       record_only:
         description:
-          - V(fleet) - C(repro_vllm_record_only), false when not given.
+          - V(fleet), V(collective) - C(repro_vllm_record_only), false when not given.
         type: raw
       violations_fail:
         description: V(fleet) - V(false) - the play stops at a violation itself (reproduce.yml and replay.yml). Default V(true).
@@ -607,6 +614,12 @@ collective:
   description: With O(kind=collective), C(repro_vllm_collective_result) - C(ran), C(run), C(path) and the verdict.
   returned: when O(state=close) and O(kind=collective)
   type: dict
+exit:
+  description:
+    - With O(kind=collective) when the checkpoint failed, the exit rule over it as a failure found (C(fails),
+      C(record_only), C(why), C(recorded), C(lines)) and C(msg), the message the play stops with.
+  returned: when O(state=close), O(kind=collective) and the checkpoint failed
+  type: dict
 attempt:
   description: With O(kind=attempt), the attempt's record (its verdict, stage, request and refusal) as plugin_utils/close/_attempt.py decides it.
   returned: when O(state=close) and O(kind=attempt)
@@ -669,14 +682,19 @@ manifest:
       description: Every file except C(manifest.json), sorted by path, with C(path), C(size) and C(sha256).
       type: list
       elements: dict
+manifest_sha256:
+  description: The sha256 of C(manifest.json) itself (two copies of a run are the same run when it is the same).
+  returned: when O(state=verify)
+  type: str
+  sample: 9f2c..
 manifest_path:
   description: Absolute path of C(manifest.json).
   returned: when O(state=freeze)
   type: str
   sample: /var/tmp/repro-records/kimi-k3-restarts/run-003/manifest.json
 written:
-  description: The O(parts) written before the freeze, each with C(part), C(size), C(sha256), C(existed), C(changed).
-  returned: when O(state=freeze) with O(parts)
+  description: The O(parts) written (before the freeze), each with C(part), C(size), C(sha256), C(existed), C(changed).
+  returned: when O(state=write) or O(state=freeze) with O(parts)
   type: list
   elements: dict
   sample: [{"part": "fleet.json", "size": 494, "sha256": "0f1e..", "existed": false, "changed": true}]

@@ -325,13 +325,14 @@ def run(opts, runner=run_cmd):
 
 
 def node_plan(selection, nproc_per_node=0, parallel=(), python="", vllm_bin="vllm", server_env=None, env=None,
-              host_env=None, backend="auto", master_port=None, timeout=None):
+              host_env=None, backend="auto", master_port=None, timeout=None, forks=None, play_hosts=None):
     """One node's plan of the checkpoint from the job's node selection (``_command.node_selection``: ``{nodes, head,
     master_addr, rank}``), returned with ``in_job`` (a node of the job), ``nproc`` (``nproc_per_node`` when above 0,
     else the server's GPUs - the product of ``parallel``, tensor x pipeline x data - over the nodes, at least 1),
     ``python`` (given, else the python beside ``vllm_bin`` when that is an absolute path, else python3), ``env`` (the
-    server's ``SERVER_ENV_PREFIXES`` variables, then ``env``, then ``host_env`` on top), ``master`` (address:port)
-    and ``line``, the node's progress line."""
+    server's ``SERVER_ENV_PREFIXES`` variables, then ``env``, then ``host_env`` on top), ``master`` (address:port),
+    ``line``, the node's progress line, and ``refusal``: why the nodes cannot start together (``forks`` below their
+    number, a node not in ``play_hosts``), else empty."""
     nodes = list(selection.get("nodes") or [])
     in_job = int(selection.get("rank", -1)) >= 0
     nproc = int(nproc_per_node or 0)
@@ -348,7 +349,13 @@ def node_plan(selection, nproc_per_node=0, parallel=(), python="", vllm_bin="vll
     master = "%s:%s" % (selection.get("master_addr"), master_port)
     line = ("node rank %s of %d, %d rank(s), backend %s, rendezvous %s, up to %s s"
             % (selection.get("rank"), len(nodes), nproc, backend, master, timeout)) if in_job else "not part of the job"
-    return dict(selection, in_job=in_job, nproc=nproc, python=python, env=merged, master=master, line=line)
+    refusal = ""
+    if (forks is not None and int(forks) < len(nodes)) or set(nodes) - set(play_hosts if play_hosts is not None else nodes):
+        refusal = ("the collective checkpoint needs all %d nodes (%s) in this play and started together: forks is %s; "
+                   "run with -f %d or more, and list every node in the play's hosts"
+                   % (len(nodes), ", ".join(nodes), forks, len(nodes)))
+    return dict(selection, in_job=in_job, nproc=nproc, python=python, env=merged, master=master, line=line,
+                refusal=refusal)
 
 
 def classify_inputs(log_dir, files, node_label):

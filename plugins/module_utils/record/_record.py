@@ -967,8 +967,9 @@ def verify(record_dir):
     """Recompute every size and sha256 listed in ``record_dir/manifest.json``.
 
     Works for any directory holding a manifest (a run, or a fetched ``hosts/<host>/``).  Returns
-    dict(ok, checked, mismatched, missing, unexpected, manifest): ``mismatched`` entries carry path,
-    expected and actual size/sha256; ``unexpected`` lists files present but not in the manifest.
+    dict(ok, checked, mismatched, missing, unexpected, manifest, manifest_sha256): ``mismatched`` entries carry path,
+    expected and actual size/sha256; ``unexpected`` lists files present but not in the manifest; ``manifest_sha256``
+    (of manifest.json itself) tells two copies of a run apart.
     """
     record_dir = os.path.abspath(record_dir)
     if not os.path.isdir(record_dir):
@@ -999,7 +1000,8 @@ def verify(record_dir):
     unexpected = sorted([f for f in files if f not in listed] + others)
     ok = not (mismatched or missing or unexpected)
     return {"ok": ok, "checked": checked, "mismatched": mismatched, "missing": missing,
-            "unexpected": unexpected, "manifest": manifest, "path": record_dir}
+            "unexpected": unexpected, "manifest": manifest, "path": record_dir,
+            "manifest_sha256": hash_file(os.path.join(record_dir, MANIFEST))[1]}
 
 
 def describe_problems(res, limit=5):
@@ -1094,6 +1096,7 @@ INPUTS_SPEC = dict(
     timeout_s=dict(type="float"),
     host=dict(type="str"),
     task=dict(type="str"),
+    decision=dict(type="dict"),
 )
 
 
@@ -1144,8 +1147,9 @@ ARGUMENT_SPEC = dict(
 )
 REQUIRED_IF = [
     ("state", "create", ("root",)),
-    ("state", "write", ("path", "part")),
-    ("state", "write", ("content", "json", "src"), True),
+    ("state", "write", ("path",)),
+    ("state", "write", ("part", "parts"), True),
+    ("state", "write", ("content", "json", "src", "parts"), True),
     ("state", "freeze", ("path",)),
     ("state", "close", ("path", "kind")),
     ("state", "verify", ("path",)),
@@ -1275,6 +1279,15 @@ def run_task(p, check_mode=False):
             return dict(found, changed=False), None
         if state == "interrupted":
             return dict(runs=interrupted_runs(p["root"]), changed=False), None
+        # O(parts): each written as O(state=write) writes one - into an open run (write) or before its freeze
+        written = []
+        for item in (p.get("parts") or []) if state in ("write", "freeze") else []:
+            w = write_part(p["path"], item["part"], content=item.get("content"), data=item.get("json"),
+                           overwrite=p["overwrite"], check_mode=check_mode, has_data=item.get("json") is not None)
+            written.append(dict(part=w["part"], size=w["size"], sha256=w["sha256"], existed=w["existed"],
+                                changed=w["changed"]))
+        if state == "write" and p.get("parts"):
+            return dict(changed=any(w["changed"] for w in written), run_path=p["path"], written=written), None
         if state == "write":
             res = write_part(p["path"], p["part"], content=p["content"], data=p["json"], src=p["src"],
                              overwrite=p["overwrite"], check_mode=check_mode, has_data=p["json"] is not None)
@@ -1282,13 +1295,7 @@ def run_task(p, check_mode=False):
             return dict(changed=res["changed"], run_path=p["path"], part=res["part"], dest=res["path"],
                         size=res["size"], sha256=res["sha256"], existed=res["existed"]), None
         if state == "freeze":
-            # a run's close in one task: its last parts, the freeze, and (verify) the check of what was frozen
-            written = []
-            for item in p.get("parts") or []:
-                w = write_part(p["path"], item["part"], content=item.get("content"), data=item.get("json"),
-                               overwrite=p["overwrite"], check_mode=check_mode, has_data=item.get("json") is not None)
-                written.append(dict(part=w["part"], size=w["size"], sha256=w["sha256"], existed=w["existed"],
-                                    changed=w["changed"]))
+            # a run's close in one task: its last parts (written above), the freeze, and (verify) the check
             metadata = dict(p["metadata"] or {})
             if p.get("status"):
                 metadata["status"] = p["status"]
@@ -1312,7 +1319,7 @@ def run_task(p, check_mode=False):
         res = verify(p["path"])
         out = dict(changed=False, path=res["path"], ok=res["ok"], checked=res["checked"],
                    mismatched=res["mismatched"], missing=res["missing"], unexpected=res["unexpected"],
-                   manifest=res["manifest"])
+                   manifest=res["manifest"], manifest_sha256=res["manifest_sha256"])
         if not res["ok"] and p["fail_on_mismatch"]:
             return out, ("record %s does not verify against its manifest.json: %s; it was changed after it was frozen: "
                          "fetch or copy it again from the source, or treat it as tampered" % (res["path"], describe_problems(res)))

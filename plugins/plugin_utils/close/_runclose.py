@@ -20,7 +20,8 @@ Kinds (``KINDS``):
   the verdict, request/outcome/changes/responses and the run sheet).
 * ``collective`` - the collective checkpoint: every rank's log of every node classified together, then
   module_utils/gpu/_collective.py's close.
-* ``decisions`` - summary and diff runs: the parts the decide role made, status ``ok``.
+* ``decisions`` - summary and diff runs: the parts the decide role made, status ``ok``; the role's fact
+  ``repro_vllm_decision`` with this run in it.
 * ``incomplete`` - any run whose play failed after the open: ``incomplete.json`` with the real error (redacted);
   status ``incomplete``; the play stops after the freeze with that error.
 """
@@ -139,9 +140,10 @@ def close_attempt(run_path, opened, step, run_id, case_id, reports=None, identit
 
 # ------------------------------------------------------------------------------------------------- collective
 def close_collective(run_path, opened, nodes, reports=None, nproc_per_node=None, backend=None, master=None,
-                     timeout_s=None, check_mode=False):
+                     timeout_s=None, record_only=None, check_mode=False):
     """The collective checkpoint: every rank's log of every node (``reports``: node -> its collective_run result)
-    classified together, then the verdict."""
+    classified together, then the verdict; a failed one's ``exit`` (the exit rule over it as a finding, with
+    ``record_only``, and ``msg``, what the play stops with)."""
     nodes = list(nodes or opened.get("hosts") or [])
     if not nodes:
         raise CloseError("the collective checkpoint names no node")
@@ -156,15 +158,29 @@ def close_collective(run_path, opened, nodes, reports=None, nproc_per_node=None,
     out = _collective.close(nodes, parts, classification, run=os.path.basename(run_path),
                             nproc_per_node=nproc_per_node, backend=backend, master=master, timeout_s=timeout_s,
                             path=run_path)
+    result = {k: v for k, v in out.items() if k not in ("parts", "status")}
+    verdict = out["collective"]
+    if verdict.get("ok") is False:
+        try:
+            rule = _exitrule.job_exit({_exitrule.RECORD_ONLY: record_only}, finding=verdict.get("summary"))
+        except _exitrule.ExitRuleError as exc:
+            raise CloseError(str(exc)) from exc
+        first = verdict.get("first_error") or {}
+        result["exit"] = dict(rule, msg="%s. First error: %s: %s. Fix the fabric or network (NCCL_SOCKET_IFNAME/"
+                              "GLOO_SOCKET_IFNAME, NCCL_IB_HCA, firewall on port %s, GPU visibility) and run again; the "
+                              "logs are in %s/hosts. Set repro_vllm_collective_fail=false to go on regardless." % (
+                                  verdict.get("summary"), first.get("node", "-"), first.get("line", "none in the logs"),
+                                  str(master).rsplit(":", 1)[-1], run_path))
     return Closing(out["status"], out["parts"], {"case_id": os.path.basename(os.path.dirname(run_path)),
-                                                 "step": "collective"},
-                   [], None, {k: v for k, v in out.items() if k not in ("parts", "status")})
+                                                 "step": "collective"}, [], None, result)
 
 
 # ---------------------------------------------------------------------------------------------------- the rest
-def close_decisions(run_path):
-    """A summary or diff run: the decide role's parts (run_record's own ``parts``) as they are, status ok."""
-    return Closing("ok", [], {"case_id": os.path.basename(os.path.dirname(run_path))})
+def close_decisions(run_path, decision=None):
+    """A summary or diff run: the decide role's parts (run_record's own ``parts``) as they are, status ok;
+    ``decision`` (repro_vllm_decision but the run) comes back with this run as its ``run``."""
+    return Closing("ok", [], {"case_id": os.path.basename(os.path.dirname(run_path))}, result=None if decision is None
+                   else {"decision": dict(decision, run=run_path)})
 
 
 def close_incomplete(run_path, opened, error, step=None, host=None, task=None, case_key=None, check_mode=False):

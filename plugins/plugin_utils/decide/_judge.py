@@ -609,7 +609,7 @@ def attempt_verdict(step, stages, nodes, exchanges=None, checkpoint=None, check_
 def reproduction_summary(runs, ladder=None, stop_reason=""):
     """reproduce.yml's closing summary: the finding (reproduction_finding) with every run's summary line
     (``runs``), the ladder's rows and why it stopped, the console's closing line (``line``) and the lines that list
-    every run and ladder layer (``lines``)."""
+    every run and ladder layer (``lines``), the folders of the runs recorded (``paths``)."""
     runs = list(runs or [])
     ladder = list(ladder or [])
     finding = reproduction_finding(runs)
@@ -617,6 +617,7 @@ def reproduction_summary(runs, ladder=None, stop_reason=""):
     out["line"] = "reproduce | case %s | record %s (last run %s) | classification: %s" % (
         finding["case_id"], finding["record"] or "-", finding["last_run_id"] or "-", finding["classification"])
     out["lines"] = out["runs"] + ["%s: %s" % (row.get("layer"), row.get("status")) for row in ladder]
+    out["paths"] = [r["path"] for r in runs if r.get("path")]
     return out
 
 

@@ -192,6 +192,14 @@ def test_decisions_runs_close_ok_with_their_parts(tmp_path):
     res = _action({"state": "close", "kind": "decisions", "path": path,
                    "parts": [{"part": "score.json", "json": {"score": 3}}, {"part": "notes.md", "content": "# sheet\n"}]})
     assert not res.get("failed") and res["status"] == "ok" and res["checked"] == 2
+    assert "ansible_facts" not in res and "decision" not in res  # a close without a decision sets no fact
+    # the decide role's result: the close sets repro_vllm_decision with its run (the decision was made before the open)
+    path = _open(tmp_path, [], purpose="summary")
+    decision = {"case_id": "case", "purpose": "summary", "run": None, "runs": ["case/run-001"], "score": 3}
+    res = _action({"state": "close", "kind": "decisions", "path": path, "inputs": {"decision": decision},
+                   "parts": [{"part": "score.json", "json": {"score": 3}}]})
+    assert not res.get("failed") and res["ansible_facts"] == {"repro_vllm_decision": dict(decision, run=path)}
+    assert list(res["ansible_facts"]["repro_vllm_decision"]) == list(decision) and "decision" not in res
 
 
 def test_the_job_result_is_handed_on_as_set_stats_does(tmp_path):

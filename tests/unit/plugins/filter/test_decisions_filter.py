@@ -11,14 +11,14 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.filter.decisions import (
-    FilterModule, baseline_score, decision_report, fleet_audit, isolation_decision, run_diff)
+    FilterModule, baseline_score, decision_plan, decision_report, fleet_audit, isolation_decision, run_diff)
 from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import (
     case)
 
 
 def test_registered():
     assert set(FilterModule().filters()) == {"baseline_score", "run_diff", "isolation_decision", "fleet_audit",
-                                             "_decision_report"}
+                                             "_decision_plan"}
 
 
 def test_score_and_isolation_of_a_case_folder(tmp_path):
@@ -66,6 +66,35 @@ def test_run_diff_references(tmp_path):
     assert decision_report(across, "diff")["lines"][0] == across["summary"]
     with pytest.raises(AnsibleFilterError, match="run-404"):
         run_diff("run-404", "run-007", records_root=root, case_id="cpu-ok")
+
+
+def test_decision_plan_of_a_summary_and_a_diff(tmp_path):
+    path = case(tmp_path, "cpu-ok", ["run-001", "run-002", "run-003", "run-004"])
+    plan = decision_plan(path, "summary", case_id="cpu-ok", profile="cpu-smoke", must_keep_serving=True)
+    score, isolation = baseline_score(path, profile="cpu-smoke"), isolation_decision(path, must_keep_serving=True)
+    assert plan["parts"] == [{"part": "score.json", "json": score}, {"part": "isolation.json", "json": isolation}]
+    assert plan["sections"] == [decision_report(score, "score")["markdown"],
+                                decision_report(isolation, "isolation")["markdown"]]
+    assert plan["score_lines"] == decision_report(score, "score")["lines"]
+    assert plan["isolation_lines"] == decision_report(isolation, "isolation")["lines"]
+    assert plan["made_from"] == isolation["runs"] and len(plan["made_from"]) == 4
+    assert plan["line"] == "summary | case cpu-ok | baseline score 8/10 (collect) | isolation move"
+    conditions = [r["condition"] for r in isolation["reasons"]]
+    assert plan["decision"] == {"case_id": "cpu-ok", "purpose": "summary", "run": None, "runs": isolation["runs"],
+                                "score": 8, "max": 10, "band": "collect", "decision": "move",
+                                "conditions": sorted(set(conditions), key=conditions.index)}
+    root = os.path.join(str(tmp_path), "records")
+    diff = run_diff("run-002", "run-004", records_root=root, case_id="cpu-ok")
+    plan = decision_plan("run-002", "diff", run_b="run-004", records_root=root, case_id="cpu-ok")
+    md = decision_report(diff, "diff")["markdown"]
+    assert plan["parts"] == [{"part": "diff.json", "json": diff}, {"part": "diff.md", "content": md}]
+    assert (plan["sections"], plan["lines"]) == ([md], decision_report(diff, "diff")["lines"])
+    assert plan["made_from"] == [diff["a"], diff["b"]] == ["cpu-ok/run-002", "cpu-ok/run-004"]
+    assert plan["line"] == "diff | " + diff["summary"]
+    assert plan["decision"] == {"case_id": "cpu-ok", "purpose": "diff", "run": None, "runs": plan["made_from"],
+                                "variables": diff["variables"], "ambiguous": diff["ambiguous"]}
+    with pytest.raises(AnsibleFilterError, match="summary or diff"):
+        decision_plan(path, "audit")
 
 
 def test_fleet_audit_of_a_fingerprint_run(tmp_path):

@@ -35,5 +35,10 @@ def test_the_collective_reads_its_whole_node_plan_in_the_same_call():
     assert got["nproc"] == 2 and got["python"] == "/venv/bin/python" and got["master"] == "10.0.0.5:29555"
     assert got["env"] == {"NCCL_IB_HCA": "mlx5", "GLOO_SOCKET_IFNAME": "lo"}
     assert node_selection(hosts, {}, nnodes=2, host="w2", collective=plan)["line"] == "not part of the job"
+    # the nodes are checked against the play's hosts (the filter's input)
+    assert got["refusal"] == ""
+    assert "forks is 1;" in node_selection(hosts, {}, nnodes=2, host="w1", collective=dict(plan, forks=1))["refusal"]
+    assert node_selection(["w1"], {}, nodes=["w1", "w9"], host="w1", collective=plan)["refusal"].startswith(
+        "the collective checkpoint needs all 2 nodes (w1, w9) in this play")
     with pytest.raises(AnsibleFilterError, match="node_selection"):
         node_selection(hosts, {}, nnodes=2, host="w1", collective=dict(plan, nproc_per_node="many"))

@@ -237,3 +237,9 @@ def test_node_plan_ranks_python_environment_and_the_progress_line():
     out = C.node_plan(dict(sel, rank=-1))
     assert out["in_job"] is False and out["line"] == "not part of the job"
     assert C.node_plan({"nodes": [], "head": None, "master_addr": None, "rank": -1}, parallel=[2])["nproc"] == 2
+    # every node starts at once: enough forks, every node in the play
+    assert plan["refusal"] == "" and C.node_plan(sel, forks=2, play_hosts=["node02", "node01", "x"])["refusal"] == ""
+    need = ("the collective checkpoint needs all 2 nodes (node01, node02) in this play and started together: forks is %s; "
+            "run with -f 2 or more, and list every node in the play's hosts")
+    assert C.node_plan(sel, forks=1, play_hosts=["node01", "node02"])["refusal"] == need % 1
+    assert C.node_plan(sel, forks=5, play_hosts=["node01"])["refusal"] == need % 5

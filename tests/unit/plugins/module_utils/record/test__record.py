@@ -381,6 +381,9 @@ def test_verify_ok(run):
     res = r.verify(_frozen(run))
     assert res["ok"] and res["checked"] == 3
     assert res["mismatched"] == [] and res["missing"] == [] and res["unexpected"] == []
+    # the sha256 of manifest.json itself: the records sink tells a copy of this run from another run by it
+    with open(os.path.join(run, "manifest.json"), "rb") as f:
+        assert res["manifest_sha256"] == hashlib.sha256(f.read()).hexdigest()
 
 
 def test_verify_detects_changed_bytes_same_size(run):

@@ -529,6 +529,9 @@ def test_reproduction_summary_and_result_of_a_play():
     assert s["line"] == ("reproduce | case c | record /r/c (last run run-003) | classification: stage engine_init "
                          "(oom, server) at prefix_caching in run-003: OOM")
     assert s["lines"] == s["runs"] + ["prefix_caching: failed"] and s["ladder_stopped"] == "failed at prefix_caching"
+    # the runs recorded, which the job's result hands on (a refused step has no folder)
+    assert s["paths"] == ["/r/c/run-002", "/r/c/run-003"]
+    assert j.reproduction_summary([dict(ok, path=None), bad])["paths"] == ["/r/c/run-003"]
     assert j.reproduction_result(s) == {"classification": {"stage": "engine_init", "error_class": "oom"},
                                         "finding": s["line"], "refused": False, "ladder_stopped": "failed at prefix_caching",
                                         "repeat": None}
