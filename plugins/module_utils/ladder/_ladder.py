@@ -481,6 +481,27 @@ def node_plan(step, node, master_addr=None, master_port=None, debug=False, debug
             "requests": step_requests(step) if in_step and rank == 0 else []}
 
 
+def wait_round(nodes, statuses):
+    """One round of a multi-node start's wait (the attempt role's wait_round.yml), from each node's start job
+    (``statuses``: async_status's answers in the order of ``nodes``; one that is not a dict has not finished):
+    ``started`` (node -> its finished start's result, else None), ``failed`` (the nodes whose server ended without
+    serving), ``failed_outcome`` (the first of them's outcome), ``stop`` (the nodes still starting when one failed:
+    their servers are stopped now, so a node failing first is not hidden behind the others' time-outs) and ``done``
+    (a node failed, or every start finished)."""
+    nodes = [str(n) for n in nodes or []]
+    statuses = list(statuses or [])
+    started, failed = {}, []
+    for index, node in enumerate(nodes):
+        status = statuses[index] if index < len(statuses) and isinstance(statuses[index], dict) else {}
+        started[node] = status if _as_bool(status.get("finished", False)) else None
+        if started[node] is not None and not _as_bool(status.get("ready", False)):
+            failed.append(node)
+    pending = [node for node in nodes if started[node] is None]
+    return {"started": started, "failed": failed,
+            "failed_outcome": started[failed[0]].get("outcome", "?") if failed else None,
+            "stop": pending if failed else [], "done": bool(failed) or not pending}
+
+
 def one_variable_gate(step, diff, case_id=None):
     """May this step start? A step that must change only its one variable (``enforce_one_variable``: a ladder layer
     against the last good run) is refused when the record diff against that run (``record_diff``'s answer) finds

@@ -475,3 +475,27 @@ def test_the_head_sends_the_fixed_request_then_the_probes_then_the_further_reque
     assert _ladder.step_requests(dict(step, checks=["prefix_cache"])) == []
     plain = _ladder.step_requests(_minimal())
     assert len(plain) == 1 and plain[0]["send_key"] is False and plain[0]["label"] == "request"
+
+
+def test_wait_round_stops_the_others_when_a_node_ended_first_and_ends_when_every_start_finished():
+    nodes = ["node01", "node02", "node03"]
+    running = {"finished": 0, "started": 1, "ansible_job_id": "j1"}
+    ready = {"finished": 1, "ready": True, "outcome": "ready"}
+    ended = {"finished": 1, "ready": False, "outcome": "exited", "exit_code": 1}
+    # nothing finished yet (a node without a job: a skipped async_status)
+    state = _ladder.wait_round(nodes, [running, {"skipped": True, "changed": False}, running])
+    assert state == {"started": {"node01": None, "node02": None, "node03": None}, "failed": [],
+                     "failed_outcome": None, "stop": [], "done": False}
+    # the head serves, the others still start
+    state = _ladder.wait_round(nodes, [ready, running, running])
+    assert state["started"]["node01"] is ready and state["stop"] == [] and state["done"] is False
+    # a worker's server ended without serving: the nodes still starting are stopped now, and the wait is over
+    state = _ladder.wait_round(nodes, [ready, dict(ended, finished=True), running])
+    assert (state["failed"], state["failed_outcome"], state["stop"], state["done"]) == (
+        ["node02"], "exited", ["node03"], True)
+    assert state["started"]["node03"] is None
+    # every start finished: over, nothing to stop
+    state = _ladder.wait_round(nodes, [ready, ready, ended])
+    assert (state["failed"], state["stop"], state["done"]) == (["node03"], [], True)
+    assert _ladder.wait_round(nodes, [ready, ready, ready])["done"] is True
+    assert _ladder.wait_round(nodes, [ready, dict(ended, outcome=None)])["failed_outcome"] is None
