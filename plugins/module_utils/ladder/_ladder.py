@@ -436,16 +436,29 @@ def _as_bool(value):
     return (value.lower() if isinstance(value, str) else value) in ("yes", "on", "1", "true", 1)
 
 
+# the prefix-caching check's /metrics snapshots, and the endings of its two prompts that share a prefix
+_METRICS = {"method": "GET", "route": "/metrics", "timeout": 30, "max_body_bytes": 4194304}
+_ENDINGS = (("a", "First ending: the end."), ("b", "Second ending: another end."))
+
+
 def step_requests(step):
     """The requests the head sends in one server, in order (each the step's request with its ``label``): the fixed
     request (with the gateway's key when the step goes through it), the gateway layer's probes (the same request
     another way: with the key unless the probe says not, at the probe's ``base_url`` if it has one) and the step's
-    further requests (``request.extra``: each once, one at a time). None with the ``prefix_cache`` check, which sends
-    its own sequence."""
+    further requests (``request.extra``: each once, one at a time). With the ``prefix_cache`` check its sequence
+    instead: /metrics, the fixed request twice in the same process, /metrics, two requests that share a prefix of at
+    least one KV block (``prefix.shared_text``) with different endings (the second waits ``prefix.log_wait_s`` for
+    the stats log line, which the server writes every 10 s), /metrics."""
     step = step or {}
-    if "prefix_cache" in (step.get("checks") or []):
-        return []
     request = step.get("request") or {}
+    if "prefix_cache" in (step.get("checks") or []):
+        prefix = step.get("prefix") or {}
+        shared = [dict(request, label="shared-prefix-" + end, concurrency=1,
+                       settle=prefix.get("log_wait_s") if end == "b" else 0.3,
+                       body=dict(request.get("body") or {}, prompt="%s%s" % (prefix.get("shared_text"), text)))
+                  for end, text in _ENDINGS]
+        return ([dict(_METRICS, label="metrics-before"), dict(request, label="request", repeat=2),
+                 dict(_METRICS, label="metrics-repeat")] + shared + [dict(_METRICS, label="metrics-after")])
     out = [dict(request, label="request", send_key=step.get("via_gateway", False))]
     for probe in step.get("probes") or []:
         out.append(dict(request, label=probe.get("label"), send_key=_as_bool(probe.get("send_key", True)),

@@ -469,10 +469,22 @@ def test_the_head_sends_the_fixed_request_then_the_probes_then_the_further_reque
     assert sent[1]["base_url"] is None and sent[2]["base_url"] == "http://10.0.0.5:8000"
     # a further request runs once, one at a time, with its own route over the step's request
     assert sent[3] == dict(request, concurrency=1, repeat=1, label="chat", route="/v1/chat/completions")
-    # only the head sends them; the prefix-caching check sends its own sequence
+    # only the head sends them
     assert _ladder.node_plan(step, "localhost")["requests"] == sent
     assert _ladder.node_plan(dict(step, nodes=["node01", "localhost"]), "localhost", master_addr="h")["requests"] == []
-    assert _ladder.step_requests(dict(step, checks=["prefix_cache"])) == []
+    # the prefix-caching check sends its own sequence: /metrics around the fixed request sent twice, then two prompts
+    # sharing the prefix (the second waits for the stats log line), /metrics at the end
+    prefix = {"block_size": 128, "shared_text": "The quick brown fox. " * 30, "log_wait_s": 12}
+    seq = _ladder.step_requests(dict(step, checks=["prefix_cache"], prefix=prefix))
+    assert [r["label"] for r in seq] == ["metrics-before", "request", "metrics-repeat", "shared-prefix-a",
+                                         "shared-prefix-b", "metrics-after"]
+    metrics = {"method": "GET", "route": "/metrics", "timeout": 30, "max_body_bytes": 4194304}
+    assert seq[0] == dict(metrics, label="metrics-before") and seq[5] == dict(metrics, label="metrics-after")
+    assert seq[1] == dict(request, label="request", repeat=2)
+    assert seq[3] == dict(request, label="shared-prefix-a", concurrency=1, settle=0.3,
+                          body={"prompt": prefix["shared_text"] + "First ending: the end."})
+    assert seq[4]["settle"] == 12 and seq[4]["body"]["prompt"] == prefix["shared_text"] + "Second ending: another end."
+    assert seq[4]["repeat"] == 2 and seq[4]["route"] == "/v1/completions"
     plain = _ladder.step_requests(_minimal())
     assert len(plain) == 1 and plain[0]["send_key"] is False and plain[0]["label"] == "request"
 
