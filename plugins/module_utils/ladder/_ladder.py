@@ -474,8 +474,8 @@ def node_plan(step, node, master_addr=None, master_port=None, debug=False, debug
     (the head's address the workers reach, as given), ``api_url``
     (the server's API as the head reaches it: a wildcard or empty host is 127.0.0.1), ``debug_on`` and ``debug_env``
     (the diagnostic environment, only for the step ``debug_step`` names: a second clean run keeps the setting of the
-    step it repeats, ``debug_as``) and the head's ``requests`` (``step_requests``; none on another node). Raises
-    CommandError for a placement that cannot be built."""
+    step it repeats, ``debug_as``), the head's ``requests`` (``step_requests``; none on another node) and ``line``,
+    its place as the attempt's progress line says it. Raises CommandError for a placement that cannot be built."""
     step = step or {}
     nodes = [str(n) for n in step.get("nodes") or []]
     in_step = str(node) in nodes
@@ -489,9 +489,12 @@ def node_plan(step, node, master_addr=None, master_port=None, debug=False, debug
         argv = _command.apply_options([str(a) for a in step.get("argv") or []], args=placement)
     host = step.get("host")
     api_url = "http://%s:%s" % ("127.0.0.1" if host in ("0.0.0.0", "", None) else host, step.get("port"))
+    line = ("rank %d%s" % (rank, " (head)" if rank == 0 else " (--headless worker)")) if in_step else "not part of this step"
+    if in_step and env:
+        line += " | DEBUG logging for this run only: " + ", ".join(env)
     return {"in_step": in_step, "is_head": in_step and rank == 0, "rank": rank, "argv": argv,
             "master_addr": master_addr or None, "api_url": api_url, "debug_on": debug_on, "debug_env": env,
-            "requests": step_requests(step) if in_step and rank == 0 else []}
+            "requests": step_requests(step) if in_step and rank == 0 else [], "line": line}
 
 
 def wait_round(nodes, statuses):

@@ -430,9 +430,15 @@ def test_node_plan_places_each_node_of_the_real_steps_and_keeps_the_debug_settin
     # one node: the step's own command, no launcher options, the API the head reaches
     assert head == {"in_step": True, "is_head": True, "rank": 0, "argv": step["argv"], "master_addr": None,
                     "api_url": "http://127.0.0.1:8473", "debug_on": False, "debug_env": {},
-                    "requests": _ladder.step_requests(step)}
+                    "requests": _ladder.step_requests(step), "line": "rank 0 (head)"}
     outside = _ladder.node_plan(step, "node09", debug=True, debug_step="minimal")
     assert (outside["in_step"], outside["is_head"], outside["rank"], outside["argv"]) == (False, False, -1, None)
+    # the progress line names the place, and the debug variables of a node of the step only
+    assert outside["line"] == "not part of this step"
+    debug = _ladder.node_plan(dict(step, nodes=["node01", "localhost"]), "localhost", master_addr="10.0.0.1",
+                              debug=True, debug_step="minimal")
+    assert debug["line"] == ("rank 1 (--headless worker) | DEBUG logging for this run only: VLLM_LOGGING_LEVEL, "
+                             "CUDA_LAUNCH_BLOCKING, NCCL_DEBUG")
     # the debug environment is the step's own (debug_as: a second clean run keeps the setting of the step it repeats)
     assert outside["debug_on"] is True and outside["debug_env"] == {
         "VLLM_LOGGING_LEVEL": "DEBUG", "CUDA_LAUNCH_BLOCKING": "1", "NCCL_DEBUG": "TRACE"}
