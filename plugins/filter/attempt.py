@@ -2,7 +2,8 @@
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private filters of the attempt role: this node's plan (module_utils/ladder/_ladder.py node_plan, with its part of
-the run's identity, plugin_utils/decide/_diff.py) and its part of the run (plugin_utils/close/_attempt.py)."""
+the run's identity, plugin_utils/decide/_diff.py), a multi-node start's wait (_ladder.wait_round), the exchanges of a
+request and this node's part of the run (plugin_utils/close/_attempt.py)."""
 
 from __future__ import annotations
 
@@ -38,8 +39,25 @@ def attempt_host_parts(step, **kwargs):
         raise AnsibleFilterError("attempt_host_parts: %s" % exc)
 
 
+def attempt_exchanges(results, request):
+    """See plugin_utils/close/_attempt.py exchanges."""
+    try:
+        return _attempt.exchanges(request, results)
+    except (_attempt.AttemptCloseError, AttributeError, TypeError) as exc:
+        raise AnsibleFilterError("attempt_exchanges: %s" % exc)
+
+
+def attempt_wait(statuses, nodes):
+    """See module_utils/ladder/_ladder.py wait_round."""
+    try:
+        return _ladder.wait_round(nodes, statuses)
+    except (AttributeError, TypeError) as exc:
+        raise AnsibleFilterError("attempt_wait: %s" % exc)
+
+
 class FilterModule:
     """repro.vllm attempt plumbing (private)."""
 
     def filters(self):
-        return {"_attempt_node": attempt_node, "_attempt_host_parts": attempt_host_parts}
+        return {"_attempt_node": attempt_node, "_attempt_host_parts": attempt_host_parts,
+                "_attempt_exchanges": attempt_exchanges, "_attempt_wait": attempt_wait}

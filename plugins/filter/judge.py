@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter fronts of the method's judgement (plugin_utils/decide/_judge.py): the attempt verdict, a layer's expected
-observation, the prefix-cache evidence, the memory comparison, the closing finding and the second clean run (which
-attempt it repeats, whether it repeated). The ladder's decisions are filter/ladder.py's."""
+"""Filter fronts of the method's judgement (plugin_utils/decide/_judge.py): the attempt verdict, what a step's checks
+saw (a layer's expected observation or the prefix-cache evidence), the memory comparison, the closing finding and the
+second clean run (which attempt it repeats, whether it repeated). The ladder's decisions are filter/ladder.py's."""
 
 from __future__ import annotations
 
@@ -44,21 +44,20 @@ def attempt_verdict(step, stages=None, nodes=None, exchanges=None, checkpoint=No
                                   via_gateway=bool(via_gateway))
 
 
-def layer_observation(exchanges, checks=None, max_tokens=None, prompt_over=0, label="request"):
-    return _judge.layer_observation(_listing(exchanges, "the input (exchanges)", "layer_observation"),
-                                    _listing(checks, "checks", "layer_observation"), max_tokens=max_tokens,
-                                    prompt_over=prompt_over, label=label)
-
-
-def prefix_cache_evidence(exchanges, block_size=16, memory_before=None, memory_after=None):
-    try:
-        block = int(block_size)
-    except (TypeError, ValueError):
-        raise AnsibleFilterError("prefix_cache_evidence: block_size must be a number of tokens, got %r" % (block_size,))
-    if block < 1:
-        raise AnsibleFilterError("prefix_cache_evidence: block_size must be at least 1, got %d" % block)
-    return _judge.prefix_cache_evidence(_listing(exchanges, "the input (exchanges)", "prefix_cache_evidence"), block,
-                                        memory_before=memory_before, memory_after=memory_after)
+def step_checkpoint(step, exchanges=None, memory_before=None, memory_after=None):
+    """What the step's checks saw (_judge.step_checkpoint): None without checks, the prefix-caching evidence, or the
+    layer's expected observation."""
+    step = _mapping(step, "the input (the step)", "step_checkpoint")
+    if "prefix_cache" in (step.get("checks") or []):
+        block = (step.get("prefix") or {}).get("block_size")
+        try:
+            block = int(block)
+        except (TypeError, ValueError):
+            raise AnsibleFilterError("step_checkpoint: prefix.block_size must be a number of tokens, got %r" % (block,))
+        if block < 1:
+            raise AnsibleFilterError("step_checkpoint: prefix.block_size must be at least 1, got %d" % block)
+    return _judge.step_checkpoint(step, _listing(exchanges, "exchanges", "step_checkpoint"),
+                                  memory_before=memory_before, memory_after=memory_after)
 
 
 def reproduction_summary(runs, ladder=None, stop_reason="", case_verdict=False):
@@ -115,7 +114,7 @@ class FilterModule:
     """repro.vllm judgement of an attempt."""
 
     def filters(self):
-        return {"attempt_verdict": attempt_verdict, "_layer_observation": layer_observation,
-                "_prefix_cache_evidence": prefix_cache_evidence, "_reproduction_summary": reproduction_summary,
+        return {"attempt_verdict": attempt_verdict, "_step_checkpoint": step_checkpoint,
+                "_reproduction_summary": reproduction_summary,
                 "_reproduction_result": reproduction_result, "_latest_run": latest_run,
                 "_repeat_plan": repeat_plan}

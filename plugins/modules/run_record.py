@@ -475,7 +475,8 @@ runs:
   description:
     - With O(state=prunable), the same runs (run, run_uid, created).
     - With O(state=interrupted), the open runs under O(root) (every case) whose play is provably gone (case_id,
-      run, path, run_uid, hosts, why, last_written - the unix time of the play's last write into the run -,
+      run, path, run_uid, hosts, why, sealed_because - what its seal says -, last_written - the unix time of the
+      play's last write into the run -,
       interrupted - what its interrupt handler noted -, interrupted_at), the runs C(playbooks/stop.yml) brings the
       host files of into the run before it seals it.
   returned: when O(state=prunable) or O(state=interrupted)

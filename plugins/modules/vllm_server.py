@@ -484,6 +484,12 @@ conflicts:
   returned: when O(state=swept)
   type: list
   elements: dict
+refusal:
+  description:
+    - With O(state=swept), why this attempt may not start (the message that names what RV(conflicts) hold), null
+      when nothing holds what it needs.
+  returned: when O(state=swept)
+  type: str
 live:
   description: With O(state=swept), every live server of another run on this host.
   returned: when O(state=swept)
@@ -1053,6 +1059,7 @@ def run_swept(module, result):
                          "hand (kill -9) before the next run" % result["remaining_pids"])
     elif swept["conflicts"]:
         result["msg"] = "vllm_server: refused: " + "; ".join(c["line"] for c in swept["conflicts"])
+    result["refusal"] = result["msg"] if swept["conflicts"] else None
 
 
 def main():

@@ -436,16 +436,29 @@ def _as_bool(value):
     return (value.lower() if isinstance(value, str) else value) in ("yes", "on", "1", "true", 1)
 
 
+# the prefix-caching check's /metrics snapshots, and the endings of its two prompts that share a prefix
+_METRICS = {"method": "GET", "route": "/metrics", "timeout": 30, "max_body_bytes": 4194304}
+_ENDINGS = (("a", "First ending: the end."), ("b", "Second ending: another end."))
+
+
 def step_requests(step):
     """The requests the head sends in one server, in order (each the step's request with its ``label``): the fixed
     request (with the gateway's key when the step goes through it), the gateway layer's probes (the same request
     another way: with the key unless the probe says not, at the probe's ``base_url`` if it has one) and the step's
-    further requests (``request.extra``: each once, one at a time). None with the ``prefix_cache`` check, which sends
-    its own sequence."""
+    further requests (``request.extra``: each once, one at a time). With the ``prefix_cache`` check its sequence
+    instead: /metrics, the fixed request twice in the same process, /metrics, two requests that share a prefix of at
+    least one KV block (``prefix.shared_text``) with different endings (the second waits ``prefix.log_wait_s`` for
+    the stats log line, which the server writes every 10 s), /metrics."""
     step = step or {}
-    if "prefix_cache" in (step.get("checks") or []):
-        return []
     request = step.get("request") or {}
+    if "prefix_cache" in (step.get("checks") or []):
+        prefix = step.get("prefix") or {}
+        shared = [dict(request, label="shared-prefix-" + end, concurrency=1,
+                       settle=prefix.get("log_wait_s") if end == "b" else 0.3,
+                       body=dict(request.get("body") or {}, prompt="%s%s" % (prefix.get("shared_text"), text)))
+                  for end, text in _ENDINGS]
+        return ([dict(_METRICS, label="metrics-before"), dict(request, label="request", repeat=2),
+                 dict(_METRICS, label="metrics-repeat")] + shared + [dict(_METRICS, label="metrics-after")])
     out = [dict(request, label="request", send_key=step.get("via_gateway", False))]
     for probe in step.get("probes") or []:
         out.append(dict(request, label=probe.get("label"), send_key=_as_bool(probe.get("send_key", True)),
@@ -461,8 +474,8 @@ def node_plan(step, node, master_addr=None, master_port=None, debug=False, debug
     (the head's address the workers reach, as given), ``api_url``
     (the server's API as the head reaches it: a wildcard or empty host is 127.0.0.1), ``debug_on`` and ``debug_env``
     (the diagnostic environment, only for the step ``debug_step`` names: a second clean run keeps the setting of the
-    step it repeats, ``debug_as``) and the head's ``requests`` (``step_requests``; none on another node). Raises
-    CommandError for a placement that cannot be built."""
+    step it repeats, ``debug_as``), the head's ``requests`` (``step_requests``; none on another node) and ``line``,
+    its place as the attempt's progress line says it. Raises CommandError for a placement that cannot be built."""
     step = step or {}
     nodes = [str(n) for n in step.get("nodes") or []]
     in_step = str(node) in nodes
@@ -476,9 +489,33 @@ def node_plan(step, node, master_addr=None, master_port=None, debug=False, debug
         argv = _command.apply_options([str(a) for a in step.get("argv") or []], args=placement)
     host = step.get("host")
     api_url = "http://%s:%s" % ("127.0.0.1" if host in ("0.0.0.0", "", None) else host, step.get("port"))
+    line = ("rank %d%s" % (rank, " (head)" if rank == 0 else " (--headless worker)")) if in_step else "not part of this step"
+    if in_step and env:
+        line += " | DEBUG logging for this run only: " + ", ".join(env)
     return {"in_step": in_step, "is_head": in_step and rank == 0, "rank": rank, "argv": argv,
             "master_addr": master_addr or None, "api_url": api_url, "debug_on": debug_on, "debug_env": env,
-            "requests": step_requests(step) if in_step and rank == 0 else []}
+            "requests": step_requests(step) if in_step and rank == 0 else [], "line": line}
+
+
+def wait_round(nodes, statuses):
+    """One round of a multi-node start's wait (the attempt role's wait_round.yml), from each node's start job
+    (``statuses``: async_status's answers in the order of ``nodes``; one that is not a dict has not finished):
+    ``started`` (node -> its finished start's result, else None), ``failed`` (the nodes whose server ended without
+    serving), ``failed_outcome`` (the first of them's outcome), ``stop`` (the nodes still starting when one failed:
+    their servers are stopped now, so a node failing first is not hidden behind the others' time-outs) and ``done``
+    (a node failed, or every start finished)."""
+    nodes = [str(n) for n in nodes or []]
+    statuses = list(statuses or [])
+    started, failed = {}, []
+    for index, node in enumerate(nodes):
+        status = statuses[index] if index < len(statuses) and isinstance(statuses[index], dict) else {}
+        started[node] = status if _as_bool(status.get("finished", False)) else None
+        if started[node] is not None and not _as_bool(status.get("ready", False)):
+            failed.append(node)
+    pending = [node for node in nodes if started[node] is None]
+    return {"started": started, "failed": failed,
+            "failed_outcome": started[failed[0]].get("outcome", "?") if failed else None,
+            "stop": pending if failed else [], "done": bool(failed) or not pending}
 
 
 def one_variable_gate(step, diff, case_id=None):

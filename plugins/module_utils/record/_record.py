@@ -308,10 +308,16 @@ def read_json_file(path):
         return None
 
 
+def sealed_because(why):
+    """What the seal of an interrupted run saw (its manifest's ``sealed_because``), from why its owner is gone."""
+    return ("its play's process is gone" if "is gone" in why else "its owner's lease ran out" if "lease ran out" in why
+            else "it was opened before schema 3 and has not changed for %d s" % LEGACY_OPEN_GRACE)
+
+
 def interrupted_runs(root, now=None, hostname=None):
     """Open runs under ``root`` (every case) whose play is provably gone - what stop.yml brings the host files of
-    into the run before it seals it: [{case_id, run, path, run_uid, hosts, why, last_written, interrupted,
-    interrupted_at}]. ``interrupted``: what the play's interrupt handler wrote (INTERRUPTED_FILE; None when the play
+    into the run before it seals it: [{case_id, run, path, run_uid, hosts, why, sealed_because, last_written,
+    interrupted, interrupted_at}]. ``interrupted``: what the play's interrupt handler wrote (INTERRUPTED_FILE; None when the play
     was killed or lost); ``interrupted_at`` its time, else ``last_written``, the play's last write into the run on
     the controller (the moment it was killed or lost, as near as the controller knows)."""
     now = time_now() if now is None else now
@@ -336,6 +342,7 @@ def interrupted_runs(root, now=None, hostname=None):
             marked = read_json_file(os.path.join(path, INTERRUPTED_FILE))
             out.append({"case_id": case, "run": run_id, "path": path, "run_uid": info["run_uid"],
                         "hosts": list((info.get("run") or {}).get("hosts") or []), "why": found[1],
+                        "sealed_because": sealed_because(found[1]),
                         "last_written": last, "interrupted": marked,
                         "interrupted_at": (marked or {}).get("at") if isinstance((marked or {}).get("at"), (int, float))
                         else last})
@@ -388,7 +395,7 @@ def salvage_plan(found_results, stop_results, remote_root, host):
     """stop.yml's plan for the interrupted runs of ``host``: one entry per run of the loops over them (``found_results``:
     ansible.builtin.find's results, each with ``item`` - the run of interrupted_runs - and ``files``; ``stop_results``:
     vllm_server state=swept's, in the same order) with salvage_parts' ``files``, ``after_interrupt`` and ``remove``,
-    the ``parts`` named, and ``server`` - how its servers here ended (the sweep's lines)."""
+    the ``parts`` named, ``server`` - how its servers here ended (the sweep's lines) - and its console ``line``."""
     plan = []
     stops = list(stop_results or [])
     for index, found in enumerate(found_results or []):
@@ -403,7 +410,13 @@ def salvage_plan(found_results, stop_results, remote_root, host):
         server = [c.get("line") for c in stop.get("cleaned") or []] or (
             ["not live: stopped before this play when its lease ended (the reason is in %s)" % ", ".join(expired)]
             if expired else ["no lease of it on this host (its server was stopped and released, or never started)"])
-        plan.append(dict(parts, run=run, parts=[f["part"] for f in parts["files"]], server=server))
+        named = [f["part"] for f in parts["files"]]
+        line = "stop | %s | %s/%s (run_uid %s, %s) | server: %s | %s" % (
+            host, run.get("case_id"), run.get("run"), run.get("run_uid"), run.get("why"), "; ".join(server),
+            ("brought into the run: %s; changed after the last write of the play (the interrupt): %s"
+             % (", ".join(named), ", ".join(parts["after_interrupt"]) or "none")) if parts["files"]
+            else "nothing of it on this host")
+        plan.append(dict(parts, run=run, parts=named, server=server, line=line))
     return plan
 
 
@@ -426,9 +439,7 @@ def seal_interrupted(case_dir, collection_version, sealed_by, now=None, hostname
                                "run_uid": (info or {}).get("run_uid")})
             continue
         # what the seal saw, without the owner's identity (the manifest's metadata.owner keeps that on the controller)
-        because = ("its play's process is gone" if "is gone" in why else
-                   "its owner's lease ran out" if "lease ran out" in why else
-                   "it was opened before schema 3 and has not changed for %d s" % LEGACY_OPEN_GRACE)
+        because = sealed_because(why)
         metadata = {"status": "incomplete", "seal_reason": "interrupted", "sealed_by": sealed_by,
                     "sealed_because": because, "sealed_at": utc_now()}
         if not check_mode:

@@ -298,6 +298,25 @@ SERVER_DROP = ("classification", "invocation", "env", "argv", "ansible_job_id", 
 DEBUG_NOTE = "one run only; the next run starts without these variables"
 
 
+def exchanges(request, results):
+    """What came back from one request of the step (``request``: label, route, method, body; ``results``: the loop
+    of api_request over its repeats), one exchange per send as the close reads them: the request, the answers
+    and the server log's lines while it ran (``log_window``, ``log_text``)."""
+    request = _mapping(request, "the request")
+    method = request.get("method", "POST")
+    out = []
+    for res in results or []:
+        window = res.get("log_slice") or {}
+        out.append({"label": request.get("label"), "index": res.get("item"), "route": request.get("route"),
+                    "method": method, "body": request.get("body") if method == "POST" else None,
+                    "request": res.get("request", {}), "ok": res.get("ok", False), "statuses": res.get("statuses", []),
+                    "latencies": res.get("latencies", []), "errors": res.get("errors", []),
+                    "wall_s": res.get("wall_s"), "responses": res.get("responses", []),
+                    "log_window": {"start_offset": window.get("start_offset"), "end_offset": window.get("end_offset")},
+                    "log_text": window.get("text", ""), "skipped": res.get("skipped", False)})
+    return out
+
+
 def _kept(result):
     return {k: v for k, v in (result or {}).items() if k not in SERVER_DROP} if isinstance(result, dict) else {}
 

@@ -7,6 +7,7 @@
 - ``layer_observation``: what came back against a layer's expected observation (``same_text``,
   ``completion_tokens``, ``prompt_over``; ``tool_call`` and ``json_schema``: the fields of a tool call or of a
   structured-output answer are there and have the shape the request asked for - never what they mean).
+- ``step_checkpoint``: which of the two a step's checks ask for (none without checks).
 - ``answered_by``: which part wrote one HTTP answer that came through a gateway: the proxy's own error page
   (``gateway``) or the server's JSON answer passed through (``server``).
 - ``attempt_verdict``: ok or failed, the stage, the error class (the classifier's vocabulary plus ``http_error``)
@@ -350,6 +351,21 @@ def json_schema_evidence(exchanges, label="structured_output"):
     if answers == 0:
         problems.append("%s: no 2xx answer" % label)
     return {"answers": answers, "documents": documents, "problems": problems, "ok": not problems}
+
+
+def step_checkpoint(step, exchanges, memory_before=None, memory_after=None):
+    """What the step's checks saw (the head, after its requests): None without checks; with the ``prefix_cache``
+    check the prefix-caching evidence (the KV block size from ``step.prefix.block_size``; the memory answers of
+    vllm_server state=checked before and after), else the layer's expected observation (its request's
+    ``max_tokens``, its ``prompt_over``)."""
+    checks = list(step.get("checks") or [])
+    if not checks:
+        return None
+    if "prefix_cache" in checks:
+        return prefix_cache_evidence(exchanges, (step.get("prefix") or {}).get("block_size"),
+                                     memory_before=memory_before, memory_after=memory_after)
+    body = (step.get("request") or {}).get("body") or {}
+    return layer_observation(exchanges, checks, max_tokens=body.get("max_tokens"), prompt_over=step.get("prompt_over", 0))
 
 
 def layer_observation(exchanges, checks, max_tokens=None, prompt_over=0, label="request"):

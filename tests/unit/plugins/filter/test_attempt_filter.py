@@ -19,7 +19,8 @@ STEP = {"name": "minimal", "nodes": ["node01", "node02"], "host": "0.0.0.0", "po
 
 
 def test_attempt_node_gives_the_plan_and_the_identity_of_a_node_of_the_step_only():
-    assert set(attempt.FilterModule().filters()) == {"_attempt_node", "_attempt_host_parts"}
+    assert set(attempt.FilterModule().filters()) == {"_attempt_node", "_attempt_host_parts", "_attempt_exchanges",
+                                                     "_attempt_wait"}
     worker = attempt.attempt_node(STEP, "node02", master_addr="10.0.0.11", gpu=GPU, image="vllm/vllm-openai:v1")
     assert worker["argv"] == STEP["argv"] + ["--nnodes", "2", "--node-rank", "1", "--master-addr", "10.0.0.11",
                                              "--headless"]
@@ -35,3 +36,11 @@ def test_attempt_node_names_what_is_wrong():
         attempt.attempt_node(STEP, "node02")
     with pytest.raises(AnsibleFilterError, match="attempt_node: record_identity: gpu_facts must be"):
         attempt.attempt_node(STEP, "node01", master_addr="10.0.0.11", gpu=["not", "a", "dict"])
+
+
+def test_the_wait_and_exchange_filters_name_what_is_wrong():
+    assert attempt.attempt_wait([{"finished": 1, "ready": True}], ["node01"])["done"] is True
+    with pytest.raises(AnsibleFilterError, match="attempt_exchanges: the request must be a mapping"):
+        attempt.attempt_exchanges([{"item": 1}], "request")
+    with pytest.raises(AnsibleFilterError, match="attempt_wait: "):
+        attempt.attempt_wait([{"finished": 1}], 5)

@@ -430,9 +430,15 @@ def test_node_plan_places_each_node_of_the_real_steps_and_keeps_the_debug_settin
     # one node: the step's own command, no launcher options, the API the head reaches
     assert head == {"in_step": True, "is_head": True, "rank": 0, "argv": step["argv"], "master_addr": None,
                     "api_url": "http://127.0.0.1:8473", "debug_on": False, "debug_env": {},
-                    "requests": _ladder.step_requests(step)}
+                    "requests": _ladder.step_requests(step), "line": "rank 0 (head)"}
     outside = _ladder.node_plan(step, "node09", debug=True, debug_step="minimal")
     assert (outside["in_step"], outside["is_head"], outside["rank"], outside["argv"]) == (False, False, -1, None)
+    # the progress line names the place, and the debug variables of a node of the step only
+    assert outside["line"] == "not part of this step"
+    debug = _ladder.node_plan(dict(step, nodes=["node01", "localhost"]), "localhost", master_addr="10.0.0.1",
+                              debug=True, debug_step="minimal")
+    assert debug["line"] == ("rank 1 (--headless worker) | DEBUG logging for this run only: VLLM_LOGGING_LEVEL, "
+                             "CUDA_LAUNCH_BLOCKING, NCCL_DEBUG")
     # the debug environment is the step's own (debug_as: a second clean run keeps the setting of the step it repeats)
     assert outside["debug_on"] is True and outside["debug_env"] == {
         "VLLM_LOGGING_LEVEL": "DEBUG", "CUDA_LAUNCH_BLOCKING": "1", "NCCL_DEBUG": "TRACE"}
@@ -469,9 +475,45 @@ def test_the_head_sends_the_fixed_request_then_the_probes_then_the_further_reque
     assert sent[1]["base_url"] is None and sent[2]["base_url"] == "http://10.0.0.5:8000"
     # a further request runs once, one at a time, with its own route over the step's request
     assert sent[3] == dict(request, concurrency=1, repeat=1, label="chat", route="/v1/chat/completions")
-    # only the head sends them; the prefix-caching check sends its own sequence
+    # only the head sends them
     assert _ladder.node_plan(step, "localhost")["requests"] == sent
     assert _ladder.node_plan(dict(step, nodes=["node01", "localhost"]), "localhost", master_addr="h")["requests"] == []
-    assert _ladder.step_requests(dict(step, checks=["prefix_cache"])) == []
+    # the prefix-caching check sends its own sequence: /metrics around the fixed request sent twice, then two prompts
+    # sharing the prefix (the second waits for the stats log line), /metrics at the end
+    prefix = {"block_size": 128, "shared_text": "The quick brown fox. " * 30, "log_wait_s": 12}
+    seq = _ladder.step_requests(dict(step, checks=["prefix_cache"], prefix=prefix))
+    assert [r["label"] for r in seq] == ["metrics-before", "request", "metrics-repeat", "shared-prefix-a",
+                                         "shared-prefix-b", "metrics-after"]
+    metrics = {"method": "GET", "route": "/metrics", "timeout": 30, "max_body_bytes": 4194304}
+    assert seq[0] == dict(metrics, label="metrics-before") and seq[5] == dict(metrics, label="metrics-after")
+    assert seq[1] == dict(request, label="request", repeat=2)
+    assert seq[3] == dict(request, label="shared-prefix-a", concurrency=1, settle=0.3,
+                          body={"prompt": prefix["shared_text"] + "First ending: the end."})
+    assert seq[4]["settle"] == 12 and seq[4]["body"]["prompt"] == prefix["shared_text"] + "Second ending: another end."
+    assert seq[4]["repeat"] == 2 and seq[4]["route"] == "/v1/completions"
     plain = _ladder.step_requests(_minimal())
     assert len(plain) == 1 and plain[0]["send_key"] is False and plain[0]["label"] == "request"
+
+
+def test_wait_round_stops_the_others_when_a_node_ended_first_and_ends_when_every_start_finished():
+    nodes = ["node01", "node02", "node03"]
+    running = {"finished": 0, "started": 1, "ansible_job_id": "j1"}
+    ready = {"finished": 1, "ready": True, "outcome": "ready"}
+    ended = {"finished": 1, "ready": False, "outcome": "exited", "exit_code": 1}
+    # nothing finished yet (a node without a job: a skipped async_status)
+    state = _ladder.wait_round(nodes, [running, {"skipped": True, "changed": False}, running])
+    assert state == {"started": {"node01": None, "node02": None, "node03": None}, "failed": [],
+                     "failed_outcome": None, "stop": [], "done": False}
+    # the head serves, the others still start
+    state = _ladder.wait_round(nodes, [ready, running, running])
+    assert state["started"]["node01"] is ready and state["stop"] == [] and state["done"] is False
+    # a worker's server ended without serving: the nodes still starting are stopped now, and the wait is over
+    state = _ladder.wait_round(nodes, [ready, dict(ended, finished=True), running])
+    assert (state["failed"], state["failed_outcome"], state["stop"], state["done"]) == (
+        ["node02"], "exited", ["node03"], True)
+    assert state["started"]["node03"] is None
+    # every start finished: over, nothing to stop
+    state = _ladder.wait_round(nodes, [ready, ready, ended])
+    assert (state["failed"], state["stop"], state["done"]) == (["node03"], [], True)
+    assert _ladder.wait_round(nodes, [ready, ready, ready])["done"] is True
+    assert _ladder.wait_round(nodes, [ready, dict(ended, outcome=None)])["failed_outcome"] is None

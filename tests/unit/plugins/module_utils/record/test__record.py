@@ -630,13 +630,17 @@ def test_interrupted_runs_are_open_runs_whose_play_is_gone(root):
     assert [(f["case_id"], f["run"]) for f in found] == [("case1", gone["run_id"])]
     assert found[0]["hosts"] == ["node01", "node02"] and found[0]["run_uid"] == gone["run_uid"]
     assert found[0]["interrupted_at"] == 1234.5 and "is gone" in found[0]["why"]
+    assert found[0]["sealed_because"] == "its play's process is gone"
+    assert r.sealed_because("its owner's lease ran out at 2026-01-01T00:00:00Z (controller c)") == \
+        "its owner's lease ran out"
     assert live["run_id"] not in [f["run"] for f in found]
     assert r.interrupted_runs(os.path.join(root, "nothing-here")) == []
 
 
 def test_salvage_plan_brings_this_hosts_files_and_names_those_after_the_interrupt():
     run_dir = "/var/tmp/repro-vllm/runs/0123456789abcdef"
-    found = [{"item": {"run_uid": "0123456789abcdef", "interrupted_at": 100.0, "run": "run-003"},
+    found = [{"item": {"run_uid": "0123456789abcdef", "interrupted_at": 100.0, "run": "run-003", "case_id": "c",
+                       "why": "its play (pid 7 on ctl) is gone"},
               "files": [{"path": run_dir + "/hosts/node01/logs/server.log", "mtime": 150.0},
                         {"path": run_dir + "/hosts/node01/logs/memory.jsonl", "mtime": 90.0},
                         {"path": run_dir + "/.state/node01/vllm_server.state.json.lease-expired", "mtime": 101.0},
@@ -648,6 +652,12 @@ def test_salvage_plan_brings_this_hosts_files_and_names_those_after_the_interrup
     assert sorted(plan[0]["after_interrupt"]) == ["logs/server.log", "state/vllm_server.state.json.lease-expired"]
     assert plan[0]["remove"] == [run_dir + "/hosts/node01", run_dir + "/.state/node01"]
     assert plan[0]["server"] == [stops[0]["cleaned"][0]["line"]]
+    assert plan[0]["line"] == (
+        "stop | node01 | c/run-003 (run_uid 0123456789abcdef, its play (pid 7 on ctl) is gone) | server: %s | brought "
+        "into the run: %s; changed after the last write of the play (the interrupt): %s" % (
+            plan[0]["server"][0], ", ".join(plan[0]["parts"]), ", ".join(plan[0]["after_interrupt"])))
+    assert r.salvage_plan([dict(found[0], files=[])], stops, "/r", "node01")[0]["line"].endswith(
+        "| nothing of it on this host")
     # nothing of the run's lease on the host: said so
     assert "no lease of it" in r.salvage_plan(found, [{"cleaned": []}], "/r", "node01")[0]["server"][0]
     # no lease left, but the supervisor's record of the stop is among the files: stopped before this play, said so

@@ -249,3 +249,27 @@ def test_a_server_that_ran_in_a_container_brings_its_record_and_its_log():
     assert {"src": "/h/logs/container.log", "part": "logs/container.log"} in part["files"]
     plain = _attempt.host_parts("n1", step, is_head=True, rank=0, argv=["vllm"], started={"pid": 7}, host_dir="/h")
     assert plain["server"]["container"] is None and len(plain["files"]) == 2
+
+
+def test_exchanges_are_one_per_send_with_the_request_and_the_log_window():
+    req = {"label": "request", "route": "/v1/completions", "body": {"prompt": "Hi", "max_tokens": 4}, "repeat": 2}
+    sent = [{"item": 1, "request": {"url": "http://127.0.0.1:8000/v1/completions"}, "ok": True, "statuses": [200],
+             "latencies": [0.12], "errors": [], "wall_s": 0.13, "responses": [{"status": 200, "body": {"id": "a"}}],
+             "log_slice": {"start_offset": 10, "end_offset": 42, "text": "INFO POST /v1/completions 200\n"}},
+            # a send that never got an answer: no log slice, nothing but the error
+            {"item": 2, "ok": False, "errors": ["timed out"], "log_slice": None}]
+    first, second = _attempt.exchanges(req, sent)
+    assert first == {"label": "request", "index": 1, "route": "/v1/completions", "method": "POST",
+                     "body": req["body"], "request": sent[0]["request"], "ok": True, "statuses": [200],
+                     "latencies": [0.12], "errors": [], "wall_s": 0.13, "responses": sent[0]["responses"],
+                     "log_window": {"start_offset": 10, "end_offset": 42},
+                     "log_text": "INFO POST /v1/completions 200\n", "skipped": False}
+    assert (second["index"], second["ok"], second["statuses"], second["errors"], second["wall_s"]) == \
+        (2, False, [], ["timed out"], None)
+    assert second["log_window"] == {"start_offset": None, "end_offset": None} and second["log_text"] == ""
+    # a GET (/metrics) has no body
+    metrics = _attempt.exchanges({"label": "metrics-before", "method": "GET", "route": "/metrics"}, [{"item": 1}])
+    assert metrics[0]["method"] == "GET" and metrics[0]["body"] is None and metrics[0]["request"] == {}
+    assert _attempt.exchanges(req, []) == []
+    with pytest.raises(_attempt.AttemptCloseError, match="the request must be a mapping"):
+        _attempt.exchanges(["request"], sent)

@@ -276,6 +276,24 @@ def test_prefix_cache_evidence_fails_when_the_block_size_is_wrong_for_the_platfo
     assert ev["reasons"] == ["the shared prefix hit 256 tokens, less than one block of 512"]
 
 
+def test_step_checkpoint_is_what_the_steps_checks_ask_for():
+    seq = _seq_exchanges()
+    # no checks: nothing was checked
+    assert j.step_checkpoint({"checks": []}, seq) is None
+    # the prefix_cache check: the evidence, with the step's block size
+    step = {"checks": ["prefix_cache"], "prefix": {"block_size": 512}, "request": {"body": {"max_tokens": 8}}}
+    assert j.step_checkpoint(step, seq) == j.prefix_cache_evidence(seq, 512)
+    # a layer's checks: its observation against the request's max_tokens and its prompt_over
+    answers = [_exchange("request", _answers("prefix_cache_responses.json"))]
+    step = {"checks": ["completion_tokens", "prompt_over"], "request": {"body": {"max_tokens": 8}}, "prompt_over": 300}
+    obs = j.step_checkpoint(step, answers)
+    assert obs == j.layer_observation(answers, ["completion_tokens", "prompt_over"], max_tokens=8, prompt_over=300)
+    assert obs["expectation_met"] is True
+    step = dict(step, request={"body": {}})
+    assert j.step_checkpoint(step, answers)["results"]["completion_tokens"] == j.layer_observation(
+        answers, ["completion_tokens"], max_tokens=None)["results"]["completion_tokens"]
+
+
 def test_prefix_cache_evidence_without_the_counters():
     ex = [e for e in _seq_exchanges() if not e["label"].startswith("metrics")]
     ev = j.prefix_cache_evidence(ex, 128)
