@@ -133,7 +133,8 @@ def decision_plan(value, purpose, run_b=None, case_id=None, profile=None, profil
     """What the decide role records and says for a ``summary`` (``value``: the case folder; score.json and
     isolation.json) or a ``diff`` (``value`` and ``run_b``: the two runs; diff.json and diff.md): ``parts`` and
     ``sections`` of the decisions run, ``made_from`` (the runs they read), the console's lines (a summary's
-    ``score_lines`` and ``isolation_lines``, a diff's ``lines``) and closing ``line``, and ``decision`` -
+    ``score_lines`` and ``isolation_lines``, a diff's ``lines`` and the ``diff`` itself, what replay.yml reads) and
+    closing ``line``, and ``decision`` -
     repro_vllm_decision with ``run`` none (the run the open makes after this)."""
     if purpose == "summary":
         score = baseline_score(value, profile=profile, memory_in_use_mib=memory_in_use_mib, profile_file=profile_file)
@@ -152,7 +153,7 @@ def decision_plan(value, purpose, run_b=None, case_id=None, profile=None, profil
         diff = run_diff(value, run_b, host_map=host_map, records_root=records_root, case_id=case_id, facts=facts)
         report = decision_report(diff, "diff")
         return {"parts": [{"part": "diff.json", "json": diff}, {"part": "diff.md", "content": report["markdown"]}],
-                "sections": [report["markdown"]], "made_from": [diff["a"], diff["b"]], "lines": report["lines"],
+                "sections": [report["markdown"]], "made_from": [diff["a"], diff["b"]], "lines": report["lines"], "diff": diff,
                 "line": "diff | %s" % diff["summary"],
                 "decision": {"case_id": case_id, "purpose": "diff", "run": None, "runs": [diff["a"], diff["b"]],
                              "variables": diff["variables"], "ambiguous": diff["ambiguous"]}}

@@ -91,6 +91,7 @@ def test_decision_plan_of_a_summary_and_a_diff(tmp_path):
     assert (plan["sections"], plan["lines"]) == ([md], decision_report(diff, "diff")["lines"])
     assert plan["made_from"] == [diff["a"], diff["b"]] == ["cpu-ok/run-002", "cpu-ok/run-004"]
     assert plan["line"] == "diff | " + diff["summary"]
+    assert plan["diff"] == diff  # replay.yml reads what is not the same here from it
     assert plan["decision"] == {"case_id": "cpu-ok", "purpose": "diff", "run": None, "runs": plan["made_from"],
                                 "variables": diff["variables"], "ambiguous": diff["ambiguous"]}
     with pytest.raises(AnsibleFilterError, match="summary or diff"):
