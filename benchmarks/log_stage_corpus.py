@@ -30,8 +30,12 @@ Beside the three figures: how often the classifier answers ``unknown`` or ``none
 ``issue35d``: c384-c408; ``issue35e``: c414-c444; ``issue35f``: c459-c487; ``issue35g``: c488-c519; ``issue35h``: c520-c549) or
 the ones before the first batch (``before``).
 
-usage: python benchmarks/log_stage_corpus.py [--corpus DIR] [--split dev|test|all] [--batch all|before|issue35|...|issue35h]
-                                             [--json out.json] [--verbose] [--confusion]
+``--labels paste`` scores the cases a blind audit looked at (``paste_stage``, ``paste_error_class``, ``paste_note``
+in index.json; see the corpus README) against what their paste alone shows instead of their gatherer's label: the
+two differ where an excerpt ends before its exception and the gatherer took the stage or class from the thread.
+
+usage: python benchmarks/log_stage_corpus.py [--corpus DIR] [--split dev|test|all] [--batch all|before|issue35|...|issue35k]
+                                             [--labels thread|paste] [--json out.json] [--verbose] [--confusion]
 
 Adding a case is one step (``--add``): the log is copied verbatim into ``cases/``, its label and provenance go to
 ``index.json`` (a public paste: ``--url`` and ``--comment``; a capture of this project, e.g. a failure frozen on
@@ -105,10 +109,12 @@ def naive(text):
 
 # --- scoring --------------------------------------------------------------------------------------------------
 
-def load(corpus=CORPUS, split="all", batch="all"):
+def load(corpus=CORPUS, split="all", batch="all", labels="thread"):
     """The corpus index (a dict with ``cases``), each case with its text read in as ``text``; ``split`` keeps only
     the cases of that split (``dev`` / ``test``; ``all`` keeps every case); ``batch`` keeps the cases of one batch
-    (a case's ``batch`` key, e.g. ``issue35``) or ``before`` the ones without a batch key."""
+    (a case's ``batch`` key, e.g. ``issue35``) or ``before`` the ones without a batch key. ``labels="paste"`` scores
+    an audited case against what its paste alone shows (``paste_stage``, ``paste_error_class``; a null class leaves
+    the case out of the class figure) instead of its gatherer's label."""
     with open(os.path.join(corpus, "index.json"), encoding="utf-8") as fh:
         index = json.load(fh)
     if split != "all":
@@ -118,6 +124,8 @@ def load(corpus=CORPUS, split="all", batch="all"):
     elif batch != "all":
         index["cases"] = [c for c in index["cases"] if c.get("batch") == batch]
     for case in index["cases"]:
+        if labels == "paste" and "paste_stage" in case:
+            case["stage"], case["error_class"] = case["paste_stage"], case["paste_error_class"]
         with open(os.path.join(corpus, case["file"]), "rb") as fh:
             case["text"] = fh.read().decode("utf-8", "replace")
     return index
@@ -141,6 +149,7 @@ def score(index):
     """Per-case results and the totals for the classifier and the naive baseline."""
     rows = []
     totals = {"classifier": [0, 0, 0], "naive": [0, 0, 0], "always_request": [0, 0, 0]}
+    counted = [0, 0, 0]  # cases each figure is taken over (a case whose paste shows no class has no class label)
     confidence = {}
     unplaced = [0, 0]
     for case in index["cases"]:
@@ -156,15 +165,18 @@ def score(index):
             cell = confidence.setdefault(ans["confidence"], [0, 0])
             cell[0] += 1 if got[0] == case["stage"] else 0
             cell[1] += 1
+        has_class = case["error_class"] is not None or "paste_stage" not in case
+        for i, take in enumerate((True, has_class, True)):
+            counted[i] += 1 if take else 0
         for name, ans in (("classifier", got), ("naive", base), ("always_request", ("request", None, None))):
-            ok = [ans[0] == case["stage"], ans[1] == case["error_class"], ans[2] in case["lines"]]
+            ok = [ans[0] == case["stage"], ans[1] == case["error_class"] if has_class else None, ans[2] in case["lines"]]
             row[name + "_ok"] = ok
             for i, hit in enumerate(ok):
                 totals[name][i] += 1 if hit else 0
         rows.append(row)
-    n = len(rows) or 1
-    summary = dict((name, {"stage": t[0] / n, "class": t[1] / n, "line": t[2] / n, "hits": t, "cases": len(rows)})
-                   for name, t in totals.items())
+    den = [c or 1 for c in counted]
+    summary = dict((name, {"stage": t[0] / den[0], "class": t[1] / den[1], "line": t[2] / den[2], "hits": t,
+                           "cases": len(rows), "counted": counted}) for name, t in totals.items())
     # unplaced: [answered unknown/none, cases labelled with a stage]; confidence: {level: [right stage, answers]}
     summary["classifier"].update({"unplaced": unplaced, "confidence": confidence})
     return rows, summary
@@ -240,6 +252,8 @@ def main(argv=None):
     ap.add_argument("--split", choices=("dev", "test", "all"), default="all", help="score only this split")
     ap.add_argument("--confusion", action="store_true", help="print the stage confusion table")
     ap.add_argument("--batch", default="all", help="score one batch (issue35, issue35b, ..., issue35k) or the cases without a batch (before)")
+    ap.add_argument("--labels", choices=("thread", "paste"), default="thread",
+                    help="score audited cases against what the paste alone shows (paste_stage/paste_error_class)")
     ap.add_argument("--add", metavar="LOG", help="add this log as a case (see the module doc) instead of scoring")
     ap.add_argument("--stage")
     ap.add_argument("--error-class")
@@ -258,17 +272,19 @@ def main(argv=None):
                          args.cause_stage, args.slug)
         print("added %s (%s split)" % (entry["id"], entry["split"]))
         return 0
-    index = load(args.corpus, args.split, args.batch)
+    index = load(args.corpus, args.split, args.batch, args.labels)
     rows, summary = score(index)
     for row in rows:
-        miss = not all(row["classifier_ok"])
+        miss = False in row["classifier_ok"]
         if miss or args.verbose:
             lab, got = row["label"], row["classifier"]
             print("%s %-48s label %s/%s/%s got %s/%s/%s (%s)" % (
                 "MISS" if miss else "ok  ", row["id"], lab[0], lab[1], ",".join(str(x) for x in lab[2]),
                 got[0], got[1], got[2], got[3]))
     n = summary["classifier"]["cases"]
-    print("\n%d cases (split: %s, batch: %s)" % (n, args.split, args.batch))
+    print("\n%d cases (split: %s, batch: %s, labels: %s%s)" % (
+        n, args.split, args.batch, args.labels, "" if summary["classifier"]["counted"][1] == n
+        else "; class over the %d whose paste shows one" % summary["classifier"]["counted"][1]))
     print("%-15s %8s %8s %8s" % ("", "stage", "class", "line"))
     for name in ("classifier", "naive", "always_request"):
         s = summary[name]

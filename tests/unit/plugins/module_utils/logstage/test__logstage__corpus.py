@@ -153,3 +153,31 @@ def test_adding_a_dev_case_is_one_step(tmp_path):
     with pytest.raises(SystemExit):
         mod.main(["--corpus", corpus, "--add", capture, "--capture", "--comment", "x", "--stage", "nowhere",
                   "--error-class", "other", "--lines", "1", "--why", "x"])
+
+
+def test_paste_labels_score_what_the_paste_shows(tmp_path):
+    """--labels paste scores an audited case against paste_stage/paste_error_class; a null paste class leaves the
+    case out of the class figure only; the gatherer's labels stay the default."""
+    import shutil
+    mod = _scorer()
+    corpus = str(tmp_path / "corpus")
+    shutil.copytree(CORPUS, corpus)
+    path = os.path.join(corpus, "index.json")
+    with open(path, encoding="utf-8") as fh:
+        index = json.load(fh)
+    dev = [c for c in index["cases"] if c["split"] == "dev"][:2]
+    keep = set(c["id"] for c in dev)
+    index["cases"] = [c for c in index["cases"] if c["id"] in keep]
+    got = [mod.classify(mod.load(CORPUS, "dev")["cases"][i]["text"]) for i in range(2)]
+    # the first: the audit says another stage than the classifier's and no class; the second: the classifier's own
+    dev[0].update(paste_stage="unknown" if got[0][0] != "unknown" else "config", paste_error_class=None, paste_note="x")
+    dev[1].update(paste_stage=got[1][0], paste_error_class=got[1][1], paste_note="x")
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(index, fh)
+    thread_rows, thread = mod.score(mod.load(corpus, "dev"))
+    assert thread["classifier"]["counted"] == [2, 2, 2]
+    rows, paste = mod.score(mod.load(corpus, "dev", labels="paste"))
+    assert paste["classifier"]["counted"] == [2, 1, 2]
+    assert rows[0]["classifier_ok"][:2] == [False, None] and rows[1]["classifier_ok"][:2] == [True, True]
+    assert paste["classifier"]["hits"][:2] == [1, 1] and paste["classifier"]["class"] == 1.0
+    assert mod.main(["--corpus", corpus, "--split", "dev", "--labels", "paste"]) == 0
