@@ -82,6 +82,10 @@ def test_index_is_complete_and_labels_are_in_the_vocabulary():
         assert c["split"] in SPLITS, c["id"]
         assert c["stage"] in ANSWER_STAGES and c["error_class"] in ERROR_CLASSES, c["id"]
         assert c["cause_stage"] is None or (c["cause_stage"] in ANSWER_STAGES[:8] and c["cause_stage"] != c["stage"]), c["id"]
+        if "paste_stage" in c:
+            # the blind audit of what the paste alone shows (README): a test case, in the vocabulary, with its reason
+            assert c["split"] == "test" and c["paste_stage"] in ANSWER_STAGES and c["paste_note"], c["id"]
+            assert c["paste_error_class"] is None or c["paste_error_class"] in ERROR_CLASSES, c["id"]
         if c.get("capture"):
             # a capture of this project (added with log_stage_corpus.py --add --capture): its fixture exists
             assert os.path.isfile(os.path.join(ROOT, c["capture"])) and c["comment"] and c["split"] == "dev", c["id"]
