@@ -320,6 +320,11 @@ def unexpanded(values):
     return [v for v in values if isinstance(v, str) and _SHELL_RE.search(v)]
 
 
+def host_logs(run, host):
+    """The ``.log`` files of one host in a run (relative to ``hosts/<host>/``)."""
+    return [rel for rel in (run["hosts"].get(host) or {}).get("logs") or [] if rel.endswith(".log")]
+
+
 def read_log_tail(run, host, rel, limit=LOG_READ_LIMIT):
     """The text of one host log (the first ``limit`` bytes), or '' when absent."""
     path = os.path.join(run["path"], "hosts", host, rel)
