@@ -295,7 +295,7 @@ class ActionModule(ActionBase):
         metadata = dict(p["metadata"] or {})
         metadata.update(closing.metadata)
         frozen, error = _runtask.run_task(dict(p, state="freeze", parts=list(p["parts"] or []) + judge_part + audit_parts + closing.parts,
-                                              status=closing.status, metadata=metadata, verify=True))
+                                               status=closing.status, metadata=metadata, verify=True))
         out.update(frozen)
         if error:
             return dict(out, failed=True, msg=error)

@@ -23,7 +23,6 @@ Controller side; Python standard library only.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -38,8 +37,8 @@ from ansible_collections.repro.vllm.plugins.module_utils.handoff._handoff import
 from ansible_collections.repro.vllm.plugins.module_utils.ladder._ladder import attempt_text, build_step
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import MASK
 from ansible_collections.repro.vllm.plugins.module_utils.record._record import (
-    DEFAULT_ROOT, MANIFEST, RecordError, _make_read_only, describe_problems, resolve_root, run_id_for, run_numbers,
-    validate_case_id, verify)
+    DEFAULT_ROOT, MANIFEST, RecordError, _make_read_only, describe_problems, hash_file, resolve_root, run_id_for,
+    run_numbers, validate_case_id, verify)
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import MARKER_RE
 
 VERDICTS = ("reproduced", "different", "not_reproduced")
@@ -54,19 +53,11 @@ class ReplayError(Exception):
     """A package that cannot be replayed; the message names the file and the fix."""
 
 
-def _sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1024 * 1024), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def check_sha256(package):
     """(sha256 of the package, True/False when a ``<name>.sha256`` lies beside it, None when none does).
 
     Raises ReplayError naming the package when the file beside it names another digest."""
-    digest = _sha256(package)
+    digest = hash_file(package)[1]
     side = package + ".sha256"
     if not os.path.isfile(side):
         return digest, None
