@@ -14,7 +14,7 @@ import pytest
 from ansible_collections.repro.vllm.plugins.action import job_result
 from ansible_collections.repro.vllm.plugins.action import run_record as action
 from ansible_collections.repro.vllm.plugins.plugin_utils.close import _attempt, _runclose
-from ansible_collections.repro.vllm.plugins.module_utils.record import _record, _runtask
+from ansible_collections.repro.vllm.plugins.module_utils.record import _record
 from ansible_collections.repro.vllm.plugins.plugin_utils.close._fleet import host_summary
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import scan_secrets
 
@@ -180,11 +180,6 @@ def test_inputs_a_kind_does_not_take_are_refused_naming_those_it_takes(tmp_path)
     assert not _record.is_frozen(path)
     with pytest.raises(_runclose.CloseError):
         _runclose.decide("nosuch", path, {})
-
-
-def test_close_is_refused_by_the_module_on_a_node():
-    out, error = _runtask.run_task({"state": "close", "path": "/x", "kind": "fleet"})
-    assert out == {} and error.startswith("state=close runs on the controller only")
 
 
 def test_decisions_runs_close_ok_with_their_parts(tmp_path):
