@@ -518,15 +518,16 @@ def collect_facts(case_id, runs, verdict=None):
         return {"argv": view["argv"], "shell": quote_argv(view["argv"]), "run": run["run"],
                 "source": view["sources"].get("command")}
     first_cmd = _per_host(answering, command)
-    failed = focus is not None and verdict["verdict"] not in ("healthy", "refused", "incomplete")
-    items["command"] = ({"value": "per host", "hosts": first_cmd, "run": focus["run"] if focus is not None else None,
-                         "failed": failed, "production": _production_item(attempts)} if first_cmd else
-                        dict(_unknown("start the server through playbooks/reproduce.yml (command.json records the argv "
-                                      "as started), or paste the production command"),
-                             production=_production_item(attempts)))
-    if not first_cmd and verdict["verdict"] == "boundary":
-        items["command"] = {"value": "not applicable", "production": _production_item(attempts),
+    if first_cmd:
+        items["command"] = {"value": "per host", "hosts": first_cmd, "run": focus["run"] if focus is not None else None,
+                            "failed": focus is not None and verdict["verdict"] not in ("healthy", "refused", "incomplete")}
+    elif verdict["verdict"] == "boundary":
+        items["command"] = {"value": "not applicable",
                             "note": "the method stopped at the compatibility boundary: no server was started"}
+    else:
+        items["command"] = _unknown("start the server through playbooks/reproduce.yml (command.json records the argv "
+                                    "as started), or paste the production command")
+    items["command"]["production"] = _production_item(attempts)
 
     # the production environment's names the minimal command kept (minimal_derivation: env, secret_env)
     derived = _derivation(attempts)[2] or {}

@@ -176,10 +176,7 @@ def unpack(package, records_root=None, stamp=None, check_mode=False):
             _make_read_only(os.path.join(case_dir, rid))
         os.rmdir(os.path.join(staging, "runs"))
         os.rename(staging, os.path.join(case_dir, PACKAGE_DIR))
-        summary_path = os.path.join(case_dir, PACKAGE_DIR, "summary.json")
-        if os.path.isfile(summary_path):
-            with open(summary_path, "rb") as f:
-                result["summary"] = json.loads(f.read().decode("utf-8"))
+        result["summary"] = _summary_of(os.path.join(case_dir, PACKAGE_DIR))
         _make_read_only(os.path.join(case_dir, PACKAGE_DIR))
         origin = {"package": result["package"]["name"], "sha256": digest,
                   "sha256_file_checked": sha_checked, "original_case": original, "runs": run_ids,
@@ -197,15 +194,20 @@ def unpack(package, records_root=None, stamp=None, check_mode=False):
 PROFILE_TEXT_MAX = 256 * 1024
 
 
+def _summary_of(folder):
+    """The package's summary.json in ``folder`` ({} when it has none)."""
+    path = os.path.join(folder, "summary.json")
+    if not os.path.isfile(path):
+        return {}
+    with open(path, "rb") as f:
+        return json.loads(f.read().decode("utf-8"))
+
+
 def _read_package(folder, runs_dir, run_ids, profile_members):
     """What a checked (not unpacked) package says before anything is written: its summary.json, the text of its
     ``profile/<file>`` (None when there is none or it is over PROFILE_TEXT_MAX bytes), the attempt to replay (its
     paths None: the scratch folder they pointed into is removed) and the profile its manifest names."""
-    out = {"summary": {}, "profile_text": None}
-    summary_path = os.path.join(folder, "summary.json")
-    if os.path.isfile(summary_path):
-        with open(summary_path, "rb") as f:
-            out["summary"] = json.loads(f.read().decode("utf-8"))
+    out = {"summary": _summary_of(folder), "profile_text": None}
     if profile_members:
         path = os.path.join(folder, *profile_members[0].split("/"))
         if os.path.getsize(path) <= PROFILE_TEXT_MAX:

@@ -633,28 +633,22 @@ def resolve_part(run_dir, part):
     return target
 
 
+def _dirs_below(run_dir, dirpath):
+    """Every directory from ``run_dir`` (excluded) down to ``dirpath`` (included), outermost first."""
+    rel = os.path.relpath(dirpath, run_dir)
+    comps = [] if rel == "." else rel.split(os.sep)
+    return [os.path.join(run_dir, *comps[:i]) for i in range(1, len(comps) + 1)]
+
+
 def frozen_subrecord(run_dir, target):
     """The first directory between ``run_dir`` (excluded) and ``target``'s parent that holds a
     manifest.json (a nested record such as a fetched ``hosts/<host>/``), or None."""
-    rel = os.path.relpath(os.path.dirname(target), run_dir)
-    if rel == ".":
-        return None
-    cur = run_dir
-    for c in rel.split(os.sep):
-        cur = os.path.join(cur, c)
-        if is_frozen(cur):
-            return cur
-    return None
+    return next((d for d in _dirs_below(run_dir, os.path.dirname(target)) if is_frozen(d)), None)
 
 
 def _makedirs(run_dir, dirpath):
     """Create ``dirpath`` (inside ``run_dir``) and missing parents with mode 0700."""
-    rel = os.path.relpath(dirpath, run_dir)
-    if rel == ".":
-        return
-    cur = run_dir
-    for c in rel.split(os.sep):
-        cur = os.path.join(cur, c)
+    for cur in _dirs_below(run_dir, dirpath):
         try:
             os.mkdir(cur, DIR_MODE)
             os.chmod(cur, DIR_MODE)
