@@ -68,8 +68,8 @@ def test_a_changed_frozen_run_fails_verify_unless_told_to_report_only(tmp_path):
     assert error is None and not out["ok"]
 
 
-@pytest.mark.parametrize("kind,hosts,on_hosts", [("fingerprint", None, False), ("attempt", ["n1", "n2"], True),
-                                                  ("summary", None, False)])
+@pytest.mark.parametrize("kind,hosts,on_hosts", [
+    ("fingerprint", None, False), ("attempt", ["n1", "n2"], True), ("summary", None, False)])
 def test_the_kind_shapes_the_open(kind, hosts, on_hosts):
     args = {"state": "create", "kind": kind, "targets": "all", "remote_root": "/srv/r", "lease_dir": "/srv/l"}
     if hosts:
