@@ -62,7 +62,5 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         _valid, args = self.validate_argument_spec(argument_spec=ARGSPEC)
-        result.update(hand_on(args["purpose"], args["case_id"], runs=args["runs"], job_runs=args["job_runs"],
-                              fields=args["fields"], package=args["package"], records_root=args["records_root"],
-                              sink=args["sink"], sink_error=args["sink_error"]), changed=False)
+        result.update(hand_on(**args), changed=False)  # ARGSPEC is hand_on's own keyword arguments
         return result

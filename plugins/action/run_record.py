@@ -25,7 +25,7 @@ frozen without it and fails the task after the freeze).
 
 Where the task's connection is local and nothing is become (the controller-side steps of every run: create,
 write fleet.json and notes.md, freeze, verify, all ``delegate_to: localhost``), the action does the state in this
-process with the module's own argument spec and code (``_record.run_task``) instead of shipping the module and
+process with the module's own argument spec and code (``_runtask.run_task``) instead of shipping the module and
 starting a Python for it: the same files, results and errors, without a module execution per step.  Any other
 connection (a managed node, or ``become``) runs the module there as before.
 """
@@ -47,7 +47,7 @@ from ansible_collections.repro.vllm.plugins.action.job_result import hand_on
 from ansible_collections.repro.vllm.plugins.filter.decisions import decision_report, fleet_audit
 from ansible_collections.repro.vllm.plugins.plugin_utils.close import _closing, _exitrule, _runclose
 from ansible_collections.repro.vllm.plugins.module_utils.compat import _compat
-from ansible_collections.repro.vllm.plugins.module_utils.record import _record
+from ansible_collections.repro.vllm.plugins.module_utils.record import _record, _runtask
 from ansible_collections.repro.vllm.plugins.plugin_utils.play import _targets
 
 
@@ -60,9 +60,9 @@ class ActionModule(ActionBase):
         gate_console = []
         nodes = None
         if args.get("state") == "create":
-            # the kind of run (_record.OPEN_KINDS) shapes the open: its purpose, its hosts, whether it lives on them
+            # the kind of run (_runtask.OPEN_KINDS) shapes the open: its purpose, its hosts, whether it lives on them
             try:
-                args = _record.open_args(args)
+                args = _runtask.open_args(args)
             except _record.RecordError as exc:
                 result.update(failed=True, msg=str(exc))
                 return result
@@ -209,7 +209,7 @@ class ActionModule(ActionBase):
         missed = _targets.not_matched(args["hosts_pattern"], task_vars.get("groups") or {},
                                       play_hosts=task_vars.get("ansible_play_hosts_all"), limit=limit)
         if not args.get("hosts"):
-            msg = _record.no_hosts_message(args["hosts_pattern"], limit)
+            msg = _runtask.no_hosts_message(args["hosts_pattern"], limit)
             if missed:
                 msg += "; named there and matching nothing: " + _targets.missed_names(missed, limit)
             return dict(failed=True, msg=msg, not_matched=missed, hosts=[])
@@ -220,8 +220,8 @@ class ActionModule(ActionBase):
 
     def _validated(self, args):
         """``(params, None)`` checked against the module's argument spec, or ``(None, failed result)``."""
-        validator = ArgumentSpecValidator(_record.ARGUMENT_SPEC, required_if=_record.REQUIRED_IF,
-                                          mutually_exclusive=_record.MUTUALLY_EXCLUSIVE)
+        validator = ArgumentSpecValidator(_runtask.ARGUMENT_SPEC, required_if=_runtask.REQUIRED_IF,
+                                          mutually_exclusive=_runtask.MUTUALLY_EXCLUSIVE)
         checked = validator.validate(args)
         if checked.errors.errors:
             # the first error, worded as AnsibleModule words it, naming this module
@@ -294,8 +294,8 @@ class ActionModule(ActionBase):
             return out
         metadata = dict(p["metadata"] or {})
         metadata.update(closing.metadata)
-        frozen, error = _record.run_task(dict(p, state="freeze", parts=list(p["parts"] or []) + judge_part + audit_parts + closing.parts,
-                                              status=closing.status, metadata=metadata, verify=True))
+        frozen, error = _runtask.run_task(dict(p, state="freeze", parts=list(p["parts"] or []) + judge_part + audit_parts + closing.parts,
+                                               status=closing.status, metadata=metadata, verify=True))
         out.update(frozen)
         if error:
             return dict(out, failed=True, msg=error)
@@ -367,7 +367,7 @@ class ActionModule(ActionBase):
         params, failed = self._validated(args)
         if failed:
             return failed
-        out, error = _record.run_task(params, check_mode=bool(self._task.check_mode))
+        out, error = _runtask.run_task(params, check_mode=bool(self._task.check_mode))
         if error:
             out = dict(out, failed=True, msg=error)
         return out

@@ -162,7 +162,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.repro.vllm.plugins.module_utils.record import _evidence
-from ansible_collections.repro.vllm.plugins.module_utils.handoff import _handoff
+from ansible_collections.repro.vllm.plugins.module_utils.handoff import _handoff, _summary_md
 from ansible_collections.repro.vllm.plugins.module_utils.record._record import DEFAULT_ROOT, RecordError, resolve_root
 
 
@@ -197,7 +197,7 @@ def main():
         res = _handoff.build_package(root, p["case_id"], runs=p["runs"] or None,
                                      profile_file=p["profile_file"], stamp=p["stamp"], check_mode=module.check_mode)
         items = res["summary"]["items"]
-        unknown = [{"item": key, "how": items[key].get("how")} for key, _label in _handoff.ITEMS
+        unknown = [{"item": key, "how": items[key].get("how")} for key, _label in _summary_md.ITEMS
                    if items[key].get("value") == "unknown"]
         module.exit_json(changed=True, package=res["path"], sha256=res["sha256"], sha256_path=res["sha256_path"],
                          runs=res["runs"], files_checked=res["files_checked"], members=res["members"],

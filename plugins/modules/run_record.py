@@ -196,7 +196,7 @@ options:
     default: false
   kind:
     description:
-      - With O(state=create), the kind of run opened (module_utils/record/_record.py C(OPEN_KINDS)) - V(fingerprint) and
+      - With O(state=create), the kind of run opened (module_utils/record/_runtask.py C(OPEN_KINDS)) - V(fingerprint) and
         V(audit) cover the hosts O(targets) match; V(attempt) and V(collective) cover O(hosts) (the step's nodes; the
         targets given are checked all the same) and live on them too (O(remote_root), default C(/var/tmp/repro-vllm),
         O(lease_dir)); V(summary), V(diff) and V(replay) are the controller's alone (no host, no targets). The kind
@@ -739,13 +739,13 @@ not_matched:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.repro.vllm.plugins.module_utils.record import _record
+from ansible_collections.repro.vllm.plugins.module_utils.record import _runtask
 
 
 def main():
-    module = AnsibleModule(argument_spec=_record.ARGUMENT_SPEC, required_if=_record.REQUIRED_IF,
-                           mutually_exclusive=_record.MUTUALLY_EXCLUSIVE, supports_check_mode=True)
-    result, error = _record.run_task(module.params, check_mode=module.check_mode)
+    module = AnsibleModule(argument_spec=_runtask.ARGUMENT_SPEC, required_if=_runtask.REQUIRED_IF,
+                           mutually_exclusive=_runtask.MUTUALLY_EXCLUSIVE, supports_check_mode=True)
+    result, error = _runtask.run_task(module.params, check_mode=module.check_mode)
     if error:
         module.fail_json(msg=error, **result)
     module.exit_json(**result)

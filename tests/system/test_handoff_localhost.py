@@ -23,7 +23,7 @@ from conftest import COLLECTIONS, ROOT, free_port, run_playbook
 
 if COLLECTIONS not in sys.path:  # the collection's own scanner and item list check the package
     sys.path.insert(0, COLLECTIONS)
-from ansible_collections.repro.vllm.plugins.module_utils.handoff._handoff import ITEMS  # noqa: E402
+from ansible_collections.repro.vllm.plugins.module_utils.handoff._summary_md import ITEMS  # noqa: E402
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import scan_secrets  # noqa: E402
 
 INVENTORY = os.path.join(ROOT, "inventories", "localhost")

@@ -1,9 +1,8 @@
 """The hand-off package: one deterministic ``tar.gz`` of a case's frozen runs an upstream maintainer can act on.
 
-Why one file (over 1,000 lines): the package's facts, pictures, ``summary.md`` and tar are one deterministic build
-(``build_package``) citing the same runs through the same helpers (``_cite``, ``_unknown``, the Markdown writers);
-the SVG drawing is already ``_svg.py``. The natural split (render / pack) waits for the one step chooser of issue 34
-item 4.
+Why one file (over 1,000 lines): the package's facts, pictures and tar are one deterministic build (``build_package``)
+citing the same runs through the same helpers; writing ``summary.md`` is ``_summary_md.py``, drawing the SVGs
+``_svg.py``.
 
 ``build_package(records_root, case_id, ...)`` (controller side, standard library only):
 
@@ -30,12 +29,10 @@ from __future__ import annotations
 
 import calendar
 import gzip
-import hashlib
 import io
 import json
 import os
 import re
-import shlex
 import tarfile
 import time
 
@@ -44,30 +41,14 @@ from ansible_collections.repro.vllm.plugins.module_utils.decide import _verdict
 from ansible_collections.repro.vllm.plugins.module_utils.record._record import (
     MANIFEST, RecordError, describe_problems, render_json, run_id_for, run_numbers, validate_case_id, verify)
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import redaction_markers, scan_secrets
-from ansible_collections.repro.vllm.plugins.module_utils.decide._score import first_error_stamp, score_markdown
+from ansible_collections.repro.vllm.plugins.module_utils.decide._score import first_error_stamp
 from ansible_collections.repro.vllm.plugins.module_utils.handoff._svg import line_chart, stage_grid
+from ansible_collections.repro.vllm.plugins.module_utils.handoff._summary_md import memory_mermaid, quote_argv, render_markdown
 
 SUMMARY_FORMAT = 2
 HANDOFF_DIR = "handoff"
 STAGES = ("environment", "config", "cuda_init", "distributed_init", "weight_loading", "engine_init", "api_ready",
           "request")
-ITEMS = (
-    ("host_driver", "Host driver"),
-    ("image", "Image digest"),
-    ("versions", "vLLM and runtime versions"),
-    ("gpus", "GPU count, names and visibility"),
-    ("command", "Full startup command"),
-    ("environment", "Relevant environment (redacted)"),
-    ("model", "Model revision or local weight identifier"),
-    ("request", "Fixed request body"),
-    ("first_exception", "First exception with timestamp"),
-    ("stage", "Stage classification"),
-    ("changes", "One-variable change table across runs"),
-    ("rollback", "Result after rollback"),
-    ("repeat", "Second clean run"),
-)
-MAX_LOG_EXCERPT_LINES = 80
-MAX_MEMORY_POINTS = 60
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.tar\.gz$")
 _SAFE_MEMBER_RE = re.compile(r"^[A-Za-z0-9._@+=,-][A-Za-z0-9._@+=,/ -]*$")
 _VERSION_RES = (
@@ -123,73 +104,30 @@ class HandoffError(Exception):
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-# who writes score.json and isolation.json: reproduce.yml's last play (the decide role, a summary run of the case);
-# playbooks/diff.yml writes diff.json and diff.md, not these
-SUMMARY_RUN_HOW = ("run playbooks/reproduce.yml on this case: its last play (\"Reproduce | baseline score and isolation "
-                   "decision\", the decide role) writes %s into a summary run of the case")
-
-
 def _unknown(how):
     return {"value": "unknown", "how": how}
 
 
-def _cite(run, host=None, part=None):
-    return _evidence.cite(run, host, part)
-
-
-def _read_text(path, limit=None):
+def _read_text(path):
     try:
         with open(path, "rb") as f:
-            data = f.read() if limit is None else f.read(limit)
+            return f.read().decode("utf-8", "replace")
     except OSError:
         return None
-    return data.decode("utf-8", "replace")
 
 
-def _parse_created(value):
-    if not isinstance(value, str):
-        return None
-    for fmt in ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%S"):
+def _unix(text, formats):
+    """``text`` (UTC) as Unix seconds by the first of ``formats`` it matches, else None."""
+    for fmt in formats:
         try:
-            return calendar.timegm(time.strptime(value, fmt))
-        except ValueError:
+            return calendar.timegm(time.strptime(text, fmt))
+        except (TypeError, ValueError):
             continue
     return None
 
 
 def _mib(value):
     return round(float(value) / (1024.0 * 1024.0), 1)
-
-
-def _quote_argv(argv):
-    return " ".join(shlex.quote(str(a)) if not str(a).startswith("<redacted") else str(a) for a in argv)
-
-
-def _md_cell(value):
-    text = "" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ").strip() or "-"
-
-
-def _md_table(header, rows):
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _col in header) + "|"]
-    for row in rows:
-        out.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
-    return "\n".join(out)
-
-
-def _fence(text, lang="text"):
-    ticks = "```"
-    while ticks in text:
-        ticks += "`"
-    return "%s%s\n%s\n%s" % (ticks, lang, text.rstrip("\n"), ticks)
-
-
-def _details(summary, body):
-    return "<details>\n<summary>%s</summary>\n\n%s\n\n</details>" % (summary, body)
-
-
-def _mermaid_label(text):
-    return re.sub(r"\s+", " ", re.sub(r"[\"<>{}\[\]()|#;`]", " ", str(text))).strip() or "-"
 
 
 # ------------------------------------------------------------------------------------------------ verification
@@ -227,21 +165,16 @@ def verify_runs(case_dir, run_ids):
 
 
 # ------------------------------------------------------------------------------------------------ facts
-def _host_logs(run, host):
-    entry = run["hosts"].get(host) or {}
-    return [rel for rel in entry.get("logs") or [] if rel.endswith(".log")]
-
-
 def _versions_from_logs(run, host):
     found = {}
-    for rel in _host_logs(run, host):
+    for rel in _evidence.host_logs(run, host):
         text = _evidence.read_log_tail(run, host, rel, limit=512 * 1024)
         for name, rx in _VERSION_RES:
             if name in found:
                 continue
             m = rx.search(text)
             if m:
-                found[name] = {"value": m.group(1).rstrip(",."), "source": _cite(run, host, rel)}
+                found[name] = {"value": m.group(1).rstrip(",."), "source": _evidence.cite(run, host, rel)}
     return found
 
 
@@ -294,7 +227,7 @@ def collect_env_item(runs):
                 continue
             if ce.get("status") == "ok" and ce.get("output"):
                 return {"value": ce["output"], "host": host, "python": ce.get("python"),
-                        "source": _cite(run, host, "collect_env.json")}
+                        "source": _evidence.cite(run, host, "collect_env.json")}
             why = "it did not run on %s (%s: %s)" % (host, ce.get("status"), ce.get("msg") or "no message")
     return _unknown("%s; run 'python -m vllm.collect_env' with the python beside the vllm binary of the command (or "
                     "inside the image) on the serving host and attach its output" % why)
@@ -315,26 +248,6 @@ def container_argv(run, host, argv=None):
     if "--entrypoint" not in args or not argv:
         return None
     return [str(ran.get("binary") or ran.get("runtime")), "run"] + args + [str(ran["run_ref"])] + [str(a) for a in argv[1:]]
-
-
-# where each variable of the server's environment came from (summary.json items.environment.hosts.<h>.from)
-ENV_SOURCES = {
-    "run": "set by the run",
-    "production": "the production environment (repro_vllm_production_env)",
-    "secret": "the secret environment (repro_vllm_secret_env)",
-    "inherited": "inherited",
-}
-
-
-def _production_env(attempts):
-    """``(plain, secret)`` names of the production environment the minimal command kept, from the play's minimal
-    run (command.json ``minimal_derivation``: ``env`` the kept variables, ``secret_env`` the secret ones)."""
-    for run in attempts:
-        for host in _evidence.run_hosts(run):
-            derived = ((run["hosts"].get(host) or {}).get("command.json") or {}).get("minimal_derivation")
-            if isinstance(derived, dict):
-                return set(derived.get("env") or {}), set(derived.get("secret_env") or {})
-    return set(), set()
 
 
 def env_sources(cmd, production=(set(), set())):
@@ -365,24 +278,27 @@ def _by_source(sources):
     return out
 
 
-def _host_item(runs, picker, how, prefer=None):
-    """Per host, the newest run's answer from ``picker(run, host, view)`` -> dict or None; runs holding the
-    ``prefer`` part for that host (the fingerprint) are asked first."""
+def _per_host(runs, picker):
+    """``{host: the first answer of picker(run, host, view)}`` over ``runs`` in order (a picker answers None when
+    the run does not tell)."""
     hosts = {}
+    for run in runs:
+        for host in _evidence.run_hosts(run):
+            if host not in hosts:
+                got = picker(run, host, _evidence.host_view(run, host))
+                if got:
+                    hosts[host] = got
+    return hosts
+
+
+def _host_item(runs, picker, how, prefer=None):
+    """Per host, the newest run's answer from ``picker``; runs holding the ``prefer`` part for that host (the
+    fingerprint) are asked first."""
     order = list(reversed(runs))
     if prefer:
-        order = [r for r in order if any(prefer in (r["hosts"].get(h) or {}) for h in r["hosts"])] + \
-            [r for r in order if not any(prefer in (r["hosts"].get(h) or {}) for h in r["hosts"])]
-    for run in order:
-        for host in _evidence.run_hosts(run):
-            if host in hosts:
-                continue
-            got = picker(run, host, _evidence.host_view(run, host))
-            if got:
-                hosts[host] = got
-    if not hosts:
-        return _unknown(how)
-    return {"value": "per host", "hosts": hosts}
+        order.sort(key=lambda r: not any(prefer in (r["hosts"].get(h) or {}) for h in r["hosts"]))
+    hosts = _per_host(order, picker)
+    return {"value": "per host", "hosts": hosts} if hosts else _unknown(how)
 
 
 def _focus_run(runs, verdict):
@@ -413,7 +329,7 @@ def _production_item(attempts):
         return {"value": "not applicable", "note": "no production command was given (repro_vllm_production_argv): "
                                                    "the minimal command was built from repro_vllm_model"}
     removed = der.get("removed") or {}
-    return {"value": "recorded", "run": run["run"], "host": host, "source": _cite(run, host, "command.json"),
+    return {"value": "recorded", "run": run["run"], "host": host, "source": _evidence.cite(run, host, "command.json"),
             "argv": der.get("production_argv"), "minimal_argv": der.get("argv"),
             "kept": [e.get("item") for e in der.get("kept") or [] if isinstance(e, dict)],
             "removed": {cat: [{"item": e.get("item"), "layer": e.get("layer"), "why": e.get("why")}
@@ -431,24 +347,19 @@ def _repeat_item(verdict, focus, attempts, play_runs):
                "healthy": "nothing failed: there is no failure to reproduce (healthy repeats are not counted)"}
         return {"value": "not applicable", "note": why.get(kind, "the case has no failed attempt to repeat (%s)" % kind)}
     runs = []
-    own = _evidence.declared_repeat(focus)
-    if own is not None:
-        # the failing run is itself the second clean run of an earlier play's run: it reproduced that failure or not
-        same = bool(own.get("same_stage")) and bool(own.get("same_error_class"))
-        stage, error_class, _ok = _evidence.attempt_result(focus)
-        runs.append({"run": focus["run"], "repeats": own["repeats"], "same_stage": own.get("same_stage"),
-                     "same_error_class": own.get("same_error_class"), "reproduced": same, "stage": stage,
-                     "error_class": error_class, "summary": own.get("summary"), "declared": True,
-                     "source": _cite(focus, None, "repeat.json")})
-    for run in play_runs:
-        rep = _evidence.declared_repeat(run, of=focus)
-        if rep is not None:
-            same = bool(rep.get("same_stage")) and bool(rep.get("same_error_class"))
-            stage, error_class, ok = _evidence.attempt_result(run)
-            runs.append({"run": run["run"], "repeats": focus["run"], "same_stage": rep.get("same_stage"),
-                         "same_error_class": rep.get("same_error_class"), "reproduced": same and not ok,
-                         "stage": stage, "error_class": error_class, "summary": rep.get("summary"),
-                         "declared": True, "source": _cite(run, None, "repeat.json")})
+    # declared repeats (repeat.json): the failing run itself repeating an earlier play's run (it reproduced that
+    # failure or not), then the runs of this play repeating the failing one (they reproduced it when they failed)
+    declared = [(focus, _evidence.declared_repeat(focus), False)]
+    declared += [(run, _evidence.declared_repeat(run, of=focus), True) for run in play_runs]
+    for run, rep, must_fail in declared:
+        if rep is None:
+            continue
+        same = bool(rep.get("same_stage")) and bool(rep.get("same_error_class"))
+        stage, error_class, ok = _evidence.attempt_result(run)
+        runs.append({"run": run["run"], "repeats": focus["run"] if must_fail else rep["repeats"],
+                     "same_stage": rep.get("same_stage"), "same_error_class": rep.get("same_error_class"),
+                     "reproduced": same and not (must_fail and ok), "stage": stage, "error_class": error_class,
+                     "summary": rep.get("summary"), "declared": True, "source": _evidence.cite(run, None, "repeat.json")})
     if not runs:
         key = _evidence.attempt_key(focus)
         want = _evidence.attempt_result(focus)
@@ -460,7 +371,7 @@ def _repeat_item(verdict, focus, attempts, play_runs):
                 runs.append({"run": run["run"], "repeats": focus["run"], "same_stage": got[0] == want[0],
                              "same_error_class": got[1] == want[1], "reproduced": got == want, "stage": got[0],
                              "error_class": got[1], "summary": run["parts"]["outcome.json"].get("summary"),
-                             "declared": False, "source": _cite(run, None, "outcome.json")})
+                             "declared": False, "source": _evidence.cite(run, None, "outcome.json")})
     if not runs:
         return {"value": "not tried", "failed_run": focus["run"],
                 "how": "run playbooks/reproduce.yml with repro_vllm_repeat_clean: true: a second clean run of the "
@@ -488,7 +399,7 @@ def _rollback_item(verdict, focus, play_runs):
             rows.append({"run": run["run"], "step": _step(run), "stage": stage, "error_class": error_class, "ok": ok,
                          "earlier_state_returned": outcome.get("earlier_state_returned"),
                          "rollback_of": outcome.get("rollback_of"), "summary": outcome.get("summary"),
-                         "source": _cite(run, None, "outcome.json")})
+                         "source": _evidence.cite(run, None, "outcome.json")})
     if detail.get("rollback") is None or not rows:
         return {"value": "unknown", "how": "no rollback run after %s: feature_layer rolls back after a failing layer; "
                                            "rerun the ladder (repro_vllm_ladder_until) past layer %s"
@@ -502,12 +413,10 @@ def _compatibility(play_runs):
         if isinstance(compat, dict):
             return {"profile": compat.get("profile"), "verdict": compat.get("verdict"), "run": run["run"],
                     "violations": [v for v in compat.get("violations") or [] if isinstance(v, dict)],
-                    "source": _cite(run, None, "compatibility.json")}
+                    "source": _evidence.cite(run, None, "compatibility.json")}
     return None
 
 
-# a redaction marker directly followed by punctuation (``<redacted>,``) reads as a value to the secret scan
-_MARKER_END_RE = re.compile(r"(<redacted(?::[a-z0-9_]+(?::[0-9a-f]{8,64})?)?>)(?=\S)")
 _ABS_RUN_RE = re.compile(r"(?<![\w.-])(?:/[^\s/`'\"|]+)*/(run-[0-9]{3,}/)")
 _REL_RUN_RE = re.compile(r"(?<![\w/.-])(run-[0-9]{3,}/)")
 
@@ -536,6 +445,7 @@ def collect_facts(case_id, runs, verdict=None):
     play_runs = [r for r in runs if r["run"] in play_ids] or list(runs)
     attempts = _attempts(play_runs)
     focus = _focus_run(play_runs, verdict)
+    answering = ([focus] if focus is not None else []) + attempts  # the failing (or last healthy) run first
     items = {}
 
     def driver(run, host, view):
@@ -603,45 +513,34 @@ def collect_facts(case_id, runs, verdict=None):
             return None
         ran = container_argv(run, host, view["argv"])
         if ran:  # the server ran in a container: what ran is the runtime's run of the image by digest
-            return {"argv": ran, "shell": _quote_argv(ran), "run": run["run"], "vllm_argv": view["argv"],
-                    "source": _cite(run, host, "server.json")}
-        return {"argv": view["argv"], "shell": _quote_argv(view["argv"]), "run": run["run"],
+            return {"argv": ran, "shell": quote_argv(ran), "run": run["run"], "vllm_argv": view["argv"],
+                    "source": _evidence.cite(run, host, "server.json")}
+        return {"argv": view["argv"], "shell": quote_argv(view["argv"]), "run": run["run"],
                 "source": view["sources"].get("command")}
-    first_cmd = {}
-    for run in ([focus] if focus is not None else []) + attempts:
-        for host in _evidence.run_hosts(run):
-            view = _evidence.host_view(run, host)
-            if view["argv"] and host not in first_cmd:
-                first_cmd[host] = command(run, host, view)
-    failed = focus is not None and verdict["verdict"] not in ("healthy", "refused", "incomplete")
-    items["command"] = ({"value": "per host", "hosts": first_cmd, "run": focus["run"] if focus is not None else None,
-                         "failed": failed, "production": _production_item(attempts)} if first_cmd else
-                        dict(_unknown("start the server through playbooks/reproduce.yml (command.json records the argv "
-                                      "as started), or paste the production command"),
-                             production=_production_item(attempts)))
-    if not first_cmd and verdict["verdict"] == "boundary":
-        items["command"] = {"value": "not applicable", "production": _production_item(attempts),
+    first_cmd = _per_host(answering, command)
+    if first_cmd:
+        items["command"] = {"value": "per host", "hosts": first_cmd, "run": focus["run"] if focus is not None else None,
+                            "failed": focus is not None and verdict["verdict"] not in ("healthy", "refused", "incomplete")}
+    elif verdict["verdict"] == "boundary":
+        items["command"] = {"value": "not applicable",
                             "note": "the method stopped at the compatibility boundary: no server was started"}
+    else:
+        items["command"] = _unknown("start the server through playbooks/reproduce.yml (command.json records the argv "
+                                    "as started), or paste the production command")
+    items["command"]["production"] = _production_item(attempts)
 
-    secret_names = set()
-
-    production = _production_env(attempts)
+    # the production environment's names the minimal command kept (minimal_derivation: env, secret_env)
+    derived = _derivation(attempts)[2] or {}
+    production = set(derived.get("env") or {}), set(derived.get("secret_env") or {})
 
     def environment(run, host, view):
-        cmd = ((run["hosts"].get(host) or {}).get("command.json") or {})
-        secret_names.update(cmd.get("secret_env_names") or [])
         if view["env"] is None:
             return None
+        cmd = (run["hosts"].get(host) or {}).get("command.json") or {}
         return {"set_by_run": view["env_set_by_run"], "inherited": view["inherited_env"],
                 "inherited_names": cmd.get("inherited_env_names") or [], "source": view["sources"].get("command"),
                 "from": _by_source(env_sources(cmd, production))}
-    env_hosts = {}
-    for run in ([focus] if focus is not None else []) + attempts:
-        for host in _evidence.run_hosts(run):
-            if host not in env_hosts:
-                got = environment(run, host, _evidence.host_view(run, host))
-                if got:
-                    env_hosts[host] = got
+    env_hosts = _per_host(answering, environment)
     if env_hosts:
         items["environment"] = {"value": "per host", "hosts": env_hosts}
     elif verdict["verdict"] == "boundary":
@@ -665,26 +564,26 @@ def collect_facts(case_id, runs, verdict=None):
         items["model"] = _unknown("the command names no model: give repro_vllm_model or the production command")
 
     request = None
-    for run in ([focus] if focus is not None else []) + attempts:
+    for run in answering:
         req = run["parts"].get("request.json")
         if req and req.get("body") is not None:
             request = {"route": req.get("route"), "body": req.get("body"), "timeout": req.get("timeout"),
                        "concurrency": req.get("concurrency"), "client": req.get("client"),
-                       "source": _cite(run, None, "request.json")}
+                       "source": _evidence.cite(run, None, "request.json")}
             break
     items["request"] = request and dict(request, value="recorded") or _unknown(
         "set repro_vllm_request_body (the saved body) and run playbooks/reproduce.yml; single_request replays it "
         "through one fixed client path")
 
     first = None
-    for run in ([focus] if focus is not None else []) + attempts:
+    for run in answering:
         stages = run["parts"].get("stages.json") or {}
         err = stages.get("first_error")
         if err:
             first = {"run": run["run"], "stage": stages.get("stage"), "error_class": stages.get("error_class"),
                      "line": err.get("line"), "timestamp": first_error_stamp(run, err), "node": err.get("node"),
                      "process": err.get("process"), "file": err.get("file"), "lineno": err.get("lineno"),
-                     "source": _cite(run, None, "stages.json")}
+                     "source": _evidence.cite(run, None, "stages.json")}
             break
     if first:
         items["first_exception"] = dict(first, value="found")
@@ -711,7 +610,7 @@ def collect_facts(case_id, runs, verdict=None):
         stage_rows.append({"run": run["run"], "step": _step(run), "stage": stage, "error_class": error_class,
                            "ok": ok, "stages_reached": stages.get("stages_reached") or [],
                            "consequences": len(stages.get("consequences") or []),
-                           "source": _cite(run, None, "stages.json")})
+                           "source": _evidence.cite(run, None, "stages.json")})
     items["stage"] = ({"value": "per run", "runs": stage_rows} if stage_rows else
                       _unknown("run playbooks/reproduce.yml; log_stage classifies every node's log"))
 
@@ -726,28 +625,26 @@ def collect_facts(case_id, runs, verdict=None):
                             "one_variable": diff.get("one_variable"),
                             "unexpected": diff.get("unexpected_variables") or diff.get("unexpected") or [],
                             "stage": stage, "error_class": error_class, "ok": ok,
-                            "source": _cite(run, None, "changes.json")})
+                            "source": _evidence.cite(run, None, "changes.json")})
     items["changes"] = ({"value": "per run", "runs": change_rows} if change_rows else
                         _unknown("run the ladder (repro_vllm_ladder_until=prefix_caching or later)"))
 
     items["rollback"] = _rollback_item(verdict, focus, play_runs)
     items["repeat"] = _repeat_item(verdict, focus, attempts, play_runs)
 
+    secret_names = set()
     score = isolation = None
     for run in reversed(runs):
         if score is None and run["parts"].get("score.json") is not None:
-            score = dict(run["parts"]["score.json"], source=_cite(run, None, "score.json"))
+            score = dict(run["parts"]["score.json"], source=_evidence.cite(run, None, "score.json"))
         if isolation is None and run["parts"].get("isolation.json") is not None:
-            isolation = dict(run["parts"]["isolation.json"], source=_cite(run, None, "isolation.json"))
+            isolation = dict(run["parts"]["isolation.json"], source=_evidence.cite(run, None, "isolation.json"))
 
     for run in attempts:
         for host in _evidence.run_hosts(run):
             cmd = ((run["hosts"].get(host) or {}).get("command.json") or {})
             secret_names.update(cmd.get("secret_env_names") or [])
-            for name, value in (cmd.get("env_set_by_run") or {}).items():
-                if isinstance(value, str) and value.startswith("<redacted"):
-                    secret_names.add(name)
-            for name, value in (cmd.get("env") or {}).items():
+            for name, value in list((cmd.get("env_set_by_run") or {}).items()) + list((cmd.get("env") or {}).items()):
                 if isinstance(value, str) and value.startswith("<redacted"):
                     secret_names.add(name)
             for i, arg in enumerate(cmd.get("argv") or []):
@@ -800,12 +697,10 @@ def timeline_rows(runs):
     """Rows of the stage grid: one per (attempt run, node); the first failure across the case is starred."""
     rows = []
     first_key = None
-    first_run = None
     for run in _attempts(runs):
         stages = run["parts"].get("stages.json") or {}
         err = stages.get("first_error") or {}
-        if err and first_run is None:
-            first_run = run["run"]
+        if err and first_key is None:
             first_key = (run["run"], err.get("node"))
         for node in stages.get("timeline") or []:
             reached = []
@@ -823,48 +718,15 @@ def timeline_rows(runs):
                          "run": run["run"], "node": node.get("node"), "reached": reached, "failed": failed,
                          "marks": node.get("stage_marks") or [], "note": note,
                          "failed_at": own.get("timestamp") if own else None,
-                         "first": False, "_key": (run["run"], node.get("node"))})
-    for row in rows:
-        row["first"] = first_key is not None and row["_key"] == first_key
-        del row["_key"]
+                         "first": (run["run"], node.get("node")) == first_key})
     return rows
-
-
-def timeline_mermaid(rows):
-    """A Mermaid flowchart: per run and node, the stages reached in order, the failing one red."""
-    out = ["flowchart LR"]
-    for i, row in enumerate(rows):
-        out.append('  subgraph r%d["%s"]' % (i, _mermaid_label(("* " if row["first"] else "") + row["label"])))
-        out.append("    direction LR")
-        ids = []
-        times = {}
-        for mark in row["marks"]:
-            times.setdefault(mark.get("stage"), mark.get("timestamp"))
-        if row["failed"] and row.get("failed_at"):
-            times[row["failed"]] = row["failed_at"]
-        for j, stage in enumerate(row["reached"]):
-            nid = "r%ds%d" % (i, j)
-            label = stage if not times.get(stage) else "%s %s" % (stage, times[stage])
-            if stage == row["failed"]:
-                label = "FAILED %s" % label
-            out.append('    %s["%s"]' % (nid, _mermaid_label(label)))
-            ids.append((nid, stage))
-        if len(ids) > 1:
-            out.append("    " + " --> ".join(n for n, _s in ids))
-        out.append("  end")
-        for nid, stage in ids:
-            if stage == row["failed"]:
-                out.append("  style %s fill:#f8d0d0,stroke:#d62728" % nid)
-    return "\n".join(out)
 
 
 def memory_series(run, host):
     """(series, marks, start) of one host's memory.jsonl in a run; times in seconds since the server start."""
-    path = os.path.join(run["path"], "hosts", host, "memory.jsonl")
-    text = _read_text(path)
+    text = _read_text(os.path.join(run["path"], "hosts", host, "memory.jsonl"))
     if text is None:
-        path = os.path.join(run["path"], "hosts", host, "logs", "memory.jsonl")
-        text = _read_text(path)
+        text = _read_text(os.path.join(run["path"], "hosts", host, "logs", "memory.jsonl"))
     if not text:
         return [], [], None
     samples = []
@@ -875,8 +737,7 @@ def memory_series(run, host):
             continue
         if isinstance(s, dict) and isinstance(s.get("t"), (int, float)):
             samples.append(s)
-    server = ((run["hosts"].get(host) or {}).get("server.json")) or _read_json(
-        os.path.join(run["path"], "hosts", host, "server.json")) or {}
+    server = (run["hosts"].get(host) or {}).get("server.json") or {}
     start = (server.get("start") or {}).get("started_at")
     t0 = start if isinstance(start, (int, float)) else (samples[0]["t"] if samples else None)
     if t0 is None:
@@ -895,7 +756,7 @@ def memory_series(run, host):
         marks.append({"x": float(ttr), "label": "ready"})
     for rel in sorted(run.get("files") or []):
         if rel.startswith("responses/") and rel.endswith(".json"):
-            resp = _read_json(os.path.join(run["path"], rel)) or {}
+            resp = _record.read_json_file(os.path.join(run["path"], rel)) or {}
             sent = _first_number(resp, ("sent_at", "started_at"))
             if sent is not None:
                 marks.append({"x": sent - t0, "label": "request " + os.path.basename(rel)[:-5]})
@@ -921,14 +782,8 @@ def _log_seconds(stamp):
     """vLLM's ``MM-DD HH:MM:SS`` (no year, host time) as seconds, only for differences within one log."""
     if not isinstance(stamp, str):
         return None
-    for fmt in ("%m-%d %H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"):
-        try:
-            parsed = time.strptime(("1972-" + stamp) if fmt == "%m-%d %H:%M:%S" else stamp[:19],
-                                   ("%Y-" + fmt) if fmt == "%m-%d %H:%M:%S" else fmt)
-        except ValueError:
-            continue
-        return calendar.timegm(parsed)
-    return None
+    got = _unix("1972-" + stamp, ("%Y-%m-%d %H:%M:%S",))
+    return got if got is not None else _unix(stamp[:19], ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"))
 
 
 def _log_mark_seconds(run, host, server, stage, ready_s=None):
@@ -961,43 +816,6 @@ def _first_number(data, keys):
     return None
 
 
-def _read_json(path):
-    text = _read_text(path)
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
-def _resample(points, limit=MAX_MEMORY_POINTS):
-    if len(points) <= limit:
-        return points
-    step = (len(points) - 1) / float(limit - 1)
-    return [points[int(round(i * step))] for i in range(limit)]
-
-
-def memory_mermaid(title, series):
-    """A Mermaid xychart (GitHub renders ``xychart-beta``): each series resampled to at most 60 points."""
-    usable = [s for s in series if s["points"]]
-    if not usable:
-        return None
-    base = _resample(usable[0]["points"])
-    xs = [p[0] for p in base]
-    out = ["xychart-beta", '  title "%s"' % _mermaid_label(title),
-           '  x-axis "seconds since start" [%s]' % ", ".join('"%s"' % int(round(x)) for x in xs),
-           '  y-axis "MiB"']
-    for s in usable:
-        pts = s["points"]
-        vals = []
-        for x in xs:  # nearest sample of this series to each x of the first one
-            best = min(pts, key=lambda p, x=x: abs(p[0] - x))
-            vals.append("%.1f" % best[1])
-        out.append("  line [%s]" % ", ".join(vals))
-    return "\n".join(out)
-
-
 def pictures(runs):
     """{'files': {relpath: svg text}, 'timeline_rows': [...], 'memory': [{run, host, series names, marks, mermaid, file}]}"""
     files = {}
@@ -1023,313 +841,6 @@ def pictures(runs):
 
 def _safe_name(text):
     return re.sub(r"[^A-Za-z0-9._-]", "_", str(text)) or "_"
-
-
-# ------------------------------------------------------------------------------------------------ summary.md
-def _item_md(key, item):
-    """Markdown body of one of the 13 items."""
-    if item.get("value") == "unknown" and key != "command":
-        return "**unknown** - how to get it: %s" % item.get("how")
-    if item.get("value") in ("not applicable", "none", "not tried") and key not in ("command",):
-        text = "**%s** - %s" % (item["value"], item.get("note") or item.get("how"))
-        return text if item["value"] != "not tried" else "Reproduced by a second clean run: " + text
-    lines = []
-    hosts = item.get("hosts")
-    if key == "host_driver":
-        lines.append(_md_table(["host", "driver", "kernel module", "CUDA (driver)", "OS", "kernel", "source"],
-                               [[h, v.get("driver") or "unknown", v.get("kernel_module") or "unknown",
-                                 v.get("cuda_driver") or "unknown", v.get("os") or "unknown", v.get("kernel") or "unknown",
-                                 v.get("source")] for h, v in sorted(hosts.items())]))
-    elif key == "image":
-        lines.append(_md_table(["host", "image", "digest", "run by digest", "source"],
-                               [[h, v.get("image"), v.get("digest") or "unknown (no container)", v.get("by_digest"),
-                                 v.get("source")] for h, v in sorted(hosts.items())]))
-    elif key == "versions":
-        rows = []
-        for h, v in sorted(hosts.items()):
-            for name in sorted(v):
-                rows.append([h, name, v[name]["value"], v[name]["source"]])
-            for name in ("vllm", "torch"):
-                if name not in v:
-                    rows.append([h, name, "unknown - run `python -m vllm.collect_env` in the serving environment (or "
-                                 "keep repro_vllm_collect_env on: reproduce.yml embeds it)", "-"])
-        lines.append(_md_table(["host", "component", "version", "source"], rows))
-        ce = item.get("collect_env") or {}
-        if ce.get("value") == "unknown":
-            lines.append("vLLM's `collect_env` output: **unknown** - how to get it: %s" % ce.get("how"))
-        elif ce.get("value"):
-            lines.append(_details("vLLM's `collect_env` output on %s (%s)" % (ce.get("host"), ce.get("source")),
-                                  _fence(ce["value"])))
-    elif key == "gpus":
-        lines.append(_md_table(["host", "count", "names", "CUDA_VISIBLE_DEVICES", "compute capability",
-                                "foreign processes", "source"],
-                               [[h, v.get("count"), v.get("names") or "none", v.get("visible_devices") or "(not set)",
-                                 v.get("compute_capability") or "-", len(v.get("foreign_processes") or []),
-                                 v.get("source")] for h, v in sorted(hosts.items())]))
-    elif key == "command":
-        if item.get("value") == "unknown":
-            lines.append("**unknown** - how to get it: %s" % item.get("how"))
-        elif item.get("value") == "not applicable":
-            lines.append("**not applicable** - %s" % item.get("note"))
-        for h, v in sorted((hosts or {}).items()):
-            what = "the command that failed, as started" if item.get("failed") else "the command as started"
-            if v.get("vllm_argv"):
-                what += " (the server in its container, by the image's digest)"
-            lines.append("`%s`, %s (%s, `%s`):\n\n%s" % (h, what, v["run"], v["source"], _fence(v["shell"], "bash")))
-        lines.append(_production_md(item.get("production") or {}))
-    elif key == "environment":
-        for h, v in sorted(hosts.items()):
-            origin = {name: source for source, names in (v.get("from") or {}).items() for name in names}
-            rows = [[k, val, ENV_SOURCES[origin.get(k, "run")]] for k, val in sorted((v.get("set_by_run") or {}).items())]
-            rows += [[k, val, ENV_SOURCES[origin.get(k, "inherited")]] for k, val in sorted((v.get("inherited") or {}).items())
-                     if k not in (v.get("set_by_run") or {})]
-            lines.append("`%s` (`%s`):\n\n%s" % (h, v["source"], _md_table(["variable", "value", "from"], rows)))
-    elif key == "model":
-        lines.append(_md_table(["host", "model", "revision", "local weights", "source"],
-                               [[h, v["model"], v["revision"] or "unknown", v["local"], v["source"]]
-                                for h, v in sorted(hosts.items())]))
-        if item.get("how"):
-            lines.append("Revision **unknown** - how to get it: %s" % item["how"])
-    elif key == "request":
-        lines.append("`%s %s` through %s, timeout %s s, concurrency %s (`%s`):" % (
-            "POST", item.get("route"), item.get("client"), item.get("timeout"), item.get("concurrency"), item["source"]))
-        lines.append(_fence(json.dumps(item.get("body"), indent=2, sort_keys=True), "json"))
-    elif key == "first_exception":
-        if item.get("value") == "none":
-            lines.append(item["note"])
-        else:
-            lines.append(_md_table(["run", "stage", "error class", "timestamp", "node", "process", "where"],
-                                   [[item["run"], item["stage"], item["error_class"], item.get("timestamp") or "unknown",
-                                     item.get("node"), item.get("process") or "-",
-                                     "%s:%s" % (item.get("file"), item.get("lineno"))]]))
-            lines.append(_fence(str(item.get("line") or ""), "text"))
-            if item.get("how"):
-                lines.append("Timestamp **unknown** - how to get it: %s" % item["how"])
-    elif key == "stage":
-        lines.append(_md_table(["run", "step", "stage", "error class", "result", "stages reached", "source"],
-                               [[r["run"], r["step"], r["stage"], r["error_class"] or "-",
-                                 "ok" if r["ok"] else "failed", " > ".join(r["stages_reached"]) or "-", r["source"]]
-                                for r in item["runs"]]))
-    elif key == "changes":
-        lines.append(_md_table(["run", "step", "after", "the one variable changed", "what differs (record_diff)",
-                                "one variable", "stage", "result"],
-                               [[r["run"], r["step"], r["previous"] or "-",
-                                 " ".join(str(c) for c in r["changed_variable"]) or "(baseline)",
-                                 "; ".join(r["differences"]) or "nothing", _one_variable(r), r["stage"],
-                                 "ok" if r["ok"] else "failed"]
-                                for r in item["runs"]]))
-    elif key == "rollback":
-        lines.append("Rollback: **%s**" % item["value"].replace("_", " "))
-        lines.append(_md_table(["run", "step", "stage", "error class", "result", "earlier state returned", "summary",
-                                "source"],
-                               [[r["run"], r["step"], r["stage"], r["error_class"] or "-",
-                                 "ok" if r["ok"] else "failed", r.get("earlier_state_returned"), r["summary"],
-                                 r["source"]] for r in item.get("runs") or []]))
-    elif key == "repeat":
-        lines.append("The failure of %s reproduced by a second clean run: **%s**" % (item.get("failed_run"), item["value"]))
-        lines.append(_md_table(["run", "repeats", "stage", "error class", "same stage", "same error class", "source"],
-                               [[r["run"], r["repeats"], r["stage"], r["error_class"] or "-", r["same_stage"],
-                                 r["same_error_class"], r["source"]] for r in item.get("runs") or []]))
-    return "\n\n".join(lines)
-
-
-def _production_md(prod):
-    """The production command beside the command that ran: its derivation (removed by category, unknown options)."""
-    if prod.get("value") != "recorded":
-        return "Production command: **%s** - %s" % (prod.get("value", "unknown"), prod.get("note") or prod.get("how"))
-    out = ["Production command: derived into the minimal command in %s (`%s`)." % (prod["run"], prod["source"])]
-    if prod.get("argv"):
-        out.append(_fence(_quote_argv(prod["argv"]), "bash"))
-    # one item a row, never quoted or followed by punctuation: a redaction marker stays a marker to the scan
-    rows = [["kept", k, "-", "part of the minimal command"] for k in prod.get("kept") or []]
-    for cat, entries in sorted((prod.get("removed") or {}).items()):
-        rows += [["removed: " + cat, e["item"], e.get("layer") or "-", e.get("why") or "-"] for e in entries]
-    out.append(_md_table(["derivation", "item", "ladder layer", "why"], rows))
-    if prod.get("unknown"):
-        out.append("Options this collection does not know (removed from the minimal command):")
-        out.append("\n".join("- %s" % u for u in prod["unknown"]))
-    for w in prod.get("warnings") or []:
-        if not str(w).startswith("options this collection does not know"):  # listed above, one a line
-            out.append("Warning: %s" % _MARKER_END_RE.sub(r"\1 ", str(w)))
-    return "\n\n".join(out)
-
-
-def _verdict_md(facts):
-    """The verdict paragraph: the sentence, its detail, the boundary's violations first, earlier plays below."""
-    d = facts.get("verdict_detail") or {}
-    out = ["**Verdict: `%s`** - %s" % (facts.get("verdict"), facts.get("verdict_sentence")), ""]
-    out.append(_md_table(["layer", "stage", "error class", "run", "rollback", "facts"],
-                         [[d.get("layer") or "-", d.get("stage") or "-", d.get("error_class") or "-", d.get("run") or "-",
-                           (d.get("rollback") or "unknown").replace("_", " "), ", ".join(d.get("facts") or []) or "-"]]))
-    compat = facts.get("compatibility")
-    if facts.get("verdict") == "boundary" and compat:
-        out += ["", "### Compatibility boundary: profile `%s` (`%s`)" % (compat.get("profile"), compat.get("source")), ""]
-        out.append(_md_table(["fact", "host", "required", "found", "fix"],
-                             [[v.get("fact"), v.get("host") or "job", v.get("required"), v.get("found"), v.get("fix")]
-                              for v in compat.get("violations") or []]))
-        out += ["", "vLLM was not started: the method stops at a failed compatibility boundary."]
-    elif compat:
-        out += ["", "Compatibility: **%s** against profile `%s` (`%s`)"
-                % (compat.get("verdict"), compat.get("profile"), compat.get("source"))]
-    play = facts.get("play") or {}
-    if play:
-        out += ["", "Play `%s`: %s (%s)." % (play.get("play_id"), ", ".join(play.get("runs") or []), play.get("how"))]
-    if facts.get("history"):
-        out += ["", "Earlier plays of this case (history, newest first):", ""]
-        out.append(_md_table(["play", "runs", "verdict", "sentence"],
-                             [[h["play_id"], ", ".join(h["runs"]), h["verdict"], h["verdict_sentence"]]
-                              for h in facts["history"]]))
-    return "\n".join(out)
-
-
-def _one_variable(row):
-    if row.get("one_variable") is None:
-        return "-"
-    if row["one_variable"]:
-        return "yes"
-    return "NO (%s)" % ", ".join(str(u) for u in row.get("unexpected") or []) or "NO"
-
-
-def _log_excerpt(runs, facts):
-    """The first failing node's log around the first exception (or the head of the last run's log)."""
-    first = facts["items"].get("first_exception") or {}
-    for run in runs:
-        if first.get("run") and run["run"] != first["run"]:
-            continue
-        for host in _evidence.run_hosts(run):
-            for rel in _host_logs(run, host):
-                if first.get("file") and os.path.basename(rel) != os.path.basename(str(first["file"])):
-                    continue
-                text = _evidence.read_log_tail(run, host, rel)
-                lines = text.splitlines()
-                if first.get("lineno"):
-                    at = int(first["lineno"])
-                    lo, hi = max(0, at - 40), min(len(lines), at + 40)
-                else:
-                    lo, hi = max(0, len(lines) - MAX_LOG_EXCERPT_LINES), len(lines)
-                return _cite(run, host, rel), lo + 1, "\n".join(lines[lo:hi])
-    return None
-
-
-def render_markdown(facts, pics, runs, redactions):
-    """summary.md: vLLM's bug report shape (environment in <details>, then the bug), every item answered."""
-    items = facts["items"]
-    out = ["# %s" % _title(facts), ""]
-    out.append("Hand-off of case `%s` made by repro.vllm from %d frozen run(s), every one verified against its "
-               "manifest. Secrets are redacted on the hosts before anything is fetched: `<redacted:KIND:HEX>` (equal markers "
-               "mean equal values within this case) or a plain `<redacted>`. "
-               "`summary.json` holds the same facts for machines." % (facts["case_id"], len(facts["runs"])))
-    out += ["", _verdict_md(facts)]
-    out += ["", "## Your current environment", ""]
-    env_body = []
-    for key in ("host_driver", "image", "versions", "gpus"):
-        env_body.append("### %s\n\n%s" % (dict(ITEMS)[key], _item_md(key, items[key])))
-    out.append(_details("Environment: driver, image, versions, GPUs", "\n\n".join(env_body)))
-    out += ["", "## \U0001f41b Describe the bug", ""]
-    out.append(_describe(facts))
-    env_keys = ("host_driver", "image", "versions", "gpus")
-    for n, (key, label) in enumerate(ITEMS, 1):
-        body = ("In **Your current environment** above (printed once)." if key in env_keys else _item_md(key, items[key]))
-        out += ["", "### %d. %s" % (n, label), "", body]
-    out += ["", "## Pictures", "", "### Stage timeline per node", ""]
-    out.append("![stage timeline](pictures/stage-timeline.svg)")
-    if pics["timeline_rows"]:
-        out += ["", "```mermaid", timeline_mermaid(pics["timeline_rows"]), "```"]
-    else:
-        out += ["", "unknown - no attempt run has a stages.json: run playbooks/reproduce.yml"]
-    out += ["", "### Memory over each run", ""]
-    if not pics["memory"]:
-        out.append("unknown - no memory.jsonl in these runs: vllm_server samples memory when started by "
-                   "playbooks/reproduce.yml (memory_interval > 0)")
-    for mem in pics["memory"]:
-        out += ["#### %s %s" % (mem["run"], mem["host"]), "", "![memory %s %s](%s)" % (mem["run"], mem["host"], mem["file"]), ""]
-        if mem["mermaid"]:
-            out += ["```mermaid", mem["mermaid"], "```", ""]
-        out.append(_md_table(["mark", "seconds since start"], [[m["label"], m["seconds"]] for m in mem["marks"]]))
-        out.append("")
-        out.append("Peak: " + ", ".join("%s %.1f MiB" % (k, v) for k, v in sorted(mem["peak_mib"].items())))
-    out += ["", "## Baseline score and isolation", ""]
-    score = facts.get("score")
-    if score and isinstance(score.get("items"), list) and isinstance(score.get("score"), int):
-        out.append(score_markdown(score).replace("## Baseline score", "Baseline score", 1).rstrip("\n"))
-        out.append("")
-        out.append("(`%s`)" % score["source"])
-    elif score:
-        out.append("Baseline score: %s (`%s`)" % (score.get("score", "unknown"), score["source"]))
-    else:
-        out.append("Baseline score: unknown - how to get it: %s" % SUMMARY_RUN_HOW % "score.json")
-    iso = facts.get("isolation")
-    out.append("")
-    if iso and isinstance(iso.get("reasons"), list):
-        out.append("Isolation decision: **%s** (`%s`)" % (iso.get("decision"), iso["source"]))
-        if iso["reasons"]:
-            out.append("")
-            out.append(_md_table(["condition", "host", "evidence"],
-                                 [[r.get("condition"), r.get("host") or "job", r.get("evidence")]
-                                  for r in iso["reasons"] if isinstance(r, dict)]))
-        else:
-            out.append("")
-            out.append("No isolation condition holds.")
-    else:
-        out.append("Isolation decision: unknown - how to get it: %s" % SUMMARY_RUN_HOW % "isolation.json")
-    out += ["", "## To run it again", ""]
-    ran_in = sorted({(v.get("image"), v.get("image_id")) for v in
-                     ((facts.get("items") or {}).get("image") or {}).get("hosts", {}).values()
-                     if isinstance(v, dict) and v.get("image_id")})
-    for ref, image_id in ran_in:
-        out.append("The server ran in the image `%s` (id `%s`): playbooks/replay.yml runs that image by its id. Where the "
-                   "receiving host does not hold it, bring it (`podman save -o image.tar %s` on a host that has it, "
-                   "`podman load -i image.tar` on the receiver; `docker save`/`docker load` alike)."
-                   % (ref, image_id, image_id))
-        out.append("")
-    names = facts.get("secret_variable_names") or []
-    out.append("Secrets the command and request need (names only; set them yourself): %s"
-               % (", ".join("`%s`" % n for n in names) if names else "none recorded"))
-    prof = facts.get("profile_file")
-    out.append("")
-    out.append("Profile file: %s" % ("`%s` (in this package)" % prof if prof else "none used"))
-    run_rows = [[r["run"], r.get("play") or "-", r["step"], r["created"], ", ".join(r["hosts"]), r["stage"] or "-",
-                 r["error_class"] or "-", "-" if r["ok"] is None else ("ok" if r["ok"] else "failed"), r.get("status")]
-                for r in facts["runs"]]
-    out += ["", "## Runs", "", _md_table(["run", "play", "step", "created", "hosts", "stage", "error class", "result",
-                                          "status"], run_rows)]
-    excerpt = _log_excerpt(runs, facts)
-    if excerpt:
-        src, start, text = excerpt
-        out += ["", _details("Log excerpt: %s from line %d" % (src, start), _fence(text, "text"))]
-    out += ["", _details("What was redacted where (%d markers)" % sum(len(v) for v in redactions.values()),
-                         _md_table(["file", "lines", "kinds"],
-                                   [[f, _line_list(sorted({x[0] for x in v})),
-                                     ", ".join(sorted({x[1] for x in v}))] for f, v in sorted(redactions.items())])
-                         if redactions else "nothing was redacted")]
-    return "\n".join(out) + "\n"
-
-
-def _line_list(lines, limit=20):
-    return ", ".join(str(n) for n in lines[:limit]) + (" ... (%d lines)" % len(lines) if len(lines) > limit else "")
-
-
-def _title(facts):
-    """summary.md's first line states the case's verdict (the same sentence as summary.json, the console and the
-    workflow result)."""
-    return _verdict.title(facts)
-
-
-def _describe(facts):
-    items = facts["items"]
-    first = items.get("first_exception") or {}
-    play = set((facts.get("play") or {}).get("runs") or [r["run"] for r in facts["runs"]])
-    attempts = [r for r in facts["runs"] if r["attempt"] and r["run"] in play]
-    bits = ["%s." % str(facts.get("verdict_sentence") or "").rstrip(".")]
-    bits += ["%d attempt run(s) in this play: %s." % (len(attempts), ", ".join(
-        "%s %s %s" % (r["run"], r["step"], "ok" if r["ok"] else "failed at %s (%s)" % (r["stage"], r["error_class"]))
-        for r in attempts) or "none")]
-    if first.get("value") == "found":
-        bits.append("The first exception across all nodes and runs: `%s` on %s at %s (stage %s)."
-                    % (_md_cell(first.get("line"))[:300], first.get("node"), first.get("timestamp") or "an unknown time",
-                       first.get("stage")))
-    bits.append("The failure reproduced by a second clean run: %s." % items["repeat"]["value"])
-    return " ".join(bits)
 
 
 # ------------------------------------------------------------------------------------------------ members and tar
@@ -1427,11 +938,7 @@ def write_tar_gz(path, members, mtime):
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1024 * 1024), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return _record.hash_file(path)[1]
 
 
 def build_package(records_root, case_id, runs=None, profile_file=None, stamp=None, check_mode=False):
@@ -1502,7 +1009,8 @@ def build_package(records_root, case_id, runs=None, profile_file=None, stamp=Non
             "secret shapes found, the package is not made: %s. The frozen runs are not rewritten: redact at the "
             "source (repro.vllm.redact with the case key) and make the run again, or leave the run out with "
             "repro_vllm_handoff_runs" % "; ".join("%s line %d (%s)" % f for f in findings[:10]))
-    newest = max([_parse_created(r.get("created")) or 0 for r in read] + [0])
+    newest = max([_unix(r.get("created"), ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%S")) or 0
+                  for r in read] + [0])
     out_dir = os.path.join(case_dir, HANDOFF_DIR)
     stamp = stamp or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     name = "%s-handoff-%s.tar.gz" % (case_id, stamp)
@@ -1532,12 +1040,9 @@ def check_package(path):
     """Read a package back: its .sha256 matches, members are safe, no secret shape inside.  Returns a dict."""
     with open(path + ".sha256") as f:
         want = f.read().split()[0]
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1024 * 1024), b""):
-            h.update(chunk)
+    digest = _record.hash_file(path)[1]
     problems = []
-    if h.hexdigest() != want:
+    if digest != want:
         problems.append("sha256 differs from %s.sha256" % os.path.basename(path))
     names = []
     with tarfile.open(path, "r:gz") as tar:
@@ -1548,4 +1053,4 @@ def check_package(path):
             if info.isfile():
                 names.append(info.name)
                 problems += ["%s line %d (%s)" % f for f in scan_members([(info.name, tar.extractfile(info).read())])]
-    return {"ok": not problems, "problems": problems, "members": names, "sha256": h.hexdigest()}
+    return {"ok": not problems, "problems": problems, "members": names, "sha256": digest}

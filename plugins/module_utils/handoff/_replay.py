@@ -23,7 +23,6 @@ Controller side; Python standard library only.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -38,8 +37,8 @@ from ansible_collections.repro.vllm.plugins.module_utils.handoff._handoff import
 from ansible_collections.repro.vllm.plugins.module_utils.ladder._ladder import attempt_text, build_step
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import MASK
 from ansible_collections.repro.vllm.plugins.module_utils.record._record import (
-    DEFAULT_ROOT, MANIFEST, RecordError, _make_read_only, describe_problems, resolve_root, run_id_for, run_numbers,
-    validate_case_id, verify)
+    DEFAULT_ROOT, MANIFEST, RecordError, _make_read_only, describe_problems, hash_file, resolve_root, run_id_for,
+    run_numbers, validate_case_id, verify)
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import MARKER_RE
 
 VERDICTS = ("reproduced", "different", "not_reproduced")
@@ -54,19 +53,11 @@ class ReplayError(Exception):
     """A package that cannot be replayed; the message names the file and the fix."""
 
 
-def _sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1024 * 1024), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def check_sha256(package):
     """(sha256 of the package, True/False when a ``<name>.sha256`` lies beside it, None when none does).
 
     Raises ReplayError naming the package when the file beside it names another digest."""
-    digest = _sha256(package)
+    digest = hash_file(package)[1]
     side = package + ".sha256"
     if not os.path.isfile(side):
         return digest, None
@@ -185,10 +176,7 @@ def unpack(package, records_root=None, stamp=None, check_mode=False):
             _make_read_only(os.path.join(case_dir, rid))
         os.rmdir(os.path.join(staging, "runs"))
         os.rename(staging, os.path.join(case_dir, PACKAGE_DIR))
-        summary_path = os.path.join(case_dir, PACKAGE_DIR, "summary.json")
-        if os.path.isfile(summary_path):
-            with open(summary_path, "rb") as f:
-                result["summary"] = json.loads(f.read().decode("utf-8"))
+        result["summary"] = _summary_of(os.path.join(case_dir, PACKAGE_DIR))
         _make_read_only(os.path.join(case_dir, PACKAGE_DIR))
         origin = {"package": result["package"]["name"], "sha256": digest,
                   "sha256_file_checked": sha_checked, "original_case": original, "runs": run_ids,
@@ -206,15 +194,20 @@ def unpack(package, records_root=None, stamp=None, check_mode=False):
 PROFILE_TEXT_MAX = 256 * 1024
 
 
+def _summary_of(folder):
+    """The package's summary.json in ``folder`` ({} when it has none)."""
+    path = os.path.join(folder, "summary.json")
+    if not os.path.isfile(path):
+        return {}
+    with open(path, "rb") as f:
+        return json.loads(f.read().decode("utf-8"))
+
+
 def _read_package(folder, runs_dir, run_ids, profile_members):
     """What a checked (not unpacked) package says before anything is written: its summary.json, the text of its
     ``profile/<file>`` (None when there is none or it is over PROFILE_TEXT_MAX bytes), the attempt to replay (its
     paths None: the scratch folder they pointed into is removed) and the profile its manifest names."""
-    out = {"summary": {}, "profile_text": None}
-    summary_path = os.path.join(folder, "summary.json")
-    if os.path.isfile(summary_path):
-        with open(summary_path, "rb") as f:
-            out["summary"] = json.loads(f.read().decode("utf-8"))
+    out = {"summary": _summary_of(folder), "profile_text": None}
     if profile_members:
         path = os.path.join(folder, *profile_members[0].split("/"))
         if os.path.getsize(path) <= PROFILE_TEXT_MAX:

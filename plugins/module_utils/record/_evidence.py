@@ -44,6 +44,12 @@ def _load_json(path):
                             "repro.vllm.run_record state=verify on its run" % (path, exc))
 
 
+def _json_parts(folder, names):
+    """``{name: content}`` of the JSON parts ``names`` that ``folder`` holds."""
+    found = {name: _load_json(os.path.join(folder, name)) for name in names}
+    return {name: data for name, data in found.items() if data is not None}
+
+
 def read_run(path):
     """One run folder -> dict(path, run, case, purpose, step, created, frozen, metadata, files, parts, hosts).
 
@@ -55,11 +61,7 @@ def read_run(path):
         raise EvidenceError("%s is not a run folder (expected <records_root>/<case_id>/run-NNN)" % path)
     manifest = _load_json(os.path.join(path, MANIFEST)) or {}
     meta = manifest.get("metadata") or {}
-    parts = {}
-    for name in RUN_PARTS:
-        data = _load_json(os.path.join(path, name))
-        if data is not None:
-            parts[name] = data
+    parts = _json_parts(path, RUN_PARTS)
     hosts = {}
     hosts_dir = os.path.join(path, "hosts")
     if os.path.isdir(hosts_dir):
@@ -67,11 +69,7 @@ def read_run(path):
             hdir = os.path.join(hosts_dir, host)
             if not os.path.isdir(hdir):
                 continue
-            entry = {}
-            for name in HOST_PARTS:
-                data = _load_json(os.path.join(hdir, name))
-                if data is not None:
-                    entry[name] = data
+            entry = _json_parts(hdir, HOST_PARTS)
             logs = []
             ldir = os.path.join(hdir, "logs")
             if os.path.isdir(ldir):
@@ -225,21 +223,19 @@ def host_view(run, host):
         view["image_id"] = ran.get("image_id")
         view["image_by_digest"] = True
         view["sources"]["image"] = cite(run, host, "server.json")
-        if container and not container.get("skipped"):
-            probe = _probe(container)
-            view.update(image_vllm=probe.get("vllm"), image_torch=probe.get("torch"), image_cuda=probe.get("torch_cuda"))
     elif container and not container.get("skipped"):
         view["image"] = container.get("reference")
         view["image_digest"] = image_digest(container)
         view["image_by_digest"] = bool(container.get("by_digest"))
-        probe = _probe(container)
-        view.update(image_vllm=probe.get("vllm"), image_torch=probe.get("torch"), image_cuda=probe.get("torch_cuda"))
         view["sources"]["image"] = cite(run, host, "container.json")
     elif identity.get("image") or identity.get("image_digest"):
         view["image"] = identity.get("image")
         view["image_digest"] = identity.get("image_digest")
         view["image_by_digest"] = "@sha256:" in str(identity.get("image") or "")
         view["sources"]["image"] = cite(run, None, "changes.json")
+    if container and not container.get("skipped"):  # what the image itself says it holds
+        probe = _probe(container)
+        view.update(image_vllm=probe.get("vllm"), image_torch=probe.get("torch"), image_cuda=probe.get("torch_cuda"))
     cmd = h.get("command.json")
     if cmd is not None:
         view["argv"] = [str(a) for a in cmd.get("argv") or []]
@@ -318,6 +314,11 @@ _SHELL_RE = re.compile(r"\$\(|\$\{|`|\$[A-Za-z_]")
 def unexpanded(values):
     """The strings of ``values`` that still hold shell syntax (``$(...)``, ``${X}``, ``$X``, backticks)."""
     return [v for v in values if isinstance(v, str) and _SHELL_RE.search(v)]
+
+
+def host_logs(run, host):
+    """The ``.log`` files of one host in a run (relative to ``hosts/<host>/``)."""
+    return [rel for rel in (run["hosts"].get(host) or {}).get("logs") or [] if rel.endswith(".log")]
 
 
 def read_log_tail(run, host, rel, limit=LOG_READ_LIMIT):

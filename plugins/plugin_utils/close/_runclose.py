@@ -6,7 +6,7 @@ the action: decide (one function here per kind: classify once, judge, say the pa
 lines), write the parts, freeze, verify, and fail after the freeze when the kind says the play must stop.
 
 Every function returns a :class:`Closing`; none writes anything. What the hosts reported reaches them as the close's
-declared ``inputs.reports`` (host -> its report; run_record's argument spec, INPUTS_SPEC), passed by the YAML that
+declared ``inputs.reports`` (host -> its report; run_record's argument spec, _runtask.INPUTS_SPEC), passed by the YAML that
 closes the run: no function here reads a play variable by name.
 
 Kinds (``KINDS``):
@@ -42,7 +42,7 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage impo
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import redact_text
 
 KINDS = ("fleet", "attempt", "collective", "decisions", "incomplete")
-# a run closes with the kind its open named (_record.OPEN_KINDS) or the kind of close that stands for it
+# a run closes with the kind its open named (_runtask.OPEN_KINDS) or the kind of close that stands for it
 CLOSE_OF = {"fingerprint": "fleet", "audit": "fleet", "summary": "decisions", "diff": "decisions",
             "replay": "decisions", "attempt": "attempt", "collective": "collective"}
 ERROR_MAX = 2000

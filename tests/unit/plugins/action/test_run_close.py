@@ -182,11 +182,6 @@ def test_inputs_a_kind_does_not_take_are_refused_naming_those_it_takes(tmp_path)
         _runclose.decide("nosuch", path, {})
 
 
-def test_close_is_refused_by_the_module_on_a_node():
-    out, error = _record.run_task({"state": "close", "path": "/x", "kind": "fleet"})
-    assert out == {} and error.startswith("state=close runs on the controller only")
-
-
 def test_decisions_runs_close_ok_with_their_parts(tmp_path):
     path = _open(tmp_path, [], purpose="summary")
     res = _action({"state": "close", "kind": "decisions", "path": path,

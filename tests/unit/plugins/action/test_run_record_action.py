@@ -290,7 +290,7 @@ def test_the_profile_judged_at_the_open_is_the_one_every_freeze_writes(tmp_path,
 
 def test_one_open_for_every_kind_of_run_its_whole_identity_handed_back(tmp_path, monkeypatch):
     """run_record state=create kind=...: the kind decides the run's hosts, whether it lives on them, its purpose and
-    whether the console announces it (_record.OPEN_KINDS); the records root is ``records`` when none is given,
+    whether the console announces it (_runtask.OPEN_KINDS); the records root is ``records`` when none is given,
     resolved against the working directory, and handed back with the rest of the run's identity."""
     monkeypatch.chdir(tmp_path)
     groups = {"all": ["node1", "node2"], "ungrouped": ["node1", "node2"]}

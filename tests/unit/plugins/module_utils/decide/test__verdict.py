@@ -16,7 +16,7 @@ import tarfile
 import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils.record import _evidence, _record
-from ansible_collections.repro.vllm.plugins.module_utils.handoff import _handoff
+from ansible_collections.repro.vllm.plugins.module_utils.handoff import _handoff, _summary_md
 from ansible_collections.repro.vllm.plugins.module_utils.decide import _score, _verdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -243,7 +243,7 @@ def test_derivation_with_secret_options_passes_the_scan():
     prod = {"value": "recorded", "run": "run-002", "source": "runs/run-002/hosts/h/command.json", "kept":
             [e["item"] for e in der["kept"]], "removed": der["removed"], "unknown": ["--frobnicate-level 3"],
             "warnings": der["warnings"] + ["a warning naming --api-key <redacted>, then more"]}
-    md = _handoff._production_md(prod)
+    md = _summary_md._production_md(prod)
     assert "| removed: gateway | --api-key <redacted> | gateway |" in md and "- --frobnicate-level 3" in md
     assert scan_secrets(md) == [], md
 

@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ansible_collections.repro.vllm.plugins.module_utils.handoff import _handoff
+from ansible_collections.repro.vllm.plugins.module_utils.handoff import _handoff, _summary_md
 from ansible_collections.repro.vllm.plugins.module_utils.record import _record
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_text
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import load_case_key, redact_data, redact_env
@@ -149,7 +149,7 @@ def test_summary_answers_every_item_and_pictures(case, tmp_path):
     md = members["hand-case-handoff/summary.md"][1].decode()
     facts = json.loads(members["hand-case-handoff/summary.json"][1].decode())
     assert md.startswith("# [Bug]: ") and "## Your current environment" in md and "<details>" in md
-    for n, (key, label) in enumerate(_handoff.ITEMS, 1):
+    for n, (key, label) in enumerate(_summary_md.ITEMS, 1):
         assert "### %d. %s" % (n, label) in md
         item = facts["items"][key]
         assert item.get("value"), key

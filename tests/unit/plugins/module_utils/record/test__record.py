@@ -518,10 +518,7 @@ def test_a_run_opens_with_its_own_uid_and_owner_and_freezes_them_into_the_manife
     assert [f["path"] for f in man["files"]] == ["notes.md"] and r.verify(a["path"])["ok"]
 
 
-def test_a_run_status_outside_the_vocabulary_is_refused_a_host_parts_status_is_its_own(run):
-    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-    checked = ArgumentSpecValidator(r.ARGUMENT_SPEC).validate({"state": "freeze", "path": run, "status": "passed"})
-    assert "ok, failed, refused, incomplete" in " ".join(checked.error_messages)
+def test_a_host_parts_status_is_its_own(run):
     # a host part's manifest keeps the host's status (host_record: ok, degraded, failed, unreachable)
     part = os.path.join(run, "hosts", "n1")
     r.write_part(run, "hosts/n1/fingerprint.json", data={"gpu": {}})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.repro.vllm.plugins.module_utils.handoff import _handoff
+from ansible_collections.repro.vllm.plugins.module_utils.handoff import _handoff, _summary_md
 from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _isolation, _judge
 from ansible_collections.repro.vllm.plugins.module_utils.decide import _score
 from ansible_collections.repro.vllm.plugins.module_utils.record._evidence import case_runs, declared_repeat, read_run
@@ -169,6 +169,6 @@ def test_handoff_names_the_second_clean_run(tmp_path):
         "stage": "config", "error_class": "config_error", "declared": True,
         "summary": "run-005 failed at stage config (config_error) like run-002: the failure repeated",
         "source": "runs/run-005/repeat.json"}]
-    md = _handoff._item_md("repeat", item)
+    md = _summary_md._item_md("repeat", item)
     assert "The failure of run-005 reproduced by a second clean run: **yes**" in md
     assert "| run-005 | run-002 | config | config_error | True | True | runs/run-005/repeat.json |" in md
