@@ -42,6 +42,7 @@ Standard library only; imports on Python 3.9.
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import re
 
@@ -230,11 +231,6 @@ _LEVEL_WORD_RX = re.compile(LEVEL_WORD_RX)
 _CAUSES = tuple((key, re.compile(rx) if rx else None, stage) for key, rx, stage, _source in CAUSES)
 
 
-def _serving_frame(path):
-    """The stage of a serving-only frame (the forward pass, sampler, attention, request handlers, parsers), or None."""
-    return _stage_by_path(_SERVING_FRAMES, path)
-
-
 def _text_hint(text, rec=None):
     """(stage, confidence, strong) inferred from an error's words, the collective it names or the vLLM logger
     record's file; None when they say nothing.  ``strong``: it outranks a signature's usual stage (a collective's
@@ -333,12 +329,13 @@ class _TB(object):
             hint = _text_hint(self.header[1])
             if hint is not None:
                 return hint
-        if self.serving is not None and not self.startup:
-            return self.serving_hint()
-        return _text_hint(text, self.rec)
+        return self.serving_hint() or _text_hint(text, self.rec)
 
     def serving_hint(self):
-        """The serving frames' hint: medium, or low when only code start-up runs too shows and the caller is cut."""
+        """The serving frames' hint: medium, or low when only code start-up runs too shows and the caller is cut;
+        None without a serving-only frame or with a start-up function of vLLM among the frames."""
+        if self.serving is None or self.startup:
+            return None
         return self.serving, CONF_MEDIUM if self.firm or self.whole else CONF_LOW, True
 
 
@@ -658,11 +655,12 @@ class _Scan(object):
             return self.pid2proc.get(line.pid, "pid " + line.pid)
         return self.proc_hdr if line.stream == "" and self.proc_hdr else None
 
-    @staticmethod
-    def _line_tkey(line):
+    def _when(self, line):
+        """(time key, whether the line carries it) of ``line``: its outer (collector's) time, its own, else the last
+        time seen before it."""
         if line.outer_tkey is not None:
             return line.outer_tkey, True
-        return (line.tkey, True) if line.tkey is not None else (None, False)
+        return (line.tkey, True) if line.tkey is not None else (self._approx_tkey(), False)
 
     def _sig_candidate(self, sig, line, lineno, text, context=None, frames=None, rec_key=None, kind=None, hint=None):
         if sig.kind in (HANG_HINT, WARNING_HINT):
@@ -670,9 +668,7 @@ class _Scan(object):
             return
         placed = self._stage_for(sig.placement, sig.stage, sig.cls, frames, _method_stage(text),
                                  hint if hint is not None else _text_hint(text, line.rec), sig.usual_conf)
-        key, own = self._line_tkey(line)
-        if key is None:
-            key = self._approx_tkey()
+        key, own = self._when(line)
         if kind is None:
             # a header whose traceback never came reports an error it does not show: a wrapper
             kind = CONSEQUENCE if sig.kind == HEADER else sig.kind
@@ -686,9 +682,7 @@ class _Scan(object):
 
     # -- tracebacks -------------------------------------------------------------------------------------------
     def _open_tb(self, line, lineno, text, header=None, headless=False):
-        key, own = self._line_tkey(line)
-        if key is None:
-            key = self._approx_tkey()
+        key, own = self._when(line)
         warn_only = line.fmt in (FMT_VLLM, FMT_C10, FMT_UVICORN, FMT_PYLOG) and line.level in (
             LEVEL_WARNING, LEVEL_INFO, LEVEL_DEBUG)
         tb = _TB(line.stream, self._proc_name(line), line.pid, line.rec, lineno, line.ts, key, own, warn_only)
@@ -742,11 +736,11 @@ class _Scan(object):
                 fs = frame_stage(func, path)
                 if fs:
                     tb.frames.add(DEVICE_QUERY if fs == "cuda_init" and any(p in path for p in DEVICE_QUERY_PATHS) else fs)
-                elif "vllm" in path or _serving_frame(path):
+                elif "vllm" in path or _stage_by_path(_SERVING_FRAMES, path):
                     if func in STARTUP_FUNCS or _STARTUP_WORD_RX.search(func) is not None:
                         tb.startup = True
                     else:
-                        sf = _serving_frame(path)
+                        sf = _stage_by_path(_SERVING_FRAMES, path)
                         if tb.serving is None:
                             tb.serving = sf
                         if sf and func not in _SHARED_FUNCS and not any(p in path for p in _SHARED_PARTS):
@@ -894,22 +888,19 @@ class _Scan(object):
         if (frames or tb.serving) and prev is not None:
             # a logged error whose traceback was cut before its exception: its frames still place it
             if prev["basis"] != BASIS_MESSAGE:
-                hint = tb.serving_hint() if tb.serving and not tb.startup else None
-                stage, basis, conf = self._stage_for(WHERE, None, prev["cls"], frames, None, hint)
+                stage, basis, conf = self._stage_for(WHERE, None, prev["cls"], frames, None, tb.serving_hint())
                 if basis == BASIS_FRAMES or (basis == BASIS_INFERRED and prev["basis"] in (None, BASIS_INFERRED)):
                     prev["stage"], prev["basis"], prev["srank"], prev["conf"] = stage, basis, _RANK[stage], conf
         elif prev is None and rec_key is not None and tb.rec[0] in ("ERROR", "CRITICAL") and tb.context:
             # an ERROR record that is a traceback whose exception the paste cut away (the record's first line, the
             # message of logger.exception, was not pasted): the record is an error of its own, placed by its frames
-            hint = tb.serving_hint() if tb.serving and not tb.startup else None
-            placed = self._cut_placed(frames, hint)
+            placed = self._cut_placed(frames, tb.serving_hint())
             self._add(ERROR_LINE, "other", placed, tb.context[0], tb.lineno, tb.ts, tb.tkey, tb.tkey_own, proc,
                       tb.pid, None, tb.context, rec_key, origin=tb.lineno)
         elif prev is None and at_eof and tb.state == "frames" and tb.nframes and tb.entries:
             # the paste ends inside a traceback (its exception cut away, people paste the top of a long one): an
             # error of its own at its "Traceback" line (or its first frame), placed as a cut ERROR record is
-            hint = tb.serving_hint() if tb.serving and not tb.startup else None
-            placed = self._cut_placed(frames, hint)
+            placed = self._cut_placed(frames, tb.serving_hint())
             text = tb.context[0] if tb.context else "Traceback (cut before its exception)"
             # the weakest error there is: any other error of the log (a header that owns this traceback, a
             # wrapper, an error line) is taken before it
@@ -1071,9 +1062,7 @@ class _Scan(object):
             # an unbracketed glog record is a C++ host's own (Triton, gRPC; PyTorch brackets its c10 records)
             placed = self._cut_placed(None, _text_hint(body, line.rec), cls, _method_stage(body),
                                       line.fmt == FMT_C10 and line.rec is None)
-            key, own = self._line_tkey(line)
-            if key is None:
-                key = self._approx_tkey()
+            key, own = self._when(line)
             kind = ERROR_LINE
             if line.fmt == FMT_C10 and line.rec and line.rec[1] == "ProcessGroupNCCL.cpp":
                 kind = WEAK_CONSEQUENCE
@@ -1095,9 +1084,7 @@ class _Scan(object):
             self._markers(line, lineno)
         finally:
             self.no_recover = False
-        key, own = self._line_tkey(line)
-        if key is None:
-            key = self._approx_tkey()
+        key, own = self._when(line)
         self._add(ACCESS_ERROR, "other", ("request", BASIS_MESSAGE, CONF_HIGH), text, lineno, line.ts, key, own,
                   self._proc_name(line), line.pid, "the server answered a request with a server error; the error "
                   "logged before this line says why", [text], None)
@@ -1721,13 +1708,11 @@ def _until_value(value, what):
     """One cutoff: None (no cutoff) or a line count >= 0."""
     if value is None or value == "":
         return None
-    if isinstance(value, bool):
-        raise LogStageError("until for %s is %r; give a line count (an integer >= 0) or null" % (what, value))
     try:
-        n = int(value)
+        n = None if isinstance(value, bool) else int(value)
     except (TypeError, ValueError):
-        raise LogStageError("until for %s is %r; give a line count (an integer >= 0) or null" % (what, value))
-    if n < 0 or (isinstance(value, float) and n != value):
+        n = None
+    if n is None or n < 0 or (isinstance(value, float) and n != value):
         raise LogStageError("until for %s is %r; give a line count (an integer >= 0) or null" % (what, value))
     return n
 
@@ -1805,33 +1790,6 @@ def classify_files(paths, nodes=None, until=None):
     return _build_answer(scans)
 
 
-class _BytesReader(object):
-    def __init__(self, data):
-        self.data = data
-        self.pos = 0
-
-    def read(self, n):
-        chunk = self.data[self.pos:self.pos + n]
-        self.pos += len(chunk)
-        return chunk
-
-
-def _as_bytes(text):
-    if text is None:
-        return b""
-    if isinstance(text, bytes):
-        return text
-    return str(text).encode("utf-8", "surrogateescape") if _has_surrogates(text) else str(text).encode("utf-8")
-
-
-def _has_surrogates(text):
-    try:
-        str(text).encode("utf-8")
-        return False
-    except UnicodeEncodeError:
-        return True
-
-
 def classify_texts(texts, names=None, nodes=None, until=None):
     """Like :func:`classify_files` for log contents already in memory (one text per node).
 
@@ -1847,11 +1805,10 @@ def classify_texts(texts, names=None, nodes=None, until=None):
         name = all_names[idx]
         node = nodes[idx] if nodes and idx < len(nodes) and nodes[idx] not in (None, "") else name
         sc = _Scan(str(name), str(node), idx, cutoffs[idx])
-        data = _as_bytes(text)
-        if not isinstance(text, bytes) and _has_surrogates(text):
-            data = str(text).encode("utf-8", "replace")
+        # a lone surrogate (text decoded with surrogateescape) is read as the replacement character
+        data = text if isinstance(text, bytes) else b"" if text is None else str(text).encode("utf-8", "replace")
         sc.full = len(data) <= FULL_PARSE_BYTES
-        _scan_stream(sc, _BytesReader(data).read)
+        _scan_stream(sc, io.BytesIO(data).read)
         scans.append(sc)
     return _build_answer(scans)
 
