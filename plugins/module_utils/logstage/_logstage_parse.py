@@ -210,32 +210,23 @@ def strip_wrappers(text, line):
             if m:
                 text = text[m.end():]
                 c0 = text[:1]
+        m = None
         if c0.isdigit() and text[4:5] == "-" and text[10:11] == "T":
             m = JOURNAL_RX.match(text)
             if m:
-                if line.outer_tkey is None:
-                    line.outer_tkey = tkey(m.group(7), m.group(8), m.group(9), m.group(10), m.group(11))
-                    line.outer_src = "journald"
-                text = text[m.end():]
-                changed = True
+                _outer(line, tkey(m.group(7), m.group(8), m.group(9), m.group(10), m.group(11)), "journald")
             else:
                 m = K8S_RX.match(text)
                 if m:
-                    if line.outer_tkey is None:
-                        line.outer_tkey = tkey(m.group(2), m.group(3), m.group(4), m.group(5), m.group(6),
-                                               frac(m.group(7)))
-                        line.outer_src = "rfc3339" + (m.group(8) or "")[:1]
-                    text = text[m.end():]
-                    changed = True
+                    _outer_rfc3339(line, m)
         elif c0 in MONTH_INITIALS and text[3:4] == " ":
             m = JOURNAL_RX.match(text)
             if m:
-                if line.outer_tkey is None:
-                    line.outer_tkey = tkey(MONTHS.get(m.group(1), 0), m.group(2).strip() or 0, m.group(3),
-                                           m.group(4), m.group(5))
-                    line.outer_src = "journald"
-                text = text[m.end():]
-                changed = True
+                _outer(line, tkey(MONTHS.get(m.group(1), 0), m.group(2).strip() or 0, m.group(3), m.group(4),
+                                  m.group(5)), "journald")
+        if m:
+            text = text[m.end():]
+            changed = True
         if not changed and "]: " in text[:120] and text[:1] not in "([":
             m = JOURNAL_ANY_RX.match(text)
             if m:
@@ -244,10 +235,7 @@ def strip_wrappers(text, line):
         if not changed and c0 == "[" and text[5:6] == "-":
             m = BRACKET_RFC3339_RX.match(text)
             if m:
-                if line.outer_tkey is None:
-                    line.outer_tkey = tkey(m.group(2), m.group(3), m.group(4), m.group(5), m.group(6),
-                                           frac(m.group(7)))
-                    line.outer_src = "rfc3339" + (m.group(8) or "")[:1]
+                _outer_rfc3339(line, m)
                 text = text[m.end():]
                 changed = True
         if not changed and ("|" in text[:6] or "\u2502" in text[:6]):
@@ -272,6 +260,18 @@ def strip_wrappers(text, line):
 MONTH_INITIALS = frozenset(m[0] for m in MONTHS)
 
 
+def _outer(line, key, src):
+    """Keep the first (outermost) collector's time of a line."""
+    if line.outer_tkey is None:
+        line.outer_tkey, line.outer_src = key, src
+
+
+def _outer_rfc3339(line, m):
+    """The collector's RFC 3339 time of K8S_RX or BRACKET_RFC3339_RX (``rfc3339`` and the zone's first letter)."""
+    _outer(line, tkey(m.group(2), m.group(3), m.group(4), m.group(5), m.group(6), frac(m.group(7))),
+           "rfc3339" + (m.group(8) or "")[:1])
+
+
 def parse_line(text, line):
     """Fill ``line`` from ``text`` (wrappers already removed)."""
     if "level" in text[:120]:
@@ -286,41 +286,41 @@ def parse_line(text, line):
     _parse_line(text, line)
 
 
+def _tag(m, line):
+    """The process of a vLLM or Ray worker tag (VLLM_RX, TAGONLY_RX): its own stream."""
+    line.proc, line.pid, line.ip = m.group("proc"), m.group("pid"), m.group("ip")
+    line.stream = line.proc + "#" + line.pid
+
+
+def _vllm_record(m, line):
+    """A vLLM formatter record (VLLM_RX, VLLM_NOTAG_RX): level, time, file and message."""
+    line.fmt = FMT_VLLM
+    line.level = LEVELS.get(m.group("level"), LEVEL_INFO)
+    line.ts = t = m.group("ts")
+    line.tkey = t and tkey(t[0:2], t[3:5], t[6:8], t[9:11], t[12:14])
+    line.msg = m.group("msg")
+    line.rec = (m.group("level"), line.ts, m.group("file"), m.group("lineno"))
+
+
 def _parse_line(text, line):
     if " pid=" in text:
         m = VLLM_RX.search(text)
         if m:
-            line.fmt = FMT_VLLM
-            line.proc = m.group("proc")
-            line.pid = m.group("pid")
-            line.ip = m.group("ip")
-            line.stream = line.proc + "#" + line.pid
-            line.level = LEVELS.get(m.group("level"), LEVEL_INFO)
-            line.ts = t = m.group("ts")
-            line.tkey = t and tkey(t[0:2], t[3:5], t[6:8], t[9:11], t[12:14])
-            line.msg = m.group("msg")
-            line.rec = (m.group("level"), line.ts, m.group("file"), m.group("lineno"))
+            _tag(m, line)
+            _vllm_record(m, line)
             return
         m = TAGONLY_RX.match(text)
         while m:  # nested tags ("(APIServer pid=1) (EngineCore_0 pid=2)   File ..."): the innermost process printed
-            line.proc = m.group("proc")
-            line.pid = m.group("pid")
-            line.ip = m.group("ip")
-            line.stream = line.proc + "#" + line.pid
+            _tag(m, line)
             text = m.group("rest")
             m = TAGONLY_RX.match(text)
     c0 = text[:1]
     if c0 in "DIWEC":
         m = VLLM_NOTAG_RX.match(text)
         if m:
-            line.fmt = FMT_VLLM
+            _vllm_record(m, line)
             if not line.stream:
                 line.stream = "vllm"
-            line.level = LEVELS.get(m.group("level"), LEVEL_INFO)
-            line.ts = t = m.group("ts")
-            line.tkey = t and tkey(t[0:2], t[3:5], t[6:8], t[9:11], t[12:14])
-            line.msg = m.group("msg")
-            line.rec = (m.group("level"), line.ts, m.group("file"), m.group("lineno"))
             return
     if " NCCL " in text:
         m = NCCL_RX.match(text)
