@@ -146,6 +146,14 @@ def tkey(month, day, hh, mm, ss, fraction=0.0):
         return None
 
 
+def match_tkey(m):
+    """The year-less time key of a TS_BYTES_RX match (None when it is not a date)."""
+    g = m.groups()
+    if g[0] is not None:
+        return tkey(g[0], g[1], g[2], g[3], g[4])
+    return tkey(g[5], g[6], g[7], g[8], g[9])
+
+
 def frac(text):
     """The fraction of a second of ``.123`` / ``,123`` (0.0 when absent or malformed)."""
     if not text:
