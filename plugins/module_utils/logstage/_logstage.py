@@ -1,23 +1,14 @@
 """The collection's one classifier of vLLM logs: the first failing stage.
 
-Why one file (over 1,000 lines): it is one algorithm - the scanner (``_Scan`` and the stream and segment loops) and
-the answer built from its state share that state; the data that changes with vLLM releases is already out
-(``_logstage_rules``, ``_logstage_frames``, ``_logstage_messages``) and so is line parsing (``_logstage_parse``).
-
 Every front (the ``log_stage`` module, the ``log_stage`` filter, the roles that capture a server log) calls
-:func:`classify_files` or :func:`classify_text` here, so they all give the same answer.
-
-The classifier is three modules: ``_logstage_rules`` (the data that changes with vLLM releases: signatures,
-stage markers; the frame -> stage map in ``_logstage_frames``, the messages vLLM raises per stage in
-``_logstage_messages``), ``_logstage_parse`` (wrappers and log formats of one line) and this one
-(the scan of a file and the answer).  How it reads a log (details and the rule list are in
-``docs/classifier.md``):
+:func:`classify_files` or :func:`classify_text` here, so they all give the same answer.  Here: the scan of a file
+(``_Scan``, a streaming state machine fed one line at a time) and the public functions; the data that changes
+with vLLM releases is in ``_logstage_rules``, ``_logstage_frames`` and ``_logstage_messages``, one line's parsing
+in ``_logstage_parse``, which bytes are parsed in ``_logstage_prefilter`` and the answer in ``_logstage_answer``.
+How it reads a log (details and the rule list are in ``docs/classifier.md``):
 
 * **Streaming.** A file is read once, in binary blocks; memory holds one block, the bounded context of the
-  tracebacks that are open and a bounded list of candidate errors, never the log.  A cheap prefilter (on a
-  long region one search of all its anchors at once, else one substring search per anchor, in C) skips the
-  lines that cannot matter; only the lines it hits are decoded (``errors="replace"``) and parsed.  Inside an open traceback every line is read; a log small
-  enough to be a paste (:data:`FULL_PARSE_BYTES`) is read line by line without the prefilter.
+  tracebacks that are open and a bounded list of candidate errors, never the log.
 * **Rules.** Stage progress comes from vLLM's own marker lines; failures from signatures built from vLLM,
   PyTorch, NCCL, CUDA and container-runtime source strings.  The root cause is the earliest failure in time;
   wrapper errors are consequences.  A failure's stage comes from the message's own meaning where that is
@@ -25,13 +16,6 @@ stage markers; the frame -> stage map in ``_logstage_frames``, the messages vLLM
   it is never before the furthest stage the log proves reached; ``stage_basis`` in the answer says which.
 * **NCCL communicators** are followed by their ``Init START`` / ``Init COMPLETE`` / ``Destroy COMPLETE`` lines.
 * **Stop cutoff.** A per-file ``until`` (lines) sets apart what was printed after the server was stopped.
-
-Why this file is over 1,200 lines (issue 34's bound): nearly all of it is one class, ``_Scan``, the streaming
-state machine that reads one line at a time (tracebacks open and closed across lines, NCCL communicators, markers,
-candidates, the stop cutoff), whose methods share that state on every line; cutting it in two would put one
-line's handling in two modules and a call between them on the hot path that the speed bound (>= 0.5x grep -E)
-is measured on.  What changes with vLLM releases is already out of it: the data (``_logstage_rules``,
-``_logstage_frames``, ``_logstage_messages``) and the one-line parsing (``_logstage_parse``).
 
 Standard library only; imports on Python 3.9.
 """

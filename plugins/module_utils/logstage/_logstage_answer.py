@@ -83,24 +83,26 @@ def _share_times(scans):
                     other["copy"] = True  # at the same time, the rank's own file names the error
 
 
+# the kinds that can be the root cause, tier by tier: the first tier with a candidate holds it
+_ROOT_TIERS = (FAILURE, ERROR_LINE, VICTIM, CONSEQUENCE, ACCESS_ERROR, CUT_TRACEBACK)
+
+
+def _first(cands, kind):
+    """The candidate of ``kind`` on the earliest line of its file, or None."""
+    mine = [c for c in cands if c["kind"] == kind]
+    return min(mine, key=lambda c: c["lineno"]) if mine else None
+
+
 def build_answer(scans):
     _share_times(scans)
-    tiers = ((FAILURE,), (ERROR_LINE,), (VICTIM,), (CONSEQUENCE,), (ACCESS_ERROR,), (CUT_TRACEBACK,))
     root = None
     firsts = []
-    for kinds in tiers:
-        firsts = []
-        for sc in scans:
-            mine = [c for c in sc.cands if c["kind"] in kinds]
-            if mine:
-                firsts.append(min(mine, key=lambda c: c["lineno"]))
+    for kind in _ROOT_TIERS:
+        firsts = [c for c in (_first(sc.cands, kind) for sc in scans) if c is not None]
         if firsts:
             root = min(firsts, key=_sort_key)
             break
-    all_cands = []
-    for sc in scans:
-        all_cands.extend(sc.cands)
-    all_cands.sort(key=_sort_key)
+    all_cands = sorted((c for sc in scans for c in sc.cands), key=_sort_key)
 
     # uncertainty of the cross-file order
     why = []
@@ -120,10 +122,7 @@ def build_answer(scans):
             elif root["tkey"] is not None and abs(c["tkey"] - root["tkey"]) <= _TIE_SECONDS:
                 why.append("%s failed within %.0f s of %s (log timestamps have one-second resolution)"
                            % (c["node"], _TIE_SECONDS, root["node"]))
-        sources = set()
-        for sc in scans:
-            if sc.cands:
-                sources.update(sc.ts_sources)
+        sources = set(s for sc in scans if sc.cands for s in sc.ts_sources)
         if len(set(s[:7] for s in sources if s)) > 1:
             why.append("the files carry timestamps of different kinds (%s); clocks or time zones may differ"
                        % ", ".join(sorted(s for s in sources if s)))
@@ -133,20 +132,14 @@ def build_answer(scans):
            and c["kind"] == CUT_TRACEBACK and 0 < c["lineno"] - root["lineno"] <= 3 and c["stage"] != "unknown"]
     if nxt:  # an error whose traceback follows it cut (logger.exception, asyncio's "Exception in callback"): its frames
         root.update(stage=nxt[0]["stage"], basis=nxt[0]["basis"], conf=CONF_MEDIUM, srank=nxt[0]["srank"])
-    reached = set()
-    for sc in scans:
-        reached.update(sc.reached)
+    reached = set(r for sc in scans for r in sc.reached)
     if root is not None and root["srank"] >= 0:
         reached.add(root["srank"])
     stages_reached = [STAGES[r] for r in sorted(reached) if r >= 0]
     last_rank = max([sc.ctx for sc in scans] + [-1])
     last_stage = STAGES[last_rank] if last_rank >= 0 else None
 
-    oom_c = None
-    for c in all_cands:
-        if c["oom"]:
-            oom_c = c
-            break
+    oom_c = next((c for c in all_cands if c["oom"]), None)
     oom = {"occurred": oom_c is not None, "stage": oom_c["stage"] if oom_c else None}
     if oom_c is not None:
         oom["line"] = oom_c["line"]
@@ -172,12 +165,7 @@ def build_answer(scans):
 
     timeline = []
     for sc in scans:
-        own = None
-        for kinds in tiers:
-            mine = [c for c in sc.cands if c["kind"] in kinds]
-            if mine:
-                own = min(mine, key=lambda c: c["lineno"])
-                break
+        own = next((c for c in (_first(sc.cands, kind) for kind in _ROOT_TIERS) if c is not None), None)
         timeline.append({
             "node": sc.node, "file": sc.file, "lines": sc.lines,
             "first_timestamp": sc.first_ts, "last_timestamp": sc.last_ts,
@@ -191,10 +179,8 @@ def build_answer(scans):
             "until": sc.until,
         })
 
-    after_stop = []
-    for sc in scans:
-        after_stop.extend(sc.after_stop)
-    after_stop.sort(key=lambda c: (0 if c["tkey"] is not None else 1, c["tkey"] or 0.0, c["index"], c["lineno"]))
+    after_stop = sorted((c for sc in scans for c in sc.after_stop),
+                        key=lambda c: (0 if c["tkey"] is not None else 1, c["tkey"] or 0.0, c["index"], c["lineno"]))
     after_stop = [dict((k, v) for k, v in c.items() if k not in ("tkey", "index")) for c in after_stop]
 
     ans = {
@@ -224,11 +210,7 @@ def build_answer(scans):
         if ready:
             ans["summary"] = "no failure found; API ready since %s" % (ready[0].ready_ts or "start")
         elif last_stage is not None:
-            since = None
-            for sc in scans:
-                if sc.ctx == last_rank:
-                    since = sc.ctx_since
-                    break
+            since = next(sc.ctx_since for sc in scans if sc.ctx == last_rank)
             open_on, done_on = _comm_nodes(scans)
             if done_on and not open_on:
                 # every NCCL communicator that was set up was destroyed again: the program ended its
