@@ -816,23 +816,17 @@ class _Scan(object):
                             chosen_generic = (s, text, ln)
                     elif chosen is None:
                         chosen = (s, text, ln)
-        pick = chosen or chosen_generic
+        # a failure (a generic one last), else a wrapper; an OOM seen in the chain classes an NCCL or CUDA error
+        # (a wrapper is picked only when no failure matched, and every OOM row is a failure)
+        pick = chosen or chosen_generic or consequence
         proc = tb.proc
         named = _method_stage(tb.header[1]) if tb.header is not None else None
         if pick is not None:
             s, text, ln = pick
-            cls = s.cls
-            if oom_seen and cls in ("nccl_error", "cuda_error"):
-                cls = "oom"
+            cls = "oom" if oom_seen and s.cls in ("nccl_error", "cuda_error") else s.cls
             placed = self._stage_for(s.placement, s.stage, cls, frames, named, tb.hint(text), s.usual_conf)
             self._add(s.kind, cls, placed, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, s.hint, tb.context,
                       rec_key, oom_seen, origin=tb.lineno)
-            return
-        if consequence is not None:
-            s, text, ln = consequence
-            placed = self._stage_for(s.placement, s.stage, s.cls, frames, named, tb.hint(text), s.usual_conf)
-            self._add(s.kind, s.cls, placed, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, s.hint,
-                      tb.context, rec_key, origin=tb.lineno)
             return
         if tb.warn_only:
             return
