@@ -151,10 +151,12 @@ for _mk in _MARKS:
         _MARKS_BY_FMT.setdefault(_mk.fmt, []).append(_mk)
 _MARKS_NCCL = [mk for mk in _MARKS if mk.fmt == FMT_NCCL][0]
 
-# frame function -> ((path part, stage), ...)
+# frame function -> ((path part, stage), ...); a function named in a source or logger line (no path): the stage its
+# rows agree on (a name whose rows disagree - ``__init__``: a config class, a communicator, ... - names none)
 _FRAME_STAGES = {}
 for _func, _part, _stage, _source in FRAMES:
     _FRAME_STAGES.setdefault(_func, []).append((_part, _stage))
+_NAME_STAGE = dict((f, rows[0][1]) for f, rows in _FRAME_STAGES.items() if len(set(st for _p, st in rows)) == 1)
 _METHOD_RXS = tuple(re.compile(rx) for rx in METHOD_MESSAGES)
 _EXECUTOR_CALL_RX, _CALLS_RX = re.compile(EXECUTOR_CALLS), re.compile(CALLS)
 _KV_EMPTY_RX = re.compile(KV_CACHE_EMPTY_RX)
@@ -176,8 +178,8 @@ def _source_stage(stripped, calls=False):
     stage = next((stage for key, stage, _src in SOURCE_LINES if key in stripped), None)
     m = _EXECUTOR_CALL_RX.search(stripped) if stage is None and "(" in stripped else None
     m = m or (_CALLS_RX.match(stripped) if calls and stage is None else None)
-    stages = set(st for _part, st in _FRAME_STAGES.get(m.group(1), ())) if m is not None else ()
-    return (DEVICE_QUERY if calls and stages == {"cuda_init"} else stages.pop()) if len(stages) == 1 else stage
+    named = _NAME_STAGE.get(m.group(1)) if m is not None else None
+    return stage if named is None else DEVICE_QUERY if calls and named == "cuda_init" else named
 
 
 def _stage_by_path(rows, path):
@@ -194,11 +196,8 @@ def _method_stage(text):
     FRAMES row of that name agrees."""
     for rx in _METHOD_RXS:
         m = rx.search(text)
-        if m is not None:
-            # a name whose rows disagree (``__init__``: a config class, a communicator, ...) names no stage
-            stages = set(stage for _part, stage in _FRAME_STAGES.get(m.group(1), ()))
-            if len(stages) == 1:
-                return stages.pop()
+        if m is not None and m.group(1) in _NAME_STAGE:
+            return _NAME_STAGE[m.group(1)]
     return None
 
 
@@ -255,8 +254,6 @@ def _classify_text(text):
             if k in text:
                 return cls
     return "other"
-
-
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -354,7 +351,6 @@ class _Scan(object):
         self.cands = []
         self.untimed = []                # candidates with no timestamp of their own nor one before them
         self.recovered = []
-        self.dropped = 0
         self.hints = []
         self.pid2proc = {}
         self.rec_cand = {}
@@ -602,7 +598,6 @@ class _Scan(object):
                 self.rec_cand.clear()
             self.rec_cand[rec_key] = cand
         if len(self.cands) >= _MAX_CANDIDATES:
-            self.dropped += 1
             return
         self.cands.append(cand)
         if key is None:

@@ -179,21 +179,19 @@ def clean(text):
 class Line(object):
     """One parsed line (after wrappers): format, stream, level, timestamp and message."""
 
-    __slots__ = ("fmt", "stream", "proc", "pid", "ip", "level", "ts", "tkey", "msg", "rec", "service",
-                 "outer_tkey", "outer_src", "pywarn", "tee")
+    __slots__ = ("fmt", "stream", "proc", "pid", "level", "ts", "tkey", "msg", "rec", "outer_tkey", "outer_src", "pywarn",
+                 "tee")
 
     def __init__(self):
         self.fmt = FMT_RAW
         self.stream = ""
         self.proc = None
         self.pid = None
-        self.ip = None
         self.level = LEVEL_RAW
         self.ts = None
         self.tkey = None
         self.msg = ""
         self.rec = None
-        self.service = None
         self.outer_tkey = None
         self.outer_src = None
         self.pywarn = False
@@ -206,10 +204,8 @@ LEVELS = {"DEBUG": LEVEL_DEBUG, "TRACE": LEVEL_DEBUG, "INFO": LEVEL_INFO, "WARNI
 
 
 def strip_wrappers(text, line):
-    """Remove container/journal/kubectl/CI/Ray wrappers from ``text``; remember the outer timestamp and service.
-
-    Returns the text left; ``line.outer_tkey``/``outer_src``/``service`` are set from the first wrapper seen.
-    """
+    """Remove container/journal/kubectl/CI/Ray wrappers from ``text``; return the text left.  ``line.outer_tkey``
+    and ``outer_src`` are set from the first wrapper that carries a time."""
     for dummy in range(3):
         changed = False
         c0 = text[:1]
@@ -254,8 +250,6 @@ def strip_wrappers(text, line):
         if not changed and "|" in text[:80]:
             m = COMPOSE_RX.match(text)
             if m:
-                if line.service is None:
-                    line.service = m.group(1)
                 text = text[m.end():]
                 changed = True
         if not changed:
@@ -296,7 +290,7 @@ def parse_line(text, line):
 
 def _tag(m, line):
     """The process of a vLLM or Ray worker tag (VLLM_RX, TAGONLY_RX): its own stream."""
-    line.proc, line.pid, line.ip = m.group("proc"), m.group("pid"), m.group("ip")
+    line.proc, line.pid = m.group("proc"), m.group("pid")
     line.stream = line.proc + "#" + line.pid
 
 
