@@ -416,15 +416,12 @@ class _Scan(object):
     def anchors(self):
         """The byte strings the prefilter looks for now (the static ones, plus markers of stages not yet seen)."""
         if self._anchors is None:
-            extra = []
-            for stage, anchors in MARK_ANCHORS.items():
-                if stage == "api_ready" and self.ready:
-                    continue
-                if stage not in self.marked or (stage in ("api_ready", "request") and not self.ready):
-                    for a in anchors:
-                        if a not in extra:
-                            extra.append(a)
-            self._anchors = STATIC_ANCHORS + tuple(a for a in extra if a not in STATIC_ANCHORS)
+            # a stage's until it is seen; the API server's until it is ready, a request's until both
+            extra = [a for stage, anchors in MARK_ANCHORS.items() for a in anchors
+                     if (not self.ready if stage == "api_ready" else stage not in self.marked or (
+                         stage == "request" and not self.ready))]
+            self._anchors = STATIC_ANCHORS + tuple(
+                a for i, a in enumerate(extra) if a not in STATIC_ANCHORS and a not in extra[:i])
         return self._anchors
 
     # -- progress ---------------------------------------------------------------------------------------------
@@ -495,12 +492,8 @@ class _Scan(object):
         if m is None:
             return
         key = (line.pid, m.group(1))
-        event = m.group(2)
-        if event == "Init START":
-            if key in self.comms or len(self.comms) < MAX_COMMS:
-                self.comms[key] = "started"
-        elif key in self.comms or len(self.comms) < MAX_COMMS:
-            self.comms[key] = "complete" if event == "Init COMPLETE" else "destroyed"
+        if key in self.comms or len(self.comms) < MAX_COMMS:
+            self.comms[key] = {"Init START": "started", "Init COMPLETE": "complete"}.get(m.group(2), "destroyed")
 
     # -- candidates -------------------------------------------------------------------------------------------
     def _stage_for(self, placement, sig_stage, cls, frames, named=None, hint=None, usual_conf=CONF_MEDIUM):
@@ -515,19 +508,13 @@ class _Scan(object):
                 return sig_stage, BASIS_MESSAGE, CONF_HIGH
             # the HTTP side started (uvicorn's lifespan ran): the bind belongs to starting the API server
             return "api_ready", BASIS_MARKERS, CONF_HIGH
-        rank = basis = conf = None
-        fstage = _frames_stage(frames)
-        if fstage is not None:
-            basis = BASIS_FRAMES
-            conf = CONF_HIGH
-        elif named is not None:
-            fstage = named
-            basis = BASIS_MESSAGE
-            conf = CONF_HIGH
-        elif hint is not None and (hint[2] or placement != WHERE_OR):
+        rank = None
+        fstage, basis, conf = _frames_stage(frames), BASIS_FRAMES, CONF_HIGH
+        if fstage is None:
+            fstage, basis = named, BASIS_MESSAGE
+        if fstage is None and hint is not None and (hint[2] or placement != WHERE_OR):
             # a signature's usual stage (WHERE_OR) outranks words, not serving frames or a collective's numbers
-            fstage, conf = hint[0], hint[1]
-            basis = BASIS_INFERRED
+            fstage, basis, conf = hint[0], BASIS_INFERRED, hint[1]
         if fstage is not None:
             if fstage == "request" and 0 <= self.ctx < _RANK["api_ready"]:
                 # serving code before the server was ready: the start-up's profiling / warm-up passes
