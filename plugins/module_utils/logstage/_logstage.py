@@ -45,8 +45,8 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_fram
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
     CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, EXC_RX, GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, LEVEL_DEBUG,
     LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING, MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX,
-    PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX, RAY_REPEAT_RX, SUBJECT_RX, TB_START, TEE_RX, TS_BYTES_RX, Line, clean,
-    collective_stage, cut, cut_record, frame_line, match_tkey, parse_line, strip_wrappers)
+    PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX, RAY_REPEAT_RX, SUBJECT_RX, TB_START, TEE_RX, Line, clean,
+    collective_stage, cut, cut_record, frame_line, last_ts, match_tkey, parse_line, strip_wrappers)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_prefilter import (
     MARK_ANCHORS, STATIC_ANCHORS, scan_stream)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_answer import (
@@ -402,14 +402,9 @@ class _Scan(object):
         """The time of a line without its own timestamp: the last one seen before it (maybe in skipped bytes)."""
         buf = self._buf
         if buf is not None and self._buf_pos > self._slow_end:
-            lo = max(self._slow_end, self._buf_pos - 65536)
-            last = None
-            for m in TS_BYTES_RX.finditer(buf, lo, self._buf_pos):
-                last = m
-            if last is not None:
-                k = match_tkey(last)
-                if k is not None:
-                    return k + self.year_off
+            k = match_tkey(last_ts(buf, max(self._slow_end, self._buf_pos - 65536), self._buf_pos))
+            if k is not None:
+                return k + self.year_off
         return self.last_tkey
 
     # -- anchors ---------------------------------------------------------------------------------------------
@@ -686,13 +681,13 @@ class _Scan(object):
             if m is not None:
                 func, path = m.group("func"), m.group("path")
                 fs = frame_stage(func, path)
+                sf = None if fs else _stage_by_path(_SERVING_FRAMES, path)
                 if fs:
                     tb.frames.add(DEVICE_QUERY if fs == "cuda_init" and any(p in path for p in DEVICE_QUERY_PATHS) else fs)
-                elif "vllm" in path or _stage_by_path(_SERVING_FRAMES, path):
+                elif "vllm" in path or sf:
                     if func in STARTUP_FUNCS or _STARTUP_WORD_RX.search(func) is not None:
                         tb.startup = True
                     else:
-                        sf = _stage_by_path(_SERVING_FRAMES, path)
                         if tb.serving is None:
                             tb.serving = sf
                         if sf and func not in _SHARED_FUNCS and not any(p in path for p in _SHARED_PARTS):
@@ -959,15 +954,12 @@ class _Scan(object):
             self.proc_hdr_at = self.proc_hdr_at if m.group(2) and self.hdr_to == lineno - 1 else lineno
             self.proc_hdr, self.hdr_to = m.group(1) or self.proc_hdr, lineno
             return
-        if line.fmt == FMT_UVICORN and '" 5' in body:
-            m = _ACCESS_5XX_RX.search(body)
-            if m is not None:
-                self._access_error(line, lineno, stripped)
-                return
+        if line.fmt == FMT_UVICORN and '" 5' in body and _ACCESS_5XX_RX.search(body) is not None:
+            self._access_error(line, lineno, stripped)
+            return
         self._markers(line, lineno)
-        lvl = line.level
-        if lvl == LEVEL_RAW:
-            lvl = LEVEL_WARNING if line.pywarn else LEVEL_ERROR
+        # a raw line is matched as an error, unless it is a Python warning
+        lvl = (LEVEL_WARNING if line.pywarn else LEVEL_ERROR) if line.level == LEVEL_RAW else line.level
         if line.fmt in (FMT_RAW, FMT_VLLM) and (body.startswith("    ") or stripped.startswith(CODE_STARTS)) \
                 and not DESCRIBE_FIELD_RX.match(body):
             # a frame or source line of a traceback whose start is not in this log (a cut or pasted excerpt):
@@ -1009,20 +1001,16 @@ class _Scan(object):
             placed = self._cut_placed(None, _text_hint(body, line.rec), cls, _method_stage(body),
                                       line.fmt == FMT_C10 and line.rec is None)
             key, own = self._when(line)
-            kind = ERROR_LINE
-            if line.fmt == FMT_C10 and line.rec and line.rec[1] == "ProcessGroupNCCL.cpp":
-                kind = WEAK_CONSEQUENCE
-            self._add(kind, cls, placed, body, lineno, line.ts, key, own, self._proc_name(line), line.pid, None,
+            # an ERROR record of torch's ProcessGroupNCCL.cpp without a signature: a weak consequence
+            weak = line.fmt == FMT_C10 and line.rec and line.rec[1] == "ProcessGroupNCCL.cpp"
+            self._add(WEAK_CONSEQUENCE if weak else ERROR_LINE, cls, placed, body, lineno, line.ts, key, own, self._proc_name(line), line.pid, None,
                       [stripped], rec_key)
 
     def _access_error(self, line, lineno, text):
         """A request answered with a server error (uvicorn's access line, 5xx): the error logged just before it
         (an error line or exception the log gives no stage for) was that request's; the line itself stands in
         for the failure only when the log shows nothing else."""
-        after_stop = self.until is not None and lineno > self.until
-        for c in self.cands:
-            if after_stop:
-                break
+        for c in self.cands if self.until is None or lineno <= self.until else ():  # none after the stop
             if c["srank"] < 0 and c["kind"] in (FAILURE, ERROR_LINE) and lineno - c["lineno"] <= _ACCESS_NEAR:
                 c["stage"], c["basis"], c["conf"], c["srank"] = "request", BASIS_INFERRED, CONF_MEDIUM, _RANK["request"]
         self.no_recover = True
@@ -1186,16 +1174,13 @@ def classify_texts(texts, names=None, nodes=None, until=None):
 
     ``until``: optional cutoff per text, counted in lines (see :func:`until_list`; a dict is keyed by name).
     """
-    all_names = []
-    for idx in range(len(texts)):
-        name = names[idx] if names and idx < len(names) and names[idx] else ("log" if len(texts) == 1 else "log%d" % (idx + 1))
-        all_names.append(str(name))
+    all_names = [str(names[idx] if names and idx < len(names) and names[idx] else "log" if len(texts) == 1
+                     else "log%d" % (idx + 1)) for idx in range(len(texts))]
     cutoffs = until_list(until, all_names)
     scans = []
     for idx, text in enumerate(texts):
-        name = all_names[idx]
-        node = nodes[idx] if nodes and idx < len(nodes) and nodes[idx] not in (None, "") else name
-        sc = _Scan(str(name), str(node), idx, cutoffs[idx])
+        node = nodes[idx] if nodes and idx < len(nodes) and nodes[idx] not in (None, "") else all_names[idx]
+        sc = _Scan(all_names[idx], str(node), idx, cutoffs[idx])
         # a lone surrogate (text decoded with surrogateescape) is read as the replacement character
         data = text if isinstance(text, bytes) else b"" if text is None else str(text).encode("utf-8", "replace")
         sc.full = len(data) <= FULL_PARSE_BYTES

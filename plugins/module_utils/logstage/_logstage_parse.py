@@ -146,8 +146,18 @@ def tkey(month, day, hh, mm, ss, fraction=0.0):
         return None
 
 
+def last_ts(buf, pos=0, end=None):
+    """The match of the last timestamp TS_BYTES_RX finds in ``buf[pos:end]``, or None."""
+    last = None
+    for last in TS_BYTES_RX.finditer(buf, pos, len(buf) if end is None else end):
+        pass
+    return last
+
+
 def match_tkey(m):
-    """The year-less time key of a TS_BYTES_RX match (None when it is not a date)."""
+    """The year-less time key of a TS_BYTES_RX match (None without a match, or when it is not a date)."""
+    if m is None:
+        return None
     g = m.groups()
     if g[0] is not None:
         return tkey(g[0], g[1], g[2], g[3], g[4])

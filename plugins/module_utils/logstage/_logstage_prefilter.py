@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import TS_BYTES_RX, match_tkey
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import TS_BYTES_RX, last_ts, match_tkey
 
 BLOCK_SIZE = 8 * 1024 * 1024        # bytes read at once
 MAX_SEGMENT = 64 * 1024             # a longer line is cut into pieces of this size
@@ -106,17 +106,12 @@ def scan_stream(scan, read):
             scan.first_ts = _ts_text(m)
     # the last timestamp of the file, also when the last lines were skipped by the prefilter
     tail_start = abs_off - len(tail)
-    last = None
-    for m in TS_BYTES_RX.finditer(tail, max(0, scan._slow_abs - tail_start)):
-        last = m
+    last = last_ts(tail, max(0, scan._slow_abs - tail_start))
     if last is not None:
         scan.last_ts = _ts_text(last)
     if scan.untimed:
         # no timestamped line was parsed after them (the prefilter skipped it): the file's last one bounds them
-        last = None
-        for m in TS_BYTES_RX.finditer(tail):
-            last = m
-        key = match_tkey(last) if last is not None else None
+        key = match_tkey(last_ts(tail))
         if key is not None:
             scan._bound_untimed(key + scan.year_off)
 
