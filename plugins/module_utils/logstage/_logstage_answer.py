@@ -46,8 +46,8 @@ def _public_error(c):
 
 # the kind of an error as the answer names it
 KIND_NAME = {FAILURE: "failure", ERROR_LINE: "error_line", VICTIM: "victim", CONSEQUENCE: "consequence",
-              WEAK_CONSEQUENCE: "consequence", HEADER: "failure", ACCESS_ERROR: "error_line",
-              CUT_TRACEBACK: "error_line"}
+             WEAK_CONSEQUENCE: "consequence", HEADER: "failure", ACCESS_ERROR: "error_line",
+             CUT_TRACEBACK: "error_line"}
 
 
 def _sort_key(c):

@@ -27,7 +27,7 @@ MAX_SEGMENT = 64 * 1024             # a longer line is cut into pieces of this s
 # (vLLM and torch logger lines carry ".py:", C++ c10 lines ".cpp:", NCCL errors "WARN", Python tracebacks start
 # with "Traceback", raw error prints say "error"/"Error"; every pass over a block costs, so the list is short)
 STATIC_ANCHORS = (b".py:", b"Traceback", b"rror", b"WARN", b".cpp:", b"fault", b"\x1b", b" - Init ",
-                   b"Destroy COMPLETE")
+                  b"Destroy COMPLETE")
 MARK_ANCHORS = {
     "distributed_init": (b"NCCL INFO", b"[Gloo]"),
     "weight_loading": (b"shards", b"Loading safetensors"),
