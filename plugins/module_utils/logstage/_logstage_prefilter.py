@@ -55,6 +55,17 @@ def scan_stream(scan, read):
     head = None
     tail = b""
     abs_off = 0
+
+    def feed(buf, end, start=0):
+        """Scan ``buf[start:end]``; keep the file's first and last 64 KiB (for timestamps) and the file offset."""
+        nonlocal head, tail, abs_off
+        if head is None:
+            head = buf[start:start + 65536]
+        scan._abs = abs_off - start
+        _scan_block(scan, buf, end, start)
+        tail = (tail + buf[max(start, end - 65536):end])[-65536:]
+        abs_off += end - start
+
     while True:
         data = read(BLOCK_SIZE)
         if not data:
@@ -68,12 +79,7 @@ def scan_stream(scan, read):
                 carry += data
                 continue
             piece = carry + data[:e + 1]
-            if head is None:
-                head = piece[:65536]
-            scan._abs = abs_off
-            _scan_block(scan, piece, len(piece))
-            tail = (tail + piece)[-65536:]
-            abs_off += len(piece)
+            feed(piece, len(piece))
             carry = b""
             start = e + 1
         end = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
@@ -82,20 +88,10 @@ def scan_stream(scan, read):
                 carry = data[start:]
                 continue
             end = len(data)
-        if head is None:
-            head = data[start:start + 65536]
-        scan._abs = abs_off - start
-        _scan_block(scan, data, end, start)
-        tail = (tail + data[max(start, end - 65536):end])[-65536:]
-        abs_off += end - start
+        feed(data, end, start)
         carry = data[end:]
     if carry:
-        if head is None:
-            head = carry[:65536]
-        scan._abs = abs_off
-        _scan_block(scan, carry, len(carry))
-        tail = (tail + carry)[-65536:]
-        abs_off += len(carry)
+        feed(carry, len(carry))
     scan._buf = None
     scan.finish()
     # lines in the file: line ends, plus an unterminated last line
