@@ -398,15 +398,6 @@ class _Scan(object):
                 c["tkey_after"] = True
         self.untimed = []
 
-    def _approx_tkey(self):
-        """The time of a line without its own timestamp: the last one seen before it (maybe in skipped bytes)."""
-        buf = self._buf
-        if buf is not None and self._buf_pos > self._slow_end:
-            k = match_tkey(last_ts(buf, max(self._slow_end, self._buf_pos - 65536), self._buf_pos))
-            if k is not None:
-                return k + self.year_off
-        return self.last_tkey
-
     # -- anchors ---------------------------------------------------------------------------------------------
     def anchors(self):
         """The byte strings the prefilter looks for now (the static ones, plus markers of stages not yet seen)."""
@@ -604,10 +595,16 @@ class _Scan(object):
 
     def _when(self, line):
         """(time key, whether the line carries it) of ``line``: its outer (collector's) time, its own, else the last
-        time seen before it."""
+        time seen before it (maybe in bytes the prefilter skipped)."""
         if line.outer_tkey is not None:
             return line.outer_tkey, True
-        return (line.tkey, True) if line.tkey is not None else (self._approx_tkey(), False)
+        if line.tkey is not None:
+            return line.tkey, True
+        if self._buf is not None and self._buf_pos > self._slow_end:
+            k = match_tkey(last_ts(self._buf, max(self._slow_end, self._buf_pos - 65536), self._buf_pos))
+            if k is not None:
+                return k + self.year_off, False
+        return self.last_tkey, False
 
     def _sig_candidate(self, sig, line, lineno, text, context=None, frames=None, rec_key=None, kind=None, hint=None):
         if sig.kind in (HANG_HINT, WARNING_HINT):
