@@ -402,7 +402,8 @@ class _Scan(object):
     def anchors(self):
         """The byte strings the prefilter looks for now (the static ones, plus markers of stages not yet seen)."""
         if self._anchors is None:
-            # a stage's until it is seen; the API server's until it is ready, a request's until both
+            # a stage's anchors until it is seen; the API server's until it is ready; a request's until both (one
+            # seen, the server ready)
             extra = [a for stage, anchors in MARK_ANCHORS.items() for a in anchors
                      if (not self.ready if stage == "api_ready" else stage not in self.marked or (
                          stage == "request" and not self.ready))]
@@ -1000,8 +1001,8 @@ class _Scan(object):
             key, own = self._when(line)
             # an ERROR record of torch's ProcessGroupNCCL.cpp without a signature: a weak consequence
             weak = line.fmt == FMT_C10 and line.rec and line.rec[1] == "ProcessGroupNCCL.cpp"
-            self._add(WEAK_CONSEQUENCE if weak else ERROR_LINE, cls, placed, body, lineno, line.ts, key, own, self._proc_name(line), line.pid, None,
-                      [stripped], rec_key)
+            self._add(WEAK_CONSEQUENCE if weak else ERROR_LINE, cls, placed, body, lineno, line.ts, key, own,
+                      self._proc_name(line), line.pid, None, [stripped], rec_key)
 
     def _access_error(self, line, lineno, text):
         """A request answered with a server error (uvicorn's access line, 5xx): the error logged just before it
