@@ -189,8 +189,8 @@ def clean(text):
 class Line(object):
     """One parsed line (after wrappers): format, stream, level, timestamp and message."""
 
-    __slots__ = ("fmt", "stream", "proc", "pid", "level", "ts", "tkey", "msg", "rec", "outer_tkey", "outer_src", "pywarn",
-                 "tee")
+    __slots__ = ("fmt", "stream", "proc", "pid", "level", "ts", "tkey", "msg", "rec", "outer_tkey", "outer_src",
+                 "pywarn", "tee")
 
     def __init__(self):
         self.fmt = FMT_RAW
