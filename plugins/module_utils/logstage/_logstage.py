@@ -1,23 +1,14 @@
 """The collection's one classifier of vLLM logs: the first failing stage.
 
-Why one file (over 1,000 lines): it is one algorithm - the scanner (``_Scan`` and the stream and segment loops) and
-the answer built from its state share that state; the data that changes with vLLM releases is already out
-(``_logstage_rules``, ``_logstage_frames``, ``_logstage_messages``) and so is line parsing (``_logstage_parse``).
-
 Every front (the ``log_stage`` module, the ``log_stage`` filter, the roles that capture a server log) calls
-:func:`classify_files` or :func:`classify_text` here, so they all give the same answer.
-
-The classifier is three modules: ``_logstage_rules`` (the data that changes with vLLM releases: signatures,
-stage markers; the frame -> stage map in ``_logstage_frames``, the messages vLLM raises per stage in
-``_logstage_messages``), ``_logstage_parse`` (wrappers and log formats of one line) and this one
-(the scan of a file and the answer).  How it reads a log (details and the rule list are in
-``docs/classifier.md``):
+:func:`classify_files` or :func:`classify_text` here, so they all give the same answer.  Here: the scan of a file
+(``_Scan``, a streaming state machine fed one line at a time) and the public functions; the data that changes
+with vLLM releases is in ``_logstage_rules``, ``_logstage_frames`` and ``_logstage_messages``, one line's parsing
+in ``_logstage_parse``, which bytes are parsed in ``_logstage_prefilter`` and the answer in ``_logstage_answer``.
+How it reads a log (details and the rule list are in ``docs/classifier.md``):
 
 * **Streaming.** A file is read once, in binary blocks; memory holds one block, the bounded context of the
-  tracebacks that are open and a bounded list of candidate errors, never the log.  A cheap prefilter (on a
-  long region one search of all its anchors at once, else one substring search per anchor, in C) skips the
-  lines that cannot matter; only the lines it hits are decoded (``errors="replace"``) and parsed.  Inside an open traceback every line is read; a log small
-  enough to be a paste (:data:`FULL_PARSE_BYTES`) is read line by line without the prefilter.
+  tracebacks that are open and a bounded list of candidate errors, never the log.
 * **Rules.** Stage progress comes from vLLM's own marker lines; failures from signatures built from vLLM,
   PyTorch, NCCL, CUDA and container-runtime source strings.  The root cause is the earliest failure in time;
   wrapper errors are consequences.  A failure's stage comes from the message's own meaning where that is
@@ -25,13 +16,6 @@ stage markers; the frame -> stage map in ``_logstage_frames``, the messages vLLM
   it is never before the furthest stage the log proves reached; ``stage_basis`` in the answer says which.
 * **NCCL communicators** are followed by their ``Init START`` / ``Init COMPLETE`` / ``Destroy COMPLETE`` lines.
 * **Stop cutoff.** A per-file ``until`` (lines) sets apart what was printed after the server was stopped.
-
-Why this file is over 1,200 lines (issue 34's bound): nearly all of it is one class, ``_Scan``, the streaming
-state machine that reads one line at a time (tracebacks open and closed across lines, NCCL communicators, markers,
-candidates, the stop cutoff), whose methods share that state on every line; cutting it in two would put one
-line's handling in two modules and a call between them on the hot path that the speed bound (>= 0.5x grep -E)
-is measured on.  What changes with vLLM releases is already out of it: the data (``_logstage_rules``,
-``_logstage_frames``, ``_logstage_messages``) and the one-line parsing (``_logstage_parse``).
 
 Standard library only; imports on Python 3.9.
 """
@@ -42,46 +26,45 @@ Standard library only; imports on Python 3.9.
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import re
 
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rules import (
-    KV_CACHE_EMPTY_RX, ORIGINAL_ERROR_KEY,
-    ACCESS_5XX_RX, ANSWER_STAGES, AT_DEBUG, AT_INFO, AT_LEAST, AT_LEAST_OR_UNKNOWN, AT_WARNING, BASIS_FRAMES,
-    BASIS_INFERRED, BASIS_MARKERS, BASIS_MESSAGE, CAUSE_CLASSES, CAUSES, CLASS_DEFAULT_STAGE, CLASS_FLOOR,
-    CLASS_KEYWORDS, CONF_HIGH, CONF_LOW, CONF_MEDIUM, CONSEQUENCE, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY,
-    FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, GENERIC, HANG_HINT, HEADER, LEVEL_WORD_RX,
-    MARKERS, READY, SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES,
-    UNKNOWN_MISSING, USUAL_STAGE_LOW, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE,
-    WHERE_OR)
+    ACCESS_5XX_RX, ACCESS_ERROR, ANSWER_STAGES, AT_DEBUG, AT_INFO, AT_LEAST, AT_LEAST_OR_UNKNOWN, AT_WARNING,
+    BASIS_FRAMES, BASIS_INFERRED, BASIS_MARKERS, BASIS_MESSAGE, CAUSE_CLASSES, CAUSES, CLASS_DEFAULT_STAGE,
+    CLASS_FLOOR, CLASS_KEYWORDS, CONF_HIGH, CONF_LOW, CONF_MEDIUM, CONSEQUENCE, CUT_TRACEBACK, ENTRY, ERROR_CLASSES,
+    ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY, FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM,
+    GENERIC, HANG_HINT, HEADER, KV_CACHE_EMPTY_RX, LEVEL_WORD_RX, MARKERS, ORIGINAL_ERROR_KEY, READY,
+    SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES, USUAL_STAGE_LOW, VICTIM, WARNING_HINT,
+    WEAK_CONSEQUENCE, WHERE, WHERE_OR)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_messages import message_stage
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_frames import (
-    CALLS, DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, SERVING_FRAMES, SHARED_SERVING_FRAMES,
-    SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS)
+    CALLS, DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, SERVING_FRAMES,
+    SHARED_SERVING_FRAMES, SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
-    CARETS_RX, CHAIN, CODE_STARTS, EXC_RX, GLUED_RX as _GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING,
-    DESCRIBE_FIELD_RX, MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX, RAY_REPEAT_RX, STOP_RX,
-    SUBJECT_RX, TB_START, TEE_RX, TS_BYTES_RX, Line, clean, collective_stage, cut, cut_record as _cut_record, frame_line as _frame_line,
-    parse_line, strip_wrappers, tkey)
+    CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, EXC_RX, GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, LEVEL_DEBUG,
+    LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING, MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX,
+    PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX, RAY_REPEAT_RX, SUBJECT_RX, TB_START, TEE_RX, Line, clean,
+    collective_stage, cut, cut_record, frame_line, last_ts, match_tkey, parse_line, strip_wrappers)
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_prefilter import (
+    MARK_ANCHORS, STATIC_ANCHORS, scan_stream)
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_answer import (
+    KIND_NAME, MAX_AFTER_STOP, build_answer)
 
 __all__ = ("ANSWER_STAGES", "ERROR_CLASSES", "STAGES", "LogStageError", "cause_stage", "classify_files",
            "classify_text", "classify_texts", "collective_stage", "expand_paths", "frame_stage", "match_signature",
            "until_list")
 
-BLOCK_SIZE = 8 * 1024 * 1024        # bytes read at once
-MAX_SEGMENT = 64 * 1024             # a longer line is cut into pieces of this size
 FULL_PARSE_BYTES = 4 * 1024 * 1024  # a log up to this size (a paste, a short run) is parsed line by line
 _MAX_CANDIDATES = 200               # per file, active candidate errors kept
 _MAX_RECOVERED = 10
-_MAX_CONSEQUENCES = 30
 _MAX_HINTS = 10
 _MAX_MSG_LINES = 20                 # message lines kept after an exception line
 _MAX_CONTEXT = 12                   # lines of context returned with an error
 _TB_IDLE_CLOSE = 60                 # foreign lines after which a quiet traceback is closed
 _TB_FRAMES_CLOSE = 400              # foreign lines after which an unfinished traceback is closed
 _MAX_STREAMS = 64
-_TIE_SECONDS = 2.0                  # vLLM timestamps have one-second resolution
-_MAX_AFTER_STOP = 30                # errors kept per answer from after a file's ``until`` cutoff
 _RANK = STAGE_RANK
 
 
@@ -168,10 +151,12 @@ for _mk in _MARKS:
         _MARKS_BY_FMT.setdefault(_mk.fmt, []).append(_mk)
 _MARKS_NCCL = [mk for mk in _MARKS if mk.fmt == FMT_NCCL][0]
 
-# frame function -> ((path part, stage), ...)
+# frame function -> ((path part, stage), ...); a function named in a source or logger line (no path): the stage its
+# rows agree on (a name whose rows disagree - ``__init__``: a config class, a communicator, ... - names none)
 _FRAME_STAGES = {}
 for _func, _part, _stage, _source in FRAMES:
     _FRAME_STAGES.setdefault(_func, []).append((_part, _stage))
+_NAME_STAGE = dict((f, rows[0][1]) for f, rows in _FRAME_STAGES.items() if len(set(st for _p, st in rows)) == 1)
 _METHOD_RXS = tuple(re.compile(rx) for rx in METHOD_MESSAGES)
 _EXECUTOR_CALL_RX, _CALLS_RX = re.compile(EXECUTOR_CALLS), re.compile(CALLS)
 _KV_EMPTY_RX = re.compile(KV_CACHE_EMPTY_RX)
@@ -193,8 +178,8 @@ def _source_stage(stripped, calls=False):
     stage = next((stage for key, stage, _src in SOURCE_LINES if key in stripped), None)
     m = _EXECUTOR_CALL_RX.search(stripped) if stage is None and "(" in stripped else None
     m = m or (_CALLS_RX.match(stripped) if calls and stage is None else None)
-    stages = set(st for _part, st in _FRAME_STAGES.get(m.group(1), ())) if m is not None else ()
-    return (DEVICE_QUERY if calls and stages == {"cuda_init"} else stages.pop()) if len(stages) == 1 else stage
+    named = _NAME_STAGE.get(m.group(1)) if m is not None else None
+    return stage if named is None else DEVICE_QUERY if calls and named == "cuda_init" else named
 
 
 def _stage_by_path(rows, path):
@@ -211,11 +196,8 @@ def _method_stage(text):
     FRAMES row of that name agrees."""
     for rx in _METHOD_RXS:
         m = rx.search(text)
-        if m is not None:
-            # a name whose rows disagree (``__init__``: a config class, a communicator, ...) names no stage
-            stages = set(stage for _part, stage in _FRAME_STAGES.get(m.group(1), ()))
-            if len(stages) == 1:
-                return stages.pop()
+        if m is not None and m.group(1) in _NAME_STAGE:
+            return _NAME_STAGE[m.group(1)]
     return None
 
 
@@ -228,11 +210,6 @@ _SHARED_FUNCS = frozenset(p[5:] for p, _s in SHARED_SERVING_FRAMES if p.startswi
 _ACCESS_5XX_RX = re.compile(ACCESS_5XX_RX)
 _LEVEL_WORD_RX = re.compile(LEVEL_WORD_RX)
 _CAUSES = tuple((key, re.compile(rx) if rx else None, stage) for key, rx, stage, _source in CAUSES)
-
-
-def _serving_frame(path):
-    """The stage of a serving-only frame (the forward pass, sampler, attention, request handlers, parsers), or None."""
-    return _stage_by_path(_SERVING_FRAMES, path)
 
 
 def _text_hint(text, rec=None):
@@ -279,20 +256,6 @@ def _classify_text(text):
     return "other"
 
 
-# prefilter: a line is parsed only when it contains one of these (or a marker anchor still needed)
-# (vLLM and torch logger lines carry ".py:", C++ c10 lines ".cpp:", NCCL errors "WARN", Python tracebacks start
-# with "Traceback", raw error prints say "error"/"Error"; every pass over a block costs, so the list is short)
-_STATIC_ANCHORS = (b".py:", b"Traceback", b"rror", b"WARN", b".cpp:", b"fault", b"\x1b", b" - Init ",
-                   b"Destroy COMPLETE")
-_MARK_ANCHORS = {
-    "distributed_init": (b"NCCL INFO", b"[Gloo]"),
-    "weight_loading": (b"shards", b"Loading safetensors"),
-    "engine_init": (b"Capturing",),
-    "api_ready": (b"INFO:    ",),
-    "request": (b"INFO:    ",),
-}
-
-
 # --------------------------------------------------------------------------------------------------------------
 # per-file scanner
 # --------------------------------------------------------------------------------------------------------------
@@ -333,12 +296,13 @@ class _TB(object):
             hint = _text_hint(self.header[1])
             if hint is not None:
                 return hint
-        if self.serving is not None and not self.startup:
-            return self.serving_hint()
-        return _text_hint(text, self.rec)
+        return self.serving_hint() or _text_hint(text, self.rec)
 
     def serving_hint(self):
-        """The serving frames' hint: medium, or low when only code start-up runs too shows and the caller is cut."""
+        """The serving frames' hint: medium, or low when only code start-up runs too shows and the caller is cut;
+        None without a serving-only frame or with a start-up function of vLLM among the frames."""
+        if self.serving is None or self.startup:
+            return None
         return self.serving, CONF_MEDIUM if self.firm or self.whole else CONF_LOW, True
 
 
@@ -387,7 +351,6 @@ class _Scan(object):
         self.cands = []
         self.untimed = []                # candidates with no timestamp of their own nor one before them
         self.recovered = []
-        self.dropped = 0
         self.hints = []
         self.pid2proc = {}
         self.rec_cand = {}
@@ -435,33 +398,17 @@ class _Scan(object):
                 c["tkey_after"] = True
         self.untimed = []
 
-    def _approx_tkey(self):
-        """The time of a line without its own timestamp: the last one seen before it (maybe in skipped bytes)."""
-        buf = self._buf
-        if buf is not None and self._buf_pos > self._slow_end:
-            lo = max(self._slow_end, self._buf_pos - 65536)
-            last = None
-            for m in TS_BYTES_RX.finditer(buf, lo, self._buf_pos):
-                last = m
-            if last is not None:
-                k = _match_tkey(last)
-                if k is not None:
-                    return k + self.year_off
-        return self.last_tkey
-
     # -- anchors ---------------------------------------------------------------------------------------------
     def anchors(self):
         """The byte strings the prefilter looks for now (the static ones, plus markers of stages not yet seen)."""
         if self._anchors is None:
-            extra = []
-            for stage, anchors in _MARK_ANCHORS.items():
-                if stage == "api_ready" and self.ready:
-                    continue
-                if stage not in self.marked or (stage in ("api_ready", "request") and not self.ready):
-                    for a in anchors:
-                        if a not in extra:
-                            extra.append(a)
-            self._anchors = _STATIC_ANCHORS + tuple(a for a in extra if a not in _STATIC_ANCHORS)
+            # a stage's anchors until it is seen; the API server's until it is ready; a request's until both (one
+            # seen, the server ready)
+            extra = [a for stage, anchors in MARK_ANCHORS.items() for a in anchors
+                     if (not self.ready if stage == "api_ready" else stage not in self.marked or (
+                         stage == "request" and not self.ready))]
+            self._anchors = STATIC_ANCHORS + tuple(
+                a for i, a in enumerate(extra) if a not in STATIC_ANCHORS and a not in extra[:i])
         return self._anchors
 
     # -- progress ---------------------------------------------------------------------------------------------
@@ -532,12 +479,8 @@ class _Scan(object):
         if m is None:
             return
         key = (line.pid, m.group(1))
-        event = m.group(2)
-        if event == "Init START":
-            if key in self.comms or len(self.comms) < MAX_COMMS:
-                self.comms[key] = "started"
-        elif key in self.comms or len(self.comms) < MAX_COMMS:
-            self.comms[key] = "complete" if event == "Init COMPLETE" else "destroyed"
+        if key in self.comms or len(self.comms) < MAX_COMMS:
+            self.comms[key] = {"Init START": "started", "Init COMPLETE": "complete"}.get(m.group(2), "destroyed")
 
     # -- candidates -------------------------------------------------------------------------------------------
     def _stage_for(self, placement, sig_stage, cls, frames, named=None, hint=None, usual_conf=CONF_MEDIUM):
@@ -552,19 +495,13 @@ class _Scan(object):
                 return sig_stage, BASIS_MESSAGE, CONF_HIGH
             # the HTTP side started (uvicorn's lifespan ran): the bind belongs to starting the API server
             return "api_ready", BASIS_MARKERS, CONF_HIGH
-        rank = basis = conf = None
-        fstage = _frames_stage(frames)
-        if fstage is not None:
-            basis = BASIS_FRAMES
-            conf = CONF_HIGH
-        elif named is not None:
-            fstage = named
-            basis = BASIS_MESSAGE
-            conf = CONF_HIGH
-        elif hint is not None and (hint[2] or placement != WHERE_OR):
+        rank = None
+        fstage, basis, conf = _frames_stage(frames), BASIS_FRAMES, CONF_HIGH
+        if fstage is None:
+            fstage, basis = named, BASIS_MESSAGE
+        if fstage is None and hint is not None and (hint[2] or placement != WHERE_OR):
             # a signature's usual stage (WHERE_OR) outranks words, not serving frames or a collective's numbers
-            fstage, conf = hint[0], hint[1]
-            basis = BASIS_INFERRED
+            fstage, basis, conf = hint[0], BASIS_INFERRED, hint[1]
         if fstage is not None:
             if fstage == "request" and 0 <= self.ctx < _RANK["api_ready"]:
                 # serving code before the server was ready: the start-up's profiling / warm-up passes
@@ -610,11 +547,11 @@ class _Scan(object):
         if self.until is not None and (origin or lineno) > self.until:
             # printed after the server was stopped (the record, or its traceback, began after the cutoff):
             # shutdown noise, reported apart and never the failure
-            if len(self.after_stop) < _MAX_AFTER_STOP:
+            if len(self.after_stop) < MAX_AFTER_STOP:
                 self.after_stop.append({
                     "file": self.file, "node": self.node, "lineno": lineno, "line": cut(text.strip()),
                     "timestamp": line_ts, "process": proc, "error_class": cls,
-                    "kind": _KIND_NAME.get(kind, kind), "tkey": key, "index": self.index})
+                    "kind": KIND_NAME.get(kind, kind), "tkey": key, "index": self.index})
             return
         srank = _RANK.get(stage, -1)
         cand = {
@@ -635,7 +572,6 @@ class _Scan(object):
                 self.rec_cand.clear()
             self.rec_cand[rec_key] = cand
         if len(self.cands) >= _MAX_CANDIDATES:
-            self.dropped += 1
             return
         self.cands.append(cand)
         if key is None:
@@ -658,11 +594,18 @@ class _Scan(object):
             return self.pid2proc.get(line.pid, "pid " + line.pid)
         return self.proc_hdr if line.stream == "" and self.proc_hdr else None
 
-    @staticmethod
-    def _line_tkey(line):
+    def _when(self, line):
+        """(time key, whether the line carries it) of ``line``: its outer (collector's) time, its own, else the last
+        time seen before it (maybe in bytes the prefilter skipped)."""
         if line.outer_tkey is not None:
             return line.outer_tkey, True
-        return (line.tkey, True) if line.tkey is not None else (None, False)
+        if line.tkey is not None:
+            return line.tkey, True
+        if self._buf is not None and self._buf_pos > self._slow_end:
+            k = match_tkey(last_ts(self._buf, max(self._slow_end, self._buf_pos - 65536), self._buf_pos))
+            if k is not None:
+                return k + self.year_off, False
+        return self.last_tkey, False
 
     def _sig_candidate(self, sig, line, lineno, text, context=None, frames=None, rec_key=None, kind=None, hint=None):
         if sig.kind in (HANG_HINT, WARNING_HINT):
@@ -670,9 +613,7 @@ class _Scan(object):
             return
         placed = self._stage_for(sig.placement, sig.stage, sig.cls, frames, _method_stage(text),
                                  hint if hint is not None else _text_hint(text, line.rec), sig.usual_conf)
-        key, own = self._line_tkey(line)
-        if key is None:
-            key = self._approx_tkey()
+        key, own = self._when(line)
         if kind is None:
             # a header whose traceback never came reports an error it does not show: a wrapper
             kind = CONSEQUENCE if sig.kind == HEADER else sig.kind
@@ -686,9 +627,7 @@ class _Scan(object):
 
     # -- tracebacks -------------------------------------------------------------------------------------------
     def _open_tb(self, line, lineno, text, header=None, headless=False):
-        key, own = self._line_tkey(line)
-        if key is None:
-            key = self._approx_tkey()
+        key, own = self._when(line)
         warn_only = line.fmt in (FMT_VLLM, FMT_C10, FMT_UVICORN, FMT_PYLOG) and line.level in (
             LEVEL_WARNING, LEVEL_INFO, LEVEL_DEBUG)
         tb = _TB(line.stream, self._proc_name(line), line.pid, line.rec, lineno, line.ts, key, own, warn_only)
@@ -726,7 +665,7 @@ class _Scan(object):
                 tb.state = "message"
                 tb.context.append(stripped)
                 return True
-            if _frame_line(stripped):
+            if frame_line(stripped):
                 # the header's traceback with its "Traceback" line cut away
                 tb.state = "frames"
                 tb.entries.append([None, None, []])
@@ -736,17 +675,17 @@ class _Scan(object):
         if st == "frames":
             after_file, in_vllm = tb.chained in ("file", "vllm"), tb.chained == "vllm"
             tb.chained = False
-            m = _frame_line(stripped)
+            m = frame_line(stripped)
             if m is not None:
                 func, path = m.group("func"), m.group("path")
                 fs = frame_stage(func, path)
+                sf = None if fs else _stage_by_path(_SERVING_FRAMES, path)
                 if fs:
                     tb.frames.add(DEVICE_QUERY if fs == "cuda_init" and any(p in path for p in DEVICE_QUERY_PATHS) else fs)
-                elif "vllm" in path or _serving_frame(path):
+                elif "vllm" in path or sf:
                     if func in STARTUP_FUNCS or _STARTUP_WORD_RX.search(func) is not None:
                         tb.startup = True
                     else:
-                        sf = _serving_frame(path)
                         if tb.serving is None:
                             tb.serving = sf
                         if sf and func not in _SHARED_FUNCS and not any(p in path for p in _SHARED_PARTS):
@@ -764,7 +703,7 @@ class _Scan(object):
                 return True
             if stripped.startswith(TB_START):
                 return True
-            if _cut_record(stripped):
+            if cut_record(stripped):
                 # the paste ends inside the logger prefix of the traceback's next line: not its exception
                 return True
             tb.entries[-1][0] = stripped
@@ -852,23 +791,17 @@ class _Scan(object):
                             chosen_generic = (s, text, ln)
                     elif chosen is None:
                         chosen = (s, text, ln)
-        pick = chosen or chosen_generic
+        # a failure (a generic one last), else a wrapper; an OOM seen in the chain classes an NCCL or CUDA error
+        # (a wrapper is picked only when no failure matched, and every OOM row is a failure)
+        pick = chosen or chosen_generic or consequence
         proc = tb.proc
         named = _method_stage(tb.header[1]) if tb.header is not None else None
         if pick is not None:
             s, text, ln = pick
-            cls = s.cls
-            if oom_seen and cls in ("nccl_error", "cuda_error"):
-                cls = "oom"
+            cls = "oom" if oom_seen and s.cls in ("nccl_error", "cuda_error") else s.cls
             placed = self._stage_for(s.placement, s.stage, cls, frames, named, tb.hint(text), s.usual_conf)
             self._add(s.kind, cls, placed, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, s.hint, tb.context,
                       rec_key, oom_seen, origin=tb.lineno)
-            return
-        if consequence is not None:
-            s, text, ln = consequence
-            placed = self._stage_for(s.placement, s.stage, s.cls, frames, named, tb.hint(text), s.usual_conf)
-            self._add(s.kind, s.cls, placed, text, ln, tb.ts, tb.tkey, tb.tkey_own, proc, tb.pid, s.hint,
-                      tb.context, rec_key, origin=tb.lineno)
             return
         if tb.warn_only:
             return
@@ -894,22 +827,19 @@ class _Scan(object):
         if (frames or tb.serving) and prev is not None:
             # a logged error whose traceback was cut before its exception: its frames still place it
             if prev["basis"] != BASIS_MESSAGE:
-                hint = tb.serving_hint() if tb.serving and not tb.startup else None
-                stage, basis, conf = self._stage_for(WHERE, None, prev["cls"], frames, None, hint)
+                stage, basis, conf = self._stage_for(WHERE, None, prev["cls"], frames, None, tb.serving_hint())
                 if basis == BASIS_FRAMES or (basis == BASIS_INFERRED and prev["basis"] in (None, BASIS_INFERRED)):
                     prev["stage"], prev["basis"], prev["srank"], prev["conf"] = stage, basis, _RANK[stage], conf
         elif prev is None and rec_key is not None and tb.rec[0] in ("ERROR", "CRITICAL") and tb.context:
             # an ERROR record that is a traceback whose exception the paste cut away (the record's first line, the
             # message of logger.exception, was not pasted): the record is an error of its own, placed by its frames
-            hint = tb.serving_hint() if tb.serving and not tb.startup else None
-            placed = self._cut_placed(frames, hint)
+            placed = self._cut_placed(frames, tb.serving_hint())
             self._add(ERROR_LINE, "other", placed, tb.context[0], tb.lineno, tb.ts, tb.tkey, tb.tkey_own, proc,
                       tb.pid, None, tb.context, rec_key, origin=tb.lineno)
         elif prev is None and at_eof and tb.state == "frames" and tb.nframes and tb.entries:
             # the paste ends inside a traceback (its exception cut away, people paste the top of a long one): an
             # error of its own at its "Traceback" line (or its first frame), placed as a cut ERROR record is
-            hint = tb.serving_hint() if tb.serving and not tb.startup else None
-            placed = self._cut_placed(frames, hint)
+            placed = self._cut_placed(frames, tb.serving_hint())
             text = tb.context[0] if tb.context else "Traceback (cut before its exception)"
             # the weakest error there is: any other error of the log (a header that owns this traceback, a
             # wrapper, an error line) is taken before it
@@ -944,7 +874,7 @@ class _Scan(object):
             if m:
                 line.tee = m.group(1)
                 text = text[m.end():]
-        glued = _GLUED_RX.search(text) if ("/s]" in text or "s/it]" in text) else None
+        glued = GLUED_RX.search(text) if ("/s]" in text or "s/it]" in text) else None
         if glued is not None:
             # a record glued onto a progress bar whose carriage return was lost in a paste: two segments
             self._segment_text(text[:glued.start() + 1], line, lineno)
@@ -1022,22 +952,19 @@ class _Scan(object):
             self.proc_hdr_at = self.proc_hdr_at if m.group(2) and self.hdr_to == lineno - 1 else lineno
             self.proc_hdr, self.hdr_to = m.group(1) or self.proc_hdr, lineno
             return
-        if line.fmt == FMT_UVICORN and '" 5' in body:
-            m = _ACCESS_5XX_RX.search(body)
-            if m is not None:
-                self._access_error(line, lineno, stripped)
-                return
+        if line.fmt == FMT_UVICORN and '" 5' in body and _ACCESS_5XX_RX.search(body) is not None:
+            self._access_error(line, lineno, stripped)
+            return
         self._markers(line, lineno)
-        lvl = line.level
-        if lvl == LEVEL_RAW:
-            lvl = LEVEL_WARNING if line.pywarn else LEVEL_ERROR
+        # a raw line is matched as an error, unless it is a Python warning
+        lvl = (LEVEL_WARNING if line.pywarn else LEVEL_ERROR) if line.level == LEVEL_RAW else line.level
         if line.fmt in (FMT_RAW, FMT_VLLM) and (body.startswith("    ") or stripped.startswith(CODE_STARTS)) \
                 and not DESCRIBE_FIELD_RX.match(body):
             # a frame or source line of a traceback whose start is not in this log (a cut or pasted excerpt):
             # the source text of a raise statement is not the error; a frame opens the cut traceback
             # code lines right before it in its stream (a record cut at a source or caret line) are its first lines
             run = self.code_run[1] if self.code_run[0] == (stream, lineno - 1) else lineno
-            if lvl != LEVEL_DEBUG and (_frame_line(stripped) is not None or _source_stage(stripped)):
+            if lvl != LEVEL_DEBUG and (frame_line(stripped) is not None or _source_stage(stripped)):
                 self._tb_line(self._open_tb(line, run, stripped, headless=True), line, lineno, body)
             self.code_run = ((stream, lineno), run)
             return
@@ -1071,23 +998,17 @@ class _Scan(object):
             # an unbracketed glog record is a C++ host's own (Triton, gRPC; PyTorch brackets its c10 records)
             placed = self._cut_placed(None, _text_hint(body, line.rec), cls, _method_stage(body),
                                       line.fmt == FMT_C10 and line.rec is None)
-            key, own = self._line_tkey(line)
-            if key is None:
-                key = self._approx_tkey()
-            kind = ERROR_LINE
-            if line.fmt == FMT_C10 and line.rec and line.rec[1] == "ProcessGroupNCCL.cpp":
-                kind = WEAK_CONSEQUENCE
-            self._add(kind, cls, placed, body, lineno, line.ts, key, own, self._proc_name(line), line.pid, None,
-                      [stripped], rec_key)
+            key, own = self._when(line)
+            # an ERROR record of torch's ProcessGroupNCCL.cpp without a signature: a weak consequence
+            weak = line.fmt == FMT_C10 and line.rec and line.rec[1] == "ProcessGroupNCCL.cpp"
+            self._add(WEAK_CONSEQUENCE if weak else ERROR_LINE, cls, placed, body, lineno, line.ts, key, own,
+                      self._proc_name(line), line.pid, None, [stripped], rec_key)
 
     def _access_error(self, line, lineno, text):
         """A request answered with a server error (uvicorn's access line, 5xx): the error logged just before it
         (an error line or exception the log gives no stage for) was that request's; the line itself stands in
         for the failure only when the log shows nothing else."""
-        after_stop = self.until is not None and lineno > self.until
-        for c in self.cands:
-            if after_stop:
-                break
+        for c in self.cands if self.until is None or lineno <= self.until else ():  # none after the stop
             if c["srank"] < 0 and c["kind"] in (FAILURE, ERROR_LINE) and lineno - c["lineno"] <= _ACCESS_NEAR:
                 c["stage"], c["basis"], c["conf"], c["srank"] = "request", BASIS_INFERRED, CONF_MEDIUM, _RANK["request"]
         self.no_recover = True
@@ -1095,9 +1016,7 @@ class _Scan(object):
             self._markers(line, lineno)
         finally:
             self.no_recover = False
-        key, own = self._line_tkey(line)
-        if key is None:
-            key = self._approx_tkey()
+        key, own = self._when(line)
         self._add(ACCESS_ERROR, "other", ("request", BASIS_MESSAGE, CONF_HIGH), text, lineno, line.ts, key, own,
                   self._proc_name(line), line.pid, "the server answered a request with a server error; the error "
                   "logged before this line says why", [text], None)
@@ -1113,314 +1032,9 @@ _EMPTY_ERROR_SIG = Signature(-2, HEADER, "", None, "other", WHERE, None, (), Non
 
 
 _NCCL_WARN_SIG = Signature(-1, FAILURE, "", None, "nccl_error", AT_LEAST, "distributed_init", (), None)
-# a request answered with a server error (5xx access line): stands in for the failure when nothing else is there
-ACCESS_ERROR = "access_error"
-# a traceback the paste cut before its exception: stands in for the failure when nothing else is there
-CUT_TRACEBACK = "cut_traceback"
 _ACCESS_NEAR = 200                  # lines before a 5xx access line whose unplaced error was that request's
 # candidate tiers: the first non-empty tier holds the root cause
 _TIER = {FAILURE: 0, ERROR_LINE: 1, VICTIM: 2, CONSEQUENCE: 3, WEAK_CONSEQUENCE: 4, HEADER: 5, ACCESS_ERROR: 6, CUT_TRACEBACK: 7}
-
-
-# --------------------------------------------------------------------------------------------------------------
-# the byte scanner (prefilter + line mode inside tracebacks)
-# --------------------------------------------------------------------------------------------------------------
-
-def _ts_text(match):
-    """A timestamp found by the byte scanner, as printed (without a glog level letter)."""
-    txt = match.group(0).decode("ascii", "replace").strip()
-    if txt[:1] in "IWEF" and txt[1:2].isdigit():
-        txt = txt[1:]
-    return txt.rstrip(".")
-
-
-def _scan_stream(scan, read):
-    """Feed ``scan`` from ``read(n) -> bytes`` in blocks; memory stays at about two blocks.
-
-    A block is processed up to its last line end; the unfinished line is carried into the next block and
-    processed on its own, so a block is never copied.
-    """
-    carry = b""
-    head = None
-    tail = b""
-    abs_off = 0
-    while True:
-        data = read(BLOCK_SIZE)
-        if not data:
-            break
-        start = 0
-        if carry:
-            e_n = data.find(b"\n")
-            e_r = data.find(b"\r")
-            e = min(x for x in (e_n, e_r, len(data) - 1) if x >= 0)
-            if e_n < 0 and e_r < 0 and len(carry) + len(data) < MAX_SEGMENT * 4:
-                carry += data
-                continue
-            piece = carry + data[:e + 1]
-            if head is None:
-                head = piece[:65536]
-            scan._abs = abs_off
-            _scan_block(scan, piece, len(piece))
-            tail = (tail + piece)[-65536:]
-            abs_off += len(piece)
-            carry = b""
-            start = e + 1
-        end = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
-        if end <= start:
-            if len(data) - start < MAX_SEGMENT * 4:
-                carry = data[start:]
-                continue
-            end = len(data)
-        if head is None:
-            head = data[start:start + 65536]
-        scan._abs = abs_off - start
-        _scan_block(scan, data, end, start)
-        tail = (tail + data[max(start, end - 65536):end])[-65536:]
-        abs_off += end - start
-        carry = data[end:]
-    if carry:
-        if head is None:
-            head = carry[:65536]
-        scan._abs = abs_off
-        _scan_block(scan, carry, len(carry))
-        tail = (tail + carry)[-65536:]
-        abs_off += len(carry)
-    scan._buf = None
-    scan.finish()
-    # lines in the file: line ends, plus an unterminated last line
-    scan.lines = scan.lineno - 1 if (not tail or tail[-1:] == b"\n") else scan.lineno
-    if scan.first_ts is None and head:
-        m = TS_BYTES_RX.search(head)
-        if m is not None:
-            scan.first_ts = _ts_text(m)
-    # the last timestamp of the file, also when the last lines were skipped by the prefilter
-    tail_start = abs_off - len(tail)
-    last = None
-    for m in TS_BYTES_RX.finditer(tail, max(0, scan._slow_abs - tail_start)):
-        last = m
-    if last is not None:
-        scan.last_ts = _ts_text(last)
-    if scan.untimed:
-        # no timestamped line was parsed after them (the prefilter skipped it): the file's last one bounds them
-        last = None
-        for m in TS_BYTES_RX.finditer(tail):
-            last = m
-        key = _match_tkey(last) if last is not None else None
-        if key is not None:
-            scan._bound_untimed(key + scan.year_off)
-
-
-def _match_tkey(m):
-    """The year-less time key of a TS_BYTES_RX match (None when it is not a date)."""
-    g = m.groups()
-    if g[0] is not None:
-        return tkey(g[0], g[1], g[2], g[3], g[4])
-    return tkey(g[5], g[6], g[7], g[8], g[9])
-
-
-def _scan_block(scan, buf, end, pos=0):
-    scan._buf = buf
-    scan._slow_end = pos
-    anchors = None
-    finder = None
-    count = buf.count
-    while pos < end:
-        if scan.streams or scan.full:
-            pos = _one_segment(scan, buf, pos, end)
-            continue
-        cur = scan.anchors()
-        if cur is not anchors:
-            anchors = cur
-            finder = None                # free the previous translated copy first
-            finder = _finder(buf, pos, end, anchors)
-        start = finder.next_line(pos)
-        if start < 0:
-            scan.lineno += count(b"\n", pos, end)
-            pos = end
-            break
-        scan.lineno += count(b"\n", pos, start)
-        pos = _one_segment(scan, buf, start, end)
-
-
-# The prefilter's question, for ``pos``: where does the segment start (after the last line end or carriage
-# return before it, not before ``pos``) that holds the first anchor occurrence at or after ``pos``?  Two
-# finders give the same answer: one substring search per anchor (cheap on a short region), or, on a long
-# region, one search of all anchors at once (below), whose hits are checked against the anchors themselves.
-
-_COMBINED_MIN = 512 * 1024       # a region at least this long gets the combined search
-_SAMPLE = 16 * 1024              # bytes of each of the three samples that pick the key bytes
-_KEY_SHARE_MAX = 0.2             # key bytes above this share of the sample: one search per anchor instead
-_REJECT_MAX = 2048               # segments the combined search hit without an anchor, then one search per anchor
-_RX_CACHE = {}
-
-
-class _AnchorFinds(object):
-    """One ``bytes.find`` per anchor; each anchor's next occurrence is kept until ``pos`` passes it."""
-
-    __slots__ = ("buf", "end", "anchors", "nexts")
-
-    def __init__(self, buf, pos, end, anchors):
-        self.buf = buf
-        self.end = end
-        self.anchors = anchors
-        self.nexts = [buf.find(a, pos, end) for a in anchors]
-
-    def first(self, pos):
-        """The first anchor occurrence at or after ``pos`` (-1: none)."""
-        best = -1
-        nexts = self.nexts
-        for i, n in enumerate(nexts):
-            if 0 <= n < pos:
-                n = self.buf.find(self.anchors[i], pos, self.end)
-                nexts[i] = n
-            if n >= 0 and (best < 0 or n < best):
-                best = n
-        return best
-
-    def next_line(self, pos):
-        best = self.first(pos)
-        if best < 0:
-            return -1
-        buf = self.buf
-        start = max(buf.rfind(b"\n", pos, best), buf.rfind(b"\r", pos, best)) + 1
-        return start if start > pos else pos
-
-
-class _CombinedFinds(object):
-    """All anchors in one pass.  Each anchor is searched from one of its bytes on (``key``: the one rarest in a
-    sample of the region, at least three bytes before the anchor's end); the block is translated once so that
-    every key byte reads as ``\\x01``, which gives the compiled alternation of those suffixes one literal first
-    byte to look for (the regex engine's fast path).  A hit is a candidate only (a key byte stands for all of
-    them), so its segment is searched for the anchors themselves; a segment without one is skipped whole.
-    One-byte anchors are searched on their own."""
-
-    __slots__ = ("buf", "end", "tb", "rx", "exact", "single", "rejected", "fallback", "anchors")
-
-    def __init__(self, buf, pos, end, anchors, table, rx, exact, single):
-        self.buf = buf
-        self.end = end
-        self.anchors = anchors
-        self.tb = buf.translate(table)
-        self.rx = rx
-        self.exact = exact
-        self.single = _AnchorFinds(buf, pos, end, single) if single else None
-        self.rejected = 0
-        self.fallback = None
-
-    def next_line(self, pos):
-        if self.fallback is not None:
-            return self.fallback.next_line(pos)
-        buf = self.buf
-        end = self.end
-        look = pos
-        while True:
-            m = self.rx.search(self.tb, look, end)
-            cand = m.start() if m is not None else -1
-            if self.single is not None:
-                n = self.single.first(look)
-                if n >= 0 and (cand < 0 or n < cand):
-                    cand = n
-            if cand < 0:
-                return -1
-            # the segment around the candidate (each search bounded by the line, never to the block's end)
-            start = buf.rfind(b"\n", look, cand) + 1
-            if start < look:
-                start = look
-            start = buf.rfind(b"\r", start, cand) + 1 or start
-            stop = buf.find(b"\n", cand, end)
-            if stop < 0:
-                stop = end
-            e_r = buf.find(b"\r", cand, stop)
-            if e_r >= 0:
-                stop = e_r
-            if self.exact.search(buf, start, stop) is not None:
-                return start
-            # no anchor in this segment (and none before it, or the search would have hit earlier)
-            if stop >= end:
-                return -1
-            self.rejected += 1
-            if self.rejected > _REJECT_MAX:
-                self.tb = None
-                self.fallback = _AnchorFinds(buf, stop, end, self.anchors)
-                return self.fallback.next_line(pos)
-            look = stop
-
-
-def _compiled(key, pattern):
-    rx = _RX_CACHE.get(key)
-    if rx is None:
-        if len(_RX_CACHE) > 64:
-            _RX_CACHE.clear()
-        rx = _RX_CACHE[key] = re.compile(pattern)
-    return rx
-
-
-def _finder(buf, pos, end, anchors):
-    """The finder for ``anchors`` over ``buf[pos:end]``."""
-    size = end - pos
-    if size < _COMBINED_MIN:
-        return _AnchorFinds(buf, pos, end, anchors)
-    step = max(0, (size - _SAMPLE) // 2)
-    sample = b"".join(buf[pos + i * step:pos + i * step + _SAMPLE] for i in range(3))
-    counts = {}
-    keys = set()
-    suffixes = []
-    single = []
-    for a in anchors:
-        if len(a) < 2:
-            single.append(a)
-            continue
-        for c in a:
-            if c not in counts:
-                counts[c] = sample.count(bytes((c,)))
-        k = min(range(len(a) - min(3, len(a)) + 1), key=lambda i: (counts[a[i]], i))
-        keys.add(a[k])
-        suffixes.append(a[k:])
-    if not suffixes or sum(counts[c] for c in keys) > _KEY_SHARE_MAX * len(sample):
-        return _AnchorFinds(buf, pos, end, anchors)
-    table = bytearray(range(256))
-    table[1] = 2
-    for c in keys:
-        table[c] = 1
-    table = bytes(table)
-    alts = tuple(sorted(set(s.translate(table) for s in suffixes)))
-    rx = _compiled(alts, b"|".join(re.escape(s) for s in alts))
-    exact = _compiled(anchors, b"|".join(re.escape(a) for a in anchors))
-    return _CombinedFinds(buf, pos, end, anchors, table, rx, exact, tuple(single))
-
-
-def _one_segment(scan, buf, pos, end):
-    """Process the segment that starts at ``pos``; return the position after its terminator."""
-    e_n = buf.find(b"\n", pos, end)
-    e_r = buf.find(b"\r", pos, end)
-    if e_n < 0:
-        e = e_r if e_r >= 0 else end
-    elif e_r < 0:
-        e = e_n
-    else:
-        e = min(e_n, e_r)
-    if e - pos > MAX_SEGMENT:
-        e = pos + MAX_SEGMENT
-        nxt = e
-        newline = False
-    elif e < end and buf[e:e + 1] == b"\r" and buf[e + 1:e + 2] == b"\n":
-        nxt = e + 2
-        newline = True
-    elif e < end:
-        nxt = e + 1
-        newline = buf[e:e + 1] == b"\n"
-    else:
-        nxt = end
-        newline = False
-    seg = buf[pos:e]
-    if seg or newline:
-        scan._buf_pos = pos
-        scan.segment(seg, scan.lineno)
-        scan._slow_end = nxt
-        scan._slow_abs = scan._abs + nxt
-    if newline:
-        scan.lineno += 1
-    return nxt
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -1467,267 +1081,15 @@ def _open_log(path):
     return fh
 
 
-def _public_error(c):
-    if c is None:
-        return None
-    out = {
-        "line": c["line"], "file": c["file"], "lineno": c["lineno"], "timestamp": c["timestamp"],
-        "process": c["process"], "node": c["node"], "stage": c["stage"], "error_class": c["cls"],
-        "kind": _KIND_NAME.get(c["kind"], c["kind"]), "stage_basis": c.get("basis"),
-        "confidence": c.get("conf"), "cause_stage": c.get("cause"),
-    }
-    if c.get("pid"):
-        out["pid"] = int(c["pid"]) if str(c["pid"]).isdigit() else c["pid"]
-    if c.get("hint"):
-        out["hint"] = c["hint"]
-    if c.get("context") and len(c["context"]) > 1:
-        out["context"] = list(c["context"])
-    return out
-
-
-# the kind of an error as the answer names it
-_KIND_NAME = {FAILURE: "failure", ERROR_LINE: "error_line", VICTIM: "victim", CONSEQUENCE: "consequence",
-              WEAK_CONSEQUENCE: "consequence", HEADER: "failure", ACCESS_ERROR: "error_line",
-              CUT_TRACEBACK: "error_line"}
-
-
-def _sort_key(c):
-    t = c["tkey"]
-    return (0 if t is not None else 1, t if t is not None else 0.0, 1 if c.get("copy") else 0, c["index"], c["lineno"])
-
-
-_TEE_PROC_RX = re.compile(r"^default\d+$")
-
-
-def _share_times(scans):
-    """An error line without any time in its file (a rank's plain stderr) takes the time of the same line in a
-    file that has one - torchrun's ``--tee`` copy of the rank's output (``[default<N>]:``), bounded by torchrun's
-    own timestamped lines - so that the rank's own file, given first, names the error. Where the node names carry
-    a host (``<host>/rank<N>``), only a copy on the same host lends its time: the same line on another host is
-    another event."""
-    def host(sc):
-        node = str(sc.node)
-        return node.split("/", 1)[0] if "/" in node else None
-
-    timed = {}
-    for sc in scans:
-        for c in sc.cands:
-            if c["tkey"] is not None and (host(sc) is not None or _TEE_PROC_RX.match(str(c["process"] or ""))):
-                timed.setdefault((host(sc), c["line"]), c)
-    for sc in scans:
-        for c in sc.cands:
-            if c["tkey"] is None:
-                other = timed.get((host(sc), c["line"]))
-                if other is not None:
-                    c["tkey"] = other["tkey"]
-                    c["tkey_after"] = other.get("tkey_after") or not other["tkey_own"]
-                    other["copy"] = True  # at the same time, the rank's own file names the error
-
-
-def _build_answer(scans):
-    _share_times(scans)
-    tiers = ((FAILURE,), (ERROR_LINE,), (VICTIM,), (CONSEQUENCE,), (ACCESS_ERROR,), (CUT_TRACEBACK,))
-    root = None
-    firsts = []
-    for kinds in tiers:
-        firsts = []
-        for sc in scans:
-            mine = [c for c in sc.cands if c["kind"] in kinds]
-            if mine:
-                firsts.append(min(mine, key=lambda c: c["lineno"]))
-        if firsts:
-            root = min(firsts, key=_sort_key)
-            break
-    all_cands = []
-    for sc in scans:
-        all_cands.extend(sc.cands)
-    all_cands.sort(key=_sort_key)
-
-    # uncertainty of the cross-file order
-    why = []
-    if root is not None and len([sc for sc in scans if sc.cands]) > 1:
-        # a copy of the root's own line (torchrun's tee of the rank's output) is no rival
-        rivals = [c for c in firsts if c is not root and c["index"] != root["index"] and c["line"] != root["line"]]
-        if root["tkey"] is None:
-            why.append("the first error has no timestamp; files were taken in the order given")
-        elif root.get("tkey_after"):
-            why.append("the first error line has no timestamp of its own nor one before it in its file; the first "
-                       "timestamp after it (a time it happened before) was used")
-        elif not root["tkey_own"]:
-            why.append("the first error line has no timestamp of its own; the last timestamp before it was used")
-        for c in rivals:
-            if c["tkey"] is None:
-                why.append("%s: its first error has no timestamp" % c["node"])
-            elif root["tkey"] is not None and abs(c["tkey"] - root["tkey"]) <= _TIE_SECONDS:
-                why.append("%s failed within %.0f s of %s (log timestamps have one-second resolution)"
-                           % (c["node"], _TIE_SECONDS, root["node"]))
-        sources = set()
-        for sc in scans:
-            if sc.cands:
-                sources.update(sc.ts_sources)
-        if len(set(s[:7] for s in sources if s)) > 1:
-            why.append("the files carry timestamps of different kinds (%s); clocks or time zones may differ"
-                       % ", ".join(sorted(s for s in sources if s)))
-    uncertain = bool(why)
-
-    nxt = [c for c in all_cands if root is not None and root["stage"] == "unknown" and c["index"] == root["index"]
-           and c["kind"] == CUT_TRACEBACK and 0 < c["lineno"] - root["lineno"] <= 3 and c["stage"] != "unknown"]
-    if nxt:  # an error whose traceback follows it cut (logger.exception, asyncio's "Exception in callback"): its frames
-        root.update(stage=nxt[0]["stage"], basis=nxt[0]["basis"], conf=CONF_MEDIUM, srank=nxt[0]["srank"])
-    reached = set()
-    for sc in scans:
-        reached.update(sc.reached)
-    if root is not None and root["srank"] >= 0:
-        reached.add(root["srank"])
-    stages_reached = [STAGES[r] for r in sorted(reached) if r >= 0]
-    last_rank = max([sc.ctx for sc in scans] + [-1])
-    last_stage = STAGES[last_rank] if last_rank >= 0 else None
-
-    oom_c = None
-    for c in all_cands:
-        if c["oom"]:
-            oom_c = c
-            break
-    oom = {"occurred": oom_c is not None, "stage": oom_c["stage"] if oom_c else None}
-    if oom_c is not None:
-        oom["line"] = oom_c["line"]
-        oom["memory_sizing"] = oom_c["stage"] in ("engine_init", "request")
-        if oom_c["stage"] in ("environment", "config", "cuda_init", "distributed_init"):
-            oom["note"] = "out of memory before the weights were loaded: memory is held elsewhere, not a sizing problem"
-        elif oom_c["stage"] == "weight_loading":
-            oom["note"] = "the weights do not fit in the memory left for them"
-        elif oom_c["stage"] in ("engine_init", "request"):
-            oom["note"] = "weights fit; profiling, KV cache, CUDA graphs or a batch did not (a memory-sizing problem)"
-        else:
-            oom["note"] = "the log does not show in which stage the memory ran out"
-
-    consequences = []
-    for c in all_cands:
-        if c is root:
-            continue
-        if len(consequences) >= _MAX_CONSEQUENCES:
-            break
-        consequences.append({"file": c["file"], "node": c["node"], "lineno": c["lineno"], "line": c["line"],
-                             "timestamp": c["timestamp"], "kind": _KIND_NAME.get(c["kind"], c["kind"]),
-                             "error_class": c["cls"], "stage": c["stage"]})
-
-    timeline = []
-    for sc in scans:
-        own = None
-        for kinds in tiers:
-            mine = [c for c in sc.cands if c["kind"] in kinds]
-            if mine:
-                own = min(mine, key=lambda c: c["lineno"])
-                break
-        timeline.append({
-            "node": sc.node, "file": sc.file, "lines": sc.lines,
-            "first_timestamp": sc.first_ts, "last_timestamp": sc.last_ts,
-            "stage_reached": STAGES[sc.ctx] if sc.ctx >= 0 else None,
-            "stage_since": sc.ctx_since,
-            "ready": sc.ready, "ready_timestamp": sc.ready_ts,
-            "first_error": _public_error(own),
-            "stage_marks": list(sc.stage_marks),
-            "recovered_errors": [_public_error(c) for c in sc.recovered],
-            "hints": list(sc.hints),
-            "until": sc.until,
-        })
-
-    after_stop = []
-    for sc in scans:
-        after_stop.extend(sc.after_stop)
-    after_stop.sort(key=lambda c: (0 if c["tkey"] is not None else 1, c["tkey"] or 0.0, c["index"], c["lineno"]))
-    after_stop = [dict((k, v) for k, v in c.items() if k not in ("tkey", "index")) for c in after_stop]
-
-    ans = {
-        "stage": root["stage"] if root else "none",
-        "stage_basis": root["basis"] if root else None,
-        "confidence": root.get("conf") if root else None,
-        "cause_stage": root.get("cause") if root else None,
-        "error_class": root["cls"] if root else None,
-        "first_error": _public_error(root),
-        "oom": oom,
-        "stages_reached": stages_reached,
-        "last_stage": last_stage,
-        "consequences": consequences,
-        "timeline": timeline,
-        "order_uncertain": uncertain,
-        "order_uncertain_why": "; ".join(why) if why else None,
-        "after_stop": after_stop[:_MAX_AFTER_STOP],
-    }
-    if root is not None:
-        ans["summary"] = "%s failed (%s) on %s%s: %s" % (
-            root["stage"], root["cls"], root["node"],
-            " at %s" % root["timestamp"] if root["timestamp"] else "", cut(root["line"], 200))
-        if root["stage"] == "unknown":
-            ans["summary"] += "; " + UNKNOWN_MISSING
-    else:
-        ready = [sc for sc in scans if sc.ready]
-        if ready:
-            ans["summary"] = "no failure found; API ready since %s" % (ready[0].ready_ts or "start")
-        elif last_stage is not None:
-            since = None
-            for sc in scans:
-                if sc.ctx == last_rank:
-                    since = sc.ctx_since
-                    break
-            open_on, done_on = _comm_nodes(scans)
-            if done_on and not open_on:
-                # every NCCL communicator that was set up was destroyed again: the program ended its
-                # distributed work (a collective check, or a clean shutdown before readiness)
-                ans["summary"] = ("no failure found; last stage %s: NCCL communicators initialised and destroyed "
-                                  "again on %s" % (last_stage, ", ".join(done_on)))
-            else:
-                ans["summary"] = "no failure found; stuck in %s%s" % (last_stage, " since %s" % since if since else "")
-                if open_on:
-                    ans["summary"] += "; NCCL communicator init started and never completed on %s" % ", ".join(open_on)
-        else:
-            ans["summary"] = "no failure found and no vLLM stage marker seen"
-        stop = _external_stop(all_cands)
-        if stop is not None:
-            ans["summary"] += "; stopped from outside by signal %s (%s line %d)" % stop
-    if after_stop:
-        ans["summary"] += "; %d error line(s) after the stop (shutdown noise, see after_stop)" % len(after_stop)
-    return ans
-
-
-def _comm_nodes(scans):
-    """Nodes with an NCCL communicator whose init never completed, and the nodes whose communicators were all
-    initialised and destroyed again (empty unless that holds for every communicator of every file); each list
-    in file order, without repeats."""
-    open_on, done_on = [], []
-    all_done = True
-    for sc in scans:
-        states = set(sc.comms.values())
-        if "started" in states and sc.node not in open_on:
-            open_on.append(sc.node)
-        if states - {"destroyed"}:
-            all_done = False
-        elif states and sc.node not in done_on:
-            done_on.append(sc.node)
-    return open_on, done_on if all_done else []
-
-
-def _external_stop(cands):
-    """(signal, node, lineno) of the first line saying that the launcher itself was stopped by a signal."""
-    for c in cands:
-        if c["kind"] == WEAK_CONSEQUENCE:
-            m = STOP_RX.search(c["line"])
-            if m is not None:
-                return (m.group(1) or m.group(2), c["node"], c["lineno"])
-    return None
-
-
 def _until_value(value, what):
     """One cutoff: None (no cutoff) or a line count >= 0."""
     if value is None or value == "":
         return None
-    if isinstance(value, bool):
-        raise LogStageError("until for %s is %r; give a line count (an integer >= 0) or null" % (what, value))
     try:
-        n = int(value)
+        n = None if isinstance(value, bool) else int(value)
     except (TypeError, ValueError):
-        raise LogStageError("until for %s is %r; give a line count (an integer >= 0) or null" % (what, value))
-    if n < 0 or (isinstance(value, float) and n != value):
+        n = None
+    if n is None or n < 0 or (isinstance(value, float) and n != value):
         raise LogStageError("until for %s is %r; give a line count (an integer >= 0) or null" % (what, value))
     return n
 
@@ -1796,40 +1158,13 @@ def classify_files(paths, nodes=None, until=None):
                 pass
         fh = _open_log(f)
         try:
-            _scan_stream(sc, fh.read)
+            scan_stream(sc, fh.read)
         except (IOError, OSError, EOFError) as exc:
             raise LogStageError("error while reading log file %s: %s" % (f, exc))
         finally:
             fh.close()
         scans.append(sc)
-    return _build_answer(scans)
-
-
-class _BytesReader(object):
-    def __init__(self, data):
-        self.data = data
-        self.pos = 0
-
-    def read(self, n):
-        chunk = self.data[self.pos:self.pos + n]
-        self.pos += len(chunk)
-        return chunk
-
-
-def _as_bytes(text):
-    if text is None:
-        return b""
-    if isinstance(text, bytes):
-        return text
-    return str(text).encode("utf-8", "surrogateescape") if _has_surrogates(text) else str(text).encode("utf-8")
-
-
-def _has_surrogates(text):
-    try:
-        str(text).encode("utf-8")
-        return False
-    except UnicodeEncodeError:
-        return True
+    return build_answer(scans)
 
 
 def classify_texts(texts, names=None, nodes=None, until=None):
@@ -1837,23 +1172,19 @@ def classify_texts(texts, names=None, nodes=None, until=None):
 
     ``until``: optional cutoff per text, counted in lines (see :func:`until_list`; a dict is keyed by name).
     """
-    all_names = []
-    for idx in range(len(texts)):
-        name = names[idx] if names and idx < len(names) and names[idx] else ("log" if len(texts) == 1 else "log%d" % (idx + 1))
-        all_names.append(str(name))
+    all_names = [str(names[idx] if names and idx < len(names) and names[idx] else "log" if len(texts) == 1
+                     else "log%d" % (idx + 1)) for idx in range(len(texts))]
     cutoffs = until_list(until, all_names)
     scans = []
     for idx, text in enumerate(texts):
-        name = all_names[idx]
-        node = nodes[idx] if nodes and idx < len(nodes) and nodes[idx] not in (None, "") else name
-        sc = _Scan(str(name), str(node), idx, cutoffs[idx])
-        data = _as_bytes(text)
-        if not isinstance(text, bytes) and _has_surrogates(text):
-            data = str(text).encode("utf-8", "replace")
+        node = nodes[idx] if nodes and idx < len(nodes) and nodes[idx] not in (None, "") else all_names[idx]
+        sc = _Scan(all_names[idx], str(node), idx, cutoffs[idx])
+        # a lone surrogate (text decoded with surrogateescape) is read as the replacement character
+        data = text if isinstance(text, bytes) else b"" if text is None else str(text).encode("utf-8", "replace")
         sc.full = len(data) <= FULL_PARSE_BYTES
-        _scan_stream(sc, _BytesReader(data).read)
+        scan_stream(sc, io.BytesIO(data).read)
         scans.append(sc)
-    return _build_answer(scans)
+    return build_answer(scans)
 
 
 def classify_text(text, name="log", node=None, until=None):

@@ -328,7 +328,6 @@ FRAMES = (
     ("preprocess_add_request", "vllm/v1/engine", "request", "vllm/v1/engine/core.py: EngineCore.preprocess_add_request"),
     ("process_input_sockets", "vllm/v1/engine", "request", "vllm/v1/engine/core.py: EngineCoreProc.process_input_sockets"),
     ("process_output_sockets", "vllm/v1/engine", "request", "vllm/v1/engine/core.py: EngineCoreProc.process_output_sockets"),
-    ("generate", "vllm/v1/engine/async_llm.py", "request", "vllm/v1/engine/async_llm.py: AsyncLLM.generate"),
     ("process_inputs", "vllm/v1/engine", "request", "v1/engine/processor.py, input_processor.py: process_inputs"),
     ("_validate_params", "vllm/v1/engine", "request", "v1/engine/processor.py: _validate_params"),
     ("_validate_model_inputs", "vllm/v1/engine", "request", "v1/engine/processor.py: _validate_model_inputs"),

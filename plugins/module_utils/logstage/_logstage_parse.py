@@ -146,6 +146,24 @@ def tkey(month, day, hh, mm, ss, fraction=0.0):
         return None
 
 
+def last_ts(buf, pos=0, end=None):
+    """The match of the last timestamp TS_BYTES_RX finds in ``buf[pos:end]``, or None."""
+    last = None
+    for last in TS_BYTES_RX.finditer(buf, pos, len(buf) if end is None else end):
+        pass
+    return last
+
+
+def match_tkey(m):
+    """The year-less time key of a TS_BYTES_RX match (None without a match, or when it is not a date)."""
+    if m is None:
+        return None
+    g = m.groups()
+    if g[0] is not None:
+        return tkey(g[0], g[1], g[2], g[3], g[4])
+    return tkey(g[5], g[6], g[7], g[8], g[9])
+
+
 def frac(text):
     """The fraction of a second of ``.123`` / ``,123`` (0.0 when absent or malformed)."""
     if not text:
@@ -171,21 +189,19 @@ def clean(text):
 class Line(object):
     """One parsed line (after wrappers): format, stream, level, timestamp and message."""
 
-    __slots__ = ("fmt", "stream", "proc", "pid", "ip", "level", "ts", "tkey", "msg", "rec", "service",
-                 "outer_tkey", "outer_src", "pywarn", "tee")
+    __slots__ = ("fmt", "stream", "proc", "pid", "level", "ts", "tkey", "msg", "rec", "outer_tkey", "outer_src",
+                 "pywarn", "tee")
 
     def __init__(self):
         self.fmt = FMT_RAW
         self.stream = ""
         self.proc = None
         self.pid = None
-        self.ip = None
         self.level = LEVEL_RAW
         self.ts = None
         self.tkey = None
         self.msg = ""
         self.rec = None
-        self.service = None
         self.outer_tkey = None
         self.outer_src = None
         self.pywarn = False
@@ -198,10 +214,8 @@ LEVELS = {"DEBUG": LEVEL_DEBUG, "TRACE": LEVEL_DEBUG, "INFO": LEVEL_INFO, "WARNI
 
 
 def strip_wrappers(text, line):
-    """Remove container/journal/kubectl/CI/Ray wrappers from ``text``; remember the outer timestamp and service.
-
-    Returns the text left; ``line.outer_tkey``/``outer_src``/``service`` are set from the first wrapper seen.
-    """
+    """Remove container/journal/kubectl/CI/Ray wrappers from ``text``; return the text left.  ``line.outer_tkey``
+    and ``outer_src`` are set from the first wrapper that carries a time."""
     for dummy in range(3):
         changed = False
         c0 = text[:1]
@@ -210,32 +224,23 @@ def strip_wrappers(text, line):
             if m:
                 text = text[m.end():]
                 c0 = text[:1]
+        m = None
         if c0.isdigit() and text[4:5] == "-" and text[10:11] == "T":
             m = JOURNAL_RX.match(text)
             if m:
-                if line.outer_tkey is None:
-                    line.outer_tkey = tkey(m.group(7), m.group(8), m.group(9), m.group(10), m.group(11))
-                    line.outer_src = "journald"
-                text = text[m.end():]
-                changed = True
+                _outer(line, tkey(m.group(7), m.group(8), m.group(9), m.group(10), m.group(11)), "journald")
             else:
                 m = K8S_RX.match(text)
                 if m:
-                    if line.outer_tkey is None:
-                        line.outer_tkey = tkey(m.group(2), m.group(3), m.group(4), m.group(5), m.group(6),
-                                               frac(m.group(7)))
-                        line.outer_src = "rfc3339" + (m.group(8) or "")[:1]
-                    text = text[m.end():]
-                    changed = True
+                    _outer_rfc3339(line, m)
         elif c0 in MONTH_INITIALS and text[3:4] == " ":
             m = JOURNAL_RX.match(text)
             if m:
-                if line.outer_tkey is None:
-                    line.outer_tkey = tkey(MONTHS.get(m.group(1), 0), m.group(2).strip() or 0, m.group(3),
-                                           m.group(4), m.group(5))
-                    line.outer_src = "journald"
-                text = text[m.end():]
-                changed = True
+                _outer(line, tkey(MONTHS.get(m.group(1), 0), m.group(2).strip() or 0, m.group(3), m.group(4),
+                                  m.group(5)), "journald")
+        if m:
+            text = text[m.end():]
+            changed = True
         if not changed and "]: " in text[:120] and text[:1] not in "([":
             m = JOURNAL_ANY_RX.match(text)
             if m:
@@ -244,10 +249,7 @@ def strip_wrappers(text, line):
         if not changed and c0 == "[" and text[5:6] == "-":
             m = BRACKET_RFC3339_RX.match(text)
             if m:
-                if line.outer_tkey is None:
-                    line.outer_tkey = tkey(m.group(2), m.group(3), m.group(4), m.group(5), m.group(6),
-                                           frac(m.group(7)))
-                    line.outer_src = "rfc3339" + (m.group(8) or "")[:1]
+                _outer_rfc3339(line, m)
                 text = text[m.end():]
                 changed = True
         if not changed and ("|" in text[:6] or "\u2502" in text[:6]):
@@ -258,8 +260,6 @@ def strip_wrappers(text, line):
         if not changed and "|" in text[:80]:
             m = COMPOSE_RX.match(text)
             if m:
-                if line.service is None:
-                    line.service = m.group(1)
                 text = text[m.end():]
                 changed = True
         if not changed:
@@ -270,6 +270,18 @@ def strip_wrappers(text, line):
 
 
 MONTH_INITIALS = frozenset(m[0] for m in MONTHS)
+
+
+def _outer(line, key, src):
+    """Keep the first (outermost) collector's time of a line."""
+    if line.outer_tkey is None:
+        line.outer_tkey, line.outer_src = key, src
+
+
+def _outer_rfc3339(line, m):
+    """The collector's RFC 3339 time of K8S_RX or BRACKET_RFC3339_RX (``rfc3339`` and the zone's first letter)."""
+    _outer(line, tkey(m.group(2), m.group(3), m.group(4), m.group(5), m.group(6), frac(m.group(7))),
+           "rfc3339" + (m.group(8) or "")[:1])
 
 
 def parse_line(text, line):
@@ -286,41 +298,41 @@ def parse_line(text, line):
     _parse_line(text, line)
 
 
+def _tag(m, line):
+    """The process of a vLLM or Ray worker tag (VLLM_RX, TAGONLY_RX): its own stream."""
+    line.proc, line.pid = m.group("proc"), m.group("pid")
+    line.stream = line.proc + "#" + line.pid
+
+
+def _vllm_record(m, line):
+    """A vLLM formatter record (VLLM_RX, VLLM_NOTAG_RX): level, time, file and message."""
+    line.fmt = FMT_VLLM
+    line.level = LEVELS.get(m.group("level"), LEVEL_INFO)
+    line.ts = t = m.group("ts")
+    line.tkey = t and tkey(t[0:2], t[3:5], t[6:8], t[9:11], t[12:14])
+    line.msg = m.group("msg")
+    line.rec = (m.group("level"), line.ts, m.group("file"), m.group("lineno"))
+
+
 def _parse_line(text, line):
     if " pid=" in text:
         m = VLLM_RX.search(text)
         if m:
-            line.fmt = FMT_VLLM
-            line.proc = m.group("proc")
-            line.pid = m.group("pid")
-            line.ip = m.group("ip")
-            line.stream = line.proc + "#" + line.pid
-            line.level = LEVELS.get(m.group("level"), LEVEL_INFO)
-            line.ts = t = m.group("ts")
-            line.tkey = t and tkey(t[0:2], t[3:5], t[6:8], t[9:11], t[12:14])
-            line.msg = m.group("msg")
-            line.rec = (m.group("level"), line.ts, m.group("file"), m.group("lineno"))
+            _tag(m, line)
+            _vllm_record(m, line)
             return
         m = TAGONLY_RX.match(text)
         while m:  # nested tags ("(APIServer pid=1) (EngineCore_0 pid=2)   File ..."): the innermost process printed
-            line.proc = m.group("proc")
-            line.pid = m.group("pid")
-            line.ip = m.group("ip")
-            line.stream = line.proc + "#" + line.pid
+            _tag(m, line)
             text = m.group("rest")
             m = TAGONLY_RX.match(text)
     c0 = text[:1]
     if c0 in "DIWEC":
         m = VLLM_NOTAG_RX.match(text)
         if m:
-            line.fmt = FMT_VLLM
+            _vllm_record(m, line)
             if not line.stream:
                 line.stream = "vllm"
-            line.level = LEVELS.get(m.group("level"), LEVEL_INFO)
-            line.ts = t = m.group("ts")
-            line.tkey = t and tkey(t[0:2], t[3:5], t[6:8], t[9:11], t[12:14])
-            line.msg = m.group("msg")
-            line.rec = (m.group("level"), line.ts, m.group("file"), m.group("lineno"))
             return
     if " NCCL " in text:
         m = NCCL_RX.match(text)

@@ -43,6 +43,10 @@ HEADER = "header"                      # the real error is in the traceback that
 HANG_HINT = "hang_hint"                # a worker is stuck; kept as a hint
 WARNING_HINT = "warning_hint"          # a warning worth showing; kept as a hint
 ERROR_LINE = "error_line"              # an ERROR record without a signature (not a table kind; set by the scanner)
+# (not table kinds either) a request answered with a server error (a 5xx access line), a traceback the paste cut
+# before its exception: each stands in for the failure only when nothing else is there
+ACCESS_ERROR = "access_error"
+CUT_TRACEBACK = "cut_traceback"
 
 # placement: how a signature's stage is chosen ("the log's stage" is the furthest stage its markers prove)
 FIXED = "fixed"                        # the message's own meaning fixes the stage, wherever it is printed

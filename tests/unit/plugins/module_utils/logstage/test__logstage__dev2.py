@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import (
-    _cut_record, classify_text, frame_stage, match_signature)
-from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import EXC_RX, Line, strip_wrappers
+    classify_text, frame_stage, match_signature)
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import EXC_RX, Line, cut_record, strip_wrappers
 from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.logstage.corpus_cases import case as _case
 
 
@@ -71,10 +71,10 @@ def test_dev_case_answer(case):
 def test_a_cut_logger_prefix_is_recognised_and_nothing_else():
     for stub in ("ERROR 11-05 03:3", "ERROR 10-25 11:17:2", "ERROR 10-09 09:39:54 [hermes_tool_parser.py:", "ERRO",
                  "WARNING 06-01 1", "INFO"):
-        assert _cut_record(stub), stub
+        assert cut_record(stub), stub
     for line in ("KeyError: 'language_model.embed_tokens.weight'", "AssertionError", "ERROR: boom",
                  "RuntimeError: NCCL error: unhandled syst", "ERRORS 11-05", "E 11-05"):
-        assert not _cut_record(line), line
+        assert not cut_record(line), line
 
 
 def test_wrappers_of_viewers_and_pytest_are_narrow():

@@ -16,15 +16,15 @@ import random
 
 import pytest
 
-from ansible_collections.repro.vllm.plugins.module_utils.logstage import _logstage
+from ansible_collections.repro.vllm.plugins.module_utils.logstage import _logstage, _logstage_prefilter as prefilter
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_files
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures")
 
 
 def _all_anchors():
-    out = list(_logstage._STATIC_ANCHORS)
-    for anchors in _logstage._MARK_ANCHORS.values():
+    out = list(prefilter.STATIC_ANCHORS)
+    for anchors in prefilter.MARK_ANCHORS.values():
         out.extend(a for a in anchors if a not in out)
     return out
 
@@ -81,27 +81,27 @@ def test_combined_search_finds_the_same_segments(seed, monkeypatch):
                 [b"\n", b""][seed % 2])
     pos = rnd.randint(0, 50)
     end = len(buf)
-    monkeypatch.setattr(_logstage, "_COMBINED_MIN", 0)
-    monkeypatch.setattr(_logstage, "_KEY_SHARE_MAX", 2.0)
-    combined = _logstage._finder(buf, pos, end, anchors)
-    assert isinstance(combined, _logstage._CombinedFinds)
-    expected = _walk(_logstage._AnchorFinds(buf, pos, end, anchors), buf, pos, end)
+    monkeypatch.setattr(prefilter, "_COMBINED_MIN", 0)
+    monkeypatch.setattr(prefilter, "_KEY_SHARE_MAX", 2.0)
+    combined = prefilter._finder(buf, pos, end, anchors)
+    assert isinstance(combined, prefilter._CombinedFinds)
+    expected = _walk(prefilter._AnchorFinds(buf, pos, end, anchors), buf, pos, end)
     assert expected, "the text has anchors, the test would prove nothing"
     assert _walk(combined, buf, pos, end) == expected
     # the fallback after too many segments without an anchor gives the same too
-    monkeypatch.setattr(_logstage, "_REJECT_MAX", 0)
-    assert _walk(_logstage._finder(buf, pos, end, anchors), buf, pos, end) == expected
+    monkeypatch.setattr(prefilter, "_REJECT_MAX", 0)
+    assert _walk(prefilter._finder(buf, pos, end, anchors), buf, pos, end) == expected
 
 
 def test_long_regions_get_the_combined_search_and_short_ones_do_not():
     line = b"gpu-a01:48213:48540 [3] 1722.338512 ncclProxyProgress:812 NCCL TRACE opCount 7f step 3\n"
-    buf = line * (_logstage._COMBINED_MIN // len(line) + 1)
-    anchors = _logstage._STATIC_ANCHORS
-    assert isinstance(_logstage._finder(buf, 0, len(buf), anchors), _logstage._CombinedFinds)
-    assert isinstance(_logstage._finder(buf, 0, 4096, anchors), _logstage._AnchorFinds)
+    buf = line * (prefilter._COMBINED_MIN // len(line) + 1)
+    anchors = prefilter.STATIC_ANCHORS
+    assert isinstance(prefilter._finder(buf, 0, len(buf), anchors), prefilter._CombinedFinds)
+    assert isinstance(prefilter._finder(buf, 0, 4096, anchors), prefilter._AnchorFinds)
     # text where the key bytes are everywhere keeps one search per anchor
     dense = b"rror.py:" * (len(buf) // 8)
-    assert isinstance(_logstage._finder(dense, 0, len(dense), anchors), _logstage._AnchorFinds)
+    assert isinstance(prefilter._finder(dense, 0, len(dense), anchors), prefilter._AnchorFinds)
 
 
 def test_real_logs_answer_the_same_with_either_finder(monkeypatch):
@@ -109,10 +109,10 @@ def test_real_logs_answer_the_same_with_either_finder(monkeypatch):
     paths += sorted(glob.glob(os.path.join(FIX, "2026-12-01-*", "**", "*.log"), recursive=True))
     assert len(paths) > 10
     monkeypatch.setattr(_logstage, "FULL_PARSE_BYTES", 0)
-    monkeypatch.setattr(_logstage, "BLOCK_SIZE", 4096)
+    monkeypatch.setattr(prefilter, "BLOCK_SIZE", 4096)
     for path in paths:
-        monkeypatch.setattr(_logstage, "_COMBINED_MIN", 1 << 40)
+        monkeypatch.setattr(prefilter, "_COMBINED_MIN", 1 << 40)
         per_anchor = classify_files([path])
-        monkeypatch.setattr(_logstage, "_COMBINED_MIN", 0)
-        monkeypatch.setattr(_logstage, "_KEY_SHARE_MAX", 2.0)
+        monkeypatch.setattr(prefilter, "_COMBINED_MIN", 0)
+        monkeypatch.setattr(prefilter, "_KEY_SHARE_MAX", 2.0)
         assert classify_files([path]) == per_anchor, path

@@ -9,7 +9,8 @@ import json
 import os
 import tracemalloc
 
-from ansible_collections.repro.vllm.plugins.module_utils.logstage import _logstage
+from ansible_collections.repro.vllm.plugins.module_utils.logstage import _logstage, _logstage_answer
+from ansible_collections.repro.vllm.plugins.module_utils.logstage import _logstage_prefilter as prefilter
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_files, classify_text
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures")
@@ -48,16 +49,16 @@ class _Generated(object):
 
 
 def _run(body_bytes, monkeypatch):
-    monkeypatch.setattr(_logstage, "BLOCK_SIZE", 1024 * 1024)
+    monkeypatch.setattr(prefilter, "BLOCK_SIZE", 1024 * 1024)
     gen = _Generated(body_bytes)
     scan = _logstage._Scan("gen.log", "gen", 0)
     tracemalloc.start()
     try:
-        _logstage._scan_stream(scan, gen.read)
+        prefilter.scan_stream(scan, gen.read)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    return _logstage._build_answer([scan]), peak, gen
+    return _logstage_answer.build_answer([scan]), peak, gen
 
 
 def test_memory_is_flat_and_the_late_failure_is_found(monkeypatch):
@@ -107,8 +108,8 @@ def test_block_boundaries_do_not_change_the_answer(monkeypatch):
         data = fh.read()
     ref = classify_text(data)
     for size in (7, 64, 1000, 4096):
-        monkeypatch.setattr(_logstage, "BLOCK_SIZE", size)
-        monkeypatch.setattr(_logstage, "MAX_SEGMENT", 4096)
+        monkeypatch.setattr(prefilter, "BLOCK_SIZE", size)
+        monkeypatch.setattr(prefilter, "MAX_SEGMENT", 4096)
         got = classify_text(data)
         assert got["first_error"] == ref["first_error"] and got["consequences"] == ref["consequences"], size
         assert got["timeline"][0]["stage_marks"] == ref["timeline"][0]["stage_marks"], size

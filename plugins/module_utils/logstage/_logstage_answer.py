@@ -1,0 +1,258 @@
+"""The answer of the log_stage classifier, built from the scans of its files (``_logstage._Scan``).
+
+The root cause is the first candidate error of the first non-empty tier (failures, error lines, victims,
+consequences, a 5xx access line, a cut traceback), ordered by time across files; every other error is a
+consequence.  Beside it: how far each file got (``timeline``), the OOM reading, whether the cross-file order can
+be trusted, what was printed after a file's stop cutoff (``after_stop``) and the one-line summary.  The keys are
+the contract documented in ``docs/classifier.md`` and the ``log_stage`` module's RETURN.
+
+Standard library only; imports on Python 3.9.
+"""
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Private to repro.vllm (underscore name): not an API, it may change in any release.
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rules import (
+    ACCESS_ERROR, CONF_MEDIUM, CONSEQUENCE, CUT_TRACEBACK, ERROR_LINE, FAILURE, HEADER, STAGES, UNKNOWN_MISSING, VICTIM,
+    WEAK_CONSEQUENCE)
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import STOP_RX, cut
+
+MAX_AFTER_STOP = 30                 # errors kept per answer from after a file's ``until`` cutoff
+_MAX_CONSEQUENCES = 30
+_TIE_SECONDS = 2.0                  # vLLM timestamps have one-second resolution
+
+
+def _public_error(c):
+    if c is None:
+        return None
+    out = {
+        "line": c["line"], "file": c["file"], "lineno": c["lineno"], "timestamp": c["timestamp"],
+        "process": c["process"], "node": c["node"], "stage": c["stage"], "error_class": c["cls"],
+        "kind": KIND_NAME.get(c["kind"], c["kind"]), "stage_basis": c.get("basis"),
+        "confidence": c.get("conf"), "cause_stage": c.get("cause"),
+    }
+    if c.get("pid"):
+        out["pid"] = int(c["pid"]) if str(c["pid"]).isdigit() else c["pid"]
+    if c.get("hint"):
+        out["hint"] = c["hint"]
+    if c.get("context") and len(c["context"]) > 1:
+        out["context"] = list(c["context"])
+    return out
+
+
+# the kind of an error as the answer names it
+KIND_NAME = {FAILURE: "failure", ERROR_LINE: "error_line", VICTIM: "victim", CONSEQUENCE: "consequence",
+             WEAK_CONSEQUENCE: "consequence", HEADER: "failure", ACCESS_ERROR: "error_line",
+             CUT_TRACEBACK: "error_line"}
+
+
+def _sort_key(c):
+    t = c["tkey"]
+    return (0 if t is not None else 1, t if t is not None else 0.0, 1 if c.get("copy") else 0, c["index"], c["lineno"])
+
+
+_TEE_PROC_RX = re.compile(r"^default\d+$")
+
+
+def _share_times(scans):
+    """An error line without any time in its file (a rank's plain stderr) takes the time of the same line in a
+    file that has one - torchrun's ``--tee`` copy of the rank's output (``[default<N>]:``), bounded by torchrun's
+    own timestamped lines - so that the rank's own file, given first, names the error. Where the node names carry
+    a host (``<host>/rank<N>``), only a copy on the same host lends its time: the same line on another host is
+    another event."""
+    def host(sc):
+        node = str(sc.node)
+        return node.split("/", 1)[0] if "/" in node else None
+
+    timed = {}
+    for sc in scans:
+        for c in sc.cands:
+            if c["tkey"] is not None and (host(sc) is not None or _TEE_PROC_RX.match(str(c["process"] or ""))):
+                timed.setdefault((host(sc), c["line"]), c)
+    for sc in scans:
+        for c in sc.cands:
+            if c["tkey"] is None:
+                other = timed.get((host(sc), c["line"]))
+                if other is not None:
+                    c["tkey"] = other["tkey"]
+                    c["tkey_after"] = other.get("tkey_after") or not other["tkey_own"]
+                    other["copy"] = True  # at the same time, the rank's own file names the error
+
+
+# the kinds that can be the root cause, tier by tier: the first tier with a candidate holds it
+_ROOT_TIERS = (FAILURE, ERROR_LINE, VICTIM, CONSEQUENCE, ACCESS_ERROR, CUT_TRACEBACK)
+
+
+def _first(cands, kind):
+    """The candidate of ``kind`` on the earliest line of its file, or None."""
+    mine = [c for c in cands if c["kind"] == kind]
+    return min(mine, key=lambda c: c["lineno"]) if mine else None
+
+
+def build_answer(scans):
+    _share_times(scans)
+    root = None
+    firsts = []
+    for kind in _ROOT_TIERS:
+        firsts = [c for c in (_first(sc.cands, kind) for sc in scans) if c is not None]
+        if firsts:
+            root = min(firsts, key=_sort_key)
+            break
+    all_cands = sorted((c for sc in scans for c in sc.cands), key=_sort_key)
+
+    # uncertainty of the cross-file order
+    why = []
+    if root is not None and len([sc for sc in scans if sc.cands]) > 1:
+        # a copy of the root's own line (torchrun's tee of the rank's output) is no rival
+        rivals = [c for c in firsts if c is not root and c["index"] != root["index"] and c["line"] != root["line"]]
+        if root["tkey"] is None:
+            why.append("the first error has no timestamp; files were taken in the order given")
+        elif root.get("tkey_after"):
+            why.append("the first error line has no timestamp of its own nor one before it in its file; the first "
+                       "timestamp after it (a time it happened before) was used")
+        elif not root["tkey_own"]:
+            why.append("the first error line has no timestamp of its own; the last timestamp before it was used")
+        for c in rivals:
+            if c["tkey"] is None:
+                why.append("%s: its first error has no timestamp" % c["node"])
+            elif root["tkey"] is not None and abs(c["tkey"] - root["tkey"]) <= _TIE_SECONDS:
+                why.append("%s failed within %.0f s of %s (log timestamps have one-second resolution)"
+                           % (c["node"], _TIE_SECONDS, root["node"]))
+        sources = set(s for sc in scans if sc.cands for s in sc.ts_sources)
+        if len(set(s[:7] for s in sources if s)) > 1:
+            why.append("the files carry timestamps of different kinds (%s); clocks or time zones may differ"
+                       % ", ".join(sorted(s for s in sources if s)))
+    uncertain = bool(why)
+
+    nxt = [c for c in all_cands if root is not None and root["stage"] == "unknown" and c["index"] == root["index"]
+           and c["kind"] == CUT_TRACEBACK and 0 < c["lineno"] - root["lineno"] <= 3 and c["stage"] != "unknown"]
+    if nxt:  # an error whose traceback follows it cut (logger.exception, asyncio's "Exception in callback"): its frames
+        root.update(stage=nxt[0]["stage"], basis=nxt[0]["basis"], conf=CONF_MEDIUM, srank=nxt[0]["srank"])
+    reached = set(r for sc in scans for r in sc.reached)
+    if root is not None and root["srank"] >= 0:
+        reached.add(root["srank"])
+    stages_reached = [STAGES[r] for r in sorted(reached) if r >= 0]
+    last_rank = max([sc.ctx for sc in scans] + [-1])
+    last_stage = STAGES[last_rank] if last_rank >= 0 else None
+
+    oom_c = next((c for c in all_cands if c["oom"]), None)
+    oom = {"occurred": oom_c is not None, "stage": oom_c["stage"] if oom_c else None}
+    if oom_c is not None:
+        oom["line"] = oom_c["line"]
+        oom["memory_sizing"] = oom_c["stage"] in ("engine_init", "request")
+        if oom_c["stage"] in ("environment", "config", "cuda_init", "distributed_init"):
+            oom["note"] = "out of memory before the weights were loaded: memory is held elsewhere, not a sizing problem"
+        elif oom_c["stage"] == "weight_loading":
+            oom["note"] = "the weights do not fit in the memory left for them"
+        elif oom_c["stage"] in ("engine_init", "request"):
+            oom["note"] = "weights fit; profiling, KV cache, CUDA graphs or a batch did not (a memory-sizing problem)"
+        else:
+            oom["note"] = "the log does not show in which stage the memory ran out"
+
+    consequences = []
+    for c in all_cands:
+        if c is root:
+            continue
+        if len(consequences) >= _MAX_CONSEQUENCES:
+            break
+        consequences.append({"file": c["file"], "node": c["node"], "lineno": c["lineno"], "line": c["line"],
+                             "timestamp": c["timestamp"], "kind": KIND_NAME.get(c["kind"], c["kind"]),
+                             "error_class": c["cls"], "stage": c["stage"]})
+
+    timeline = []
+    for sc in scans:
+        own = next((c for c in (_first(sc.cands, kind) for kind in _ROOT_TIERS) if c is not None), None)
+        timeline.append({
+            "node": sc.node, "file": sc.file, "lines": sc.lines,
+            "first_timestamp": sc.first_ts, "last_timestamp": sc.last_ts,
+            "stage_reached": STAGES[sc.ctx] if sc.ctx >= 0 else None,
+            "stage_since": sc.ctx_since,
+            "ready": sc.ready, "ready_timestamp": sc.ready_ts,
+            "first_error": _public_error(own),
+            "stage_marks": list(sc.stage_marks),
+            "recovered_errors": [_public_error(c) for c in sc.recovered],
+            "hints": list(sc.hints),
+            "until": sc.until,
+        })
+
+    after_stop = sorted((c for sc in scans for c in sc.after_stop),
+                        key=lambda c: (0 if c["tkey"] is not None else 1, c["tkey"] or 0.0, c["index"], c["lineno"]))
+    after_stop = [dict((k, v) for k, v in c.items() if k not in ("tkey", "index")) for c in after_stop]
+
+    ans = {
+        "stage": root["stage"] if root else "none",
+        "stage_basis": root["basis"] if root else None,
+        "confidence": root.get("conf") if root else None,
+        "cause_stage": root.get("cause") if root else None,
+        "error_class": root["cls"] if root else None,
+        "first_error": _public_error(root),
+        "oom": oom,
+        "stages_reached": stages_reached,
+        "last_stage": last_stage,
+        "consequences": consequences,
+        "timeline": timeline,
+        "order_uncertain": uncertain,
+        "order_uncertain_why": "; ".join(why) if why else None,
+        "after_stop": after_stop[:MAX_AFTER_STOP],
+    }
+    if root is not None:
+        ans["summary"] = "%s failed (%s) on %s%s: %s" % (
+            root["stage"], root["cls"], root["node"],
+            " at %s" % root["timestamp"] if root["timestamp"] else "", cut(root["line"], 200))
+        if root["stage"] == "unknown":
+            ans["summary"] += "; " + UNKNOWN_MISSING
+    else:
+        ready = [sc for sc in scans if sc.ready]
+        if ready:
+            ans["summary"] = "no failure found; API ready since %s" % (ready[0].ready_ts or "start")
+        elif last_stage is not None:
+            since = next(sc.ctx_since for sc in scans if sc.ctx == last_rank)
+            open_on, done_on = _comm_nodes(scans)
+            if done_on and not open_on:
+                # every NCCL communicator that was set up was destroyed again: the program ended its
+                # distributed work (a collective check, or a clean shutdown before readiness)
+                ans["summary"] = ("no failure found; last stage %s: NCCL communicators initialised and destroyed "
+                                  "again on %s" % (last_stage, ", ".join(done_on)))
+            else:
+                ans["summary"] = "no failure found; stuck in %s%s" % (last_stage, " since %s" % since if since else "")
+                if open_on:
+                    ans["summary"] += "; NCCL communicator init started and never completed on %s" % ", ".join(open_on)
+        else:
+            ans["summary"] = "no failure found and no vLLM stage marker seen"
+        stop = _external_stop(all_cands)
+        if stop is not None:
+            ans["summary"] += "; stopped from outside by signal %s (%s line %d)" % stop
+    if after_stop:
+        ans["summary"] += "; %d error line(s) after the stop (shutdown noise, see after_stop)" % len(after_stop)
+    return ans
+
+
+def _comm_nodes(scans):
+    """Nodes with an NCCL communicator whose init never completed, and the nodes whose communicators were all
+    initialised and destroyed again (empty unless that holds for every communicator of every file); each list
+    in file order, without repeats."""
+    open_on, done_on = [], []
+    all_done = True
+    for sc in scans:
+        states = set(sc.comms.values())
+        if "started" in states and sc.node not in open_on:
+            open_on.append(sc.node)
+        if states - {"destroyed"}:
+            all_done = False
+        elif states and sc.node not in done_on:
+            done_on.append(sc.node)
+    return open_on, done_on if all_done else []
+
+
+def _external_stop(cands):
+    """(signal, node, lineno) of the first line saying that the launcher itself was stopped by a signal."""
+    for c in cands:
+        if c["kind"] == WEAK_CONSEQUENCE:
+            m = STOP_RX.search(c["line"])
+            if m is not None:
+                return (m.group(1) or m.group(2), c["node"], c["lineno"])
+    return None
