@@ -258,6 +258,16 @@ options:
           - V(decisions) - C(repro_vllm_decision) of the decide role but its C(run); the task sets that fact, with
             this run as C(run).
         type: dict
+      made_from:
+        description:
+          - V(decisions) - the runs the decisions were made from (the run sheet's and the manifest's C(made_from)).
+        type: list
+        elements: str
+      sections:
+        description:
+          - V(decisions) - the decide role's sections of the run sheet, C(notes.md), which the close writes.
+        type: list
+        elements: str
       record_only:
         description:
           - V(fleet), V(collective) - C(repro_vllm_record_only), false when not given.

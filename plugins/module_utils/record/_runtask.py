@@ -94,6 +94,8 @@ INPUTS_SPEC = dict(
     host=dict(type="str"),
     task=dict(type="str"),
     decision=dict(type="dict"),
+    made_from=dict(type="list", elements="str"),
+    sections=dict(type="list", elements="str"),
 )
 
 

@@ -20,8 +20,8 @@ Kinds (``KINDS``):
   the verdict, request/outcome/changes/responses and the run sheet).
 * ``collective`` - the collective checkpoint: every rank's log of every node classified together, then
   module_utils/gpu/_collective.py's close.
-* ``decisions`` - summary and diff runs: the parts the decide role made, status ``ok``; the role's fact
-  ``repro_vllm_decision`` with this run in it.
+* ``decisions`` - summary, diff and replay runs: the parts the decide role made and the run sheet, status ``ok``;
+  the role's fact ``repro_vllm_decision`` with this run in it.
 * ``incomplete`` - any run whose play failed after the open: ``incomplete.json`` with the real error (redacted);
   status ``incomplete``; the play stops after the freeze with that error.
 """
@@ -38,6 +38,7 @@ from ansible_collections.repro.vllm.plugins.plugin_utils.close import _attempt, 
 from ansible_collections.repro.vllm.plugins.module_utils.gpu import _collective
 from ansible_collections.repro.vllm.plugins.module_utils.record import _record
 from ansible_collections.repro.vllm.plugins.module_utils.container import _runtime
+from ansible_collections.repro.vllm.plugins.module_utils.decide import _verdict
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import LogStageError, classify_files
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import redact_text
 
@@ -176,11 +177,30 @@ def close_collective(run_path, opened, nodes, reports=None, nproc_per_node=None,
 
 
 # ---------------------------------------------------------------------------------------------------- the rest
-def close_decisions(run_path, decision=None):
-    """A summary or diff run: the decide role's parts (run_record's own ``parts``) as they are, status ok;
-    ``decision`` (repro_vllm_decision but the run) comes back with this run as its ``run``."""
-    return Closing("ok", [], {"case_id": os.path.basename(os.path.dirname(run_path))}, result=None if decision is None
-                   else {"decision": dict(decision, run=run_path)})
+def decisions_notes(run_path, opened, made_from=(), sections=()):
+    """notes.md of a summary, diff or replay run: purpose, the profile judged, the runs it was made from, for a summary
+    or diff the case's verdict without this run (module_utils/decide/_verdict.py), then the decide role's sections."""
+    case_dir, run_id = os.path.dirname(run_path), os.path.basename(run_path)
+    lines = ["# Run sheet: %s / %s" % (os.path.basename(case_dir), run_id), "",
+             "- purpose: %s" % (opened.get("purpose") or "-"), "- profile: %s" % _attempt.profile_text(opened),
+             "- made from: %s" % ", ".join(made_from or []),
+             "- this run only holds decisions; the evidence stays in the frozen runs above."]
+    if opened.get("purpose") in ("summary", "diff"):
+        try:
+            case = _verdict.case_verdict(case_dir, exclude=[run_id])
+        except _verdict.VerdictError as exc:
+            raise CloseError("the case verdict for notes.md: %s" % exc) from exc
+        lines.append("- case verdict: `%s` - %s" % (case["verdict"], case["verdict_sentence"]))
+    return "\n".join(lines + [""] + list(sections or [])) + "\n"
+
+
+def close_decisions(run_path, opened, decision=None, made_from=(), sections=()):
+    """A summary, diff or replay run: the decide role's parts (run_record's own ``parts``) as they are and the run
+    sheet (``made_from``: the runs it decides on, ``sections``: the decide role's), status ok; ``decision``
+    (repro_vllm_decision but the run) comes back with this run as its ``run``."""
+    notes = {"part": "notes.md", "content": decisions_notes(run_path, opened, made_from, sections)}
+    meta = {"case_id": os.path.basename(os.path.dirname(run_path)), "made_from": list(made_from or [])}
+    return Closing("ok", [notes], meta, result=None if decision is None else {"decision": dict(decision, run=run_path)})
 
 
 def close_incomplete(run_path, opened, error, step=None, host=None, task=None, case_key=None, check_mode=False):
@@ -232,7 +252,7 @@ def decide(kind, run_path, inputs, check_mode=False):
     if kind == "collective":
         return _call(close_collective, run_path, identity, check_mode=check_mode, **inputs)
     if kind == "decisions":
-        return _call(close_decisions, run_path, **inputs)
+        return _call(close_decisions, run_path, identity, **inputs)
     if kind == "incomplete":
         key = None
         if not check_mode:

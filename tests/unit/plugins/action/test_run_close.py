@@ -184,9 +184,14 @@ def test_inputs_a_kind_does_not_take_are_refused_naming_those_it_takes(tmp_path)
 
 def test_decisions_runs_close_ok_with_their_parts(tmp_path):
     path = _open(tmp_path, [], purpose="summary")
-    res = _action({"state": "close", "kind": "decisions", "path": path,
-                   "parts": [{"part": "score.json", "json": {"score": 3}}, {"part": "notes.md", "content": "# sheet\n"}]})
-    assert not res.get("failed") and res["status"] == "ok" and res["checked"] == 2
+    res = _action({"state": "close", "kind": "decisions", "path": path, "inputs": {"made_from": ["case/run-000"]},
+                   "parts": [{"part": "score.json", "json": {"score": 3}}]})
+    # score.json and the run sheet the close writes (plugin_utils/close/_runclose.py decisions_notes)
+    assert not res.get("failed") and res["status"] == "ok" and res["checked"] == 2, res
+    with open(os.path.join(path, "notes.md")) as f:
+        assert "- purpose: summary\n" in f.read()
+    with open(os.path.join(path, "manifest.json")) as f:
+        assert json.load(f)["metadata"]["made_from"] == ["case/run-000"]
     assert "ansible_facts" not in res and "decision" not in res  # a close without a decision sets no fact
     # the decide role's result: the close sets repro_vllm_decision with its run (the decision was made before the open)
     path = _open(tmp_path, [], purpose="summary")
