@@ -38,13 +38,8 @@ def test_latest_run_of_a_case_under_the_records_root_resolved_as_the_open_resolv
 def test_filters_refuse_wrong_types():
     with pytest.raises(AnsibleFilterError, match="attempt_verdict: nodes must be a dict"):
         judge.attempt_verdict({"name": "x"}, {}, nodes=["a"])
-    with pytest.raises(AnsibleFilterError, match="block_size must be at least 1"):
-        judge.step_checkpoint({"checks": ["prefix_cache"], "prefix": {"block_size": 0}}, [])
-    with pytest.raises(AnsibleFilterError, match="block_size must be a number of tokens"):
-        judge.step_checkpoint({"checks": ["prefix_cache"], "prefix": {}}, [])
-    assert judge.step_checkpoint({"checks": []}, []) is None
     assert set(judge.FilterModule().filters()) == {
-        "attempt_verdict", "_step_checkpoint", "_latest_run", "_repeat_plan",
+        "attempt_verdict", "_latest_run", "_repeat_plan",
         "_reproduction_summary", "_reproduction_result"}
     with pytest.raises(AnsibleFilterError, match="repeat_plan: the input"):
         judge.repeat_plan({"run": "run-002"})
