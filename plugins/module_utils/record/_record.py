@@ -1339,3 +1339,22 @@ def run_task(p, check_mode=False):
         return {}, str(exc)
     except OSError as exc:
         return {}, "%s: %s (path %s)" % (state, exc.strerror or exc, exc.filename or p.get("path") or p.get("root"))
+
+
+def stop_plan(runs, play_hosts, host):
+    """stop.yml's plan over the interrupted runs (``runs``: interrupted_runs'): ``mine`` (those ``host`` holds a part
+    of), ``seal`` (those whose every host is a target of the play: sealed with their hosts' files) and ``lines`` (one
+    per run, the console's: sealed, or NOT sealed and which of its hosts to run stop.yml on)."""
+    targets = set(play_hosts or [])
+    plan = {"mine": [], "seal": [], "lines": []}
+    for run in runs or []:
+        hosts = list(run.get("hosts") or [])
+        missing = [h for h in hosts if h not in targets]
+        if host in hosts:
+            plan["mine"].append(run)
+        if not missing:
+            plan["seal"].append(run)
+        plan["lines"].append("stop | controller | sealed %s/%s as incomplete (interrupted) with the files of %s%s" % (
+            run.get("case_id"), run.get("run"), ", ".join(hosts), ": NOT sealed - its hosts %s are not targets here; "
+            "run stop.yml on them" % ", ".join(missing) if missing else ""))
+    return plan
