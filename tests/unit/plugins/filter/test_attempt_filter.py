@@ -33,7 +33,10 @@ def test_attempt_node_gives_the_plan_and_the_identity_of_a_node_of_the_step_only
     head = attempt.attempt_node(dict(STEP, request={"route": "/v1/completions", "body": {}, "timeout": 5}), "node01",
                                 master_addr="10.0.0.11", debug=True, debug_step="minimal")
     assert head["env"] == dict(STEP["env"], **head["debug_env"]) and head["debug_env"]
-    assert (worker["env"], worker["sends"]) == (STEP["env"], [])
+    traced = attempt.attempt_node(STEP, "node01", master_addr="10.0.0.11", debug=True, debug_step="minimal",
+                                  trace_function=True)
+    assert traced["trace_warning"] and not head["trace_warning"]
+    assert (worker["env"], worker["sends"], worker["trace_warning"]) == (STEP["env"], [], False)
     # the head's sends: its requests as sent, at its API
     assert [(s["label"], s["index"], s["base_url"]) for s in head["sends"]] == [
         ("request", 1, "http://127.0.0.1:8000")]
