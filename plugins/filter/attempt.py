@@ -18,7 +18,8 @@ from ansible_collections.repro.vllm.plugins.module_utils.ladder import _command,
 def attempt_node(step, node, master_addr=None, master_port=None, debug=False, debug_step=None, trace_function=False,
                  gpu=None, image=None, container=None):
     """This node's plan in the step (_ladder.node_plan) with ``env`` (the step's environment and the debug one: what
-    its server starts with), ``trace_warning`` (the head of a run traced with VLLM_TRACE_FUNCTION), ``sends`` (the head's requests as sent, _attempt.sends; none on another node) and, on a
+    its server starts with), ``trace_warning`` (the head of a run traced with VLLM_TRACE_FUNCTION), ``sample_memory``
+    (the head of a step with the prefix_cache check: its server's memory before and after its sequence), ``sends`` (the head's requests as sent, _attempt.sends; none on another node) and, on a
     node of the step, ``identity``: its part of the run's identity (_diff.record_identity of ``gpu``, the
     repro_vllm_gpu fact, the command, the step's env, the image and the ``container`` fact); None outside the step."""
     try:
@@ -26,6 +27,7 @@ def attempt_node(step, node, master_addr=None, master_port=None, debug=False, de
                                  debug_step=debug_step, trace_function=trace_function)
         plan["env"] = dict((step or {}).get("env") or {}, **plan["debug_env"])
         plan["trace_warning"] = plan["is_head"] and "VLLM_TRACE_FUNCTION" in plan["debug_env"]
+        plan["sample_memory"] = plan["is_head"] and "prefix_cache" in ((step or {}).get("checks") or [])
         plan["sends"] = _attempt.sends(plan["requests"], plan["api_url"])
         plan["identity"] = _diff.record_identity(gpu or {}, plan["argv"], env=(step or {}).get("env"), image=image,
                                                  container=container) if plan["in_step"] else None

@@ -6,6 +6,7 @@ and the second clean run (which attempt it repeats, whether it repeated). The la
 
 from __future__ import annotations
 
+import json
 import os
 
 from ansible.errors import AnsibleFilterError
@@ -75,10 +76,11 @@ def repeat_plan(runs, steps=None):
     return {"target": target, "step": step, "probe_host": "127.0.0.1" if host in ("0.0.0.0", "", None) else host}
 
 
-def latest_run(case_id, part=None, records_root=None):
+def latest_run(case_id, part=None, records_root=None, current=False):
     """The highest-numbered run of a case on the controller (numeric order: run-1000 after run-999) that holds
     ``part``; None when there is none. The case folder is under ``records_root`` (None: ``records``), resolved as the
-    run's open resolves it (_record.resolve_root)."""
+    run's open resolves it (_record.resolve_root). With ``current``: ``{run, path, identity}``, the identity the
+    run's ``part`` (its changes.json) names ``current`` - what the next run is compared with."""
     if not isinstance(case_id, str) or not case_id:
         raise AnsibleFilterError("latest_run: the input must be the case id")
     try:
@@ -89,7 +91,13 @@ def latest_run(case_id, part=None, records_root=None):
         run = run_id_for(number)
         path = os.path.join(case_dir, run)
         if part is None or os.path.exists(os.path.join(path, part)):
-            return {"run": run, "path": path, "number": number}
+            if not current:
+                return {"run": run, "path": path, "number": number}
+            try:
+                with open(os.path.join(path, part)) as fh:
+                    return {"run": run, "path": path, "identity": json.load(fh).get("current")}
+            except (OSError, ValueError, AttributeError) as exc:
+                raise AnsibleFilterError("latest_run: %s of %s cannot be read: %s" % (part, path, exc))
     return None
 
 

@@ -406,7 +406,8 @@ def host_parts(host, step, is_head=False, rank=-1, argv=None, debug_env=None, se
     node's place, the command and environment as started, debug logging, the gateway's logs, the minimal command's
     derivation), ``server`` (server.json: vllm_server's answers at start, after the requests and at the stop, the
     sweep's leftovers and live runs, the refusal), ``files`` (the server log, the memory series, the gateway's logs
-    on the head) and ``gather`` (vLLM's collect_env, once per play: the head of the minimal start)."""
+    on the head), ``gather`` (vLLM's collect_env, once per play: the head of the minimal start) and
+    ``collect_env_container`` (the container the server ran in, for collect_env inside its image; None for a process)."""
     step = _mapping(step, "the step")
     debug_env = dict(debug_env or {})
     started_env = (started or {}).get("env") if isinstance(started, dict) else None
@@ -454,7 +455,8 @@ def host_parts(host, step, is_head=False, rank=-1, argv=None, debug_env=None, se
         files.append({"src": "%s/logs/container.log" % host_dir, "part": "logs/container.log"})
     files += [{"part": part, "src": src} for part, src in gateway.items()]
     return {"command": command, "server": server, "files": files, "gateway_logs": gateway,
-            "gather": ["collect_env"] if collect_env and is_head and minimal else []}
+            "gather": ["collect_env"] if collect_env and is_head and minimal else [],
+            "collect_env_container": ((started.get("container") if isinstance(started, dict) else None) or None)}
 
 
 def _ran_container(started, stopped):

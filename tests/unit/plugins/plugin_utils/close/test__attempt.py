@@ -250,6 +250,8 @@ def test_a_server_that_ran_in_a_container_brings_its_record_and_its_log():
     assert {"src": "/h/logs/container.log", "part": "logs/container.log"} in part["files"]
     plain = _attempt.host_parts("n1", step, is_head=True, rank=0, argv=["vllm"], started={"pid": 7}, host_dir="/h")
     assert plain["server"]["container"] is None and len(plain["files"]) == 2
+    # collect_env runs inside the image that ran (the start's record of its container), a process needs none
+    assert part["collect_env_container"] == ran and plain["collect_env_container"] is None
 
 
 def test_sends_are_each_request_repeat_times_as_the_head_sends_them():
