@@ -349,7 +349,7 @@ def requests_seen(step, results, memory_before=None, memory_after=None):
     """What the head's requests showed (``results``: api_request's loop over ``sends``; the memory answers of
     vllm_server state=checked around the prefix-caching sequence): ``exchanges``, ``checkpoint`` (what the step's
     checks saw, _judge.step_checkpoint; None without checks or without a send) and the progress ``lines`` (after
-    ``<run> ``): per request its statuses, time, concurrency and repeats, then the prefix-caching evidence."""
+    ``<run> ``): per request its statuses, time, concurrency and repeats."""
     step = _mapping(step, "the step")
     seen = exchanges(results)
     checks = list(step.get("checks") or [])
@@ -374,8 +374,6 @@ def requests_seen(step, results, memory_before=None, memory_after=None):
             step.get("name"), request.get("label"), ",".join(str(s) for r in sent for s in r.get("statuses") or []),
             round(sum(_as_float(r.get("wall_s")) for r in sent), 2), request.get("concurrency", 1),
             request.get("repeat", 1)))
-    if "prefix_cache" in checks and checkpoint:
-        lines.append("prefix_caching | %s" % checkpoint.get("summary"))
     return {"exchanges": seen, "checkpoint": checkpoint, "lines": lines}
 
 
