@@ -19,9 +19,10 @@ def attempt_node(step, node, master_addr=None, master_port=None, debug=False, de
                  gpu=None, image=None, container=None):
     """This node's plan in the step (_ladder.node_plan) with ``env`` (the step's environment and the debug one: what
     its server starts with), ``trace_warning`` (the head of a run traced with VLLM_TRACE_FUNCTION), ``sample_memory``
-    (the head of a step with the prefix_cache check: its server's memory before and after its sequence), ``sends`` (the head's requests as sent, _attempt.sends; none on another node) and, on a
-    node of the step, ``identity``: its part of the run's identity (_diff.record_identity of ``gpu``, the
-    repro_vllm_gpu fact, the command, the step's env, the image and the ``container`` fact); None outside the step."""
+    (the head of a step with the prefix_cache check: its server's memory before and after its sequence), ``sends``
+    (the head's requests as sent, _attempt.sends; none on another node) and, on a node of the step, ``identity``:
+    its part of the run's identity (_diff.record_identity of ``gpu``, the repro_vllm_gpu fact, the command, the
+    step's env, the image and the ``container`` fact); None outside the step."""
     try:
         plan = _ladder.node_plan(step, node, master_addr=master_addr, master_port=master_port, debug=debug,
                                  debug_step=debug_step, trace_function=trace_function)
