@@ -18,7 +18,7 @@ import os
 import re
 
 from ansible_collections.repro.vllm.plugins.module_utils.common._cmd import find_binary, run_cmd
-from ansible_collections.repro.vllm.plugins.module_utils.gpu._gpu import read_maps_libcuda
+from ansible_collections.repro.vllm.plugins.module_utils.gpu._process import read_maps_libcuda
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import redact_argv, redact_env, redact_text
 
 KINDS = ("pid", "match", "systemd", "docker", "podman", "kubectl")
