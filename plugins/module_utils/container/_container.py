@@ -224,7 +224,7 @@ def _image_record(**kw):
     return rec
 
 
-def _as_digest(value):
+def as_digest(value):
     if not value:
         return None
     if value.startswith("sha256:"):
@@ -247,7 +247,7 @@ def parse_docker_inspect(text):
     desc = img.get("Descriptor") or {}
     image_id = img.get("Id")
     manifest_digest = None
-    config_digest = _as_digest(image_id)
+    config_digest = as_digest(image_id)
     if desc.get("digest"):
         manifest_digest = desc.get("digest")
         if manifest_digest == image_id:
@@ -270,7 +270,7 @@ def parse_podman_inspect(text):
     env, redacted = redact_env(cfg.get("Env"))
     labels = cfg.get("Labels") or img.get("Labels") or {}
     return _image_record(
-        id=img.get("Id"), config_digest=_as_digest(img.get("Id")), manifest_digest=img.get("Digest"),
+        id=img.get("Id"), config_digest=as_digest(img.get("Id")), manifest_digest=img.get("Digest"),
         repo_digests=list(img.get("RepoDigests") or []), repo_tags=list(img.get("RepoTags") or []),
         created=img.get("Created"), labels=dict(labels), env=env, env_redacted=redacted,
         architecture=img.get("Architecture"), os=img.get("Os"), size=img.get("Size"))
@@ -293,7 +293,7 @@ def parse_crictl_inspecti(text):
     data = _loads(text, "crictl inspecti")
     status = data.get("status") or {}
     rec = _image_record(
-        id=status.get("id"), config_digest=_as_digest(status.get("id")),
+        id=status.get("id"), config_digest=as_digest(status.get("id")),
         repo_digests=list(status.get("repoDigests") or []), repo_tags=list(status.get("repoTags") or []))
     size = status.get("size")
     try:

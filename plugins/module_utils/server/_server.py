@@ -38,7 +38,7 @@ from ansible_collections.repro.vllm.plugins.module_utils.server._lease import ( 
     is_run_lease, lease_expired_file_for, lease_file_for, list_run_leases, node_entry, read_json, release_node,
     update_node, write_json_atomic)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_files
-from ansible_collections.repro.vllm.plugins.module_utils.common._redact import redact_argv, redact_env, redact_text
+from ansible_collections.repro.vllm.plugins.module_utils.common._redact import redact_text
 from ansible_collections.repro.vllm.plugins.module_utils.container._runtime import Runtime
 
 DEFAULT_INHERIT_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
@@ -92,14 +92,6 @@ def derive_base_url(argv):
 def api_key_from(argv, env):
     """The API key the server will demand on /v1 routes (``--api-key`` or ``VLLM_API_KEY``), or None."""
     return _flag_value(argv, "--api-key") or (env or {}).get("VLLM_API_KEY") or None
-
-
-def redacted_env(env):
-    return redact_env(env)
-
-
-def redacted_argv(argv):
-    return redact_argv(argv)
 
 
 # ---------------------------------------------------------------------------------------------------------------
