@@ -339,11 +339,8 @@ def parse_topology(text):
         out["matrix"][label] = dict(zip(devices, values[:len(devices)]))
         rest = values[len(devices):]
         if rest and len(rest) == len(extra):
-            aff = dict(zip(extra, rest))
-            out["affinity"][label] = {
-                "cpu_affinity": None if is_unavailable(aff.get("CPU Affinity")) else aff.get("CPU Affinity"),
-                "numa_affinity": None if is_unavailable(aff.get("NUMA Affinity")) else aff.get("NUMA Affinity"),
-                "gpu_numa_id": None if is_unavailable(aff.get("GPU NUMA ID")) else aff.get("GPU NUMA ID")}
+            aff = dict(zip(extra, rest))  # cpu_affinity, numa_affinity, gpu_numa_id
+            out["affinity"][label] = dict((c.lower().replace(" ", "_"), _na(aff.get(c))) for c in TOPO_AFFINITY_COLUMNS)
     in_nic_legend = False
     for line in lines:
         if line.strip() == "NIC Legend:":

@@ -784,8 +784,8 @@ def _gpus_overlap(a, b, host_has_gpus):
     return bool(set(a) & set(b))
 
 
-def sweep_leases(lease_dir, own_run_uid, port=None, gpus=None, host_has_gpus=False, grace=10.0, now=None,
-                 check_mode=False, only_run_uid=None):
+def sweep_leases(lease_dir, own_run_uid, port=None, gpus=None, host_has_gpus=False, grace=10.0, check_mode=False,
+                 only_run_uid=None):
     """Look at every run lease on this host before an attempt starts.
 
     A server whose lease has run out is abandoned: its group is stopped (when anything of it is left; its own
@@ -794,7 +794,7 @@ def sweep_leases(lease_dir, own_run_uid, port=None, gpus=None, host_has_gpus=Fal
     with GPUs; None = every GPU). ``only_run_uid``: look at that run alone (stop.yml), stopping it whether its lease
     is live or not. Returns dict(cleaned, conflicts, live).
     """
-    now = time.time() if now is None else now
+    now = time.time()
     cleaned, conflicts, live = [], [], []
     for path, data in list_run_leases(lease_dir):
         if not data:
@@ -826,7 +826,7 @@ def sweep_leases(lease_dir, own_run_uid, port=None, gpus=None, host_has_gpus=Fal
     return {"cleaned": cleaned, "conflicts": conflicts, "live": live}
 
 
-def _after_its_supervisor(path, node, entry, grace, clock=time.time, sleep=time.sleep):
+def _after_its_supervisor(path, node, entry, grace):
     """An expired entry its supervisor has not marked yet (``expired_at``) while that supervisor lives: it is
     stopping the server right now (it looks at the lease every second, then takes up to the stop grace), and only
     its stop writes the record that says why the server ended (``<state_file>.lease-expired``: the play was
@@ -837,8 +837,8 @@ def _after_its_supervisor(path, node, entry, grace, clock=time.time, sleep=time.
     if entry.get("until") is None or not supervisor:
         return entry
     deadline = float(entry["until"]) + float(grace) + 10.0
-    while entry is not None and entry.get("expired_at") is None and clock() < deadline and _supervising(supervisor):
-        sleep(0.5)
+    while entry is not None and entry.get("expired_at") is None and time.time() < deadline and _supervising(supervisor):
+        time.sleep(0.5)
         entry = node_entry(path, node)
     return entry
 
