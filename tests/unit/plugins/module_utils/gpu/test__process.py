@@ -206,7 +206,7 @@ def test_attribute_processes_counts_and_lists_on_real_capture():
     assert summ["attribution_counts"] == {"workload": 0, "foreign": 0, "unattributed": 1}
     assert gpus[0]["foreign_processes"][0]["attribution"] == "unattributed"
     summ = _process.attribute_processes([dict(g, foreign_processes=[], foreign_memory_mib=0) for g in gpus],
-                                    apps["processes"], [510], table={})
+                                        apps["processes"], [510], table={})
     assert summ["attribution_counts"]["workload"] == 1
 
 
