@@ -276,7 +276,7 @@ def _probe(module, facts, actions):
     ref, how = p["image"], "reference"
     if p["probe_by_digest"]:
         ref, how = _container.probe_reference(p["image"], (facts["runtimes"].get(name) or {}).get("image"))
-    argv = _container.probe_argv(name, binary, ref, p["probe_run_args"])
+    argv = _container.probe_argv(binary, ref, p["probe_run_args"])
     if module.check_mode:
         actions.append({"cmd": argv, "rc": None, "status": "planned", "duration_ms": 0,
                         "timeout": p["probe_timeout"], "truncated": False, "msg": "check mode: not run"})

@@ -572,22 +572,18 @@ def _fill_from_state(result, st):
             result[key] = st[key]
 
 
-def _log_size(result, log_path):
+def _read_back(result, log_path, node, classify):
+    """The log's size and, unless ``classify`` is false, its classification; then the memory summary."""
     result["log_lines"], result["log_bytes"] = srv.log_size(log_path)
-
-
-def _classify(result, log_path, node, enabled=True):
-    if not enabled:
+    if classify:
+        answer, result["stage_marks"], result["classification_error"] = srv.classify_log(log_path, node=node)
+        result["classification"] = answer
+        if answer:
+            result.update(stage=answer.get("stage"), error_class=answer.get("error_class"),
+                          first_error=answer.get("first_error"))
+    else:
         result["classification_error"] = "not classified here (classify=false): the play classifies every node's log once"
-        return
-    answer, marks, err = srv.classify_log(log_path, node=node)
-    result["classification"] = answer
-    result["classification_error"] = err
-    result["stage_marks"] = marks
-    if answer:
-        result["stage"] = answer.get("stage")
-        result["error_class"] = answer.get("error_class")
-        result["first_error"] = answer.get("first_error")
+    _memory(result)
 
 
 def _exit(result, exit_rec):
@@ -669,11 +665,11 @@ def _container_plan(module, argv, env_names, result):
     record = {"runtime": spec["runtime"], "binary": rt.binary, "name": name, "id": None, "image": spec["image"],
               "image_repo_digest": pin.get("image_repo_digest"), "image_id": pin.get("image_id"),
               "run_ref": pin["run_ref"], "pinned_by": pin.get("pinned_by"), "pin": pin, "tag_moved": moved,
-              "args": srv.redacted_argv(run_argv[2:run_argv.index(pin["run_ref"])]), "dropped": spec["dropped"],
-              "user_args": srv.redacted_argv([str(a) for a in c.get("args") or []] + list(spec["options"])),
+              "args": _redact.redact_argv(run_argv[2:run_argv.index(pin["run_ref"])]), "dropped": spec["dropped"],
+              "user_args": _redact.redact_argv([str(a) for a in c.get("args") or []] + list(spec["options"])),
               "labels": full_labels, "probe": None, "runtime_version": None, "log_path": None, "stop": None,
               # what ran, whole: the hand-off's startup command of a container run
-              "argv": srv.redacted_argv(run_argv)}
+              "argv": _redact.redact_argv(run_argv)}
     return {"spec": spec, "rt": rt, "argv": run_argv, "record": record, "moved": moved}
 
 
@@ -739,12 +735,12 @@ def run_started(module, result, state_file, file_secrets=None):
         result["container"] = plan["record"]
         plan["record"]["log_path"] = os.path.join(log_dir, "container.log")
         if plan["moved"] and not (p["container"] or {}).get("allow_moved_tag"):
-            result.update(outcome="refused", changed=False, argv=srv.redacted_argv(argv))
+            result.update(outcome="refused", changed=False, argv=_redact.redact_argv(argv))
             result["msg"] = "vllm_server: refused: %s" % rtm.moved_line(plan["moved"])
             return
     base_url = (p["base_url"] or srv.derive_base_url(vllm_argv)).rstrip("/")
-    red_argv = srv.redacted_argv(argv)
-    result.update(argv=red_argv, env=_redact.redact_declared(srv.redacted_env(env), file_secrets),
+    red_argv = _redact.redact_argv(argv)
+    result.update(argv=red_argv, env=_redact.redact_declared(_redact.redact_env(env), file_secrets),
                   inherited_env_names=inherited, base_url=base_url,
                   log_path=log_path, memory_path=os.path.join(log_dir, "memory.jsonl"))
 
@@ -877,9 +873,7 @@ def run_started(module, result, state_file, file_secrets=None):
         st.update(stopped=bool(stop["signalled"]))
         srv.write_json_atomic(state_file, st)
     srv.reap_quietly(info["supervisor_pid"])
-    _log_size(result, log_path)
-    _classify(result, log_path, p["node"], p["classify"])
-    _memory(result)
+    _read_back(result, log_path, p["node"], p["classify"])
     if result["ready"]:
         return
     if waited["outcome"] == "timeout":
@@ -926,9 +920,7 @@ def run_checked(module, result, state_file):
         result["outcome"] = "exited"
     else:
         result["outcome"] = "running" if health == 200 else "unhealthy"
-    _log_size(result, st["log_path"])
-    _classify(result, st["log_path"], p["node"] or st.get("node"), p["classify"])
-    _memory(result)
+    _read_back(result, st["log_path"], p["node"] or st.get("node"), p["classify"])
     result["lease_expired"] = srv.read_json(srv.lease_expired_file_for(state_file))
     if p["lease"] > 0 and alive and not result["lease_expired"]:
         result["lease_until"] = _renew(p, p["lease_file"] or srv.lease_file_for(state_file), state_file, p["lease"],
@@ -991,9 +983,7 @@ def run_stopped(module, result, state_file):
     st.update(stopped=True, stopped_at=round(srv.time.time(), 3))
     srv.write_json_atomic(state_file, st)
     result["outcome"] = "stopped"
-    _log_size(result, st["log_path"])
-    _classify(result, st["log_path"], p["node"] or st.get("node"), p["classify"])
-    _memory(result)
+    _read_back(result, st["log_path"], p["node"] or st.get("node"), p["classify"])
     left = container and result["container"]["stop"] and result["container"]["stop"]["existed"] and \
         not result["container"]["stop"]["removed"]
     if not result["remaining_pids"] and not left:

@@ -224,12 +224,15 @@ def profile_needs_gpu(profile):
     return bool(profile.get("gpu_models")) or int(profile.get("gpu_count_min") or 0) > 0
 
 
+def _stripped(value):
+    return value.strip() if isinstance(value, str) else value
+
+
 def choose_profile(name, path):
     """Which of ``repro_vllm_profile``/``repro_vllm_profile_file`` applies: ('name', n) or ('file', p); neither
     means the documented default profile. A file always wins over a name: the shipped inventories set
     ``repro_vllm_profile`` in group_vars, so ``-e repro_vllm_profile_file=...`` must be enough (issue 32)."""
-    name = (name or "").strip() if isinstance(name, str) else name
-    path = (path or "").strip() if isinstance(path, str) else path
+    name, path = _stripped(name), _stripped(path)
     if path:
         return "file", path
     return "name", name or DEFAULT_PROFILE
@@ -237,8 +240,7 @@ def choose_profile(name, path):
 
 def choice_line(name, path):
     """The console's line saying which profile variable was used and why, or None when only one (or none) was set."""
-    name = (name or "").strip() if isinstance(name, str) else name
-    path = (path or "").strip() if isinstance(path, str) else path
+    name, path = _stripped(name), _stripped(path)
     if name and path:
         return ("compatibility | profile file %s used (repro_vllm_profile_file); it wins over repro_vllm_profile=%s "
                 "(set in the inventory or on the command line), which is ignored" % (path, name))

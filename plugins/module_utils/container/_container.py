@@ -224,7 +224,7 @@ def _image_record(**kw):
     return rec
 
 
-def _as_digest(value):
+def as_digest(value):
     if not value:
         return None
     if value.startswith("sha256:"):
@@ -247,7 +247,7 @@ def parse_docker_inspect(text):
     desc = img.get("Descriptor") or {}
     image_id = img.get("Id")
     manifest_digest = None
-    config_digest = _as_digest(image_id)
+    config_digest = as_digest(image_id)
     if desc.get("digest"):
         manifest_digest = desc.get("digest")
         if manifest_digest == image_id:
@@ -270,7 +270,7 @@ def parse_podman_inspect(text):
     env, redacted = redact_env(cfg.get("Env"))
     labels = cfg.get("Labels") or img.get("Labels") or {}
     return _image_record(
-        id=img.get("Id"), config_digest=_as_digest(img.get("Id")), manifest_digest=img.get("Digest"),
+        id=img.get("Id"), config_digest=as_digest(img.get("Id")), manifest_digest=img.get("Digest"),
         repo_digests=list(img.get("RepoDigests") or []), repo_tags=list(img.get("RepoTags") or []),
         created=img.get("Created"), labels=dict(labels), env=env, env_redacted=redacted,
         architecture=img.get("Architecture"), os=img.get("Os"), size=img.get("Size"))
@@ -293,7 +293,7 @@ def parse_crictl_inspecti(text):
     data = _loads(text, "crictl inspecti")
     status = data.get("status") or {}
     rec = _image_record(
-        id=status.get("id"), config_digest=_as_digest(status.get("id")),
+        id=status.get("id"), config_digest=as_digest(status.get("id")),
         repo_digests=list(status.get("repoDigests") or []), repo_tags=list(status.get("repoTags") or []))
     size = status.get("size")
     try:
@@ -465,23 +465,20 @@ class _Runner(object):
         return res
 
 
-def _fail_entry(entry, res, default_status="failed"):
-    """Fold a failed command into ``entry``; True when the caller should stop for this runtime."""
-    if res["status"] == STATUS_TIMED_OUT:
-        entry.update(status="timed_out", error=res.get("msg"))
-        return True
-    if res["status"] == STATUS_NOT_FOUND:
-        entry.update(status="not_found", present=False, error=res.get("msg"))
-        return True
+def _fail_entry(entry, res):
+    """Fold a failed command into ``entry``; the caller looks at this runtime no further."""
+    if res["status"] in (STATUS_TIMED_OUT, STATUS_NOT_FOUND):
+        entry.update(status=res["status"], error=res.get("msg"))
+        if res["status"] == STATUS_NOT_FOUND:
+            entry["present"] = False
+        return
     kind = classify_error((res.get("stderr") or "") + " " + (res.get("stdout") or ""))
     if kind == "daemon_down":
         entry.update(status="daemon_unreachable", daemon_running=False, error=_err_text(res))
-        return True
-    if kind == "image_absent":
+    elif kind == "image_absent":
         entry.update(image_present=False, error=None)
-        return True
-    entry.update(status=default_status, error=_err_text(res))
-    return True
+    else:
+        entry.update(status="failed", error=_err_text(res))
 
 
 def _gather_docker_like(name, binary, reference, runner):
@@ -498,7 +495,8 @@ def _gather_docker_like(name, binary, reference, runner):
     if name == "docker":
         server = ver.get("Server") or {}
         entry["server_version"] = server.get("Version")
-    if res["status"] != STATUS_OK and _fail_entry(entry, res):
+    if res["status"] != STATUS_OK:
+        _fail_entry(entry, res)
         return entry
     entry["daemon_running"] = True
     res = runner([binary, "image", "inspect", reference])
@@ -554,7 +552,8 @@ def _gather_ctr(binary, reference, runner, address=None, namespace="default", co
     vers = parse_ctr_version(res.get("stdout") or "")
     entry["version"] = vers["client"]
     entry["server_version"] = vers["server"]
-    if res["status"] != STATUS_OK and _fail_entry(entry, res):
+    if res["status"] != STATUS_OK:
+        _fail_entry(entry, res)
         return entry
     entry["daemon_running"] = True
     res = runner(base + ["images", "ls"])
@@ -654,7 +653,7 @@ def probe_reference(reference, image_record):
     return reference, "reference"
 
 
-def probe_argv(runtime, binary, reference, run_args=None):
+def probe_argv(binary, reference, run_args=None):
     """The in-image probe command: the image's own python3, entrypoint overridden, removed afterwards."""
     return ([binary, "run", "--rm", "--entrypoint", "python3"] + list(run_args or [])
             + [reference, "-c", PROBE_SCRIPT])
@@ -662,7 +661,7 @@ def probe_argv(runtime, binary, reference, run_args=None):
 
 def run_probe(runtime, binary, reference, runner, run_args=None):
     """Run the probe; a dict with ``ran``, ``runtime``, ``status``, the parsed fields and ``error``."""
-    res = runner(probe_argv(runtime, binary, reference, run_args))
+    res = runner(probe_argv(binary, reference, run_args))
     status = res["status"]
     if status == STATUS_NOT_FOUND and os.path.isfile(binary):
         # 126/127 here come from inside the container (no python3 in the image), not a missing runtime

@@ -30,7 +30,7 @@ import re
 from ansible_collections.repro.vllm.plugins.module_utils.ladder import _command
 from ansible_collections.repro.vllm.plugins.module_utils.common._cmd import STATUS_OK, find_binary, run_cmd
 from ansible_collections.repro.vllm.plugins.module_utils.container._container import (
-    parse_docker_inspect, parse_podman_inspect, pinned_reference)
+    as_digest, parse_docker_inspect, parse_podman_inspect, pinned_reference)
 
 RUNTIMES = ("podman", "docker")
 # podman-run(1) and docker's "run" reference: exit 125 the runtime itself failed, 126 the contained command could not
@@ -258,10 +258,7 @@ def parse_container_inspect(text):
     c = data[0]
     state = c.get("State") or {}
     cfg = c.get("Config") or {}
-    image_id = c.get("Image") or None
-    if image_id and not image_id.startswith("sha256:") and re.match(r"^[0-9a-f]{64}$", image_id):
-        image_id = "sha256:" + image_id
-    return {"id": c.get("Id"), "name": (c.get("Name") or "").lstrip("/") or None, "image_id": image_id,
+    return {"id": c.get("Id"), "name": (c.get("Name") or "").lstrip("/") or None, "image_id": as_digest(c.get("Image")),
             "image": c.get("ImageName") or cfg.get("Image"), "running": bool(state.get("Running")),
             "pid": state.get("Pid") or None, "exit_code": state.get("ExitCode"), "status": state.get("Status"),
             "labels": dict(cfg.get("Labels") or c.get("Labels") or {}), "started_at": state.get("StartedAt")}
@@ -289,9 +286,7 @@ def image_identity(runtime, reference, image_record):
     runtime lists one, else the image id (``sha256:...``, which both runtimes run)."""
     rec = image_record or {}
     digest = pinned_reference(reference, rec.get("repo_digests") or [])
-    image_id = rec.get("config_digest") or rec.get("id")
-    if image_id and not str(image_id).startswith("sha256:") and re.match(r"^[0-9a-f]{64}$", str(image_id)):
-        image_id = "sha256:" + image_id
+    image_id = as_digest(rec.get("config_digest") or rec.get("id"))
     run_ref, by = (digest, "repo_digest") if digest else ((image_id, "image_id") if image_id else (reference, "reference"))
     return {"reference": reference, "image_id": image_id, "image_repo_digest": digest, "run_ref": run_ref, "by": by}
 

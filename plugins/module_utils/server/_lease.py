@@ -188,8 +188,8 @@ def list_run_leases(lease_dir):
 # same run on the same node has its own heartbeat.
 
 
-def _entry_of(lease_file, node, state_file):
-    entry = node_entry(lease_file, node)
+def _own(entry, state_file):
+    """``entry`` when it is this server's (its ``state_file``, or none written), else None."""
     if not entry or (state_file and entry.get("state_file") not in (None, state_file)):
         return None
     return entry
@@ -202,8 +202,8 @@ def beat(lease_file, node, state_file, seconds, by="controller heartbeat"):
     now = time.time()
     with _Locked(os.path.dirname(lease_file)):
         data = read_json(lease_file)
-        entry = (data or {}).get("servers", {}).get(node)
-        if not entry or (state_file and entry.get("state_file") not in (None, state_file)):
+        entry = _own((data or {}).get("servers", {}).get(node), state_file)
+        if not entry:
             return {"state": "absent", "until": None}
         if entry.get("expired_at") is not None or entry.get("stop_requested_at") is not None:
             return {"state": "expired", "until": entry.get("until")}  # stopped, or being stopped: never revived
@@ -223,14 +223,14 @@ def expire_now(lease_file, node, state_file, reason, wait_s):
     t0 = time.time()
     with _Locked(os.path.dirname(lease_file)):
         data = read_json(lease_file)
-        entry = (data or {}).get("servers", {}).get(node)
-        if not entry or (state_file and entry.get("state_file") not in (None, state_file)):
+        entry = _own((data or {}).get("servers", {}).get(node), state_file)
+        if not entry:
             return {"state": "absent", "waited_s": 0.0, "processes": None, "reason": reason}
         if entry.get("expired_at") is None:
             entry.update(until=round(t0, 3), stop_requested_at=round(t0, 3), stop_reason=reason)
             write_json_atomic(lease_file, data)
     while True:
-        entry = _entry_of(lease_file, node, state_file)
+        entry = _own(node_entry(lease_file, node), state_file)
         if entry is None or entry.get("expired_at") is not None:
             record = read_json(lease_expired_file_for(state_file)) if state_file else None
             return {"state": "stopped" if entry is not None or record else "released",

@@ -38,7 +38,7 @@ from ansible_collections.repro.vllm.plugins.module_utils.server._lease import ( 
     is_run_lease, lease_expired_file_for, lease_file_for, list_run_leases, node_entry, read_json, release_node,
     update_node, write_json_atomic)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_files
-from ansible_collections.repro.vllm.plugins.module_utils.common._redact import redact_argv, redact_env, redact_text
+from ansible_collections.repro.vllm.plugins.module_utils.common._redact import redact_text
 from ansible_collections.repro.vllm.plugins.module_utils.container._runtime import Runtime
 
 DEFAULT_INHERIT_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
@@ -92,14 +92,6 @@ def derive_base_url(argv):
 def api_key_from(argv, env):
     """The API key the server will demand on /v1 routes (``--api-key`` or ``VLLM_API_KEY``), or None."""
     return _flag_value(argv, "--api-key") or (env or {}).get("VLLM_API_KEY") or None
-
-
-def redacted_env(env):
-    return redact_env(env)
-
-
-def redacted_argv(argv):
-    return redact_argv(argv)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -792,8 +784,8 @@ def _gpus_overlap(a, b, host_has_gpus):
     return bool(set(a) & set(b))
 
 
-def sweep_leases(lease_dir, own_run_uid, port=None, gpus=None, host_has_gpus=False, grace=10.0, now=None,
-                 check_mode=False, only_run_uid=None):
+def sweep_leases(lease_dir, own_run_uid, port=None, gpus=None, host_has_gpus=False, grace=10.0, check_mode=False,
+                 only_run_uid=None):
     """Look at every run lease on this host before an attempt starts.
 
     A server whose lease has run out is abandoned: its group is stopped (when anything of it is left; its own
@@ -802,7 +794,7 @@ def sweep_leases(lease_dir, own_run_uid, port=None, gpus=None, host_has_gpus=Fal
     with GPUs; None = every GPU). ``only_run_uid``: look at that run alone (stop.yml), stopping it whether its lease
     is live or not. Returns dict(cleaned, conflicts, live).
     """
-    now = time.time() if now is None else now
+    now = time.time()
     cleaned, conflicts, live = [], [], []
     for path, data in list_run_leases(lease_dir):
         if not data:
@@ -834,7 +826,7 @@ def sweep_leases(lease_dir, own_run_uid, port=None, gpus=None, host_has_gpus=Fal
     return {"cleaned": cleaned, "conflicts": conflicts, "live": live}
 
 
-def _after_its_supervisor(path, node, entry, grace, clock=time.time, sleep=time.sleep):
+def _after_its_supervisor(path, node, entry, grace):
     """An expired entry its supervisor has not marked yet (``expired_at``) while that supervisor lives: it is
     stopping the server right now (it looks at the lease every second, then takes up to the stop grace), and only
     its stop writes the record that says why the server ended (``<state_file>.lease-expired``: the play was
@@ -845,8 +837,8 @@ def _after_its_supervisor(path, node, entry, grace, clock=time.time, sleep=time.
     if entry.get("until") is None or not supervisor:
         return entry
     deadline = float(entry["until"]) + float(grace) + 10.0
-    while entry is not None and entry.get("expired_at") is None and clock() < deadline and _supervising(supervisor):
-        sleep(0.5)
+    while entry is not None and entry.get("expired_at") is None and time.time() < deadline and _supervising(supervisor):
+        time.sleep(0.5)
         entry = node_entry(path, node)
     return entry
 

@@ -18,7 +18,7 @@ import os
 import re
 
 from ansible_collections.repro.vllm.plugins.module_utils.common._cmd import find_binary, run_cmd
-from ansible_collections.repro.vllm.plugins.module_utils.gpu._gpu import read_maps_libcuda
+from ansible_collections.repro.vllm.plugins.module_utils.gpu._process import read_maps_libcuda
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import redact_argv, redact_env, redact_text
 
 KINDS = ("pid", "match", "systemd", "docker", "podman", "kubectl")
@@ -86,9 +86,14 @@ def parse_cmdline(data):
 
 def parse_environ(data):
     """``/proc/<pid>/environ`` bytes -> {name: value}."""
+    return _env_list(parse_cmdline(data))
+
+
+def _env_list(items):
+    """``NAME=value`` strings (an environ, a container's ``Config.Env``) -> {name: value}."""
     env = {}
-    for item in parse_cmdline(data):
-        name, sep, value = item.partition("=")
+    for item in items or []:
+        name, sep, value = str(item).partition("=")
         if sep and name:
             env[name] = value
     return env
@@ -198,15 +203,6 @@ def systemd_state(props):
         "state": {k: props.get(k) for k in ("ActiveState", "SubState", "Result", "Restart", "ExecMainStartTimestamp",
                                             "ExecMainExitTimestamp", "InvocationID", "FragmentPath")},
     }
-
-
-def _env_list(items):
-    env = {}
-    for item in items or []:
-        name, sep, value = str(item).partition("=")
-        if sep and name:
-            env[name] = value
-    return env
 
 
 def container_state(text, key=None):
@@ -319,15 +315,13 @@ def empty_record(spec):
             "logs": {}, "commands": [], "errors": []}
 
 
-def _merge_proc(rec, pid, proc_root, key):
-    """Fill argv/env/exe/libcuda from /proc when the main pid is visible here (same pid namespace)."""
-    if not pid:
-        return
-    proc = read_process(pid, proc_root, key)
+def _merge_proc(rec, proc):
+    """Fill argv/env/exe/libcuda from /proc (``read_process``) when the main pid is visible here (same pid
+    namespace)."""
     if not proc["alive"]:
         rec["errors"].extend(proc["errors"])
         return
-    rec["pid"] = pid
+    rec["pid"] = proc["pid"]
     if proc["cmdline"]:
         rec["cmdline"] = proc["cmdline"]
     if proc["env"]:
@@ -393,7 +387,7 @@ def gather(spec, run=run_cmd, proc_root="/proc", max_log_bytes=DEFAULT_LOG_BYTES
         if not proc["alive"]:
             rec.update(status="not_found", msg="process %s is not running" % pid)
             return rec, logs
-        _merge_proc(rec, pid, proc_root, key)
+        _merge_proc(rec, proc)
         rec["restart_count"] = _int(spec.get("restart_count"))
         if spec.get("state_file"):
             _supervisor_state(rec, spec["state_file"])
@@ -430,7 +424,8 @@ def gather(spec, run=run_cmd, proc_root="/proc", max_log_bytes=DEFAULT_LOG_BYTES
         view = systemd_state(props)
         rec.update({k: view[k] for k in ("restart_count", "exit_codes", "signals", "state")})
         rec["unit"] = view["unit"]
-        _merge_proc(rec, view["main_pid"], proc_root, key)
+        if view["main_pid"]:
+            _merge_proc(rec, read_process(view["main_pid"], proc_root, key))
         journal = find_binary("journalctl")
         if journal:
             base = [journal, "--no-pager", "-o", "short-iso", "-n", str(journal_lines), "-u", spec["name"]]
@@ -462,7 +457,7 @@ def gather(spec, run=run_cmd, proc_root="/proc", max_log_bytes=DEFAULT_LOG_BYTES
             rec[name] = view[name]
         rec["container"] = view["name"]
         if view["main_pid"]:
-            _merge_proc(rec, view["main_pid"], proc_root, key)
+            _merge_proc(rec, read_process(view["main_pid"], proc_root, key))
             rec["cmdline"], rec["env"] = view["cmdline"] or rec["cmdline"], view["env"] or rec["env"]
         # the engine keeps one log across restarts: "current" is all of it (capped); there is no separate previous
         res = call([exe, "logs", spec["name"]], "%s logs" % tool)

@@ -95,7 +95,7 @@ class Heartbeat(object):
     connection); ``main_pid``/``main_start``: the play's main process."""
 
     def __init__(self, execute, interpreter, lease_file, node, state_file, seconds, stop_grace, main_pid,
-                 main_start, folder, key, clock=time.monotonic, sleep=time.sleep):
+                 main_start, folder, key):
         self.execute = execute
         self.interpreter = interpreter
         self.where = dict(lease_file=lease_file, node=node, state_file=state_file)
@@ -103,7 +103,6 @@ class Heartbeat(object):
         self.stop_wait = float(stop_grace) + 10.0
         self.main_pid, self.main_start = main_pid, main_start
         self.folder, self.key = folder, key
-        self.clock, self.sleep = clock, sleep
         self.asked = None  # the signal the play sent (STOP_SIGNALS), once it did
 
     def call(self, func, timeout=None, **kwargs):
@@ -126,7 +125,7 @@ class Heartbeat(object):
     def run(self):
         """Beat until the server is gone; stop it when asked or when the play's process is gone. Returns why it
         ended (also written, with the stop's answer, to ``<key>.stopped`` when it stopped the server)."""
-        started = self.clock()
+        started = time.monotonic()
         seen = False
         next_beat = 0.0
         while True:
@@ -137,17 +136,17 @@ class Heartbeat(object):
                 answer.update(node=self.where["node"], state_file=self.where["state_file"])
                 _lease.write_json_atomic(os.path.join(self.folder, self.key + ".stopped"), answer)
                 return "stopped: %s" % answer.get("state")
-            if self.clock() >= next_beat:
+            if time.monotonic() >= next_beat:
                 answer = self.call("beat", seconds=self.seconds)
                 state = answer.get("state")
                 if state == "renewed":
                     seen = True
                 elif state == "expired" or (state == "absent" and seen):
                     return "the server is %s" % ("stopped by its supervisor" if state == "expired" else "released")
-                elif state == "absent" and self.clock() - started > max(2 * self.seconds, 60.0):
+                elif state == "absent" and time.monotonic() - started > max(2 * self.seconds, 60.0):
                     return "no lease entry of this server appeared (it never started)"
-                next_beat = self.clock() + period_of(self.seconds)
-            self.sleep(0.2)
+                next_beat = time.monotonic() + period_of(self.seconds)
+            time.sleep(0.2)
 
 
 class CallTimeout(Exception):
@@ -162,9 +161,9 @@ def _ask(beat, signum, _frame):
     beat.asked = signum
 
 
-def beating(lease_file, node, state_file, main_pid=None):
+def beating(lease_file, node, state_file):
     """True when a heartbeat of this play already beats for this server (the action then builds nothing)."""
-    known = _lease.read_json(os.path.join(registry_dir(main_pid or os.getppid()),
+    known = _lease.read_json(os.path.join(registry_dir(os.getppid()),
                                           key_of(lease_file, node, state_file) + ".json"))
     return bool(known) and alive(known.get("pid", 0), known.get("pid_start"))
 
@@ -242,12 +241,12 @@ def forget(folder, key):
         pass  # another heartbeat of the play is still there
 
 
-def stop_all(signame, main_pid=None, clock=time.monotonic, sleep=time.sleep):
+def stop_all(signame):
     """The play's main process was interrupted (``signame``: SIGINT or SIGTERM): ask every heartbeat of this play to
     stop its server now and wait for their answers, at most their stop wait (the stop grace plus 10 s) plus 5 s.
     Returns [{node, state ("stopped"|"released"|"absent"|"still_running"|"error"|"no answer"), waited_s, processes,
     reason}]."""
-    folder = registry_dir(main_pid or os.getpid())
+    folder = registry_dir(os.getpid())
     asked = []
     for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
         entry = _lease.read_json(path)
@@ -260,14 +259,14 @@ def stop_all(signame, main_pid=None, clock=time.monotonic, sleep=time.sleep):
         asked.append((path[:-len(".json")] + ".stopped", entry))
     if not asked:
         return []
-    deadline = clock() + max(entry.get("stop_wait", 25.0) for _done, entry in asked) + 5.0
+    deadline = time.monotonic() + max(entry.get("stop_wait", 25.0) for _done, entry in asked) + 5.0
     answers = {}
-    while len(answers) < len(asked) and clock() < deadline:
+    while len(answers) < len(asked) and time.monotonic() < deadline:
         for done, entry in asked:
             if done not in answers and os.path.exists(done):
                 answers[done] = _lease.read_json(done) or {"state": "error", "node": entry.get("node")}
         if len(answers) < len(asked):
-            sleep(0.2)
+            time.sleep(0.2)
     out = []
     for done, entry in asked:
         out.append(answers.get(done) or {"state": "no answer", "node": entry.get("node"),

@@ -280,6 +280,6 @@ def test_run_probe_from_replays(tmp_path):
     rl = replay_bin(tmp_path, "podman-rl", os.path.join(PODMAN, "replay_rlimit.json"))
     bad = c.run_probe("podman", rl, "localhost/repro-vllm-tinypy:0.1", runner, ["--ulimit", "nofile=1024:1024"])
     assert bad["rc"] == 126 and "RLIMIT_NOFILE" in bad["error"] and bad["python"] is None
-    argv = c.probe_argv("docker", "docker", "img", ["--gpus", "all"])
+    argv = c.probe_argv("docker", "img", ["--gpus", "all"])
     assert argv[:7] == ["docker", "run", "--rm", "--entrypoint", "python3", "--gpus", "all"]
     assert argv[7:9] == ["img", "-c"]

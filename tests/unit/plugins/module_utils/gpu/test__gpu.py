@@ -14,7 +14,7 @@ import stat
 
 import pytest
 
-from ansible_collections.repro.vllm.plugins.module_utils.gpu import _gpu
+from ansible_collections.repro.vllm.plugins.module_utils.gpu import _gpu, _process
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures")
 IDLE = "h200-1gpu"
@@ -206,7 +206,7 @@ def test_attribution(own, foreign):
     awords, atext, _rc = capture(BUSY, "busy_apps_noheader")
     gpus = _gpu.parse_gpu_query(qtext, query_fields(qwords))["gpus"]
     procs = _gpu.parse_compute_apps(atext, query_fields(awords))["processes"]
-    summ = _gpu.attribute_processes(gpus, procs, own)
+    summ = _process.attribute_processes(gpus, procs, own)
     assert [p["pid"] for p in gpus[0]["foreign_processes"]] == foreign
     assert gpus[0]["foreign_memory_mib"] == (10758 if foreign else 0)
     assert gpus[0]["unaccounted_memory_mib"] == 10767 - 10758
