@@ -2,8 +2,8 @@
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filter fronts of the ladder (module_utils/ladder/_ladder.py): the one step builder (``_step``) and the ladder's
-decisions - the ladder a play climbs, a layer's plan and its judgement, the last good run, the rollback's row, the
-minimal start's plan and whether a finding fails the job (the exit rule)."""
+decisions - the ladder a play climbs, a layer's plan and its judgement, the last good run, the minimal start's plan
+and whether a finding fails the job (the exit rule)."""
 
 from __future__ import annotations
 
@@ -58,10 +58,6 @@ def layer_judged(plan, attempt=None, last_good=None, base=None):
         return _ladder.layer_judged(plan, attempt, last_good, base)
     except (_ladder.LadderError, CommandError) as exc:
         raise AnsibleFilterError("feature_layer: %s" % exc)
-
-
-def rollback_row(attempt):
-    return _ladder.rollback_status(_mapping(attempt, "the input (the rollback attempt)", "rollback_row"))
 
 
 def job_exit(verdict, variables=None, violations=0):
@@ -147,5 +143,5 @@ class FilterModule:
 
     def filters(self):
         return {"_step": step, "_ladder_start": ladder_start, "_last_good": last_good, "_layer_plan": layer_plan,
-                "_layer_judged": layer_judged, "_rollback_row": rollback_row, "_job_exit": job_exit,
+                "_layer_judged": layer_judged, "_job_exit": job_exit,
                 "_one_variable_gate": one_variable_gate, "_minimal_plan": minimal_plan}

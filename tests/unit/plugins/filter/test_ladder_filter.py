@@ -24,7 +24,7 @@ def _run(name, case="cpu-layer"):
 
 def test_the_ladder_filters_and_their_errors():
     assert set(ladder.FilterModule().filters()) == {
-        "_step", "_ladder_start", "_last_good", "_layer_plan", "_layer_judged", "_rollback_row", "_job_exit",
+        "_step", "_ladder_start", "_last_good", "_layer_plan", "_layer_judged", "_job_exit",
         "_one_variable_gate", "_minimal_plan"}
     # the minimal plan: the config.json the head's slurp read (base64), the host's console prefix, its errors named
     import base64
@@ -51,8 +51,6 @@ def test_the_ladder_filters_and_their_errors():
         ladder.ladder_start({"prefix_caching": {}}, {}, until="x")
     with pytest.raises(AnsibleFilterError, match="feature_layer: /r/run-004 is not a good run"):
         ladder.last_good({"ok": False, "stage": "config"}, resumed_from="/r/run-004", changes={})
-    with pytest.raises(AnsibleFilterError, match="rollback_row: the input"):
-        ladder.rollback_row("run-007")
     with pytest.raises(AnsibleFilterError, match="job_exit: the input"):
         ladder.job_exit("run-007")
     with pytest.raises(AnsibleFilterError, match="job_exit: repro_vllm_record_only must be a boolean, not 'maybe'"):
