@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 
 from ansible.errors import AnsibleFilterError
 
@@ -28,20 +29,30 @@ def step(kind, **inputs):
         raise AnsibleFilterError("_step: %s" % exc)
 
 
-def ladder_start(data, last_good, **inputs):
-    """The ladder a play climbs, fixed before its first layer; see _ladder.start."""
+def ladder_start(data, last_good, resume=None, **inputs):
+    """The ladder a play climbs, fixed before its first layer (see _ladder.start), with ``last_good``, the run it
+    climbs from: ``last_good`` as given, or with ``resume`` (repro_vllm_ladder_resume: a run folder an earlier play
+    froze; a relative one under the controller's working directory, as the records root is) that run, read from its
+    outcome.json and changes.json (its identity) - it must be a good run (_ladder.last_good)."""
     try:
-        return _ladder.start(data, last_good, **inputs)
+        if resume:
+            read = {}
+            for name in ("outcome.json", "changes.json"):
+                try:
+                    with open(os.path.join(resume, name)) as handle:
+                        read[name] = json.load(handle)
+                except (OSError, ValueError) as exc:
+                    raise _ladder.LadderError("repro_vllm_ladder_resume: cannot read %s of %s (%s); give the folder "
+                                              "of a run an earlier play froze" % (name, resume, exc))
+            last_good = _ladder.last_good(read["outcome.json"], resumed_from=resume, changes=read["changes.json"])
+        return dict(_ladder.start(data, last_good, **inputs), last_good=last_good)
     except _ladder.LadderError as exc:
         raise AnsibleFilterError("feature_layer: %s" % exc)
 
 
-def last_good(attempt, resumed_from=None, changes=None):
-    """The attempt when it is a good run, else none; a resumed run (``resumed_from``) must be good."""
-    try:
-        return _ladder.last_good(attempt, resumed_from=resumed_from or None, changes=changes)
-    except _ladder.LadderError as exc:
-        raise AnsibleFilterError("feature_layer: %s" % exc)
+def last_good(attempt):
+    """The attempt when it is a good run, else none (_ladder.last_good)."""
+    return _ladder.last_good(attempt)
 
 
 def layer_plan(name, ladder, last_good=None, stopped=False):
@@ -95,15 +106,17 @@ def one_variable_gate(step, identities, case_id=None):
 
 def minimal_plan(play_hosts, inputs, model_config_raw=None, host_name=None):
     """The minimal start from ``inputs`` (nnodes and _ladder.minimal_plan's keywords), in two calls. Without
-    ``model_config_raw``: ``{nodes, model_ref, read_config, unplannable}`` (the first nnodes hosts, the model loaded,
-    whether its config.json is read on the head, why nothing can be planned or None). With it (the head's slurp,
-    read or not): also minimal_plan's answer, its lines prefixed ``reproduce | <host_name> |``."""
+    ``model_config_raw``: ``{nodes, model_ref, read_config, unplannable, secret}`` (the first nnodes hosts, the model
+    loaded, whether its config.json is read on the head, why nothing can be planned or None, whether the plan holds
+    secrets - a production command or a secret environment: the play hides it). With it (the head's slurp, read or
+    not): also minimal_plan's answer, its lines prefixed ``reproduce | <host_name> |``."""
     inputs = dict(inputs or {})
     nnodes = _ladder._as_int(inputs.pop("nnodes", 1))
     hosts = [str(h) for h in play_hosts or []]
     nodes = hosts[:max(nnodes, 0)]
     trust = str(inputs.get("trust_remote_code", "auto"))
-    out = {"nodes": nodes, "model_ref": None, "read_config": False, "unplannable": None}
+    out = {"nodes": nodes, "model_ref": None, "read_config": False, "unplannable": None,
+           "secret": bool(inputs.get("production_argv") or inputs.get("secret_env"))}
     if nnodes < 1 or len(nodes) != nnodes:
         out["unplannable"] = ("repro_vllm_nnodes is %s but the play has only %d host(s) (%s); add the worker nodes to "
                               "the inventory or lower repro_vllm_nnodes" % (nnodes, len(hosts), ", ".join(hosts)))

@@ -33,6 +33,9 @@ def test_the_ladder_filters_and_their_errors():
     given = {"model": "/models/kimi", "production_argv": ["vllm", "serve", "/models/kimi", "--enable-prefix-caching"]}
     plan = ladder.minimal_plan(["node01"], given, model_config_raw=raw, host_name="node01")
     assert plan["base"]["trust_remote_code"] is True and plan["base"]["model_config_read"] is True
+    # a production command or a secret environment: the plan holds secrets (the play hides the task)
+    assert plan["secret"] is True and ladder.minimal_plan(["node01"], {"model": "/m"})["secret"] is False
+    assert ladder.minimal_plan(["node01"], {"model": "/m", "secret_env": {"HF_TOKEN": "x"}})["secret"] is True
     assert plan["lines"][0].startswith("reproduce | node01 | minimal | derived from the production command: ")
     with pytest.raises(AnsibleFilterError, match=r"minimal_startup: the model's config.json \(/models/kimi/config.json"):
         ladder.minimal_plan(["node01"], {"model": "/models/kimi"},
@@ -49,8 +52,6 @@ def test_the_ladder_filters_and_their_errors():
         ladder.step("minimal", request={"route": "/v1/completions"}, previous=None)
     with pytest.raises(AnsibleFilterError, match="feature_layer: repro_vllm_ladder_until is 'x', which is no ladder"):
         ladder.ladder_start({"prefix_caching": {}}, {}, until="x")
-    with pytest.raises(AnsibleFilterError, match="feature_layer: /r/run-004 is not a good run"):
-        ladder.last_good({"ok": False, "stage": "config"}, resumed_from="/r/run-004", changes={})
     with pytest.raises(AnsibleFilterError, match="job_exit: the input"):
         ladder.job_exit("run-007")
     with pytest.raises(AnsibleFilterError, match="job_exit: repro_vllm_record_only must be a boolean, not 'maybe'"):
@@ -121,7 +122,8 @@ def test_the_gate_builds_the_identity_and_its_diff_as_the_real_layer_run_recorde
 
 def test_the_minimal_plan_first_says_the_nodes_the_model_and_what_stops_it_then_plans():
     first = ladder.minimal_plan(["h1", "h2", "h3"], {"nnodes": "2", "model": "/models/tiny"})
-    assert first == {"nodes": ["h1", "h2"], "model_ref": "/models/tiny", "read_config": True, "unplannable": None}
+    assert first == {"nodes": ["h1", "h2"], "model_ref": "/models/tiny", "read_config": True, "unplannable": None,
+                     "secret": False}
     # a hub id, or trust_remote_code forced: no config.json to read
     assert ladder.minimal_plan(["h1"], {"model": "org/tiny"})["read_config"] is False
     assert ladder.minimal_plan(["h1"], {"model": "./tiny", "trust_remote_code": "false"})["read_config"] is False
@@ -140,3 +142,22 @@ def test_the_minimal_plan_first_says_the_nodes_the_model_and_what_stops_it_then_
     assert full["nodes"] == full["base"]["nodes"] == ["h1"] and full["base"]["port"] == 8473
     assert full["base"]["argv"][:3] == ["vllm", "serve", "/models/tiny"] and "--enforce-eager" in full["base"]["argv"]
     assert (full["derived"], full["lines"], full["refusal"], full["base"]["model_config_read"]) == (None, [], None, False)
+
+
+def test_the_ladder_starts_from_the_run_given_or_the_run_resumed(tmp_path, monkeypatch):
+    """_ladder_start's last good run: the one given, or with resume the run folder read back (outcome.json and
+    changes.json, a relative folder under the working directory as the records root is); it must be good."""
+    minimal = _run("run-002")
+    assert ladder.ladder_start({"prefix_caching": {}}, minimal)["last_good"] == minimal
+    assert ladder.ladder_start({"prefix_caching": {}}, None, resume="")["last_good"] is None
+    monkeypatch.chdir(os.path.dirname(RECORDS))
+    folder = os.path.join(os.path.basename(RECORDS), "cpu-layer", "run-003")
+    resumed = ladder.ladder_start({"prefix_caching": {}, "long_context": {}}, minimal, resume=folder,
+                                  until="long_context")
+    assert resumed["last_good"]["run"] == "run-003" and resumed["last_good"]["path"] == folder
+    assert resumed["last_good"]["layers_applied"] == ["prefix_caching"] and resumed["window"] == ["long_context"]
+    with pytest.raises(AnsibleFilterError, match=r"feature_layer: \S+run-004 is not a good run \(stage config"):
+        ladder.ladder_start({}, None, resume=os.path.join(RECORDS, "cpu-layer", "run-004"))
+    with pytest.raises(AnsibleFilterError, match="feature_layer: repro_vllm_ladder_resume: cannot read outcome.json of "):
+        ladder.ladder_start({}, None, resume=str(tmp_path))
+    assert ladder.last_good(minimal) == minimal and ladder.last_good(dict(minimal, ok=False)) is None
