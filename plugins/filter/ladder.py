@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter fronts of the ladder (module_utils/ladder/_ladder.py): the one step builder (``_step``) and the ladder's
-decisions - the ladder a play climbs, a layer's plan and its judgement, the last good run, the minimal start's plan
-and whether a finding fails the job (the exit rule)."""
+"""Filter fronts of the ladder (module_utils/ladder/_ladder.py): the ladder's decisions - the ladder a play climbs, a
+layer's plan (with its step) and its judgement, the last good run, the minimal start's plan (with its step) and
+whether a finding fails the job (the exit rule)."""
 
 from __future__ import annotations
 
@@ -19,14 +19,6 @@ from ansible_collections.repro.vllm.plugins.plugin_utils.close import _exitrule
 from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _diff
 from ansible_collections.repro.vllm.plugins.module_utils.ladder import _ladder
 from ansible_collections.repro.vllm.plugins.module_utils.ladder._command import CommandError
-
-
-def step(kind, **inputs):
-    """The step of ``kind`` (minimal, layer, rollback, repeat, replay) from its inputs; see _ladder.build_step."""
-    try:
-        return _ladder.build_step(kind, **inputs)
-    except (_ladder.LadderError, CommandError) as exc:
-        raise AnsibleFilterError("_step: %s" % exc)
 
 
 def ladder_start(data, last_good, resume=None, **inputs):
@@ -104,12 +96,14 @@ def one_variable_gate(step, identities, case_id=None):
     return dict(_ladder.one_variable_gate(step, diff, case_id), identity=identity, diff=diff)
 
 
-def minimal_plan(play_hosts, inputs, model_config_raw=None, host_name=None):
+def minimal_plan(play_hosts, inputs, model_config_raw=None, host_name=None, request=None, previous=None):
     """The minimal start from ``inputs`` (nnodes and _ladder.minimal_plan's keywords), in two calls. Without
     ``model_config_raw``: ``{nodes, model_ref, read_config, unplannable, secret}`` (the first nnodes hosts, the model
     loaded, whether its config.json is read on the head, why nothing can be planned or None, whether the plan holds
     secrets - a production command or a secret environment: the play hides it). With it (the head's slurp, read or
-    not): also minimal_plan's answer, its lines prefixed ``reproduce | <host_name> |``."""
+    not): also minimal_plan's answer, its lines prefixed ``reproduce | <host_name> |``, and ``step``: the minimal
+    step (_ladder.build_step) with the fixed ``request`` and the run to compare with (``previous``; none for the
+    first run of a case), or None without a request (a plan for a resumed ladder)."""
     inputs = dict(inputs or {})
     nnodes = _ladder._as_int(inputs.pop("nnodes", 1))
     hosts = [str(h) for h in play_hosts or []]
@@ -144,7 +138,9 @@ def minimal_plan(play_hosts, inputs, model_config_raw=None, host_name=None):
                   allow_unknown=_ladder._as_bool(inputs.get("allow_unknown", False)))
     try:
         out.update(_ladder.minimal_plan(nodes, out["model_ref"], model_config=config, **inputs))
-    except _ladder.LadderError as exc:
+        out["step"] = None if request is None else _ladder.build_step("minimal", base=out["base"], request=request,
+                                                                         previous=previous)
+    except (_ladder.LadderError, CommandError) as exc:
         raise AnsibleFilterError("minimal_startup: %s" % exc)
     if host_name:
         out["lines"] = ["reproduce | %s | %s" % (host_name, line) for line in out["lines"]]
@@ -155,6 +151,6 @@ class FilterModule:
     """repro.vllm ladder: its steps and its decisions."""
 
     def filters(self):
-        return {"_step": step, "_ladder_start": ladder_start, "_last_good": last_good, "_layer_plan": layer_plan,
+        return {"_ladder_start": ladder_start, "_last_good": last_good, "_layer_plan": layer_plan,
                 "_layer_judged": layer_judged, "_job_exit": job_exit,
                 "_one_variable_gate": one_variable_gate, "_minimal_plan": minimal_plan}

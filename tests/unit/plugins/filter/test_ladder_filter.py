@@ -12,6 +12,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.filter import ladder
+from ansible_collections.repro.vllm.plugins.module_utils.ladder import _ladder
 from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _judge
 
 from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import RECORDS, load
@@ -24,7 +25,7 @@ def _run(name, case="cpu-layer"):
 
 def test_the_ladder_filters_and_their_errors():
     assert set(ladder.FilterModule().filters()) == {
-        "_step", "_ladder_start", "_last_good", "_layer_plan", "_layer_judged", "_job_exit",
+        "_ladder_start", "_last_good", "_layer_plan", "_layer_judged", "_job_exit",
         "_one_variable_gate", "_minimal_plan"}
     # the minimal plan: the config.json the head's slurp read (base64), the host's console prefix, its errors named
     import base64
@@ -48,8 +49,8 @@ def test_the_ladder_filters_and_their_errors():
         ladder.layer_plan("gateway", ladder.ladder_start({"prefix_caching": {}}, {}), {})
     with pytest.raises(AnsibleFilterError, match="feature_layer: the layer's attempt must be a mapping"):
         ladder.layer_judged({"name": "prefix_caching", "skip": ""}, None, {}, {})
-    with pytest.raises(AnsibleFilterError, match="_step: a minimal step needs base"):
-        ladder.step("minimal", request={"route": "/v1/completions"}, previous=None)
+    with pytest.raises(AnsibleFilterError, match="minimal_startup: request .* must be a mapping"):
+        ladder.minimal_plan(["h1"], {"model": "/m"}, model_config_raw={}, request="/v1/completions")
     with pytest.raises(AnsibleFilterError, match="feature_layer: repro_vllm_ladder_until is 'x', which is no ladder"):
         ladder.ladder_start({"prefix_caching": {}}, {}, until="x")
     with pytest.raises(AnsibleFilterError, match="job_exit: the input"):
@@ -142,6 +143,13 @@ def test_the_minimal_plan_first_says_the_nodes_the_model_and_what_stops_it_then_
     assert full["nodes"] == full["base"]["nodes"] == ["h1"] and full["base"]["port"] == 8473
     assert full["base"]["argv"][:3] == ["vllm", "serve", "/models/tiny"] and "--enforce-eager" in full["base"]["argv"]
     assert (full["derived"], full["lines"], full["refusal"], full["base"]["model_config_read"]) == (None, [], None, False)
+    # no request (a plan for a resumed ladder): no step; with the request and the run to compare with, the minimal step
+    assert full["step"] is None
+    request = {"route": "/v1/completions", "timeout": 60.0, "concurrency": 1, "base_url": None, "body": {}, "repeat": 1}
+    previous = {"run": "run-001", "path": "/r/c/run-001", "identity": {}}
+    stepped = ladder.minimal_plan(["h1", "h2"], given, model_config_raw={}, request=request, previous=previous)
+    assert stepped["step"] == _ladder.build_step("minimal", base=stepped["base"], request=request, previous=previous)
+    assert (stepped["step"]["name"], stepped["step"]["nodes"], stepped["step"]["previous"]) == ("minimal", ["h1"], previous)
 
 
 def test_the_ladder_starts_from_the_run_given_or_the_run_resumed(tmp_path, monkeypatch):
