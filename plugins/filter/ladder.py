@@ -138,8 +138,8 @@ def minimal_plan(play_hosts, inputs, model_config_raw=None, host_name=None, requ
                   allow_unknown=_ladder._as_bool(inputs.get("allow_unknown", False)))
     try:
         out.update(_ladder.minimal_plan(nodes, out["model_ref"], model_config=config, **inputs))
-        out["step"] = None if request is None else _ladder.build_step("minimal", base=out["base"], request=request,
-                                                                         previous=previous)
+        out["step"] = None if request is None else _ladder.build_step(
+            "minimal", base=out["base"], request=request, previous=previous)
     except (_ladder.LadderError, CommandError) as exc:
         raise AnsibleFilterError("minimal_startup: %s" % exc)
     if host_name:
