@@ -21,30 +21,33 @@ from ansible_collections.repro.vllm.plugins.module_utils.ladder import _ladder
 from ansible_collections.repro.vllm.plugins.module_utils.ladder._command import CommandError
 
 
-def ladder_start(data, last_good, resume=None, **inputs):
-    """The ladder a play climbs, fixed before its first layer (see _ladder.start), with ``last_good``, the run it
-    climbs from: ``last_good`` as given, or with ``resume`` (repro_vllm_ladder_resume: a run folder an earlier play
-    froze; a relative one under the controller's working directory, as the records root is) that run, read from its
-    outcome.json and changes.json (its identity) - it must be a good run (_ladder.last_good)."""
+def ladder_start(data, last_good, **inputs):
+    """The ladder a play climbs, fixed before its first layer; see _ladder.start."""
     try:
-        if resume:
-            read = {}
-            for name in ("outcome.json", "changes.json"):
-                try:
-                    with open(os.path.join(resume, name)) as handle:
-                        read[name] = json.load(handle)
-                except (OSError, ValueError) as exc:
-                    raise _ladder.LadderError("repro_vllm_ladder_resume: cannot read %s of %s (%s); give the folder "
-                                              "of a run an earlier play froze" % (name, resume, exc))
-            last_good = _ladder.last_good(read["outcome.json"], resumed_from=resume, changes=read["changes.json"])
-        return dict(_ladder.start(data, last_good, **inputs), last_good=last_good)
+        return _ladder.start(data, last_good, **inputs)
     except _ladder.LadderError as exc:
         raise AnsibleFilterError("feature_layer: %s" % exc)
 
 
-def last_good(attempt):
-    """The attempt when it is a good run, else none (_ladder.last_good)."""
-    return _ladder.last_good(attempt)
+def last_good(attempt, resumed=False):
+    """The attempt when it is a good run, else none (_ladder.last_good). With ``resumed`` the input is the folder of
+    the run to continue from (repro_vllm_ladder_resume: a run an earlier play froze; a relative one under the
+    controller's working directory, as the records root is), read from its outcome.json and changes.json (its
+    identity); it must be a good run."""
+    if not resumed:
+        return _ladder.last_good(attempt)
+    read = {}
+    try:
+        for name in ("outcome.json", "changes.json"):
+            try:
+                with open(os.path.join(attempt, name)) as handle:
+                    read[name] = json.load(handle)
+            except (OSError, ValueError) as exc:
+                raise _ladder.LadderError("repro_vllm_ladder_resume: cannot read %s of %s (%s); give the folder of a "
+                                          "run an earlier play froze" % (name, attempt, exc))
+        return _ladder.last_good(read["outcome.json"], resumed_from=attempt, changes=read["changes.json"])
+    except _ladder.LadderError as exc:
+        raise AnsibleFilterError("feature_layer: %s" % exc)
 
 
 def layer_plan(name, ladder, last_good=None, stopped=False):

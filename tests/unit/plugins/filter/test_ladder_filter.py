@@ -152,20 +152,17 @@ def test_the_minimal_plan_first_says_the_nodes_the_model_and_what_stops_it_then_
     assert (stepped["step"]["name"], stepped["step"]["nodes"], stepped["step"]["previous"]) == ("minimal", ["h1"], previous)
 
 
-def test_the_ladder_starts_from_the_run_given_or_the_run_resumed(tmp_path, monkeypatch):
-    """_ladder_start's last good run: the one given, or with resume the run folder read back (outcome.json and
-    changes.json, a relative folder under the working directory as the records root is); it must be good."""
+def test_the_run_resumed_is_read_from_its_folder_and_must_be_good(tmp_path, monkeypatch):
+    """_last_good with resumed: the run folder read back (outcome.json and changes.json, a relative folder under the
+    working directory as the records root is); it must be good."""
     minimal = _run("run-002")
-    assert ladder.ladder_start({"prefix_caching": {}}, minimal)["last_good"] == minimal
-    assert ladder.ladder_start({"prefix_caching": {}}, None, resume="")["last_good"] is None
+    assert ladder.last_good(minimal) == minimal and ladder.last_good(dict(minimal, ok=False)) is None
     monkeypatch.chdir(os.path.dirname(RECORDS))
     folder = os.path.join(os.path.basename(RECORDS), "cpu-layer", "run-003")
-    resumed = ladder.ladder_start({"prefix_caching": {}, "long_context": {}}, minimal, resume=folder,
-                                  until="long_context")
-    assert resumed["last_good"]["run"] == "run-003" and resumed["last_good"]["path"] == folder
-    assert resumed["last_good"]["layers_applied"] == ["prefix_caching"] and resumed["window"] == ["long_context"]
+    resumed = ladder.last_good(folder, resumed=True)
+    assert resumed["run"] == "run-003" and resumed["path"] == folder and resumed["layers_applied"] == ["prefix_caching"]
+    assert resumed["identity"] == load(os.path.join(RECORDS, "cpu-layer", "run-003", "changes.json"))["current"]
     with pytest.raises(AnsibleFilterError, match=r"feature_layer: \S+run-004 is not a good run \(stage config"):
-        ladder.ladder_start({}, None, resume=os.path.join(RECORDS, "cpu-layer", "run-004"))
+        ladder.last_good(os.path.join(RECORDS, "cpu-layer", "run-004"), resumed=True)
     with pytest.raises(AnsibleFilterError, match="feature_layer: repro_vllm_ladder_resume: cannot read outcome.json of "):
-        ladder.ladder_start({}, None, resume=str(tmp_path))
-    assert ladder.last_good(minimal) == minimal and ladder.last_good(dict(minimal, ok=False)) is None
+        ladder.last_good(str(tmp_path), resumed=True)
