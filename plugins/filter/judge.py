@@ -60,20 +60,32 @@ def reproduction_result(verdict):
     return _judge.reproduction_result(verdict)
 
 
-def repeat_plan(runs, steps=None):
+def repeat_plan(runs, steps=None, host=None, port_timeout=None):
     """The second clean run: ``target`` (_judge.repeat_target; None when no attempt ran), ``step`` (its step in
-    ``steps``, the attempt role's _repro_vllm_steps, again: _ladder.build_step "repeat") and ``probe_host`` (where
-    its port must be free: a wildcard or empty host is 127.0.0.1)."""
+    ``steps``, the attempt role's _repro_vllm_steps, again: _ladder.build_step "repeat"), ``probe_host`` (where
+    its port must be free: a wildcard or empty host is 127.0.0.1), ``runs`` (there is one), and for the inventory
+    host ``host``: ``line``
+    (its progress line: what is repeated, or that nothing is), ``probe`` (it is a node of the step: its port is
+    checked) and ``busy`` (the message when that port still answers ``port_timeout`` s after the play stopped its
+    server)."""
     target = _judge.repeat_target(_listing(runs, "the input (runs)", "repeat_plan"))
     if target is None:
-        return {"target": None, "step": None, "probe_host": None}
+        return {"target": None, "step": None, "probe_host": None, "runs": False, "probe": False, "busy": None,
+                "line": "reproduce | %s | repeat: no attempt of this play ran (every step was refused or none was "
+                        "made), so there is nothing to repeat" % host}
     try:
         step = _ladder.build_step("repeat", original=_mapping(steps, "steps", "repeat_plan").get(target["run"]),
                                   target=target)
     except _ladder.LadderError as exc:
         raise AnsibleFilterError("repeat_plan: %s" % exc)
-    host = step.get("host")
-    return {"target": target, "step": step, "probe_host": "127.0.0.1" if host in ("0.0.0.0", "", None) else host}
+    where = step.get("host")
+    busy = ("repeat of %s on %s: port %s of %s still answers %s s after the server of the play was stopped, so a clean "
+            "start is not possible; find what listens there (ss -ltnp 'sport = :%s'), stop it and run reproduce.yml "
+            "again" % (target["run"], host, step.get("port"), where, port_timeout, step.get("port")))
+    return {"target": target, "step": step, "probe_host": "127.0.0.1" if where in ("0.0.0.0", "", None) else where,
+            "runs": True, "probe": host in (step.get("nodes") or []), "busy": busy,
+            "line": "reproduce | %s | repeat of %s (%s): %s; a new process with the same command, environment and "
+                    "request" % (host, target["run"], target["step"], target["reason"])}
 
 
 def latest_run(case_id, part=None, records_root=None, current=False):

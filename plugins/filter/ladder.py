@@ -1,14 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter fronts of the ladder (module_utils/ladder/_ladder.py): the one step builder (``_step``) and the ladder's
-decisions - the ladder a play climbs, a layer's plan and its judgement, the last good run, the rollback's row, the
-minimal start's plan and whether a finding fails the job (the exit rule)."""
+"""Filter fronts of the ladder (module_utils/ladder/_ladder.py): the ladder's decisions - the ladder a play climbs, a
+layer's plan (with its step) and its judgement, the last good run, the minimal start's plan (with its step) and
+whether a finding fails the job (the exit rule)."""
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 
 from ansible.errors import AnsibleFilterError
 
@@ -20,14 +21,6 @@ from ansible_collections.repro.vllm.plugins.module_utils.ladder import _ladder
 from ansible_collections.repro.vllm.plugins.module_utils.ladder._command import CommandError
 
 
-def step(kind, **inputs):
-    """The step of ``kind`` (minimal, layer, rollback, repeat, replay) from its inputs; see _ladder.build_step."""
-    try:
-        return _ladder.build_step(kind, **inputs)
-    except (_ladder.LadderError, CommandError) as exc:
-        raise AnsibleFilterError("_step: %s" % exc)
-
-
 def ladder_start(data, last_good, **inputs):
     """The ladder a play climbs, fixed before its first layer; see _ladder.start."""
     try:
@@ -36,10 +29,23 @@ def ladder_start(data, last_good, **inputs):
         raise AnsibleFilterError("feature_layer: %s" % exc)
 
 
-def last_good(attempt, resumed_from=None, changes=None):
-    """The attempt when it is a good run, else none; a resumed run (``resumed_from``) must be good."""
+def last_good(attempt, resumed=False):
+    """The attempt when it is a good run, else none (_ladder.last_good). With ``resumed`` the input is the folder of
+    the run to continue from (repro_vllm_ladder_resume: a run an earlier play froze; a relative one under the
+    controller's working directory, as the records root is), read from its outcome.json and changes.json (its
+    identity); it must be a good run."""
+    if not resumed:
+        return _ladder.last_good(attempt)
+    read = {}
     try:
-        return _ladder.last_good(attempt, resumed_from=resumed_from or None, changes=changes)
+        for name in ("outcome.json", "changes.json"):
+            try:
+                with open(os.path.join(attempt, name)) as handle:
+                    read[name] = json.load(handle)
+            except (OSError, ValueError) as exc:
+                raise _ladder.LadderError("repro_vllm_ladder_resume: cannot read %s of %s (%s); give the folder of a "
+                                          "run an earlier play froze" % (name, attempt, exc))
+        return _ladder.last_good(read["outcome.json"], resumed_from=attempt, changes=read["changes.json"])
     except _ladder.LadderError as exc:
         raise AnsibleFilterError("feature_layer: %s" % exc)
 
@@ -58,10 +64,6 @@ def layer_judged(plan, attempt=None, last_good=None, base=None):
         return _ladder.layer_judged(plan, attempt, last_good, base)
     except (_ladder.LadderError, CommandError) as exc:
         raise AnsibleFilterError("feature_layer: %s" % exc)
-
-
-def rollback_row(attempt):
-    return _ladder.rollback_status(_mapping(attempt, "the input (the rollback attempt)", "rollback_row"))
 
 
 def job_exit(verdict, variables=None, violations=0):
@@ -97,17 +99,21 @@ def one_variable_gate(step, identities, case_id=None):
     return dict(_ladder.one_variable_gate(step, diff, case_id), identity=identity, diff=diff)
 
 
-def minimal_plan(play_hosts, inputs, model_config_raw=None, host_name=None):
+def minimal_plan(play_hosts, inputs, model_config_raw=None, host_name=None, request=None, previous=None):
     """The minimal start from ``inputs`` (nnodes and _ladder.minimal_plan's keywords), in two calls. Without
-    ``model_config_raw``: ``{nodes, model_ref, read_config, unplannable}`` (the first nnodes hosts, the model loaded,
-    whether its config.json is read on the head, why nothing can be planned or None). With it (the head's slurp,
-    read or not): also minimal_plan's answer, its lines prefixed ``reproduce | <host_name> |``."""
+    ``model_config_raw``: ``{nodes, model_ref, read_config, unplannable, secret}`` (the first nnodes hosts, the model
+    loaded, whether its config.json is read on the head, why nothing can be planned or None, whether the plan holds
+    secrets - a production command or a secret environment: the play hides it). With it (the head's slurp, read or
+    not): also minimal_plan's answer, its lines prefixed ``reproduce | <host_name> |``, and ``step``: the minimal
+    step (_ladder.build_step) with the fixed ``request`` and the run to compare with (``previous``; none for the
+    first run of a case), or None without a request (a plan for a resumed ladder)."""
     inputs = dict(inputs or {})
     nnodes = _ladder._as_int(inputs.pop("nnodes", 1))
     hosts = [str(h) for h in play_hosts or []]
     nodes = hosts[:max(nnodes, 0)]
     trust = str(inputs.get("trust_remote_code", "auto"))
-    out = {"nodes": nodes, "model_ref": None, "read_config": False, "unplannable": None}
+    out = {"nodes": nodes, "model_ref": None, "read_config": False, "unplannable": None,
+           "secret": bool(inputs.get("production_argv") or inputs.get("secret_env"))}
     if nnodes < 1 or len(nodes) != nnodes:
         out["unplannable"] = ("repro_vllm_nnodes is %s but the play has only %d host(s) (%s); add the worker nodes to "
                               "the inventory or lower repro_vllm_nnodes" % (nnodes, len(hosts), ", ".join(hosts)))
@@ -135,7 +141,9 @@ def minimal_plan(play_hosts, inputs, model_config_raw=None, host_name=None):
                   allow_unknown=_ladder._as_bool(inputs.get("allow_unknown", False)))
     try:
         out.update(_ladder.minimal_plan(nodes, out["model_ref"], model_config=config, **inputs))
-    except _ladder.LadderError as exc:
+        out["step"] = None if request is None else _ladder.build_step(
+            "minimal", base=out["base"], request=request, previous=previous)
+    except (_ladder.LadderError, CommandError) as exc:
         raise AnsibleFilterError("minimal_startup: %s" % exc)
     if host_name:
         out["lines"] = ["reproduce | %s | %s" % (host_name, line) for line in out["lines"]]
@@ -146,6 +154,6 @@ class FilterModule:
     """repro.vllm ladder: its steps and its decisions."""
 
     def filters(self):
-        return {"_step": step, "_ladder_start": ladder_start, "_last_good": last_good, "_layer_plan": layer_plan,
-                "_layer_judged": layer_judged, "_rollback_row": rollback_row, "_job_exit": job_exit,
+        return {"_ladder_start": ladder_start, "_last_good": last_good, "_layer_plan": layer_plan,
+                "_layer_judged": layer_judged, "_job_exit": job_exit,
                 "_one_variable_gate": one_variable_gate, "_minimal_plan": minimal_plan}

@@ -146,7 +146,8 @@ def close_collective(run_path, opened, nodes, reports=None, nproc_per_node=None,
                      timeout_s=None, record_only=None, check_mode=False):
     """The collective checkpoint: every rank's log of every node (``reports``: node -> its collective_run result)
     classified together, then the verdict; a failed one's ``exit`` (the exit rule over it as a finding, with
-    ``record_only``, and ``msg``, what the play stops with)."""
+    ``record_only``, ``msg``, what the play stops with, and ``lines``, what the console says when the job only
+    records: the stop and the exit rule's lines)."""
     nodes = list(nodes or opened.get("hosts") or [])
     if not nodes:
         raise CloseError("the collective checkpoint names no node")
@@ -174,6 +175,8 @@ def close_collective(run_path, opened, nodes, reports=None, nproc_per_node=None,
                               "logs are in %s/hosts. Set repro_vllm_collective_fail=false to go on regardless." % (
                                   verdict.get("summary"), first.get("node", "-"), first.get("line", "none in the logs"),
                                   str(master).rsplit(":", 1)[-1], run_path))
+        # what the console says when the job only records: the method stops here all the same
+        result["exit"]["lines"] = ["collective | the method stops here; frozen record: %s" % run_path] + rule["lines"]
     return Closing(out["status"], out["parts"], {"case_id": os.path.basename(os.path.dirname(run_path)),
                                                  "step": "collective"}, [], None, result)
 

@@ -31,6 +31,8 @@ import math
 import os
 import re
 
+from ansible_collections.repro.vllm.plugins.module_utils.ladder import _ladder
+
 # The classifier's error classes (docs/architecture.md) plus the one the verdict adds: a non-2xx answer while no
 # server log shows a failure.
 ERROR_CLASSES = ("oom", "cuda_error", "nccl_error", "driver_mismatch", "config_error", "timeout", "missing_file",
@@ -624,10 +626,11 @@ def attempt_verdict(step, stages, nodes, exchanges=None, checkpoint=None, check_
 
 def reproduction_summary(runs, ladder=None, stop_reason=""):
     """reproduce.yml's closing summary: the finding (reproduction_finding) with every run's summary line
-    (``runs``), the ladder's rows and why it stopped, the console's closing line (``line``) and the lines that list
-    every run and ladder layer (``lines``), the folders of the runs recorded (``paths``)."""
+    (``runs``), the ladder's rows (``ladder``, each layer's; then a rollback's, from its run: did the earlier state
+    come back, _ladder.rollback_status) and why it stopped, the console's closing line (``line``) and the lines that
+    list every run and ladder layer (``lines``), the folders of the runs recorded (``paths``)."""
     runs = list(runs or [])
-    ladder = list(ladder or [])
+    ladder = list(ladder or []) + [_ladder.rollback_status(r) for r in runs if r.get("purpose") == "rollback"]
     finding = reproduction_finding(runs)
     out = dict(finding, runs=[r.get("summary") for r in runs], ladder=ladder, ladder_stopped=stop_reason)
     out["line"] = "reproduce | case %s | record %s (last run %s) | classification: %s" % (

@@ -73,7 +73,20 @@ def test_repeat_plan_is_the_target_its_step_again_and_where_its_port_is_probed()
     assert plan["probe_host"] == "127.0.0.1"
     failed = judge.repeat_plan([_attempt("run-002", "minimal", True), _attempt("run-003", "prefix_caching", False)], steps)
     assert failed["target"]["run"] == "run-003" and failed["probe_host"] == "10.1.2.3"
+    # the host's progress line, whether it probes the port (a node of the step) and the message when it is busy
+    here = judge.repeat_plan([_attempt("run-002", "minimal", False)], steps, host="localhost", port_timeout=60)
+    assert here["runs"] and here["probe"] and here["line"] == (
+        "reproduce | localhost | repeat of run-002 (minimal): the attempt that failed (stage config, config_error); a "
+        "new process with the same command, environment and request")
+    assert here["busy"] == (
+        "repeat of run-002 on localhost: port 8473 of 0.0.0.0 still answers 60 s after the server of the play was "
+        "stopped, so a clean start is not possible; find what listens there (ss -ltnp 'sport = :8473'), stop it and "
+        "run reproduce.yml again")
+    assert not judge.repeat_plan([_attempt("run-002", "minimal", False)], steps, host="gpu9")["probe"]
     # no attempt ran: nothing to repeat
-    assert judge.repeat_plan([], steps) == {"target": None, "step": None, "probe_host": None}
+    assert judge.repeat_plan([], steps, host="gpu1") == {
+        "target": None, "step": None, "probe_host": None, "runs": False, "probe": False, "busy": None,
+        "line": "reproduce | gpu1 | repeat: no attempt of this play ran (every step was refused or none was made), so "
+                "there is nothing to repeat"}
     with pytest.raises(AnsibleFilterError, match="repeat_plan: original"):
         judge.repeat_plan([_attempt("run-004", "minimal", True)], steps)

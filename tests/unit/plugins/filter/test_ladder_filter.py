@@ -12,6 +12,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.filter import ladder
+from ansible_collections.repro.vllm.plugins.module_utils.ladder import _ladder
 from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _judge
 
 from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.decision_records import RECORDS, load
@@ -24,7 +25,7 @@ def _run(name, case="cpu-layer"):
 
 def test_the_ladder_filters_and_their_errors():
     assert set(ladder.FilterModule().filters()) == {
-        "_step", "_ladder_start", "_last_good", "_layer_plan", "_layer_judged", "_rollback_row", "_job_exit",
+        "_ladder_start", "_last_good", "_layer_plan", "_layer_judged", "_job_exit",
         "_one_variable_gate", "_minimal_plan"}
     # the minimal plan: the config.json the head's slurp read (base64), the host's console prefix, its errors named
     import base64
@@ -33,6 +34,9 @@ def test_the_ladder_filters_and_their_errors():
     given = {"model": "/models/kimi", "production_argv": ["vllm", "serve", "/models/kimi", "--enable-prefix-caching"]}
     plan = ladder.minimal_plan(["node01"], given, model_config_raw=raw, host_name="node01")
     assert plan["base"]["trust_remote_code"] is True and plan["base"]["model_config_read"] is True
+    # a production command or a secret environment: the plan holds secrets (the play hides the task)
+    assert plan["secret"] is True and ladder.minimal_plan(["node01"], {"model": "/m"})["secret"] is False
+    assert ladder.minimal_plan(["node01"], {"model": "/m", "secret_env": {"HF_TOKEN": "x"}})["secret"] is True
     assert plan["lines"][0].startswith("reproduce | node01 | minimal | derived from the production command: ")
     with pytest.raises(AnsibleFilterError, match=r"minimal_startup: the model's config.json \(/models/kimi/config.json"):
         ladder.minimal_plan(["node01"], {"model": "/models/kimi"},
@@ -45,14 +49,10 @@ def test_the_ladder_filters_and_their_errors():
         ladder.layer_plan("gateway", ladder.ladder_start({"prefix_caching": {}}, {}), {})
     with pytest.raises(AnsibleFilterError, match="feature_layer: the layer's attempt must be a mapping"):
         ladder.layer_judged({"name": "prefix_caching", "skip": ""}, None, {}, {})
-    with pytest.raises(AnsibleFilterError, match="_step: a minimal step needs base"):
-        ladder.step("minimal", request={"route": "/v1/completions"}, previous=None)
+    with pytest.raises(AnsibleFilterError, match="minimal_startup: request .* must be a mapping"):
+        ladder.minimal_plan(["h1"], {"model": "/m"}, model_config_raw={}, request="/v1/completions")
     with pytest.raises(AnsibleFilterError, match="feature_layer: repro_vllm_ladder_until is 'x', which is no ladder"):
         ladder.ladder_start({"prefix_caching": {}}, {}, until="x")
-    with pytest.raises(AnsibleFilterError, match="feature_layer: /r/run-004 is not a good run"):
-        ladder.last_good({"ok": False, "stage": "config"}, resumed_from="/r/run-004", changes={})
-    with pytest.raises(AnsibleFilterError, match="rollback_row: the input"):
-        ladder.rollback_row("run-007")
     with pytest.raises(AnsibleFilterError, match="job_exit: the input"):
         ladder.job_exit("run-007")
     with pytest.raises(AnsibleFilterError, match="job_exit: repro_vllm_record_only must be a boolean, not 'maybe'"):
@@ -123,7 +123,8 @@ def test_the_gate_builds_the_identity_and_its_diff_as_the_real_layer_run_recorde
 
 def test_the_minimal_plan_first_says_the_nodes_the_model_and_what_stops_it_then_plans():
     first = ladder.minimal_plan(["h1", "h2", "h3"], {"nnodes": "2", "model": "/models/tiny"})
-    assert first == {"nodes": ["h1", "h2"], "model_ref": "/models/tiny", "read_config": True, "unplannable": None}
+    assert first == {"nodes": ["h1", "h2"], "model_ref": "/models/tiny", "read_config": True, "unplannable": None,
+                     "secret": False}
     # a hub id, or trust_remote_code forced: no config.json to read
     assert ladder.minimal_plan(["h1"], {"model": "org/tiny"})["read_config"] is False
     assert ladder.minimal_plan(["h1"], {"model": "./tiny", "trust_remote_code": "false"})["read_config"] is False
@@ -142,3 +143,26 @@ def test_the_minimal_plan_first_says_the_nodes_the_model_and_what_stops_it_then_
     assert full["nodes"] == full["base"]["nodes"] == ["h1"] and full["base"]["port"] == 8473
     assert full["base"]["argv"][:3] == ["vllm", "serve", "/models/tiny"] and "--enforce-eager" in full["base"]["argv"]
     assert (full["derived"], full["lines"], full["refusal"], full["base"]["model_config_read"]) == (None, [], None, False)
+    # no request (a plan for a resumed ladder): no step; with the request and the run to compare with, the minimal step
+    assert full["step"] is None
+    request = {"route": "/v1/completions", "timeout": 60.0, "concurrency": 1, "base_url": None, "body": {}, "repeat": 1}
+    previous = {"run": "run-001", "path": "/r/c/run-001", "identity": {}}
+    stepped = ladder.minimal_plan(["h1", "h2"], given, model_config_raw={}, request=request, previous=previous)
+    assert stepped["step"] == _ladder.build_step("minimal", base=stepped["base"], request=request, previous=previous)
+    assert (stepped["step"]["name"], stepped["step"]["nodes"], stepped["step"]["previous"]) == ("minimal", ["h1"], previous)
+
+
+def test_the_run_resumed_is_read_from_its_folder_and_must_be_good(tmp_path, monkeypatch):
+    """_last_good with resumed: the run folder read back (outcome.json and changes.json, a relative folder under the
+    working directory as the records root is); it must be good."""
+    minimal = _run("run-002")
+    assert ladder.last_good(minimal) == minimal and ladder.last_good(dict(minimal, ok=False)) is None
+    monkeypatch.chdir(os.path.dirname(RECORDS))
+    folder = os.path.join(os.path.basename(RECORDS), "cpu-layer", "run-003")
+    resumed = ladder.last_good(folder, resumed=True)
+    assert resumed["run"] == "run-003" and resumed["path"] == folder and resumed["layers_applied"] == ["prefix_caching"]
+    assert resumed["identity"] == load(os.path.join(RECORDS, "cpu-layer", "run-003", "changes.json"))["current"]
+    with pytest.raises(AnsibleFilterError, match=r"feature_layer: \S+run-004 is not a good run \(stage config"):
+        ladder.last_good(os.path.join(RECORDS, "cpu-layer", "run-004"), resumed=True)
+    with pytest.raises(AnsibleFilterError, match="feature_layer: repro_vllm_ladder_resume: cannot read outcome.json of "):
+        ladder.last_good(str(tmp_path), resumed=True)

@@ -39,6 +39,7 @@ def test_a_failed_checkpoint_stops_the_play_unless_the_job_only_records():
             verdict["summary"], first.get("node", "-"), first.get("line", "none in the logs"), RUN))
     only = _close("nccl_bad_socket_ifname", record_only=True).result["exit"]
     assert only["fails"] is False and only["lines"] == [
+        "collective | the method stops here; frozen record: %s" % RUN,
         "exit | record only (repro_vllm_record_only): the job does not fail on a failure was found: %s"
         % verdict["summary"]]
     with pytest.raises(_runclose.CloseError, match="repro_vllm_record_only must be a boolean"):

@@ -550,6 +550,14 @@ def test_reproduction_summary_and_result_of_a_play():
     # the runs recorded, which the job's result hands on (a refused step has no folder)
     assert s["paths"] == ["/r/c/run-002", "/r/c/run-003"]
     assert j.reproduction_summary([dict(ok, path=None), bad])["paths"] == ["/r/c/run-003"]
+    # a rollback's row comes from its run, after the layers' rows: did the earlier state come back
+    back = {"case_id": "c", "run": "run-004", "path": "/r/c/run-004", "step": "rollback", "purpose": "rollback",
+            "ok": True, "stage": "none", "earlier_state_returned": True, "summary": "run-004 rollback: ok"}
+    rolled = j.reproduction_summary([ok, bad, back], ladder, "failed at prefix_caching")
+    assert rolled["ladder"] == ladder + [{
+        "layer": "rollback", "status": "ok", "run": "run-004", "stage": "none", "error_class": None,
+        "earlier_state_returned": True, "reason": "the earlier state came back: run-004 rollback: ok"}]
+    assert rolled["lines"][-2:] == ["prefix_caching: failed", "rollback: ok"]
     assert j.reproduction_result(s) == {"classification": {"stage": "engine_init", "error_class": "oom"},
                                         "finding": s["line"], "refused": False, "ladder_stopped": "failed at prefix_caching",
                                         "repeat": None}
