@@ -2,8 +2,8 @@
 
 * ``build_step(kind, **inputs)``: the one builder of ``_repro_vllm_step`` for each kind - ``minimal``, ``layer``,
   ``rollback``, ``repeat``, ``replay`` - against one schema (``STEP_KEYS``, defaults in ``STEP_DEFAULTS``): every
-  key is always there. The roles (minimal_startup, feature_layer, repeat) call it through the private filter
-  ``repro.vllm._step``; the replay's plan (``_replay.attempt_plan``) calls it directly.
+  key is always there. The roles (minimal_startup, feature_layer, repeat) reach it through their plans' filters
+  (``_minimal_plan``, ``_layer_plan``, ``_repeat_plan``); the replay's plan (``_replay.attempt_plan``) calls it directly.
 * ``is_good`` / ``last_good``: the one definition of a run the ladder climbs from (an attempt that was not refused
   and is ok); a run an earlier play left (``repro_vllm_ladder_resume``) is read with the same rule.
 * ``window``: which layers this play climbs (up to ``repro_vllm_ladder_until``, after the last layer the last good
