@@ -66,6 +66,9 @@ _TB_IDLE_CLOSE = 60                 # foreign lines after which a quiet tracebac
 _TB_FRAMES_CLOSE = 400              # foreign lines after which an unfinished traceback is closed
 _MAX_STREAMS = 64
 _RANK = STAGE_RANK
+# torchrun's agent after its workers succeeded (torch/distributed/elastic/agent/server/api.py, torch 1.9 to 2.10)
+_EXIT_BARRIER = "Error waiting on exit barrier"
+_BARRIER_NEAR = 80                  # lines from the store client's warning (and its C++ frames) to that record
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -358,6 +361,7 @@ class _Scan(object):
         self.proc_hdr_at = self.hdr_to = -1  # a record header's first and last line (PROCESS_HDR_RX: its traceback follows)
         self.code_run = (None, 0)        # ((stream, lineno) of the last code line outside a traceback, its run's first)
         self.comms = {}                  # (pid, NCCL comm pointer) -> "started" | "complete" | "destroyed"
+        self.store_warn_at = -_BARRIER_NEAR - 1  # the last record of torch's TCPStore client (c10d warning)
         self.no_recover = False          # the marker being read is a request answered with a server error
         self._anchors = None
         self._buf = None
@@ -547,11 +551,7 @@ class _Scan(object):
         if self.until is not None and (origin or lineno) > self.until:
             # printed after the server was stopped (the record, or its traceback, began after the cutoff):
             # shutdown noise, reported apart and never the failure
-            if len(self.after_stop) < MAX_AFTER_STOP:
-                self.after_stop.append({
-                    "file": self.file, "node": self.node, "lineno": lineno, "line": cut(text.strip()),
-                    "timestamp": line_ts, "process": proc, "error_class": cls,
-                    "kind": KIND_NAME.get(kind, kind), "tkey": key, "index": self.index})
+            self._stopped(lineno, cut(text.strip()), line_ts, proc, cls, kind, key)
             return
         srank = _RANK.get(stage, -1)
         cand = {
@@ -579,6 +579,30 @@ class _Scan(object):
             if self.last_tkey is not None:
                 # a traceback opened before the file's first timestamp and closed after it: that one bounds it
                 self._bound_untimed(self.last_tkey)
+
+    def _stopped(self, lineno, text, line_ts, proc, cls, kind, key):
+        if len(self.after_stop) < MAX_AFTER_STOP:
+            self.after_stop.append({
+                "file": self.file, "node": self.node, "lineno": lineno, "line": text, "timestamp": line_ts,
+                "process": proc, "error_class": cls, "kind": KIND_NAME.get(kind, kind), "tkey": key,
+                "index": self.index})
+
+    def _exit_barrier(self, lineno):
+        """torchrun's agent could not finish its exit barrier (torch/distributed/elastic/agent/server/api.py
+        ``_exit_barrier``, logged with ``logger.exception`` and then ignored): the agent runs it only after this
+        node's workers SUCCEEDED, and it fails when another node's agent, which hosts the rendezvous store, has
+        already exited.  Its record, its traceback, the store client's warning just before it (TCPStore.cpp's
+        ``recvValueWithTimeout failed`` with its C++ frames, the barrier's ``store.wait``; socket.cpp's in older releases) and what follows are
+        the agent's teardown: set apart like lines printed after a stop, never the failure."""
+        start = self.store_warn_at if 0 <= lineno - self.store_warn_at <= _BARRIER_NEAR else lineno
+        self.until = start - 1 if self.until is None else min(self.until, start - 1)
+        later = [c for c in self.cands if c["lineno"] > self.until]
+        for c in later:
+            self._stopped(c["lineno"], c["line"], c["timestamp"], c["process"], c["cls"], c["kind"], c["tkey"])
+        if later:
+            self.cands = [c for c in self.cands if c["lineno"] <= self.until]
+            self.untimed = [c for c in self.untimed if c["lineno"] <= self.until]
+            self.rec_cand = dict((k, c) for k, c in self.rec_cand.items() if c["lineno"] <= self.until)
 
     def _hint(self, sig, line, lineno):
         if self.until is not None and lineno > self.until:
@@ -909,6 +933,10 @@ class _Scan(object):
     def _line(self, line, lineno, text):
         stream = line.stream
         body = line.msg
+        if line.fmt == FMT_C10 and line.rec is not None and line.rec[1] in ("TCPStore.cpp", "socket.cpp"):
+            self.store_warn_at = lineno
+        elif _EXIT_BARRIER in body:
+            self._exit_barrier(lineno)
         # open tracebacks: feed this line to its stream's, age the others
         if self.streams:
             tb = self.streams.get(stream)

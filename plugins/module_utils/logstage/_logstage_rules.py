@@ -365,6 +365,17 @@ SIGNATURES = (
      "the image tag does not exist in the registry"),
     (FAILURE, "no matching manifest for", None, "image_pull", FIXED, "environment", (AT_WARNING,),
      "the image has no build for this platform"),
+    # podman, buildah, CRI-O (containers/image: "no image found in image index|manifest list for architecture %s,
+    # variant %q, OS %s" when an index has no entry for the host's platform, wrapped in "choosing an image from
+    # manifest list %s: %w")
+    (FAILURE, "no image found in ", r"no image found in (?:image index|manifest list) for architecture", "image_pull",
+     FIXED, "environment", (AT_WARNING,), "the image has no build for this host's architecture (arm64 hosts: GH200, "
+     "GB200, GB300)"),
+    # the kernel's ENOEXEC when the container's entrypoint is a binary of another CPU architecture (an amd64 image
+    # on an arm64 host without binfmt emulation): runc and docker print "exec %s: exec format error" (Go's errno
+    # text), crun "exec container process `%s`: Exec format error" (strerror); a Python parent's OSError [Errno 8]
+    (FAILURE, "xec format error", r"\b[Ee]xec format error\b", "container_error", WHERE_OR, "environment",
+     (AT_WARNING,), "a binary of another CPU architecture: pull or build the image for this host's platform"),
     (FAILURE, "failed to register layer", None, "image_pull", FIXED, "environment", (AT_WARNING,),
      "the image could not be extracted (no space left on the image store?)"),
     (FAILURE, "toomanyrequests", None, "image_pull", FIXED, "environment", (AT_WARNING,), "the registry's pull rate limit"),

@@ -287,6 +287,10 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # containers/image's index and list lookups, crun's strerror (runc's is a real capture: test__logstage__containers)
+    ('Error: choosing an image from manifest list docker://quay.io/o/vllm:1: no image found in manifest list for '
+     'architecture arm64, variant "v8", OS linux', "failure", "image_pull"),
+    ("exec container process `/usr/bin/python3`: Exec format error", "failure", "container_error"),
     # issue 35, round 13: libpod's runtime lookup, tini's PRINT_FATAL, a quoted 500 error body
     ('Error: default OCI runtime "crun" not found: invalid argument', "failure", "container_error"),
     ("[FATAL tini (7)] exec /usr/bin/serve failed: No such file or directory", "failure", "container_error"),

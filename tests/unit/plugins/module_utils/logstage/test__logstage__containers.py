@@ -102,3 +102,19 @@ def test_a_crash_loop_beside_the_server_log_is_not_the_root_cause():
 def test_what_the_container_rules_must_not_catch(text):
     ans = classify_text(text)
     assert ans["error_class"] not in ("container_error", "image_pull", "scheduling", "oom"), ans["summary"]
+
+
+def test_podman_run_of_an_image_for_another_architecture():
+    # runc via podman 4.3.1: the image's entrypoint is an ELF for aarch64 on this x86_64 host (the kernel's ENOEXEC;
+    # the capture's README says how the binary was made): the container never ran, the fix is the image's platform
+    ans = classify_text(_capture("podman-4.3.1/run_wrong_arch.err"))
+    assert (ans["stage"], ans["error_class"], ans["confidence"]) == ("environment", "container_error", "medium")
+    assert ans["first_error"]["lineno"] == 1
+    assert "architecture" in ans["first_error"]["hint"]
+
+
+def test_podman_pull_from_an_index_without_this_architecture():
+    # podman 4.3.1 asked for arm64 from a local OCI index that holds only an amd64 image (rc 125)
+    ans = classify_text(_capture("podman-4.3.1/pull_wrong_arch.err"))
+    assert (ans["stage"], ans["error_class"], ans["confidence"]) == ("environment", "image_pull", "high")
+    assert "architecture" in ans["first_error"]["hint"]
