@@ -412,12 +412,15 @@ SIGNATURES = (
     # the docker daemon refused the request for another reason (the more specific rows above come first)
     (FAILURE, "Error response from daemon", None, "container_error", FIXED, "environment", (AT_WARNING, GENERIC),
      None),
+    # torch's own CUDA init (torch/cuda/__init__.py _check_driver / _lazy_init) and the CUDA runtime's refusals of
+    # the driver (cudaErrorInsufficientDriver 35, cudaErrorSystemNotReady 802, cudaErrorCompatNotSupportedOnDevice
+    # 804, 803 below): raised at the first CUDA call of whichever process makes it (a bare check: environment;
+    # vLLM's config checks counting devices: config; its engine core at device init: cuda_init; NCCL's first
+    # kernel: distributed_init), so the log's stage where it shows one, else environment at medium (WHERE_OR),
+    # never high by the words alone; the driver stays the cause (cause_stage environment)
     (FAILURE, "CUDA driver version is insufficient for CUDA runtime version", None,
-     "driver_mismatch", FIXED, "environment", (AT_WARNING,),
+     "driver_mismatch", WHERE_OR, "environment", (AT_WARNING,),
      "the host driver is older than the CUDA runtime in the image"),
-    # torch's own CUDA init (torch/cuda/__init__.py _check_driver / _lazy_init): raised at the first CUDA call of
-    # whichever process makes it (a bare check: environment; vLLM's engine core at device init: cuda_init), so the
-    # log's stage where it shows one, else environment at medium (WHERE_OR), never high by the words alone
     (FAILURE, "driver on your system is too old", None, "driver_mismatch", WHERE_OR, "environment", (AT_WARNING,),
      "PyTorch was built for a newer CUDA than the host driver supports"),
     (FAILURE, "Found no NVIDIA driver on your system", None, "driver_mismatch", WHERE_OR, "environment", (AT_WARNING,),
@@ -430,12 +433,12 @@ SIGNATURES = (
     (FAILURE, "couldn't communicate with the NVIDIA driver", None, "driver_mismatch", FIXED, "environment",
      (AT_WARNING,), "no NVIDIA driver is loaded or reachable here"),
     (FAILURE, "unsupported display driver / cuda driver combination", None,
-     "driver_mismatch", FIXED, "environment", (AT_WARNING,),
+     "driver_mismatch", WHERE_OR, "environment", (AT_WARNING,),
      "CUDA error 803: user-mode driver and kernel module do not match"),
     (FAILURE, "forward compatibility was attempted on non supported HW", None,
-     "driver_mismatch", FIXED, "environment", (AT_WARNING,),
+     "driver_mismatch", WHERE_OR, "environment", (AT_WARNING,),
      "CUDA error 804: forward-compatibility libraries on a GPU that does not support them"),
-    (FAILURE, "system not yet initialized", None, "cuda_error", FIXED, "environment", (AT_WARNING,),
+    (FAILURE, "system not yet initialized", None, "cuda_error", WHERE_OR, "environment", (AT_WARNING,),
      "CUDA error 802: on NVSwitch/NVLink systems the Fabric Manager (and IMEX on GB200/GB300) is not running"),
     (FAILURE, "cannot open shared object file", r"lib(?:cuda|nvidia-ml)\.so[.\d]*: cannot open shared object file",
      "driver_mismatch", FIXED, "environment", (AT_WARNING,),
