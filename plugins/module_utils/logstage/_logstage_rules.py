@@ -186,6 +186,16 @@ SIGNATURES = (
      "SIGKILL: most often the OOM killer on host or container memory (docker inspect .State.OOMKilled, dmesg)"),
     (CONSEQUENCE, "exited with code", r"exited with code [1-9]\d*", "other", WHERE, None, (AT_WARNING,),
      "the container's process exited; its own output above (or docker logs) names the failure"),
+    # docker compose v2 (pkg/compose/convergence.go) when a service another one depends on did not start: "dependency
+    # failed to start: container %s exited (%d)" / "... is unhealthy"; the service's own log says why
+    (CONSEQUENCE, "dependency failed to start", r"dependency failed to start: container \S+ (?:exited \(\d+\)|is "
+     r"unhealthy)", "other", WHERE, None, (AT_WARNING,),
+     "a service this one depends on did not start: its own log (docker compose logs SERVICE) names the failure"),
+    # Ray Serve's controller (serve/_private/deployment_state.py) while a replica waits for resources: "Deployment %r
+    # [in application %r] [has] %d replicas that have taken more than %ss to be scheduled. ...": no node gives the
+    # replica its GPUs (the replica, and vLLM in it, never started); later progress makes it a delay, not the failure
+    (FAILURE, "to be scheduled", r"replicas that have taken more than \d+s to be scheduled", "scheduling", FIXED,
+     "environment", (AT_WARNING,), "the Ray cluster has no node with the replica's resources (GPUs, accelerator type)"),
     # a shell's report of a foreground job killed by SIGKILL ("Killed", bash "line N:  PID Killed  cmd"): the
     # kernel's OOM killer unless someone killed it
     (FAILURE, "Killed", r"^Killed\s*$|: line \d+:\s+\d+ Killed\s", "oom", WHERE, None, (AT_WARNING,),
@@ -535,6 +545,10 @@ SIGNATURES = (
     # the model's directory); vLLM reads the config while the engine's config is built
     (FAILURE, "is not a valid JSON file", r"config file at .* is not a valid JSON file", "other", WHERE_OR, "config", (),
      "the model path holds no readable config.json (for a GGUF file pass --tokenizer and the file itself)"),
+    # transformers' load_gguf_checkpoint (modeling_gguf_pytorch_utils.py), which vLLM's config and tokenizer call for
+    # a GGUF file: the file's architecture has no GGUF mapping in the installed transformers
+    (FAILURE, "GGUF model with architecture", None, "config_error", WHERE_OR, "config", (),
+     "the installed transformers cannot read this GGUF architecture: a newer transformers, or the original model"),
     (FAILURE, "LocalEntryNotFoundError", None, "missing_file", WHERE_OR, "config", (),
      "the model files are not in the local cache and the Hub cannot be used"),
     (FAILURE, "HFValidationError", None, "missing_file", WHERE_OR, "config", (),
