@@ -665,6 +665,11 @@ SIGNATURES = (
     (FAILURE, "ncclUnhandledCudaError", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
     (FAILURE, "ncclInternalError", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
     (FAILURE, "NCCL error", r"NCCL error(?: in)?:", "nccl_error", AT_LEAST, "distributed_init", (GENERIC,), None),
+    # Ascend NPUs (torch_npu's ProcessGroupHCCL and its HCCL wrapper, which vllm-ascend uses in NCCL's place): "HCCL
+    # function error: <call>, error code is %d" and the error-code record "ERR02200 DIST call hccl api failed."
+    (FAILURE, "HCCL function error", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
+    (FAILURE, "DIST call hccl api failed", None, "nccl_error", AT_LEAST, "distributed_init", (AT_WARNING,),
+     "HCCL failed: the E?xxxx record after it says why (a port already bound, a leftover process holding the NPU)"),
     (FAILURE, "Failed: Cuda error", r"Failed: Cuda error \S+:\d+",
      "cuda_error", AT_LEAST, "distributed_init", (GENERIC,),
      "custom all-reduce CUDACHECK; the process exits without a Python traceback"),

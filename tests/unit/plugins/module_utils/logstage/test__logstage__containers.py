@@ -139,3 +139,11 @@ def test_gguf_architecture_unknown_to_transformers_is_config():
     # CONSTRUCTED from transformers' modeling_gguf_pytorch_utils.py load_gguf_checkpoint
     ans = classify_text("ValueError: GGUF model with architecture falcon-h1 is not supported yet.\n")
     assert (ans["stage"], ans["error_class"], ans["confidence"]) == ("config", "config_error", "medium")
+
+
+def test_ascend_hccl_communicator_errors_are_nccl_class():
+    # CONSTRUCTED from torch_npu's HCCL error records (vllm-ascend's workers print them as they are)
+    ans = classify_text("RuntimeError: createHCCLCommOrigin:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:2314 "
+                        "HCCL function error: HcclGetRootInfo(&hcclID), error code is 7\n"
+                        "[ERROR] 2025-06-17-06:11:33 (PID:10, Device:2, RankID:-1) ERR02200 DIST call hccl api failed.\n")
+    assert (ans["stage"], ans["error_class"], ans["first_error"]["lineno"]) == ("distributed_init", "nccl_error", 1)
