@@ -14,6 +14,9 @@ unit tests).  Each table says where its rows come from:
 * :data:`CLASS_KEYWORDS`, :data:`CLASS_FLOOR`, :data:`CLASS_DEFAULT_STAGE`: how an exception without a signature
   is classed and placed.
 
+Why one file (over 1,000 lines): it is tables, one row a source string with where it comes from; the scanner
+compiles them once, and a row is found by its text.
+
 Standard library only; imports on Python 3.9.
 """
 # Copyright: repro.vllm contributors
