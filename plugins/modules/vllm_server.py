@@ -2,6 +2,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Why one file (over 1,000 lines): half of it is the module's documentation (DOCUMENTATION, EXAMPLES, RETURN), which
+# ansible-doc and the sanity tests read from here; the code is the four states' flow, the process group and the
+# supervisor live in module_utils/server/_server.py.
 
 from __future__ import annotations
 

@@ -17,6 +17,9 @@ How it reads a log (details and the rule list are in ``docs/classifier.md``):
 * **NCCL communicators** are followed by their ``Init START`` / ``Init COMPLETE`` / ``Destroy COMPLETE`` lines.
 * **Stop cutoff.** A per-file ``until`` (lines) sets apart what was printed after the server was stopped.
 
+Why one file (over 1,000 lines): ``_Scan`` is one state machine (open tracebacks, candidates, markers, the stop
+cutoff) whose handlers share its state line by line; split across files they would pass that state around instead.
+
 Standard library only; imports on Python 3.9.
 """
 # Copyright: repro.vllm contributors

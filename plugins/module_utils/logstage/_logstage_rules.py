@@ -14,6 +14,9 @@ unit tests).  Each table says where its rows come from:
 * :data:`CLASS_KEYWORDS`, :data:`CLASS_FLOOR`, :data:`CLASS_DEFAULT_STAGE`: how an exception without a signature
   is classed and placed.
 
+Why one file (over 1,000 lines): it is tables, one row a source string with where it comes from; the scanner
+compiles them once, and a row is found by its text.
+
 Standard library only; imports on Python 3.9.
 """
 # Copyright: repro.vllm contributors
@@ -186,6 +189,16 @@ SIGNATURES = (
      "SIGKILL: most often the OOM killer on host or container memory (docker inspect .State.OOMKilled, dmesg)"),
     (CONSEQUENCE, "exited with code", r"exited with code [1-9]\d*", "other", WHERE, None, (AT_WARNING,),
      "the container's process exited; its own output above (or docker logs) names the failure"),
+    # docker compose v2 (pkg/compose/convergence.go) when a service another one depends on did not start: "dependency
+    # failed to start: container %s exited (%d)" / "... is unhealthy"; the service's own log says why
+    (CONSEQUENCE, "dependency failed to start", r"dependency failed to start: container \S+ (?:exited \(\d+\)|is "
+     r"unhealthy)", "other", WHERE, None, (AT_WARNING,),
+     "a service this one depends on did not start: its own log (docker compose logs SERVICE) names the failure"),
+    # Ray Serve's controller (serve/_private/deployment_state.py) while a replica waits for resources: "Deployment %r
+    # [in application %r] [has] %d replicas that have taken more than %ss to be scheduled. ...": no node gives the
+    # replica its GPUs (the replica, and vLLM in it, never started); later progress makes it a delay, not the failure
+    (FAILURE, "to be scheduled", r"replicas that have taken more than \d+s to be scheduled", "scheduling", FIXED,
+     "environment", (AT_WARNING,), "the Ray cluster has no node with the replica's resources (GPUs, accelerator type)"),
     # a shell's report of a foreground job killed by SIGKILL ("Killed", bash "line N:  PID Killed  cmd"): the
     # kernel's OOM killer unless someone killed it
     (FAILURE, "Killed", r"^Killed\s*$|: line \d+:\s+\d+ Killed\s", "oom", WHERE, None, (AT_WARNING,),
@@ -412,12 +425,15 @@ SIGNATURES = (
     # the docker daemon refused the request for another reason (the more specific rows above come first)
     (FAILURE, "Error response from daemon", None, "container_error", FIXED, "environment", (AT_WARNING, GENERIC),
      None),
+    # torch's own CUDA init (torch/cuda/__init__.py _check_driver / _lazy_init) and the CUDA runtime's refusals of
+    # the driver (cudaErrorInsufficientDriver 35, cudaErrorSystemNotReady 802, cudaErrorCompatNotSupportedOnDevice
+    # 804, 803 below): raised at the first CUDA call of whichever process makes it (a bare check: environment;
+    # vLLM's config checks counting devices: config; its engine core at device init: cuda_init; NCCL's first
+    # kernel: distributed_init), so the log's stage where it shows one, else environment at medium (WHERE_OR),
+    # never high by the words alone; the driver stays the cause (cause_stage environment)
     (FAILURE, "CUDA driver version is insufficient for CUDA runtime version", None,
-     "driver_mismatch", FIXED, "environment", (AT_WARNING,),
+     "driver_mismatch", WHERE_OR, "environment", (AT_WARNING,),
      "the host driver is older than the CUDA runtime in the image"),
-    # torch's own CUDA init (torch/cuda/__init__.py _check_driver / _lazy_init): raised at the first CUDA call of
-    # whichever process makes it (a bare check: environment; vLLM's engine core at device init: cuda_init), so the
-    # log's stage where it shows one, else environment at medium (WHERE_OR), never high by the words alone
     (FAILURE, "driver on your system is too old", None, "driver_mismatch", WHERE_OR, "environment", (AT_WARNING,),
      "PyTorch was built for a newer CUDA than the host driver supports"),
     (FAILURE, "Found no NVIDIA driver on your system", None, "driver_mismatch", WHERE_OR, "environment", (AT_WARNING,),
@@ -430,12 +446,12 @@ SIGNATURES = (
     (FAILURE, "couldn't communicate with the NVIDIA driver", None, "driver_mismatch", FIXED, "environment",
      (AT_WARNING,), "no NVIDIA driver is loaded or reachable here"),
     (FAILURE, "unsupported display driver / cuda driver combination", None,
-     "driver_mismatch", FIXED, "environment", (AT_WARNING,),
+     "driver_mismatch", WHERE_OR, "environment", (AT_WARNING,),
      "CUDA error 803: user-mode driver and kernel module do not match"),
     (FAILURE, "forward compatibility was attempted on non supported HW", None,
-     "driver_mismatch", FIXED, "environment", (AT_WARNING,),
+     "driver_mismatch", WHERE_OR, "environment", (AT_WARNING,),
      "CUDA error 804: forward-compatibility libraries on a GPU that does not support them"),
-    (FAILURE, "system not yet initialized", None, "cuda_error", FIXED, "environment", (AT_WARNING,),
+    (FAILURE, "system not yet initialized", None, "cuda_error", WHERE_OR, "environment", (AT_WARNING,),
      "CUDA error 802: on NVSwitch/NVLink systems the Fabric Manager (and IMEX on GB200/GB300) is not running"),
     (FAILURE, "cannot open shared object file", r"lib(?:cuda|nvidia-ml)\.so[.\d]*: cannot open shared object file",
      "driver_mismatch", FIXED, "environment", (AT_WARNING,),
@@ -532,6 +548,10 @@ SIGNATURES = (
     # the model's directory); vLLM reads the config while the engine's config is built
     (FAILURE, "is not a valid JSON file", r"config file at .* is not a valid JSON file", "other", WHERE_OR, "config", (),
      "the model path holds no readable config.json (for a GGUF file pass --tokenizer and the file itself)"),
+    # transformers' load_gguf_checkpoint (modeling_gguf_pytorch_utils.py), which vLLM's config and tokenizer call for
+    # a GGUF file: the file's architecture has no GGUF mapping in the installed transformers
+    (FAILURE, "GGUF model with architecture", None, "config_error", WHERE_OR, "config", (),
+     "the installed transformers cannot read this GGUF architecture: a newer transformers, or the original model"),
     (FAILURE, "LocalEntryNotFoundError", None, "missing_file", WHERE_OR, "config", (),
      "the model files are not in the local cache and the Hub cannot be used"),
     (FAILURE, "HFValidationError", None, "missing_file", WHERE_OR, "config", (),
@@ -648,6 +668,11 @@ SIGNATURES = (
     (FAILURE, "ncclUnhandledCudaError", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
     (FAILURE, "ncclInternalError", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
     (FAILURE, "NCCL error", r"NCCL error(?: in)?:", "nccl_error", AT_LEAST, "distributed_init", (GENERIC,), None),
+    # Ascend NPUs (torch_npu's ProcessGroupHCCL and its HCCL wrapper, which vllm-ascend uses in NCCL's place): "HCCL
+    # function error: <call>, error code is %d" and the error-code record "ERR02200 DIST call hccl api failed."
+    (FAILURE, "HCCL function error", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
+    (FAILURE, "DIST call hccl api failed", None, "nccl_error", AT_LEAST, "distributed_init", (AT_WARNING,),
+     "HCCL failed: the E?xxxx record after it says why (a port already bound, a leftover process holding the NPU)"),
     (FAILURE, "Failed: Cuda error", r"Failed: Cuda error \S+:\d+",
      "cuda_error", AT_LEAST, "distributed_init", (GENERIC,),
      "custom all-reduce CUDACHECK; the process exits without a Python traceback"),

@@ -287,6 +287,10 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # docker compose v2's dependency check, Ray Serve's controller while a replica waits for resources
+    ("dependency failed to start: container vllm-service exited (1)", "consequence", "other"),
+    ("Deployment 'VLLMDeployment:m' in application 'a' has 1 replicas that have taken more than 30s to be scheduled. "
+     "This may be due to waiting for the cluster to auto-scale.", "failure", "scheduling"),
     # containers/image's index and list lookups, crun's strerror (runc's is a real capture: test__logstage__containers)
     ('Error: choosing an image from manifest list docker://quay.io/o/vllm:1: no image found in manifest list for '
      'architecture arm64, variant "v8", OS linux', "failure", "image_pull"),

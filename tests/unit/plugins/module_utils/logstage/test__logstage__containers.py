@@ -118,3 +118,32 @@ def test_podman_pull_from_an_index_without_this_architecture():
     ans = classify_text(_capture("podman-4.3.1/pull_wrong_arch.err"))
     assert (ans["stage"], ans["error_class"], ans["confidence"]) == ("environment", "image_pull", "high")
     assert "architecture" in ans["first_error"]["hint"]
+
+
+def test_compose_dependency_and_ray_serve_scheduling():
+    # CONSTRUCTED from docker compose's convergence.go and Ray Serve's deployment_state.py strings: a dependency that
+    # did not start stands in only as unknown (its own log names the failure); a replica no node can take is
+    # scheduling, and progress after it makes it a delay
+    ans = classify_text("dependency failed to start: container vllm-service is unhealthy\n")
+    assert (ans["stage"], ans["error_class"]) == ("unknown", "other")
+    waiting = ("WARNING 2025-01-01 10:00:00,000 controller 1 deployment_state.py:2152 - Deployment 'VLLMDeployment:m' "
+               "has 1 replicas that have taken more than 30s to be scheduled. This may be due to waiting for the "
+               "cluster to auto-scale or for a runtime environment to be installed.\n")
+    ans = classify_text(waiting)
+    assert (ans["stage"], ans["error_class"], ans["confidence"]) == ("environment", "scheduling", "high")
+    later = waiting + "INFO 01-01 10:01:00 [model_runner.py:1000] Loading model weights took 14.9 GiB\n"
+    assert classify_text(later)["stage"] == "none"
+
+
+def test_gguf_architecture_unknown_to_transformers_is_config():
+    # CONSTRUCTED from transformers' modeling_gguf_pytorch_utils.py load_gguf_checkpoint
+    ans = classify_text("ValueError: GGUF model with architecture falcon-h1 is not supported yet.\n")
+    assert (ans["stage"], ans["error_class"], ans["confidence"]) == ("config", "config_error", "medium")
+
+
+def test_ascend_hccl_communicator_errors_are_nccl_class():
+    # CONSTRUCTED from torch_npu's HCCL error records (vllm-ascend's workers print them as they are)
+    ans = classify_text("RuntimeError: createHCCLCommOrigin:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:2314 "
+                        "HCCL function error: HcclGetRootInfo(&hcclID), error code is 7\n"
+                        "[ERROR] 2025-06-17-06:11:33 (PID:10, Device:2, RankID:-1) ERR02200 DIST call hccl api failed.\n")
+    assert (ans["stage"], ans["error_class"], ans["first_error"]["lineno"]) == ("distributed_init", "nccl_error", 1)
