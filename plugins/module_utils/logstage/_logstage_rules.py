@@ -668,6 +668,9 @@ SIGNATURES = (
     (FAILURE, "ncclUnhandledCudaError", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
     (FAILURE, "ncclInternalError", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
     (FAILURE, "NCCL error", r"NCCL error(?: in)?:", "nccl_error", AT_LEAST, "distributed_init", (GENERIC,), None),
+    # Intel GPUs (oneCCL, the collective library of torch-ccl / IPEX that vLLM's XPU workers use in NCCL's place):
+    # its log records carry the level tag "|CCL_ERROR|" (ccl/common/log/log.hpp)
+    (FAILURE, "|CCL_ERROR|", None, "nccl_error", AT_LEAST, "distributed_init", (AT_WARNING,), None),
     # Ascend NPUs (torch_npu's ProcessGroupHCCL and its HCCL wrapper, which vllm-ascend uses in NCCL's place): "HCCL
     # function error: <call>, error code is %d" and the error-code record "ERR02200 DIST call hccl api failed."
     (FAILURE, "HCCL function error", None, "nccl_error", AT_LEAST, "distributed_init", (), None),

@@ -147,3 +147,10 @@ def test_ascend_hccl_communicator_errors_are_nccl_class():
                         "HCCL function error: HcclGetRootInfo(&hcclID), error code is 7\n"
                         "[ERROR] 2025-06-17-06:11:33 (PID:10, Device:2, RankID:-1) ERR02200 DIST call hccl api failed.\n")
     assert (ans["stage"], ans["error_class"], ans["first_error"]["lineno"]) == ("distributed_init", "nccl_error", 1)
+
+
+def test_oneccl_error_records_are_nccl_class():
+    # CONSTRUCTED from oneCCL's log record layout (|CCL_ERROR| tag): Intel GPUs' collective library, like NCCL's
+    ans = classify_text("2024:09:13-11:21:50:(311) |CCL_ERROR| exchange_utils.cpp:202 sendmsg_fd: condition "
+                        "!check_msg_retval(...) failed\n errno: Broken pipe\n")
+    assert (ans["stage"], ans["error_class"]) == ("distributed_init", "nccl_error")
