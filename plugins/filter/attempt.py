@@ -64,10 +64,10 @@ def attempt_report(plan, step, **kwargs):
         raise AnsibleFilterError("attempt_report: %s" % exc)
 
 
-def attempt_wait(statuses, nodes):
+def attempt_wait(statuses, nodes, collected=None):
     """See module_utils/ladder/_ladder.py wait_round."""
     try:
-        return _ladder.wait_round(nodes, statuses)
+        return _ladder.wait_round(nodes, statuses, collected=collected)
     except (AttributeError, TypeError) as exc:
         raise AnsibleFilterError("attempt_wait: %s" % exc)
 
