@@ -1,12 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter fronts of the method's judgement (plugin_utils/decide/_judge.py): the attempt verdict, what a step's checks
-saw (a layer's expected observation or the prefix-cache evidence), the memory comparison, the closing finding and the
-second clean run (which attempt it repeats, whether it repeated). The ladder's decisions are filter/ladder.py's."""
+"""Filter fronts of the method's judgement (plugin_utils/decide/_judge.py): the attempt verdict, the closing finding
+and the second clean run (which attempt it repeats, whether it repeated). The ladder's decisions are filter/ladder.py's."""
 
 from __future__ import annotations
 
+import json
 import os
 
 from ansible.errors import AnsibleFilterError
@@ -42,22 +42,6 @@ def attempt_verdict(step, stages=None, nodes=None, exchanges=None, checkpoint=No
                                   _listing(exchanges, "exchanges", "attempt_verdict"),
                                   checkpoint=checkpoint or None, check_mode=bool(check_mode),
                                   via_gateway=bool(via_gateway))
-
-
-def step_checkpoint(step, exchanges=None, memory_before=None, memory_after=None):
-    """What the step's checks saw (_judge.step_checkpoint): None without checks, the prefix-caching evidence, or the
-    layer's expected observation."""
-    step = _mapping(step, "the input (the step)", "step_checkpoint")
-    if "prefix_cache" in (step.get("checks") or []):
-        block = (step.get("prefix") or {}).get("block_size")
-        try:
-            block = int(block)
-        except (TypeError, ValueError):
-            raise AnsibleFilterError("step_checkpoint: prefix.block_size must be a number of tokens, got %r" % (block,))
-        if block < 1:
-            raise AnsibleFilterError("step_checkpoint: prefix.block_size must be at least 1, got %d" % block)
-    return _judge.step_checkpoint(step, _listing(exchanges, "exchanges", "step_checkpoint"),
-                                  memory_before=memory_before, memory_after=memory_after)
 
 
 def reproduction_summary(runs, ladder=None, stop_reason="", case_verdict=False):
@@ -104,10 +88,11 @@ def repeat_plan(runs, steps=None, host=None, port_timeout=None):
                     "request" % (host, target["run"], target["step"], target["reason"])}
 
 
-def latest_run(case_id, part=None, records_root=None):
+def latest_run(case_id, part=None, records_root=None, current=False):
     """The highest-numbered run of a case on the controller (numeric order: run-1000 after run-999) that holds
     ``part``; None when there is none. The case folder is under ``records_root`` (None: ``records``), resolved as the
-    run's open resolves it (_record.resolve_root)."""
+    run's open resolves it (_record.resolve_root). With ``current``: ``{run, path, identity}``, the identity the
+    run's ``part`` (its changes.json) names ``current`` - what the next run is compared with."""
     if not isinstance(case_id, str) or not case_id:
         raise AnsibleFilterError("latest_run: the input must be the case id")
     try:
@@ -118,7 +103,13 @@ def latest_run(case_id, part=None, records_root=None):
         run = run_id_for(number)
         path = os.path.join(case_dir, run)
         if part is None or os.path.exists(os.path.join(path, part)):
-            return {"run": run, "path": path, "number": number}
+            if not current:
+                return {"run": run, "path": path, "number": number}
+            try:
+                with open(os.path.join(path, part)) as fh:
+                    return {"run": run, "path": path, "identity": json.load(fh).get("current")}
+            except (OSError, ValueError, AttributeError) as exc:
+                raise AnsibleFilterError("latest_run: %s of %s cannot be read: %s" % (part, path, exc))
     return None
 
 
@@ -126,7 +117,5 @@ class FilterModule:
     """repro.vllm judgement of an attempt."""
 
     def filters(self):
-        return {"attempt_verdict": attempt_verdict, "_step_checkpoint": step_checkpoint,
-                "_reproduction_summary": reproduction_summary,
-                "_reproduction_result": reproduction_result, "_latest_run": latest_run,
-                "_repeat_plan": repeat_plan}
+        return {"attempt_verdict": attempt_verdict, "_reproduction_summary": reproduction_summary,
+                "_reproduction_result": reproduction_result, "_latest_run": latest_run, "_repeat_plan": repeat_plan}

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Private filters over the records' own bookkeeping (the attempt role's prune)."""
+"""Private filters over the records' own bookkeeping (the attempt role's prune and stop)."""
 
 from __future__ import annotations
 
@@ -27,8 +27,15 @@ def salvage_plan(found_results, stop_results, remote_root, host):
     return _record.salvage_plan(list(found_results), list(stop_results), remote_root, host)
 
 
+def stop_plan(runs, play_hosts, host):
+    """See module_utils/record/_record.py stop_plan."""
+    if not isinstance(runs, (list, tuple)) or not isinstance(play_hosts, (list, tuple)):
+        raise AnsibleFilterError("stop_plan: give the interrupted runs (a list) and the play's hosts (a list)")
+    return _record.stop_plan(list(runs), list(play_hosts), host)
+
+
 class FilterModule:
     """repro.vllm records bookkeeping (private)."""
 
     def filters(self):
-        return {"_prune_split": prune_split, "_salvage_plan": salvage_plan}
+        return {"_prune_split": prune_split, "_salvage_plan": salvage_plan, "_stop_plan": stop_plan}

@@ -497,22 +497,33 @@ def node_plan(step, node, master_addr=None, master_port=None, debug=False, debug
             "requests": step_requests(step) if in_step and rank == 0 else [], "line": line}
 
 
-def wait_round(nodes, statuses):
+def wait_round(nodes, statuses, collected=None):
     """One round of a multi-node start's wait (the attempt role's wait_round.yml), from each node's start job
     (``statuses``: async_status's answers in the order of ``nodes``; one that is not a dict has not finished):
     ``started`` (node -> its finished start's result, else None), ``failed`` (the nodes whose server ended without
     serving), ``failed_outcome`` (the first of them's outcome), ``stop`` (the nodes still starting when one failed:
     their servers are stopped now, so a node failing first is not hidden behind the others' time-outs) and ``done``
-    (a node failed, or every start finished)."""
+    (a node failed, or every start finished), from the round's answers alone. ``collected``: each node's answer of
+    the collect that reads a stopped node's job once it ended (skipped elsewhere: registered under a name of its
+    own, since a skipped task still registers); it is a node's start result where the round found that same job
+    still running (never an answer of an earlier attempt's job)."""
     nodes = [str(n) for n in nodes or []]
-    statuses = list(statuses or [])
+
+    def answers(values):
+        values = list(values or [])
+        return [values[i] if i < len(values) and isinstance(values[i], dict) else {} for i in range(len(nodes))]
+
+    statuses, collected = answers(statuses), answers(collected)
     started, failed = {}, []
-    for index, node in enumerate(nodes):
-        status = statuses[index] if index < len(statuses) and isinstance(statuses[index], dict) else {}
+    for node, status in zip(nodes, statuses):
         started[node] = status if _as_bool(status.get("finished", False)) else None
         if started[node] is not None and not _as_bool(status.get("ready", False)):
             failed.append(node)
     pending = [node for node in nodes if started[node] is None]
+    for node, status, late in zip(nodes, statuses, collected):
+        if (started[node] is None and _as_bool(late.get("finished", False)) and status.get("ansible_job_id")
+                and late.get("ansible_job_id") == status.get("ansible_job_id")):
+            started[node] = late
     return {"started": started, "failed": failed,
             "failed_outcome": started[failed[0]].get("outcome", "?") if failed else None,
             "stop": pending if failed else [], "done": bool(failed) or not pending}

@@ -1042,3 +1042,22 @@ def judged_profile(value):
     origin = str(value.get("origin") or "")
     shipped = origin == "profiles/%s.yml" % name
     return {"name": name, "source": PROFILE_SHIPPED if shipped else PROFILE_FILE}
+
+
+def stop_plan(runs, play_hosts, host):
+    """stop.yml's plan over the interrupted runs (``runs``: interrupted_runs'): ``mine`` (those ``host`` holds a part
+    of), ``seal`` (those whose every host is a target of the play: sealed with their hosts' files) and ``lines`` (one
+    per run, the console's: sealed, or NOT sealed and which of its hosts to run stop.yml on)."""
+    targets = set(play_hosts or [])
+    plan = {"mine": [], "seal": [], "lines": []}
+    for run in runs or []:
+        hosts = list(run.get("hosts") or [])
+        missing = [h for h in hosts if h not in targets]
+        if host in hosts:
+            plan["mine"].append(run)
+        if not missing:
+            plan["seal"].append(run)
+        plan["lines"].append("stop | controller | sealed %s/%s as incomplete (interrupted) with the files of %s%s" % (
+            run.get("case_id"), run.get("run"), ", ".join(hosts), ": NOT sealed - its hosts %s are not targets here; "
+            "run stop.yml on them" % ", ".join(missing) if missing else ""))
+    return plan

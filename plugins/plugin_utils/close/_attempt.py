@@ -113,6 +113,14 @@ def _as_int(value):
         return 0
 
 
+def _as_float(value):
+    """As Jinja's ``float`` filter reads a number: 0.0 when it is none."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
 def _first_sent(exchanges):
     for ex in exchanges or []:
         if ex.get("label") == "request":
@@ -298,16 +306,36 @@ SERVER_DROP = ("classification", "invocation", "env", "argv", "ansible_job_id", 
 DEBUG_NOTE = "one run only; the next run starts without these variables"
 
 
-def exchanges(request, results):
-    """What came back from one request of the step (``request``: label, route, method, body; ``results``: the loop
-    of api_request over its repeats), one exchange per send as the close reads them: the request, the answers
-    and the server log's lines while it ran (``log_window``, ``log_text``)."""
-    request = _mapping(request, "the request")
-    method = request.get("method", "POST")
+def sends(requests, api_url):
+    """The head's sends in order (node_plan's ``requests``; one request ``repeat`` times one after the other in the
+    same server process): each its request with ``index`` (the repeat, from 1), ``method`` (POST unless it says),
+    ``body`` (a POST's only), ``base_url`` (the request's, else the server's ``api_url``), ``concurrency``,
+    ``settle`` (the log's settling time), ``max_body_bytes``, ``send_key`` (whether the gateway's key goes with it)
+    and ``task_timeout`` (twice its timeout and a minute: the task's own limit)."""
+    out = []
+    for request in requests or []:
+        request = _mapping(request, "a request")
+        send = dict(request, method=request.get("method", "POST"), base_url=request.get("base_url") or api_url,
+                    concurrency=request.get("concurrency", 1), settle=request.get("settle", 0.3),
+                    max_body_bytes=request.get("max_body_bytes", 65536),
+                    send_key=_truthy(request.get("send_key", False)),
+                    task_timeout=int(_as_float(request.get("timeout")) * 2 + 60))
+        if send["method"] != "POST":
+            send.pop("body", None)
+        out += [dict(send, index=index) for index in range(1, _as_int(request.get("repeat", 1)) + 1)]
+    return out
+
+
+def exchanges(results):
+    """What came back from the head's sends (``results``: the loop of api_request over ``sends``, each with its send
+    as ``item``), one exchange per send as the close reads them: the request, the answers and the server log's lines
+    while it ran (``log_window``, ``log_text``)."""
     out = []
     for res in results or []:
+        request = _mapping(res.get("item"), "a send (the result's item)")
+        method = request.get("method", "POST")
         window = res.get("log_slice") or {}
-        out.append({"label": request.get("label"), "index": res.get("item"), "route": request.get("route"),
+        out.append({"label": request.get("label"), "index": request.get("index"), "route": request.get("route"),
                     "method": method, "body": request.get("body") if method == "POST" else None,
                     "request": res.get("request", {}), "ok": res.get("ok", False), "statuses": res.get("statuses", []),
                     "latencies": res.get("latencies", []), "errors": res.get("errors", []),
@@ -315,6 +343,53 @@ def exchanges(request, results):
                     "log_window": {"start_offset": window.get("start_offset"), "end_offset": window.get("end_offset")},
                     "log_text": window.get("text", ""), "skipped": res.get("skipped", False)})
     return out
+
+
+def requests_seen(step, results, memory_before=None, memory_after=None):
+    """What the head's requests showed (``results``: api_request's loop over ``sends``; the memory answers of
+    vllm_server state=checked around the prefix-caching sequence): ``exchanges``, ``checkpoint`` (what the step's
+    checks saw, _judge.step_checkpoint; None without checks or without a send) and the progress ``lines`` (after
+    ``<run> ``): per request its statuses, time, concurrency and repeats."""
+    step = _mapping(step, "the step")
+    seen = exchanges(results)
+    checks = list(step.get("checks") or [])
+    if "prefix_cache" in checks and seen:
+        block = (step.get("prefix") or {}).get("block_size")
+        try:
+            block = int(block)
+        except (TypeError, ValueError):
+            raise AttemptCloseError("prefix.block_size must be a number of tokens, got %r" % (block,))
+        if block < 1:
+            raise AttemptCloseError("prefix.block_size must be at least 1, got %d" % block)
+    checkpoint = _judge.step_checkpoint(step, seen, memory_before=memory_before,
+                                        memory_after=memory_after) if seen else None
+    lines, requests = [], []
+    for res in results or []:
+        request = res.get("item") or {}
+        if not requests or request.get("index") == 1:  # a request's first repeat
+            requests.append((request, []))
+        requests[-1][1].append(res)
+    for request, sent in requests:
+        lines.append("%s | %s: %s in %s s (%s at once, %s time(s))" % (
+            step.get("name"), request.get("label"), ",".join(str(s) for r in sent for s in r.get("statuses") or []),
+            round(sum(_as_float(r.get("wall_s")) for r in sent), 2), request.get("concurrency", 1),
+            request.get("repeat", 1)))
+    return {"exchanges": seen, "checkpoint": checkpoint, "lines": lines}
+
+
+def node_report(plan, step, started=None, alive=None, stopped=None, task_error=None, refusal=None, sent=None,
+                memory_before=None, memory_after=None):
+    """What one node reports to the attempt's close (run_record's ``inputs.reports``; ``plan``: its node_plan): its
+    server's answers at the start, after the requests and at the stop (without Ansible's ``invocation``), the failed
+    task, the sweep's refusal and, the head's, what its requests showed (``requests_seen`` of ``sent``, api_request's
+    loop; nothing when it sent none) with the API and the command it sent them to."""
+    plan = _mapping(plan, "the node's plan")
+    results = sent.get("results") if isinstance(sent, dict) else None
+    seen = requests_seen(step, results, memory_before=memory_before, memory_after=memory_after)
+    return {"started": started, "alive": alive,
+            "stopped": {k: v for k, v in stopped.items() if k != "invocation"} if isinstance(stopped, dict) else stopped,
+            "task_error": task_error, "refusal": refusal, "exchanges": seen["exchanges"],
+            "checkpoint": seen["checkpoint"], "api_url": plan.get("api_url"), "argv": plan.get("argv")}
 
 
 def _kept(result):
@@ -329,7 +404,8 @@ def host_parts(host, step, is_head=False, rank=-1, argv=None, debug_env=None, se
     node's place, the command and environment as started, debug logging, the gateway's logs, the minimal command's
     derivation), ``server`` (server.json: vllm_server's answers at start, after the requests and at the stop, the
     sweep's leftovers and live runs, the refusal), ``files`` (the server log, the memory series, the gateway's logs
-    on the head) and ``gather`` (vLLM's collect_env, once per play: the head of the minimal start)."""
+    on the head), ``gather`` (vLLM's collect_env, once per play: the head of the minimal start) and
+    ``collect_env_container`` (the container the server ran in, for collect_env inside its image; None for a process)."""
     step = _mapping(step, "the step")
     debug_env = dict(debug_env or {})
     started_env = (started or {}).get("env") if isinstance(started, dict) else None
@@ -377,7 +453,8 @@ def host_parts(host, step, is_head=False, rank=-1, argv=None, debug_env=None, se
         files.append({"src": "%s/logs/container.log" % host_dir, "part": "logs/container.log"})
     files += [{"part": part, "src": src} for part, src in gateway.items()]
     return {"command": command, "server": server, "files": files, "gateway_logs": gateway,
-            "gather": ["collect_env"] if collect_env and is_head and minimal else []}
+            "gather": ["collect_env"] if collect_env and is_head and minimal else [],
+            "collect_env_container": ((started.get("container") if isinstance(started, dict) else None) or None)}
 
 
 def _ran_container(started, stopped):

@@ -135,8 +135,10 @@ def close_attempt(run_path, opened, step, run_id, case_id, reports=None, identit
         hint = _runtime.refusal_hint((((reports or {}).get(node) or {}).get("started")))
         if hint:
             console.append("reproduce | %s | %s %s | %s" % (node, run_id, step.get("name"), hint))
+    # steps: the step by run, which the play remembers for a second clean run (the attempt role's _repro_vllm_steps)
     return Closing(out["status"], out["parts"], out["metadata"], console, None,
-                   {"attempt": attempt, "step": out["step"], "stages": out["stages"], "refused": out["refused"]})
+                   {"attempt": attempt, "step": out["step"], "steps": {run_id: out["step"]}, "stages": out["stages"],
+                    "refused": out["refused"]})
 
 
 # ------------------------------------------------------------------------------------------------- collective

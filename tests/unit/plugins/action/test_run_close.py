@@ -110,6 +110,8 @@ def test_an_attempt_closes_in_one_task_as_the_attempts_close_decides(tmp_path):
     assert not res.get("failed"), res
     assert res["status"] == decided["status"] == "failed" and res["attempt"] == decided["attempt"]
     assert res["attempt"]["stage"] == decided["stages"]["stage"] and res["stages"] == decided["stages"]
+    # the step by run, which the play remembers for a second clean run
+    assert res["steps"] == {"run-001": decided["step"]} and res["step"] == decided["step"]
     with open(os.path.join(path, "manifest.json")) as fh:
         manifest = json.load(fh)
     files = [f["path"] for f in manifest["files"]]

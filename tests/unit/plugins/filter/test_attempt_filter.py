@@ -19,8 +19,8 @@ STEP = {"name": "minimal", "nodes": ["node01", "node02"], "host": "0.0.0.0", "po
 
 
 def test_attempt_node_gives_the_plan_and_the_identity_of_a_node_of_the_step_only():
-    assert set(attempt.FilterModule().filters()) == {"_attempt_node", "_attempt_host_parts", "_attempt_exchanges",
-                                                     "_attempt_wait"}
+    assert set(attempt.FilterModule().filters()) == {"_attempt_node", "_attempt_host_parts", "_attempt_requests",
+                                                     "_attempt_report", "_attempt_wait"}
     worker = attempt.attempt_node(STEP, "node02", master_addr="10.0.0.11", gpu=GPU, image="vllm/vllm-openai:v1")
     assert worker["argv"] == STEP["argv"] + ["--nnodes", "2", "--node-rank", "1", "--master-addr", "10.0.0.11",
                                              "--headless"]
@@ -29,6 +29,17 @@ def test_attempt_node_gives_the_plan_and_the_identity_of_a_node_of_the_step_only
     assert worker["identity"]["command"] == worker["argv"] and worker["identity"]["driver"] == "580.159.04"
     outside = attempt.attempt_node(STEP, "node03", master_addr="10.0.0.11", gpu=GPU)
     assert (outside["in_step"], outside["argv"], outside["identity"]) == (False, None, None)
+    # the environment its server starts with: the step's, and the debug one for the step it names
+    head = attempt.attempt_node(dict(STEP, request={"route": "/v1/completions", "body": {}, "timeout": 5}), "node01",
+                                master_addr="10.0.0.11", debug=True, debug_step="minimal")
+    assert head["env"] == dict(STEP["env"], **head["debug_env"]) and head["debug_env"]
+    traced = attempt.attempt_node(STEP, "node01", master_addr="10.0.0.11", debug=True, debug_step="minimal",
+                                  trace_function=True)
+    assert traced["trace_warning"] and not head["trace_warning"]
+    assert (worker["env"], worker["sends"], worker["trace_warning"]) == (STEP["env"], [], False)
+    # the head's sends: its requests as sent, at its API
+    assert [(s["label"], s["index"], s["base_url"]) for s in head["sends"]] == [
+        ("request", 1, "http://127.0.0.1:8000")]
 
 
 def test_attempt_node_names_what_is_wrong():
@@ -38,9 +49,12 @@ def test_attempt_node_names_what_is_wrong():
         attempt.attempt_node(STEP, "node01", master_addr="10.0.0.11", gpu=["not", "a", "dict"])
 
 
-def test_the_wait_and_exchange_filters_name_what_is_wrong():
+def test_the_wait_request_and_report_filters_name_what_is_wrong():
     assert attempt.attempt_wait([{"finished": 1, "ready": True}], ["node01"])["done"] is True
-    with pytest.raises(AnsibleFilterError, match="attempt_exchanges: the request must be a mapping"):
-        attempt.attempt_exchanges([{"item": 1}], "request")
+    with pytest.raises(AnsibleFilterError, match="attempt_requests: a send"):
+        attempt.attempt_requests({"results": [{"item": 1}]}, {"name": "minimal"})
+    assert attempt.attempt_requests({}, {"name": "minimal"})["lines"] == []
+    with pytest.raises(AnsibleFilterError, match="attempt_report: the node's plan must be a mapping"):
+        attempt.attempt_report(["plan"], {"name": "minimal"})
     with pytest.raises(AnsibleFilterError, match="attempt_wait: "):
         attempt.attempt_wait([{"finished": 1}], 5)

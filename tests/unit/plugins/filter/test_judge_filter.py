@@ -21,6 +21,13 @@ def test_latest_run_is_numeric_not_text_order(tmp_path):
     found = judge.latest_run("c", "changes.json", records_root=str(tmp_path))
     assert found == {"run": "run-999", "path": str(tmp_path / "c" / "run-999"), "number": 999}
     assert judge.latest_run("missing", "changes.json", records_root=str(tmp_path)) is None
+    # what the next run is compared with: the run's current identity
+    (tmp_path / "c" / "run-999" / "changes.json").write_text('{"current": {"driver": "580"}, "previous": null}')
+    assert judge.latest_run("c", "changes.json", records_root=str(tmp_path), current=True) == {
+        "run": "run-999", "path": str(tmp_path / "c" / "run-999"), "identity": {"driver": "580"}}
+    (tmp_path / "c" / "run-999" / "changes.json").write_text("not json")
+    with pytest.raises(AnsibleFilterError, match="latest_run: changes.json of .*run-999 cannot be read"):
+        judge.latest_run("c", "changes.json", records_root=str(tmp_path), current=True)
 
 
 def test_latest_run_of_a_case_under_the_records_root_resolved_as_the_open_resolves_it(tmp_path, monkeypatch):
@@ -38,13 +45,8 @@ def test_latest_run_of_a_case_under_the_records_root_resolved_as_the_open_resolv
 def test_filters_refuse_wrong_types():
     with pytest.raises(AnsibleFilterError, match="attempt_verdict: nodes must be a dict"):
         judge.attempt_verdict({"name": "x"}, {}, nodes=["a"])
-    with pytest.raises(AnsibleFilterError, match="block_size must be at least 1"):
-        judge.step_checkpoint({"checks": ["prefix_cache"], "prefix": {"block_size": 0}}, [])
-    with pytest.raises(AnsibleFilterError, match="block_size must be a number of tokens"):
-        judge.step_checkpoint({"checks": ["prefix_cache"], "prefix": {}}, [])
-    assert judge.step_checkpoint({"checks": []}, []) is None
     assert set(judge.FilterModule().filters()) == {
-        "attempt_verdict", "_step_checkpoint", "_latest_run", "_repeat_plan",
+        "attempt_verdict", "_latest_run", "_repeat_plan",
         "_reproduction_summary", "_reproduction_result"}
     with pytest.raises(AnsibleFilterError, match="repeat_plan: the input"):
         judge.repeat_plan({"run": "run-002"})

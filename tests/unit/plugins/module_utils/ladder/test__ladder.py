@@ -517,3 +517,21 @@ def test_wait_round_stops_the_others_when_a_node_ended_first_and_ends_when_every
     assert (state["failed"], state["stop"], state["done"]) == (["node03"], [], True)
     assert _ladder.wait_round(nodes, [ready, ready, ready])["done"] is True
     assert _ladder.wait_round(nodes, [ready, dict(ended, outcome=None)])["failed_outcome"] is None
+
+
+def test_wait_round_takes_a_stopped_nodes_collected_start_and_no_other():
+    nodes = ["node01", "node02"]
+    ended = {"finished": 1, "ready": False, "outcome": "exited", "ansible_job_id": "j1"}
+    running = {"finished": 0, "started": 1, "ansible_job_id": "j2"}
+    collected = {"finished": 1, "ready": False, "outcome": "stopped", "ansible_job_id": "j2"}
+    skipped = {"skipped": True, "changed": False}
+    # node02 was stopped because node01 ended first: its start result is what the collect read of the same job
+    state = _ladder.wait_round(nodes, [ended, running], collected=[skipped, collected])
+    assert state["started"] == {"node01": ended, "node02": collected}
+    # the wait itself is the round's: node02 is still the one to stop, the failure is node01's
+    assert (state["failed"], state["stop"], state["done"]) == (["node01"], ["node02"], True)
+    # an answer of another job (an earlier attempt's collect), or one still running, is not this start
+    for other in (dict(collected, ansible_job_id="j0"), dict(collected, finished=0), None):
+        assert _ladder.wait_round(nodes, [ended, running], collected=[None, other])["started"]["node02"] is None
+    # a round without a job (a skipped async_status) takes no collected answer either
+    assert _ladder.wait_round(nodes, [ended, skipped], collected=[None, collected])["started"]["node02"] is None

@@ -661,3 +661,19 @@ def test_salvage_plan_brings_this_hosts_files_and_names_those_after_the_interrup
     earlier = r.salvage_plan(found, [{"cleaned": []}], "/var/tmp/repro-vllm/", "node01")[0]["server"]
     assert earlier == ["not live: stopped before this play when its lease ended (the reason is in "
                        "state/vllm_server.state.json.lease-expired)"]
+
+
+def test_stop_plan_seals_the_runs_whose_every_host_is_a_target_and_says_so():
+    runs = [{"case_id": "c", "run": "run-003", "hosts": ["node01", "node02"]},
+            {"case_id": "c", "run": "run-004", "hosts": ["node02"]}]
+    plan = r.stop_plan(runs, ["node01"], "node01")
+    assert plan["mine"] == runs[:1] and plan["seal"] == []
+    assert plan["lines"] == [
+        "stop | controller | sealed c/run-003 as incomplete (interrupted) with the files of node01, node02: NOT sealed - "
+        "its hosts node02 are not targets here; run stop.yml on them",
+        "stop | controller | sealed c/run-004 as incomplete (interrupted) with the files of node02: NOT sealed - its "
+        "hosts node02 are not targets here; run stop.yml on them"]
+    both = r.stop_plan(runs, ["node01", "node02"], "node02")
+    assert both["mine"] == runs and both["seal"] == runs
+    assert both["lines"][1] == "stop | controller | sealed c/run-004 as incomplete (interrupted) with the files of node02"
+    assert r.stop_plan([], ["node01"], "node01") == {"mine": [], "seal": [], "lines": []}

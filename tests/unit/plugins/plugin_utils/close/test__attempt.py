@@ -11,6 +11,7 @@ import shutil
 import pytest
 
 from ansible_collections.repro.vllm.plugins.plugin_utils.close import _attempt
+from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _judge
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_files
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import scan_secrets
 
@@ -249,16 +250,38 @@ def test_a_server_that_ran_in_a_container_brings_its_record_and_its_log():
     assert {"src": "/h/logs/container.log", "part": "logs/container.log"} in part["files"]
     plain = _attempt.host_parts("n1", step, is_head=True, rank=0, argv=["vllm"], started={"pid": 7}, host_dir="/h")
     assert plain["server"]["container"] is None and len(plain["files"]) == 2
+    # collect_env runs inside the image that ran (the start's record of its container), a process needs none
+    assert part["collect_env_container"] == ran and plain["collect_env_container"] is None
+
+
+def test_sends_are_each_request_repeat_times_as_the_head_sends_them():
+    fixed = {"label": "request", "route": "/v1/completions", "body": {"prompt": "Hi"}, "timeout": 60, "repeat": 2,
+             "send_key": "yes"}
+    metrics = {"label": "metrics-before", "method": "GET", "route": "/metrics", "timeout": 30, "body": {"x": 1},
+               "base_url": "http://gw:8080", "concurrency": 4}
+    first, second, third = _attempt.sends([fixed, metrics], "http://127.0.0.1:8000")
+    assert first == dict(fixed, index=1, method="POST", base_url="http://127.0.0.1:8000", concurrency=1, settle=0.3,
+                         max_body_bytes=65536, send_key=True, task_timeout=180)
+    assert second == dict(first, index=2)
+    # a GET sends no body, at the request's own base_url; a request without timeout gets the task's minute
+    assert "body" not in third and (third["base_url"], third["concurrency"], third["task_timeout"]) == (
+        "http://gw:8080", 4, 120)
+    assert _attempt.sends([{"label": "x", "repeat": 0}], "u") == [] and _attempt.sends(None, "u") == []
+    assert _attempt.sends([{"label": "x"}], "u")[0]["task_timeout"] == 60
+    with pytest.raises(_attempt.AttemptCloseError, match="a request must be a mapping"):
+        _attempt.sends(["request"], "u")
 
 
 def test_exchanges_are_one_per_send_with_the_request_and_the_log_window():
-    req = {"label": "request", "route": "/v1/completions", "body": {"prompt": "Hi", "max_tokens": 4}, "repeat": 2}
-    sent = [{"item": 1, "request": {"url": "http://127.0.0.1:8000/v1/completions"}, "ok": True, "statuses": [200],
-             "latencies": [0.12], "errors": [], "wall_s": 0.13, "responses": [{"status": 200, "body": {"id": "a"}}],
+    req = {"label": "request", "route": "/v1/completions", "body": {"prompt": "Hi", "max_tokens": 4}, "repeat": 2,
+           "method": "POST"}
+    sent = [{"item": dict(req, index=1), "request": {"url": "http://127.0.0.1:8000/v1/completions"}, "ok": True,
+             "statuses": [200], "latencies": [0.12], "errors": [], "wall_s": 0.13,
+             "responses": [{"status": 200, "body": {"id": "a"}}],
              "log_slice": {"start_offset": 10, "end_offset": 42, "text": "INFO POST /v1/completions 200\n"}},
             # a send that never got an answer: no log slice, nothing but the error
-            {"item": 2, "ok": False, "errors": ["timed out"], "log_slice": None}]
-    first, second = _attempt.exchanges(req, sent)
+            {"item": dict(req, index=2), "ok": False, "errors": ["timed out"], "log_slice": None}]
+    first, second = _attempt.exchanges(sent)
     assert first == {"label": "request", "index": 1, "route": "/v1/completions", "method": "POST",
                      "body": req["body"], "request": sent[0]["request"], "ok": True, "statuses": [200],
                      "latencies": [0.12], "errors": [], "wall_s": 0.13, "responses": sent[0]["responses"],
@@ -268,8 +291,51 @@ def test_exchanges_are_one_per_send_with_the_request_and_the_log_window():
         (2, False, [], ["timed out"], None)
     assert second["log_window"] == {"start_offset": None, "end_offset": None} and second["log_text"] == ""
     # a GET (/metrics) has no body
-    metrics = _attempt.exchanges({"label": "metrics-before", "method": "GET", "route": "/metrics"}, [{"item": 1}])
+    metrics = _attempt.exchanges([{"item": {"label": "metrics-before", "method": "GET", "route": "/metrics",
+                                            "index": 1}}])
     assert metrics[0]["method"] == "GET" and metrics[0]["body"] is None and metrics[0]["request"] == {}
-    assert _attempt.exchanges(req, []) == []
-    with pytest.raises(_attempt.AttemptCloseError, match="the request must be a mapping"):
-        _attempt.exchanges(["request"], sent)
+    assert _attempt.exchanges([]) == [] and _attempt.exchanges(None) == []
+    with pytest.raises(_attempt.AttemptCloseError, match="a send"):
+        _attempt.exchanges([{"item": "request"}])
+
+
+def test_requests_seen_gives_the_exchanges_the_checkpoint_and_one_line_per_request():
+    step = {"name": "layer-x", "checks": ["same_text"], "request": {"body": {"max_tokens": 4}}}
+    sends = _attempt.sends([{"label": "request", "route": "/v1/completions", "body": {"prompt": "Hi"}, "timeout": 5,
+                             "repeat": 2, "concurrency": 2},
+                            {"label": "request", "route": "/v1/completions", "body": {"prompt": "Ho"}, "timeout": 5}],
+                           "http://127.0.0.1:8000")
+    answer = {"choices": [{"text": "same"}]}
+    results = [{"item": s, "ok": True, "statuses": [200, 200] if s["concurrency"] == 2 else [200], "wall_s": 0.25,
+                "responses": [{"status": 200, "body": answer}]} for s in sends]
+    seen = _attempt.requests_seen(step, results)
+    assert seen["exchanges"] == _attempt.exchanges(results)
+    assert seen["checkpoint"] == _judge.step_checkpoint(step, seen["exchanges"])
+    assert seen["checkpoint"]["results"]["same_text"] is True
+    # two requests of the same label are two lines: a request begins at its first repeat
+    assert seen["lines"] == ["layer-x | request: 200,200,200,200 in 0.5 s (2 at once, 2 time(s))",
+                             "layer-x | request: 200 in 0.25 s (1 at once, 1 time(s))"]
+    # nothing sent (not the head, or its server never served): no checkpoint, no line
+    assert _attempt.requests_seen(step, None) == {"exchanges": [], "checkpoint": None, "lines": []}
+    prefix = {"name": "minimal", "checks": ["prefix_cache"], "prefix": {"block_size": 0}}
+    assert _attempt.requests_seen(prefix, [])["checkpoint"] is None
+    with pytest.raises(_attempt.AttemptCloseError, match="block_size must be at least 1"):
+        _attempt.requests_seen(prefix, results)
+    with pytest.raises(_attempt.AttemptCloseError, match="block_size must be a number of tokens"):
+        _attempt.requests_seen({"checks": ["prefix_cache"], "prefix": {}}, results)
+
+
+def test_the_node_report_is_what_the_close_reads():
+    step = {"name": "minimal", "checks": []}
+    plan = {"api_url": "http://127.0.0.1:8000", "argv": ["vllm", "serve", "/m"]}
+    sent = {"results": [{"item": {"label": "request", "route": "/v1/completions", "index": 1, "body": {}},
+                         "ok": True, "statuses": [200]}]}
+    report = _attempt.node_report(plan, step, started={"ready": True}, alive=None,
+                                  stopped={"outcome": "stopped", "invocation": {"module_args": {}}},
+                                  task_error=None, refusal=None, sent=sent)
+    assert report == {"started": {"ready": True}, "alive": None, "stopped": {"outcome": "stopped"},
+                      "task_error": None, "refusal": None, "exchanges": _attempt.exchanges(sent["results"]),
+                      "checkpoint": None, "api_url": plan["api_url"], "argv": plan["argv"]}
+    # what the close reads of it: the head's keys apart from the reports the verdict reads
+    assert set(_attempt.HEAD_KEYS) < set(report)
+    assert _attempt.node_report(plan, step, sent={})["exchanges"] == []
