@@ -270,7 +270,8 @@ class _TB(object):
     """An open traceback (or an error header waiting for its traceback) in one stream."""
 
     __slots__ = ("state", "stream", "proc", "pid", "rec", "header", "entries", "frames", "lineno", "ts", "tkey",
-                 "tkey_own", "idle", "warn_only", "context", "chained", "serving", "startup", "firm", "whole", "nframes")
+                 "tkey_own", "idle", "warn_only", "context", "chained", "serving", "startup", "firm", "whole", "nframes",
+                 "ctx")
 
     def __init__(self, stream, proc, pid, rec, lineno, ts, key, tkey_own, warn_only):
         self.state = "frames"
@@ -294,6 +295,7 @@ class _TB(object):
         self.firm = False                # a serving frame start-up never runs seen (not SHARED_SERVING_FRAMES)
         self.whole = False               # its "Traceback" line is in the log (no caller cut away)
         self.nframes = 0                 # frame lines seen ('File "...", line N, in f')
+        self.ctx = -1                    # the furthest stage the log had proved reached at its last line
 
     def hint(self, text):
         """(stage, confidence, strong) inferred for this traceback's error: its header's words (the call site that
@@ -658,6 +660,7 @@ class _Scan(object):
         warn_only = line.fmt in (FMT_VLLM, FMT_C10, FMT_UVICORN, FMT_PYLOG) and line.level in (
             LEVEL_WARNING, LEVEL_INFO, LEVEL_DEBUG)
         tb = _TB(line.stream, self._proc_name(line), line.pid, line.rec, lineno, line.ts, key, own, warn_only)
+        tb.ctx = self.ctx
         if header is not None:
             tb.state = "header"
             tb.header = (header, text.strip(), lineno, line)
@@ -777,6 +780,15 @@ class _Scan(object):
         return stage, basis, CONF_MEDIUM if cap and basis == BASIS_MARKERS and conf == CONF_HIGH else conf
 
     def _finish_tb(self, tb, at_eof=False):
+        # placed by how far the log had got when the traceback's last line was printed, not by progress lines of
+        # other processes read while it stayed open (interleaved replicas, an API server going on)
+        ctx, self.ctx = self.ctx, tb.ctx
+        try:
+            self._finish_tb_at(tb, at_eof)
+        finally:
+            self.ctx = ctx
+
+    def _finish_tb_at(self, tb, at_eof):
         rec_key = (tb.stream, tb.rec) if tb.rec else None
         if tb.state == "header" and not tb.entries:
             sig, text, lineno, line = tb.header
@@ -947,6 +959,7 @@ class _Scan(object):
             if tb is not None:
                 if self._tb_line(tb, line, lineno, body):
                     tb.idle = 0
+                    tb.ctx = self.ctx
                     consumed = True
                 else:
                     del self.streams[stream]

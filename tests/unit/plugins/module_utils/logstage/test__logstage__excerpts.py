@@ -323,3 +323,23 @@ def test_a_4xx_access_line_before_a_traceback_shows_the_server_serving():
     assert (ans["stage"], ans["stage_basis"]) == ("request", "markers")
     ans = classify_text('INFO:     10.0.0.1:5000 - "GET /health HTTP/1.1" 503 Service Unavailable\n' + tb)
     assert ans["stage"] == "unknown"
+
+
+# two Ray actors of one job (the same actor class, two pids), vLLM's V1 log prefix inside Ray's; the wrapper is
+# v1/engine/utils.py wait_for_engine_startup's, the progress line gpu_model_runner.py's load_model
+CONSTRUCTED_SIBLING = (
+    '(Engine pid=101)   File "/x/vllm/v1/engine/utils.py", line 759, in wait_for_engine_startup\n'
+    '(Engine pid=101)     raise RuntimeError("Engine core initialization failed. "\n'
+    "(Engine pid=101) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n"
+    "(Engine pid=102) (EngineCore_0 pid=202) INFO 09-10 23:09:11 [gpu_model_runner.py:1953] Starting to load model "
+    "/m...\n")
+
+
+def test_progress_of_another_process_after_a_traceback_does_not_place_it():
+    # the traceback's last line was printed before the sibling's progress line: that progress proves nothing of it
+    ans = classify_text(CONSTRUCTED_SIBLING)
+    assert ans["stage"] == "unknown" and ans["first_error"]["lineno"] == 3
+    # the same progress printed BEFORE the traceback is how far the log had got when it failed
+    lines = CONSTRUCTED_SIBLING.splitlines(True)
+    ans = classify_text(lines[3] + "".join(lines[:3]))
+    assert (ans["stage"], ans["stage_basis"]) == ("weight_loading", "markers")
