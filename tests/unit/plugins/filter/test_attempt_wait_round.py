@@ -73,6 +73,9 @@ PLAY = """
 """
 
 
+PLAYBOOK = "import sys; from ansible.cli.playbook import main; sys.argv[0] = 'ansible-playbook'; main()"
+
+
 def _wait(tmp_path, sleep, ready):
     """Run the rounds; each node's ``_repro_vllm_started`` and ``_repro_vllm_wait_done`` after them."""
     (tmp_path / "library").mkdir()
@@ -89,7 +92,9 @@ def _wait(tmp_path, sleep, ready):
     env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
     extra = {"ansible_python_interpreter": sys.executable, "out": str(out), "wait_round": WAIT_ROUND,
              "sleep": sleep, "ready": ready}
-    proc = subprocess.run([sys.executable, "-m", "ansible", "playbook", "-i", str(tmp_path / "inventory.yml"),
+    # ansible-playbook's own entry point through this interpreter (ansible-test's units environment has no
+    # "python -m ansible" entry points)
+    proc = subprocess.run([sys.executable, "-c", PLAYBOOK, "-i", str(tmp_path / "inventory.yml"),
                            "-e", json.dumps(extra), str(tmp_path / "play.yml")],
                           cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
