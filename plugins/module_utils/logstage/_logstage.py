@@ -69,7 +69,7 @@ _TB_IDLE_CLOSE = 60                 # foreign lines after which a quiet tracebac
 _TB_FRAMES_CLOSE = 400              # foreign lines after which an unfinished traceback is closed
 _MAX_STREAMS = 64
 _RANK = STAGE_RANK
-# torchrun's agent after its workers succeeded (torch/distributed/elastic/agent/server/api.py, torch 1.9 to 2.10)
+# torchrun's agent after its workers succeeded (torch/distributed/elastic/agent/server/api.py; seen in 2.13 and 1.x)
 _EXIT_BARRIER = "Error waiting on exit barrier"
 _BARRIER_NEAR = 80                  # lines from the store client's warning (and its C++ frames) to that record
 
@@ -597,8 +597,9 @@ class _Scan(object):
         ``_exit_barrier``, logged with ``logger.exception`` and then ignored): the agent runs it only after this
         node's workers SUCCEEDED, and it fails when another node's agent, which hosts the rendezvous store, has
         already exited.  Its record, its traceback, the store client's warning just before it (TCPStore.cpp's
-        ``recvValueWithTimeout failed`` with its C++ frames, the barrier's ``store.wait``; socket.cpp's in older releases) and what follows are
-        the agent's teardown: set apart like lines printed after a stop, never the failure."""
+        ``recvValueWithTimeout failed`` with its C++ frames, the barrier's ``store.wait``; socket.cpp's in older
+        releases) and what follows are the agent's teardown: set apart like lines printed after a stop, never the
+        failure."""
         start = self.store_warn_at if 0 <= lineno - self.store_warn_at <= _BARRIER_NEAR else lineno
         self.until = start - 1 if self.until is None else min(self.until, start - 1)
         later = [c for c in self.cands if c["lineno"] > self.until]
