@@ -46,10 +46,11 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_fram
     CALLS, DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, SERVING_FRAMES,
     SHARED_SERVING_FRAMES, SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
-    CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, EXC_RX, GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, LEVEL_DEBUG,
-    LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING, MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX,
-    PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX, RAY_REPEAT_RX, SUBJECT_RX, TB_START, TEE_RX, Line, clean,
-    collective_stage, cut, cut_record, frame_line, last_ts, match_tkey, parse_line, strip_wrappers)
+    CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, EXC_RX, GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, JOINED_WORDS,
+    LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING, MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX,
+    ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX, RAY_REPEAT_RX, RSYSLOG_ESC_RX, RSYSLOG_ESCAPES,
+    SUBJECT_RX, TB_START, TEE_RX, Line, clean, collective_stage, cut, cut_record, frame_line, joined_cuts, last_ts,
+    match_tkey, parse_line, strip_wrappers)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_prefilter import (
     MARK_ANCHORS, STATIC_ANCHORS, scan_stream)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_answer import (
@@ -891,6 +892,8 @@ class _Scan(object):
     def segment(self, raw, lineno):
         """Parse and process one segment (a line, or one CR-separated piece of it) of the file."""
         text = raw.decode("utf-8", "replace")
+        if "#0" in text and any(e in text for e in RSYSLOG_ESCAPES):
+            text = RSYSLOG_ESC_RX.sub(lambda m: chr(int(m.group(1), 8)), text)
         if "\x1b" in text or "\x00" in text:
             text = clean(text)
         text = text.rstrip()
@@ -920,6 +923,13 @@ class _Scan(object):
             self._segment_text(text[:glued.start() + 1], line, lineno)
             line = Line()
             text = text[glued.start() + 1:].lstrip()
+        elif len(text) > 200 and any(w in text for w in JOINED_WORDS):
+            start = 0
+            for end in joined_cuts(text):
+                # records whose line breaks a paste lost: one segment each, on the same line number
+                self._segment_text(text[start:end].rstrip(), line, lineno)
+                line, start = Line(), end
+            text = text[start:]
         self._segment_text(text, line, lineno)
 
     def _segment_text(self, text, line, lineno):
@@ -1003,8 +1013,9 @@ class _Scan(object):
         self._markers(line, lineno)
         # a raw line is matched as an error, unless it is a Python warning
         lvl = (LEVEL_WARNING if line.pywarn else LEVEL_ERROR) if line.level == LEVEL_RAW else line.level
+        # (the Ascend CANN runtime indents its error records, each ending "[FUNC:..][FILE:..][LINE:..]": not code)
         if line.fmt in (FMT_RAW, FMT_VLLM) and (body.startswith("    ") or stripped.startswith(CODE_STARTS)) \
-                and not DESCRIBE_FIELD_RX.match(body):
+                and not DESCRIBE_FIELD_RX.match(body) and "[FUNC:" not in stripped:
             # a frame or source line of a traceback whose start is not in this log (a cut or pasted excerpt):
             # the source text of a raise statement is not the error; a frame opens the cut traceback
             # code lines right before it in its stream (a record cut at a source or caret line) are its first lines

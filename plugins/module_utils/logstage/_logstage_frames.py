@@ -372,6 +372,43 @@ FRAMES = (
     ("profile_cudagraph_memory", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: determine_available_memory"),
     ("_init_minimal_kv_cache_for_profiling", "vllm/v1/worker", "engine_init", "gpu_model_runner.py (0.2x): profiling"),
     ("_warmup_and_capture", "vllm/v1/worker", "engine_init", "gpu_model_runner.py (0.2x): capture_model"),
+    # round 19: the multi-modal sizing done once at start-up from dummy inputs - the registry's maximum tokens per
+    # item and its dummy data (multimodal/registry.py 0.6 -> 0.2x: get_max_multimodal_tokens, get_max_tokens_*,
+    # get_dummy_mm_inputs, get_decoder_dummy_data / get_encoder_dummy_data; multimodal/profiling.py's profiler),
+    # the encoder budget (v1/core/encoder_cache_manager.py compute_encoder_budget / compute_mm_encoder_budget, and
+    # multimodal/encoder_budget.py get_mm_max_toks_per_item / MultiModalBudget, 0.2x), which the model runner, the
+    # scheduler and the front end build before serving (its reset_cache, run later, is not listed)
+    ("get_max_multimodal_tokens", "vllm/multimodal", "engine_init", "multimodal/registry.py (0.6 -> 0.10)"),
+    ("get_max_tokens_by_modality", "vllm/multimodal", "engine_init", "multimodal/registry.py"),
+    ("get_max_tokens_per_item_by_modality", "vllm/multimodal", "engine_init", "multimodal/registry.py"),
+    ("get_max_tokens_per_item_by_nonzero_modality", "vllm/multimodal", "engine_init", "multimodal/registry.py"),
+    ("get_dummy_mm_inputs", "vllm/multimodal", "engine_init", "multimodal/registry.py (0.2x): dummy inputs"),
+    ("get_decoder_dummy_data", "vllm/multimodal", "engine_init", "multimodal/registry.py: the profiling run's data"),
+    ("get_encoder_dummy_data", "vllm/multimodal", "engine_init", "multimodal/registry.py: the profiling run's data"),
+    ("get_mm_max_toks_per_item", "vllm/multimodal", "engine_init", "multimodal/encoder_budget.py (0.2x)"),
+    ("__init__", "vllm/multimodal/encoder_budget.py", "engine_init", "multimodal/encoder_budget.py: MultiModalBudget"),
+    ("compute_encoder_budget", "vllm/v1/core/encoder_cache_manager.py", "engine_init", "encoder_cache_manager.py"),
+    ("compute_mm_encoder_budget", "vllm/v1/core/encoder_cache_manager.py", "engine_init", "encoder_cache_manager.py"),
+    ("get_dummy_data", "vllm/multimodal/profiling.py", "engine_init", "multimodal/profiling.py: MultiModalProfiler"),
+    ("get_mm_max_tokens", "vllm/multimodal/profiling.py", "engine_init", "multimodal/profiling.py: MultiModalProfiler"),
+    # round 19: the tokenizer wrapped once it is loaded (transformers_utils/tokenizer.py get_cached_tokenizer, 0.4 ->
+    # 0.12; vllm/tokenizers/ after the move), called only by get_tokenizer (above): a tokenizer vLLM cannot wrap is
+    # the config's, as one that does not load
+    ("get_cached_tokenizer", "vllm/transformers_utils", "config", "transformers_utils/tokenizer.py: get_tokenizer's"),
+    ("get_cached_tokenizer", "vllm/tokenizers", "config", "vllm/tokenizers/ (0.13+): get_tokenizer's"),
+    # round 19: callers that generate with an engine they built before (the engine exists, a batch is being
+    # generated): verl's rollout (ActorRolloutRefWorker / the rollouts' generate_sequences; its fused Ray actor
+    # WorkerDict binds each worker method as "<role>_<method>", verl/single_controller/ray/base.py), lm-eval's vLLM
+    # models (lm_eval/models/vllm_causallms.py, vllm_vlms.py: generate_until, loglikelihood, _model_generate,
+    # _loglikelihood_tokens, _parse_logprobs - the LM is built in simple_evaluate before evaluate runs requests)
+    ("generate_sequences", "verl/", "request", "verl: the rollout's generate_sequences"),
+    ("actor_rollout_generate_sequences", "verl/", "request", "verl WorkerDict: actor_rollout + generate_sequences"),
+    ("rollout_generate_sequences", "verl/", "request", "verl WorkerDict: rollout + generate_sequences"),
+    ("_model_generate", "lm_eval/models/vllm", "request", "lm_eval/models/vllm_causallms.py: VLLM._model_generate"),
+    ("_multimodal_model_generate", "lm_eval/models/vllm", "request", "lm_eval/models/vllm_vlms.py"),
+    ("generate_until", "lm_eval/models/vllm", "request", "lm_eval/models/vllm_causallms.py, vllm_vlms.py"),
+    ("_loglikelihood_tokens", "lm_eval/models/vllm", "request", "lm_eval/models/vllm_causallms.py"),
+    ("_parse_logprobs", "lm_eval/models/vllm", "request", "lm_eval/models/vllm_causallms.py: a request's logprobs"),
 )
 
 # files whose every function belongs to one stage: a frame of one of them places the traceback even when its
@@ -427,6 +464,9 @@ SOURCE_LINES = (
     ("params_dict[name]", "weight_loading", "models/*.py load_weights: param = params_dict[name]"),
     # the weight loaders' calls ("weight_loader(param, loaded_weight", models/*.py load_weights)
     ("weight_loader(param, loaded_weight", "weight_loading", "models/*.py load_weights: weight_loader(param, ...)"),
+    # round 19: lm-eval's evaluate (lm_eval/evaluator.py, 0.4 -> current) runs every request type through the model
+    # it was given, built before (simple_evaluate): "resps = getattr(lm, reqtype)(cloned_reqs)"
+    ("getattr(lm, reqtype)(cloned_reqs)", "request", "lm_eval/evaluator.py evaluate: the model's requests"),
 )
 
 # a frame's source line that names the worker method the executor runs on every worker: V0's executors

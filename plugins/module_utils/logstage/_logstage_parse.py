@@ -31,6 +31,10 @@ LEVEL_RAW = "raw"                   # a line without a level (print, traceback, 
 
 ANSI_RX = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 ORPHAN_ANSI_RX = re.compile(r"\[[0-9;]{1,8}m(?=\S)")
+# rsyslog's escape of control characters it received (EscapeControlCharactersOnReceive, on by default: "#" and the
+# byte in three octal digits - ESC "#033", CR "#015", TAB "#011"), as a server's log forwarded through syslog shows
+RSYSLOG_ESC_RX = re.compile(r"#(0[0-3][0-7])")
+RSYSLOG_ESCAPES = ("#033", "#015", "#011")
 K8S_RX = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)((?:[.,]\d+)?)(Z|[+-]\d\d:?\d\d)?(?:\s|$)")
 JOURNAL_RX = re.compile(
     r"^(?:([A-Z][a-z]{2}) ([ \d]\d) (\d\d):(\d\d):(\d\d) [\w.-]+ [\w.@/-]+(?:\[\d+\])?:(?: |$)|"
@@ -314,6 +318,11 @@ def _vllm_record(m, line):
     line.rec = (m.group("level"), line.ts, m.group("file"), m.group("lineno"))
 
 
+def joined_cuts(text):
+    """Where the records a paste ran together on one line begin (offsets after the first), none when it did not."""
+    return [m.end() for m in JOINED_RX.finditer(text) if JOINED_TAG_END_RX.search(text, 0, m.start()) is None]
+
+
 def _parse_line(text, line):
     if " pid=" in text:
         m = VLLM_RX.search(text)
@@ -438,6 +447,12 @@ LEVEL_WORDS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 CUT_RECORD_RX = re.compile(r"^([A-Z]{2,8})(?: \d\d?(?:-\d{0,2}(?: [\d:]{0,8}(?:[.,]\d*)?(?: [\w.]*)?)?)?)?(?: \[[^\]\s]*)?$")
 # a vLLM record glued after a progress bar's "]" (the bar's carriage return lost in a paste)
 GLUED_RX = re.compile(r"\](?=\s*(?:\([^)]*pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d )")
+# vLLM records run together on one line (a paste that lost its line breaks, round 19): each record's prefix after
+# the end of the one before; only a long line with a level word is searched (JOINED_WORDS)
+JOINED_RX = re.compile(r"(?<=\S) (?=(?:\([^)]*pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d )")
+# ... but never between a process tag and its record ("(Worker pid=7) ERROR ...", nested tags)
+JOINED_TAG_END_RX = re.compile(r"pid=\d+(?:, ip=[^)]*)?\)$")
+JOINED_WORDS = (" INFO ", " ERROR ", " WARNING ", " CRITICAL ", " DEBUG ")
 
 
 COLLECTIVE_LINE_RX = re.compile(COLLECTIVE_RX)

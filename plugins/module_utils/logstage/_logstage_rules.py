@@ -104,6 +104,12 @@ SIGNATURES = (
     # server (a consequence: it stands in only when nothing else is there), low without markers (USUAL_STAGE_LOW)
     (CONSEQUENCE, "maximum context length is", None, "other", WHERE_OR, "request", (AT_WARNING,),
      "the server refused a request longer than the model's context (a 400): shorten it or raise --max-model-len"),
+    # round 19: the scheduler ignoring a prompt longer than it can ever schedule (vllm/core/scheduler.py V0 0.2 ->
+    # 0.10, logger.warning "Input prompt (%d tokens) is too long and exceeds limit of %d"; the request finishes as
+    # FINISHED_IGNORED): only the scheduler of a running engine has requests to ignore
+    (CONSEQUENCE, "is too long and exceeds limit of", r"Input prompt \(\d+ tokens\).* is too long and exceeds limit of",
+     "other", FIXED, "request", (AT_WARNING,),
+     "the scheduler ignored a prompt longer than max_model_len (or max_num_batched_tokens without chunked prefill)"),
     # the error body of a 500 that a client quotes (round 13): vLLM's ErrorResponse ({"object": "error", "message":
     # ..., "code": 500}), FastAPI's HTTPException ({"detail": ...}), Ray Serve's "Internal Server Error (Request ID:
     # ...)": the server was up and a request failed in it; the server's own traceback, when pasted, is the cause
@@ -179,6 +185,10 @@ SIGNATURES = (
     # Ray Serve's controller (serve/_private/deployment_state.py): "Exception in Replica(id=..., deployment=...), the
     # replica will be stopped." - the replica's exception is in the traceback that follows
     (HEADER, "Exception in Replica(", None, "other", WHERE, None, (), None),
+    # round 19: Ray's driver reporting a task's exception nobody retrieved (ray/_private/worker.py
+    # _unhandled_error_handler: "Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'): %s", the task's
+    # RayTaskError: "ray::<Actor>.<method>() (pid=..., ...)" and its traceback follow); the method names the step
+    (HEADER, "Unhandled error (suppress with", None, "other", WHERE, None, (), None),
     # vLLM V1 core_client.py: the engine core's monitor saw the workers die ("Got fatal signal from worker
     # processes, shutting down. See stack trace above for root cause issue.")
     (CONSEQUENCE, "Got fatal signal from worker processes", None, "engine_dead", WHERE, None, (AT_WARNING,),
@@ -229,6 +239,14 @@ SIGNATURES = (
      "timeout", AT_LEAST, "distributed_init", (AT_WARNING,), None),
     (VICTIM, "detected by watchdog", None, "timeout", AT_LEAST, "distributed_init", (AT_WARNING,), None),
     (VICTIM, "Timeout at NCCL work", None, "timeout", AT_LEAST, "distributed_init", (AT_WARNING,), None),
+    # round 19: ProcessGroupNCCL's heartbeat monitor (torch 2.2+, ProcessGroupNCCL.cpp heartbeatMonitor: "Heartbeat
+    # monitor timed out! Process will be terminated after dumping debug info." and "ProcessGroupNCCL's watchdog got
+    # stuck for %d seconds without making progress in monitoring enqueued collectives"): a collective or the watchdog
+    # hung on this rank; the group existed, but neither line says in which stage
+    (VICTIM, "Heartbeat monitor timed out", None, "timeout", AT_LEAST_OR_UNKNOWN, "distributed_init", (AT_WARNING,),
+     "a collective hung (10 min by default): look for the rank or node that failed or stalled first"),
+    (VICTIM, "watchdog got stuck for", r"watchdog got stuck for \d+ seconds without making progress", "timeout",
+     AT_LEAST_OR_UNKNOWN, "distributed_init", (AT_WARNING,), None),
     (WEAK_CONSEQUENCE, "we are taking the entire process down", None, "timeout", WHERE, None, (AT_WARNING,), None),
     # a rank that waited in the rendezvous store for keys the other ranks never set (torch.distributed.DistStoreError
     # "wait timeout after 50000ms, keys: /default_pg/..."): the ones that failed or never came are the cause
@@ -557,6 +575,10 @@ SIGNATURES = (
     (FAILURE, "HFValidationError", None, "missing_file", WHERE_OR, "config", (),
      "the model path does not exist, so it was taken as a Hub repository id"),
     (FAILURE, "We couldn't connect to 'https://huggingface.co'", None, "missing_file", WHERE_OR, "config", (), None),
+    # round 19: huggingface_hub with HF_HUB_OFFLINE set (utils/_http.py OfflineModeIsEnabled, a ConnectionError: "Cannot
+    # reach %s: offline mode is enabled"): a file or the repository's info was not in the local cache
+    (FAILURE, "OfflineModeIsEnabled", None, "missing_file", WHERE_OR, "config", (),
+     "HF_HUB_OFFLINE is set and the model's files are not all in the local cache (download them, or pass a path)"),
     (FAILURE, "does not appear to have a file named", None, "missing_file", WHERE_OR, "config", (), None),
     # the tokenizer and the model's config files (transformers: "Can't load tokenizer for %r", "Can't load the
     # configuration of %r"; vllm/transformers_utils/tokenizer.py get_tokenizer: "Failed to load the tokenizer.")
@@ -590,6 +612,13 @@ SIGNATURES = (
     (FAILURE, "busy or unavailable", None, "cuda_error", FIXED, "cuda_init", (),
      "a GPU in exclusive-process mode is held by another process"),
     (FAILURE, "no CUDA-capable device is detected", None, "cuda_error", FIXED, "cuda_init", (AT_WARNING,), None),
+    # round 19: Ascend NPUs - the CANN runtime's failed device calls (its error lines "<api> execution failed,
+    # reason=...[FUNC:...][FILE:error_message_manage.cc]...") for the calls that open a device (rtGetDeviceCount,
+    # rtSetDevice, rtSetDefaultDeviceId), and torch_npu's "c10_npu::SetDevice(...) ... error code is N"
+    (FAILURE, "execution failed, reason=", r"\brt(?:GetDeviceCount|SetDevice|SetDefaultDeviceId)\w* execution failed, "
+     r"reason=", "cuda_error", WHERE_OR, "cuda_init", (AT_WARNING,),
+     "the NPU driver could not open the device (npu-smi info; a process still holding it, the driver's state)"),
+    (FAILURE, "c10_npu::SetDevice", None, "cuda_error", WHERE_OR, "cuda_init", (AT_WARNING,), None),
     # NVML's exceptions (pynvml: NVMLError_<Code> made from nvmlErrorString, e.g. InvalidArgument for an index
     # outside the host's GPUs, DriverNotLoaded, LibraryNotFound, GpuIsLost): the device could not be queried
     (FAILURE, "NVMLError", None, "cuda_error", WHERE_OR, "cuda_init", (),
@@ -845,6 +874,10 @@ SIGNATURES = (
     # a LoRA weight name the adapter loader cannot place (lora/utils.py parse_fine_tuned_lora_name, 0.3 -> current),
     # raised while an adapter is loaded: as the rank check
     (FAILURE, "is unsupported LoRA weight", None, "other", WHERE_OR, "request", (), None),
+    # round 19: the adapter's modules against the model's LoRA-able ones (lora/models.py from_local_checkpoint 0.4 ->
+    # 0.1x, lora/lora_model.py after: "While loading %s, expected target modules in %s but received %s"): as above
+    (FAILURE, "expected target modules in", r"While loading \S.*, expected target modules in", "other", WHERE_OR,
+     "request", (), "the adapter targets modules this model cannot take LoRA on (a vision tower, lm_head, names)"),
     (FAILURE, "is greater than max_lora_rank", r"LoRA rank \d+ is greater than max_lora_rank \d+", "config_error",
      WHERE_OR, "request", (), "raise --max-lora-rank to the adapter's rank"),
     # SchedulerConfig._verify_args (vllm/config.py 0.4-0.10, config/scheduler.py): raised as the config is built

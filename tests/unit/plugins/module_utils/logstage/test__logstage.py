@@ -287,6 +287,12 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 19: V0's scheduler, torch's heartbeat monitor, the Ascend runtime, a LoRA adapter's modules
+    ("Input prompt (5000 tokens) is too long and exceeds limit of 4096", "consequence", "other"),
+    ("ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued "
+     "collectives.", "victim", "timeout"),
+    ("rtSetDevice execution failed, reason=device retain error[FUNC:FuncErrorReason]", "failure", "cuda_error"),
+    ("While loading /srv/adapter, expected target modules in ['q_proj'] but received ['fc9']", "failure", "other"),
     # docker compose v2's dependency check, Ray Serve's controller while a replica waits for resources
     ("dependency failed to start: container vllm-service exited (1)", "consequence", "other"),
     ("Deployment 'VLLMDeployment:m' in application 'a' has 1 replicas that have taken more than 30s to be scheduled. "
