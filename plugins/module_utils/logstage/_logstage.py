@@ -72,6 +72,10 @@ _MAX_STREAMS = 64
 _RANK = STAGE_RANK
 # torchrun's agent after its workers succeeded (torch/distributed/elastic/agent/server/api.py; seen in 2.13 and 1.x)
 _EXIT_BARRIER = "Error waiting on exit barrier"
+# Ray's error for a remote task or actor call (ray/exceptions.py RayTaskError: "RayTaskError(<cause>): ray::<actor>.
+# <method>() (pid=..., ip=...)"), printed as a line of its own with the remote traceback after it: a wrapper whose
+# frames follow (round 19), read as a header is
+_RAY_TASK_HDR_RX = re.compile(r"RayTaskError\(\w+\): .{0,12}ray::[\w.:-]+\(\)")
 _BARRIER_NEAR = 80                  # lines from the store client's warning (and its C++ frames) to that record
 
 
@@ -754,6 +758,8 @@ class _Scan(object):
                 tb.state = "between"
                 tb.chained = "chain"
                 return True
+            if not tb.entries[-1][2] and self._ray_remote_tb(tb, line, lineno, body, stripped):
+                return True
             msgs = tb.entries[-1][2]
             if len(msgs) < _MAX_MSG_LINES:
                 msgs.append((stripped, lineno))
@@ -764,6 +770,8 @@ class _Scan(object):
         # between
         if not stripped:
             return True
+        if self._ray_remote_tb(tb, line, lineno, body, stripped):
+            return True
         if stripped.startswith(CHAIN):
             tb.chained = "chain"
             return True
@@ -773,6 +781,17 @@ class _Scan(object):
             tb.chained = False
             return True
         return False
+
+    def _ray_remote_tb(self, tb, line, lineno, body, stripped):
+        """Ray's task error (RayTaskError(...): ray::...()) prints the remote task's traceback after its own line:
+        those frames join the traceback, their exception an entry after the wrapper's (round 19)."""
+        exc = tb.entries[-1][0] or ""
+        if not stripped.startswith("File ") or "RayTaskError(" not in exc or _RAY_TASK_HDR_RX.search(exc) is None \
+                or frame_line(stripped) is None:
+            return False
+        tb.entries.append([None, None, []])
+        tb.state = "frames"
+        return self._tb_line(tb, line, lineno, body)
 
     def _cut_placed(self, frames, hint, cls="other", named=None, cap=True):
         """Where an error record (with ``cap``: a cut exception, a C++ host's own record) is placed: its frames, else
@@ -1028,7 +1047,8 @@ class _Scan(object):
         rec_key = (stream, line.rec) if (line.rec is not None and line.fmt == FMT_VLLM) else None
         shown = "NCCL WARN " + body if line.fmt == FMT_NCCL else body
         if sig is not None:
-            if sig.kind == HEADER:
+            if sig.kind == HEADER or (sig.kind == CONSEQUENCE and "RayTaskError(" in body
+                                      and _RAY_TASK_HDR_RX.search(body) is not None):
                 self._open_tb(line, lineno, body, header=sig)
                 return
             inner = _match_failure(body, lvl) if sig.kind in (CONSEQUENCE, WEAK_CONSEQUENCE) else None

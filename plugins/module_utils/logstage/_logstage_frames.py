@@ -467,6 +467,9 @@ SOURCE_LINES = (
     # round 19: lm-eval's evaluate (lm_eval/evaluator.py, 0.4 -> current) runs every request type through the model
     # it was given, built before (simple_evaluate): "resps = getattr(lm, reqtype)(cloned_reqs)"
     ("getattr(lm, reqtype)(cloned_reqs)", "request", "lm_eval/evaluator.py evaluate: the model's requests"),
+    # ... and verl's trainers calling their rollout worker group for a batch (verl/trainer/ppo/ray_trainer.py fit,
+    # _validate: "self.actor_rollout_wg.generate_sequences(gen_batch)", async_rollout_manager's the same)
+    (".generate_sequences", "request", "verl trainers: the rollout's generate_sequences(_loop, _async) for a batch"),
 )
 
 # a frame's source line that names the worker method the executor runs on every worker: V0's executors

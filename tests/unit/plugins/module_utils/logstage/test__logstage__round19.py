@@ -116,3 +116,21 @@ def test_multimodal_sizing_and_the_tokenizer_wrapper_are_start_up_frames():
            "get_cached_tokenizer\n    tokenizer.all_special_tokens_extended)\n"
            "AttributeError: Qwen2Tokenizer has no attribute all_special_tokens_extended\n")
     assert _answer(tok)[:3] == ("config", "other", "high")
+
+
+def test_ray_s_task_error_is_placed_by_the_remote_traceback_printed_after_it():
+    # Python's traceback of ray.get, Ray's "RayTaskError(...): ray::...()" line, then the remote task's frames and
+    # its exception: the trainer called the rollout's generation
+    text = ("Traceback (most recent call last):\n"
+            '  File "/venv/lib/python3.10/site-packages/ray/_private/worker.py", line 930, in get_objects\n'
+            "    raise value.as_instanceof_cause()\n"
+            "ray.exceptions.RayTaskError(ActorDiedError): ray::TaskRunner.run() (pid=11, ip=10.0.0.3, actor_id=cd34)\n"
+            '  File "/work/verl/trainer/ppo/ray_trainer.py", line 910, in fit\n'
+            "    gen_batch_output = self.actor_rollout_wg.generate_sequences(gen_batch)\n"
+            '  File "/work/verl/single_controller/ray/base.py", line 49, in func\n'
+            "    output = ray.get(output)\n"
+            "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n")
+    assert _answer(text) == ("request", "engine_dead", "high", 4)
+    # the same remote frames without a step they name: the wrapper stays where the log does not say
+    other = text.replace("gen_batch_output = self.actor_rollout_wg.generate_sequences(gen_batch)", "self.save()")
+    assert _answer(other)[:2] == ("unknown", "engine_dead")
