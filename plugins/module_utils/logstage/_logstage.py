@@ -178,8 +178,10 @@ _FRAME_FILES = tuple((part, stage) for part, stage, _source in FRAME_FILES)
 
 
 def frame_stage(func, path):
-    """The stage of a traceback frame (function ``func`` in file ``path``), or None when it is not mapped."""
-    return _stage_by_path(_FRAME_STAGES.get(func), path) or _stage_by_path(_FRAME_FILES, path)
+    """The stage of a traceback frame (function ``func`` in file ``path``), or None when it is not mapped.  A module's
+    own code (``<module>``: the module being imported) is not the stage of the functions its file holds (round 20)."""
+    return _stage_by_path(_FRAME_STAGES.get(func), path) or (
+        None if func == "<module>" else _stage_by_path(_FRAME_FILES, path))
 
 
 def _source_stage(stripped, calls=False):
@@ -896,9 +898,10 @@ class _Scan(object):
             placed = self._cut_placed(frames, tb.serving_hint())
             self._add(ERROR_LINE, "other", placed, tb.context[0], tb.lineno, tb.ts, tb.tkey, tb.tkey_own, proc,
                       tb.pid, None, tb.context, rec_key, origin=tb.lineno)
-        elif prev is None and at_eof and tb.state == "frames" and tb.nframes and tb.entries:
-            # the paste ends inside a traceback (its exception cut away, people paste the top of a long one): an
-            # error of its own at its "Traceback" line (or its first frame), placed as a cut ERROR record is
+        elif prev is None and at_eof and tb.state == "frames" and (tb.nframes or tb.whole) and tb.entries:
+            # the paste ends inside a traceback (its exception cut away, people paste the top of a long one; round
+            # 20: also right after its "Traceback" line): an error of its own at its "Traceback" line (or its first
+            # frame), placed as a cut ERROR record is
             placed = self._cut_placed(frames, tb.serving_hint())
             text = tb.context[0] if tb.context else "Traceback (cut before its exception)"
             # the weakest error there is: any other error of the log (a header that owns this traceback, a

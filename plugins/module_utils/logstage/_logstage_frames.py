@@ -484,10 +484,11 @@ EXECUTOR_CALLS = r"""\b(?:_run_workers(?:_async)?|collective_rpc)\(\s*["'](\w+)[
 # lack: ``self._initialize_kv_caches()`` (V0 llm_engine.py LLMEngine.__init__), ``return
 # self.driver_worker.determine_num_available_blocks()`` (V0 executors), ``self.model_runner.load_model()``
 # (worker.py / gpu_worker.py), ``loaded_weights = model.load_weights(`` (model_loader), ``torch.cuda.set_device(``
-# (init_device), 0.2 -> current.  An attribute call of a name with an underscore (vLLM's own names; ``create``,
-# ``step``, ``generate`` and a client's ``completions.create(`` are left out), looked up in FRAMES by name like a
-# worker method: only when every row of that name agrees
-CALLS = r"^(?:[\w.\[\]]+\s*(?::\s*[\w.\[\], ]+)?=\s*)?(?:return |await |yield from )*(?:\w+\.)+(\w+_\w+)\("
+# (init_device), 0.2 -> current; round 20: a module function called by its bare name too
+# (``init_worker_distributed_environment(self.vllm_config, ...`` in init_device).  A call of a name with an
+# underscore (vLLM's own names; ``create``, ``step``, ``generate`` and a client's ``completions.create(`` are left
+# out), looked up in FRAMES by name like a worker method: only when every row of that name agrees
+CALLS = r"^(?:[\w.\[\]]+\s*(?::\s*[\w.\[\], ]+)?=\s*)?(?:return |await |yield from )*(?:\w+\.)*(\w+_\w+)\("
 
 # logger lines that name the worker method that failed; the method is looked up in FRAMES by name
 METHOD_MESSAGES = (

@@ -319,8 +319,13 @@ def _vllm_record(m, line):
 
 
 def joined_cuts(text):
-    """Where the records a paste ran together on one line begin (offsets after the first), none when it did not."""
-    return [m.end() for m in JOINED_RX.finditer(text) if JOINED_TAG_END_RX.search(text, 0, m.start()) is None]
+    """Where the records a paste ran together on one line begin (offsets after the first), none when it did not;
+    a raw Python traceback run together ("Traceback (most recent call last):  File ...  File ...") is cut before
+    each frame (round 20)."""
+    cuts = [m.end() for m in JOINED_RX.finditer(text) if JOINED_TAG_END_RX.search(text, 0, m.start()) is None]
+    if text.startswith(TB_START) and ' File "' in text:
+        cuts = sorted(set(cuts).union(m.end() for m in JOINED_FRAME_RX.finditer(text)))
+    return cuts
 
 
 def _parse_line(text, line):
@@ -452,7 +457,8 @@ GLUED_RX = re.compile(r"\](?=\s*(?:\([^)]*pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERRO
 JOINED_RX = re.compile(r"(?<=\S) (?=(?:\([^)]*pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d )")
 # ... but never between a process tag and its record ("(Worker pid=7) ERROR ...", nested tags)
 JOINED_TAG_END_RX = re.compile(r"pid=\d+(?:, ip=[^)]*)?\)$")
-JOINED_WORDS = (" INFO ", " ERROR ", " WARNING ", " CRITICAL ", " DEBUG ")
+JOINED_FRAME_RX = re.compile(r'(?<=\S)\s{2,}(?=File "[^"]+", line \d+, in )')
+JOINED_WORDS = (" INFO ", " ERROR ", " WARNING ", " CRITICAL ", " DEBUG ", "most recent call last):")
 
 
 COLLECTIVE_LINE_RX = re.compile(COLLECTIVE_RX)

@@ -568,6 +568,17 @@ SIGNATURES = (
      "the model path holds no readable config.json (for a GGUF file pass --tokenizer and the file itself)"),
     # transformers' load_gguf_checkpoint (modeling_gguf_pytorch_utils.py), which vLLM's config and tokenizer call for
     # a GGUF file: the file's architecture has no GGUF mapping in the installed transformers
+    # round 20: the multi-modal processor's check of a prompt's placeholders against its items (multimodal/
+    # processing.py _validate_mm_placeholders / _validate_mm_updates, 0.8 -> current: "Expected there to be %d prompt
+    # updates corresponding to %d %s items, but instead found %d prompt updates!"): a request's prompt - or the
+    # profiling run's dummy inputs of a processor that is itself wrong: low without markers (USUAL_STAGE_LOW)
+    (FAILURE, "prompt updates corresponding to", r"Expected there to be \d+ prompt updates corresponding to", "other",
+     WHERE_OR, "request", (), "the prompt's multi-modal placeholders do not match its images/videos (or the model's "
+     "processor is wrong)"),
+    # round 20: openai-harmony's parser of gpt-oss output (HarmonyError "Unexpected token %d while expecting start
+    # token %d"), run by vLLM on a request's output tokens (entrypoints/harmony_utils.py, parser/harmony.py)
+    (FAILURE, "while expecting start token", r"Unexpected token \d+ while expecting start token", "other", WHERE_OR,
+     "request", (), "gpt-oss output that is not Harmony (often max_tokens cut it): see vLLM's Harmony fixes"),
     (FAILURE, "GGUF model with architecture", None, "config_error", WHERE_OR, "config", (),
      "the installed transformers cannot read this GGUF architecture: a newer transformers, or the original model"),
     (FAILURE, "LocalEntryNotFoundError", None, "missing_file", WHERE_OR, "config", (),
@@ -824,6 +835,10 @@ SIGNATURES = (
     (FAILURE, "OutOfMemoryError", None, "oom", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
     (FAILURE, "CUDA out of memory", None, "oom", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
     (FAILURE, "CUDA error: out of memory", None, "oom", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
+    # round 20: vLLM's CUDA driver-API wrappers in C++ (csrc/cumem_allocator.cpp, the sleep-mode allocator 0.7.3+:
+    # "CUDA Error: %s at %s:%d" from cuGetErrorString) - every allocation of weights and KV cache with
+    # --enable-sleep-mode, and a wake_up's re-allocation
+    (FAILURE, "CUDA Error: out of memory", None, "oom", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
     (FAILURE, "cudaErrorMemoryAllocation", None, "oom", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
     (FAILURE, "Out of memory: Killed process", None, "oom", WHERE, None, (AT_WARNING,),
      "the host kernel OOM killer (host RAM, not GPU memory)"),
@@ -951,7 +966,8 @@ SIGNATURES = (
 # (distributed init), a Hugging Face download (config, weights), a client going away (request).  A refused request
 # (a 400) is the request stage's, but a client's quote of it proves nothing of the server (round 10).
 USUAL_STAGE_LOW = frozenset(("cannot open shared object file", "undefined symbol", "peer", "maximum context length is",
-                             "No available node types can fulfill resource request", "is not defined"))
+                             "No available node types can fulfill resource request", "is not defined",
+                             "prompt updates corresponding to"))
 
 # --------------------------------------------------------------------------------------------------------------
 # stage markers: (stage, role, format, key, regex or None)

@@ -287,6 +287,10 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 20: the multi-modal placeholder check, openai-harmony's parser
+    ("Expected there to be 2 prompt updates corresponding to 2 video items, but instead found 1 prompt updates!",
+     "failure", "other"),
+    ("Unexpected token 12 while expecting start token 200006", "failure", "other"),
     # round 19: V0's scheduler, torch's heartbeat monitor, the Ascend runtime, a LoRA adapter's modules
     ("Input prompt (5000 tokens) is too long and exceeds limit of 4096", "consequence", "other"),
     ("ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued "
