@@ -43,8 +43,8 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rule
     WEAK_CONSEQUENCE, WHERE, WHERE_OR)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_messages import message_stage
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_frames import (
-    CALLS, DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, SERVING_FRAMES,
-    SHARED_SERVING_FRAMES, SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS)
+    CALLS, DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, NOT_SERVING_FILES,
+    SERVING_FRAMES, SHARED_SERVING_FRAMES, SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
     CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, EXC_RX, GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, JOINED_WORDS,
     LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING, MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX,
@@ -717,7 +717,8 @@ class _Scan(object):
             if m is not None:
                 func, path = m.group("func"), m.group("path")
                 fs = frame_stage(func, path)
-                sf = None if fs else _stage_by_path(_SERVING_FRAMES, path)
+                sf = None if fs or any(p in path for p in NOT_SERVING_FILES) else \
+                    _stage_by_path(_SERVING_FRAMES, path)
                 if fs:
                     tb.frames.add(DEVICE_QUERY if fs == "cuda_init" and any(p in path for p in DEVICE_QUERY_PATHS) else fs)
                 elif "vllm" in path or sf:

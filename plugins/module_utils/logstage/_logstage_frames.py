@@ -372,6 +372,10 @@ FRAMES = (
     ("profile_cudagraph_memory", "vllm/v1/worker", "engine_init", "gpu_model_runner.py: determine_available_memory"),
     ("_init_minimal_kv_cache_for_profiling", "vllm/v1/worker", "engine_init", "gpu_model_runner.py (0.2x): profiling"),
     ("_warmup_and_capture", "vllm/v1/worker", "engine_init", "gpu_model_runner.py (0.2x): capture_model"),
+    # round 21: the Ray executors' future of a scheduled batch (v1/executor/ray_distributed_executor.py, ray_utils.py
+    # FutureWrapper "a wrapper around a Ray output reference to meet the interface of .execute_model()"): its
+    # result() is a model step's output, awaited by the engine core's batch-queue step (pipeline parallelism)
+    ("result", "vllm/v1/executor/ray_", "request", "v1 Ray executor: FutureWrapper.result (execute_model's output)"),
     # round 19: the multi-modal sizing done once at start-up from dummy inputs - the registry's maximum tokens per
     # item and its dummy data (multimodal/registry.py 0.6 -> 0.2x: get_max_multimodal_tokens, get_max_tokens_*,
     # get_dummy_mm_inputs, get_decoder_dummy_data / get_encoder_dummy_data; multimodal/profiling.py's profiler),
@@ -508,7 +512,8 @@ METHOD_MESSAGES = (
 # then show and win (the earliest mapped stage wins, and mapped frames win over these).  A traceback that also
 # shows a start-up function of STARTUP_FUNCS (building the model, starting the server) is not placed by these.
 SERVING_FRAMES = (
-    ("vllm/model_executor/models/", "request", "the models' forward passes (vllm/model_executor/models/*.py)"),
+    ("vllm/model_executor/models/", "request", "the models' forward passes (vllm/model_executor/models/*.py; not "
+     "registry.py, NOT_SERVING_FILES)"),
     ("vllm/model_executor/layers/", "request",
      "layers run by the forward pass: attention, linear, fused MoE, logits processor, V0 sampler"),
     ("vllm/attention/", "request", "attention backends and ops (vllm/attention/, <=0.11)"),
@@ -557,6 +562,10 @@ SERVING_FRAMES = (
     ("vllm/v1/spec_decode/", "request", "V1 drafters: eagle.py, medusa.py, ngram_proposer.py"),
     ("vllm/spec_decode/", "request", "V0 speculative decoding (0.4 -> 0.10)"),
 )
+# files under a serving path that hold no serving code (round 21): the model registry resolves and inspects
+# architectures while the config is built and the model class is chosen for loading (models/registry.py 0.6 ->
+# current), never in a forward pass
+NOT_SERVING_FILES = ("vllm/model_executor/models/registry.py",)
 # serving code that start-up runs too (issue 35, round three): the forward pass, attention, the V1 sampler and the
 # flash-attention wrappers run in the profiling pass (V0 ``profile_run`` -> ``execute_model``; V1 ``profile_run``,
 # ``_dummy_run``, ``_dummy_sampler_run``), in torch.compile's warm-up and in CUDA-graph capture (0.5 -> 0.33);

@@ -253,6 +253,9 @@ MESSAGES = (
      'ValueError config/vllm.py:__post_init__'),
     ('LoRA is not supported with chunked prefill yet.', 'config', 'config_error',
      'ValueError config.py:verify_with_scheduler_config'),
+    # round 21, read by hand (0.4 -> 0.6, before the releases the script read): the custom LoRA kernel's token limit
+    ('Due to limitations of the custom LoRA CUDA kernel, max_num_batc', 'config', 'config_error',
+     'ValueError config.py:LoRAConfig.verify_with_scheduler_config'),
     ('Loading a multimodal GGUF model needs to use original tokenizer.', 'config', 'config_error',
      'ValueError config/model.py:__post_init__'),
     ('Mamba SSU algorithm selection is only supported with the FlashIn', 'config', 'config_error',

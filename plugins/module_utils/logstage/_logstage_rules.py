@@ -608,9 +608,13 @@ SIGNATURES = (
     # VllmConfig's scheduler budget check (vllm/config/vllm.py _set_max_num_scheduled_tokens), raised as the config
     # is built: "max_num_scheduled_tokens is set to %d, which does not allow any tokens to be scheduled"
     (FAILURE, "which does not allow any tokens to be scheduled", None, "config_error", FIXED, "config", (), None),
+    # DeviceConfig's device type (vllm/config.py DeviceConfig.__init__ 0.6 -> 0.10, config/device.py __post_init__
+    # 0.11+) raises "Failed to infer device type" while EngineArgs builds the config, when no platform was detected
+    # at import: the config stage failed; its cause is the environment (round 21: was cuda_init, against the frames
+    # every such paste shows - create_engine_config -> DeviceConfig - and its labels)
+    (FAILURE, "Failed to infer device type", None, "cuda_error", FIXED, "config", (),
+     "no platform was detected: no /dev/nvidia*, driver libraries not mounted or NVIDIA_VISIBLE_DEVICES empty"),
     # --- cuda_init: platform, device discovery, CUDA context, memory pre-check ----------------------------------
-    (FAILURE, "Failed to infer device type", None, "cuda_error", FIXED, "cuda_init", (),
-     "NVML is not usable here: no /dev/nvidia*, driver libraries not mounted or NVIDIA_VISIBLE_DEVICES empty"),
     # PyTorch's CUDA error message (c10/cuda/CUDAException.cpp c10_cuda_check_implementation) ends with "CUDA kernel
     # errors might be asynchronously reported at some other API call, ..." on its own line: a paste cut after the
     # error's first line still shows a CUDA error (round 13); the error's own line, when there, comes first
@@ -1248,6 +1252,8 @@ LEVEL_WORD_RX = (r"^(?:\S+\s+){0,4}?\[?(?:ERROR|CRITICAL|FATAL)\]?(?::|\s+[|:-]?
 # --------------------------------------------------------------------------------------------------------------
 # (substring, regex or None, cause stage, source); also every error of class driver_mismatch or import_error
 CAUSES = (
+    ("Failed to infer device type", None, "environment",
+     "vLLM detected no platform at import (vllm/platforms/__init__.py): the accelerator or its driver is not visible"),
     ("no kernel image is available for execution on the device", None, "environment",
      "CUDA runtime: the installed binaries have no kernels for this GPU's architecture"),
     ("HIP error: invalid device function", None, "environment",

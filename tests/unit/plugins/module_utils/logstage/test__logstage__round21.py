@@ -1,0 +1,45 @@
+"""Round 21 of issue 35: from issue35p's misses, read after its freeze (DeviceConfig's device type, the model
+registry, the Ray executor's batch future, the custom LoRA kernel's token limit).
+The samples are written from vLLM's source and formats; paths, ids and numbers are invented."""
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_text
+
+
+def test_the_device_type_fails_while_the_config_is_built_for_want_of_a_platform():
+    text = ('  File "/venv/lib/python3.10/site-packages/vllm/engine/arg_utils.py", line 1046, in create_engine_config\n'
+            "    device_config = DeviceConfig(device=self.device)\n"
+            "RuntimeError: Failed to infer device type\n")
+    ans = classify_text(text)
+    assert (ans["stage"], ans["confidence"], ans["cause_stage"]) == ("config", "high", "environment")
+
+
+def test_the_model_registry_is_not_a_forward_pass():
+    text = ('  File "/venv/lib/python3.11/site-packages/vllm/model_executor/models/registry.py", line 503, in '
+            "resolve_model_cls\n    return self._raise_for_unsupported(architectures)\n"
+            '  File "/venv/lib/python3.11/site-packages/vllm/model_executor/models/registry.py", line 440, in '
+            "_raise_for_unsupported\n    raise ValueError(\n")
+    assert classify_text(text)["stage"] != "request"
+    # a model's own forward under the same folder still is one (shared with start-up: low in a cut traceback)
+    forward = text.replace("models/registry.py", "models/llama.py").replace("resolve_model_cls", "forward")
+    assert classify_text(forward)["stage"] == "request"
+
+
+def test_the_ray_executor_s_future_is_a_model_step():
+    text = ("(EngineCore_DP0 pid=3) ERROR 12-08 18:21:31 [core.py:844]     model_output = future.result()\n"
+            '(EngineCore_DP0 pid=3) ERROR 12-08 18:21:31 [core.py:844]   File "/vllm/vllm/v1/executor/ray_utils.py", '
+            "line 150, in result\n"
+            "(EngineCore_DP0 pid=3) ERROR 12-08 18:21:31 [core.py:844]     outputs = ray.get(self.ref_or_refs, "
+            "timeout=timeout)\n")
+    ans = classify_text(text)
+    assert (ans["stage"], ans["confidence"]) == ("request", "high")
+
+
+def test_the_custom_lora_kernel_s_token_limit_is_a_config_check():
+    text = ("ValueError: Due to limitations of the custom LoRA CUDA kernel, max_num_batched_tokens must be <= 65528 "
+            "when LoRA is enabled.\n")
+    ans = classify_text(text)
+    assert (ans["stage"], ans["error_class"], ans["confidence"]) == ("config", "config_error", "medium")
