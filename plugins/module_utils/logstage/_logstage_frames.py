@@ -413,6 +413,13 @@ FRAMES = (
     ("generate_until", "lm_eval/models/vllm", "request", "lm_eval/models/vllm_causallms.py, vllm_vlms.py"),
     ("_loglikelihood_tokens", "lm_eval/models/vllm", "request", "lm_eval/models/vllm_causallms.py"),
     ("_parse_logprobs", "lm_eval/models/vllm", "request", "lm_eval/models/vllm_causallms.py: a request's logprobs"),
+    # round 22: sleep mode (0.7.3+: LLM.sleep/wake_up, LLMEngine/AsyncLLM/EngineCore, the executors' and workers'
+    # sleep/wake_up, device_allocator/cumem.py CuMemAllocator): only an engine that had started can be put to sleep
+    # and woken - an RL trainer's rollout between two generation phases; and verl's rollout servers that call them
+    ("wake_up", "vllm/", "request", "sleep mode: LLM / engines / executors / workers / CuMemAllocator.wake_up"),
+    ("sleep", "vllm/", "request", "sleep mode: LLM / engines / executors / workers / CuMemAllocator.sleep"),
+    ("wake_up", "verl/workers/rollout", "request", "verl: the vLLM rollout woken for a generation phase"),
+    ("sleep", "verl/workers/rollout", "request", "verl: the vLLM rollout put to sleep after a generation phase"),
 )
 
 # files whose every function belongs to one stage: a frame of one of them places the traceback even when its
@@ -504,6 +511,10 @@ METHOD_MESSAGES = (
     r"ray::[\w:.-]*?\.(\w+)\(\) \(pid=",
     # the V1 executor's collective_rpc (v1/executor/multiproc_executor.py): "RPC call to %s timed out."
     r"RPC call to '?(\w+)'? timed out",
+    # round 22: the V1 engine core's utility calls (v1/engine/core.py _handle_client_request / _invoke_utility_method:
+    # logger.exception "Invocation of %s method failed"; the client's "Call to %s method failed: ...")
+    r"Invocation of '?(\w+)'? method failed",
+    r"Call to '?(\w+)'? method failed",
 )
 
 # Serving-only frames: (part of the frame's file path, stage, where it is in vLLM's source).  This code runs for

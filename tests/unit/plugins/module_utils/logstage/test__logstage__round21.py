@@ -43,3 +43,18 @@ def test_the_custom_lora_kernel_s_token_limit_is_a_config_check():
             "when LoRA is enabled.\n")
     ans = classify_text(text)
     assert (ans["stage"], ans["error_class"], ans["confidence"]) == ("config", "config_error", "medium")
+
+
+def test_round_22_an_engine_woken_from_sleep_had_started_and_served():
+    # sleep mode's wake_up frames (an RL trainer's rollout between two generation phases), cut before the exception
+    text = ('  File "/venv/lib/python3.10/site-packages/vllm/executor/executor_base.py", line 216, in wake_up\n'
+            '    self.collective_rpc("wake_up")\n'
+            '  File "/venv/lib/python3.10/site-packages/vllm/worker/worker.py", line 140, in wake_up\n'
+            "    allocator.wake_up()\n")
+    ans = classify_text(text)
+    assert (ans["stage"], ans["confidence"]) == ("request", "high")
+    # the V1 engine core's record of a utility call that failed names the method
+    rec = "ERROR 08-29 10:18:10 [core.py:459] Invocation of wake_up method failed\n"
+    assert classify_text(rec)["stage"] == "request"
+    # a method no row knows places nothing
+    assert classify_text(rec.replace("wake_up", "frobnicate"))["stage"] == "unknown"
