@@ -453,7 +453,7 @@ CUT_RECORD_RX = re.compile(r"^([A-Z]{2,8})(?: \d\d?(?:-\d{0,2}(?: [\d:]{0,8}(?:[
 # a vLLM record glued after a progress bar's "]" (the bar's carriage return lost in a paste)
 GLUED_RX = re.compile(r"\](?=\s*(?:\([^)]*pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d )")
 # vLLM records run together on one line (a paste that lost its line breaks, round 19): each record's prefix after
-# the end of the one before; only a long line with a level word is searched (JOINED_WORDS)
+# the end of the one before; only a long line with a level word (or a traceback's start) is searched (JOINED_WORDS)
 JOINED_RX = re.compile(r"(?<=\S) (?=(?:\([^)]*pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d )")
 # ... but never between a process tag and its record ("(Worker pid=7) ERROR ...", nested tags)
 JOINED_TAG_END_RX = re.compile(r"pid=\d+(?:, ip=[^)]*)?\)$")

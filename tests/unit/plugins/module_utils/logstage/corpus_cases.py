@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The classifier tests' one reader of the public corpus's real pastes (tests/fixtures/public-corpus/cases)."""
+"""The classifier tests' one reader of the public corpus's real pastes (tests/fixtures/public-corpus/cases), and the
+short forms of an answer the tests compare."""
 
 from __future__ import annotations
 
@@ -20,3 +21,8 @@ def case(prefix):
 def short(ans):
     """An answer as ``(stage, error_class, first error line number)``."""
     return ans["stage"], ans["error_class"], (ans["first_error"] or {}).get("lineno")
+
+
+def brief(ans):
+    """An answer as ``(stage, error_class, confidence, first error line number)``."""
+    return ans["stage"], ans["error_class"], ans["confidence"], (ans["first_error"] or {}).get("lineno")

@@ -8,15 +8,14 @@ The samples are written from each tool's format; paths, ids and numbers are inve
 from __future__ import annotations
 
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_text
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.logstage.corpus_cases import brief
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import joined_cuts
 
 _V0_TAG = "#033[1;36m(VllmWorkerProcess pid=7)#033[0;0m ERROR 01-02 03:04:05 [multiproc_worker_utils.py:239] "
 
 
 def _answer(text):
-    ans = classify_text(text)
-    first = ans["first_error"] or {}
-    return ans["stage"], ans["error_class"], ans["confidence"], first.get("lineno")
+    return brief(classify_text(text))
 
 
 def test_a_record_rsyslog_escaped_is_read_as_the_record():

@@ -8,12 +8,11 @@ The samples are written from each tool's format; paths, ids and numbers are inve
 from __future__ import annotations
 
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_text
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.logstage.corpus_cases import brief
 
 
 def _answer(text):
-    ans = classify_text(text)
-    first = ans["first_error"] or {}
-    return ans["stage"], ans["error_class"], ans["confidence"], first.get("lineno")
+    return brief(classify_text(text))
 
 
 def test_a_paste_that_ends_right_after_traceback_is_an_error_where_the_log_was():
