@@ -5,11 +5,11 @@ no leading underscore and no deprecation in meta/runtime.yml; private: a leading
 how many places in roles/ and playbooks/ call each.
 
 Issue 34's figures, every one counted from the files (comments and blank lines included): role and playbook YAML
-(tasks, handlers, defaults, vars, meta, playbooks) with and without argument_specs.yml; set_fact in roles and
+(tasks, handlers, defaults, vars, meta, playbooks and their vars_files) with and without argument_specs.yml; set_fact in roles and
 playbooks; the records-root filter (`_records_root`) in YAML; meta/runtime.yml's lines; logic-carrying Jinja (YAML
 and role templates) where bare `when:`/`that:`/`until:`/`failed_when:`/`changed_when:` values count as expressions
 too, a quoted one by what its quotes hold; the YAML each playbook reaches (itself, the task files it includes or
-imports - `tasks_from`, include/import_tasks - and the defaults/vars/meta, argument_specs.yml included, and
+imports - `tasks_from`, include/import_tasks -, its vars_files and the defaults/vars/meta, argument_specs.yml included, and
 templates of every role it names, followed transitively); plugin Python lines (a filter's YAML doc is not Python)
 and the Python files over 1,200 lines. At c6f4d72 this gives the issue's own figures (its 77 `set_fact` counted a
 comment that names set_fact).
@@ -79,7 +79,7 @@ def deprecated_filters(tree):
 BARE = re.compile(r"^\s*-?\s*(when|that|until|failed_when|changed_when):\s*(.*)$")
 ROLE_REF = re.compile(r"(?:^\s*-?\s*(?:name|role):\s*|^\s*-\s+)(?:repro\.vllm\.)([a-z_]+)\s*$", re.M)
 TASKS_FROM = re.compile(r"^\s*tasks_from:\s*['\"]?([\w./-]+)", re.M)
-INCLUDE = re.compile(r"^\s*-?\s*(?:ansible\.builtin\.)?(?:include_tasks|import_tasks|import_playbook):\s*"
+INCLUDE = re.compile(r"^\s*-?\s*(?:ansible\.builtin\.)?(?:include_tasks|import_tasks|import_playbook|vars_files):\s*"
                      r"(?:\n\s*file:\s*)?['\"]?([\w./{} -]+?)['\"]?\s*$", re.M)
 
 
@@ -178,7 +178,7 @@ def counts(tree):
         rx = re.compile(r"repro\.vllm\.%s\b" % re.escape(name))
         callers[name] = sum(len(rx.findall(t)) for t in text.values())
     role_yaml = yaml_files(tree, "roles/*/tasks/**/*.yml", "roles/*/handlers/*.yml", "roles/*/defaults/*.yml",
-                           "roles/*/vars/*.yml", "roles/*/meta/*.yml", "playbooks/*.yml")
+                           "roles/*/vars/*.yml", "roles/*/meta/*.yml", "playbooks/*.yml", "playbooks/vars/*.yml")
     specs = [p for p in role_yaml if p.endswith("argument_specs.yml")]
     lines_of = {p: len(open(p).read().splitlines()) for p in role_yaml}
     yaml_text = {p: open(p).read() for p in role_yaml if p not in specs}

@@ -50,8 +50,8 @@ def _validated_roles(playbook):
     task = first["tasks"][0]
     # controller-only playbooks check on localhost; those with targets over every target and localhost, once, so
     # that a --limit without localhost still checks
-    assert first["hosts"] in ("localhost", "{{ repro_vllm_targets | default('all') | repro.vllm.target_patterns(controller=true) }}"), \
-        first["hosts"]
+    assert first["hosts"] in ("localhost", "{{ _repro_vllm_hosts_and_controller }}"), first["hosts"]
+    assert first["hosts"] == "localhost" or first["vars_files"] == "vars/targets.yml", first
     assert first["gather_facts"] is False and first["any_errors_fatal"] is True
     # the one variable check (issue 34): validate_argument_spec, the first task of every playbook
     assert first["hosts"] == "localhost" or task.get("run_once") is True
