@@ -287,6 +287,7 @@ class ActionModule(ActionBase):
             out["ansible_facts"] = {"repro_vllm_decision": decision}
         judge_console = judge_console + audit_console
         if check_mode:
+            out["record"] = "record %s (check mode: nothing written)" % p["path"]
             out["console"] = judge_console + closing.console + ["record | %s (check mode: nothing written)" % p["path"]]
             if closing.fail and p["kind"] == "incomplete":
                 # the play stops with the real error in check mode too; only a run's close after a freeze says more
@@ -299,6 +300,7 @@ class ActionModule(ActionBase):
         out.update(frozen)
         if error:
             return dict(out, failed=True, msg=error)
+        out["record"] = "record %s frozen, %s files verified" % (p["path"], frozen.get("checked"))
         out["console"] = judge_console + closing.console + [
             "record | %s frozen (%s), %s files verified" % (p["path"], closing.status, frozen.get("checked"))]
         if closing.fail:

@@ -16,7 +16,7 @@ from ansible_collections.repro.vllm.plugins.module_utils.ladder import _command,
 
 
 def attempt_node(step, node, master_addr=None, master_port=None, debug=False, debug_step=None, trace_function=False,
-                 gpu=None, image=None, container=None):
+                 gpu=None, image=None, container=None, ready_timeout=0, wait_round_s=10):
     """This node's plan in the step (_ladder.node_plan) with ``env`` (the step's environment and the debug one: what
     its server starts with), ``trace_warning`` (the head of a run traced with VLLM_TRACE_FUNCTION), ``sample_memory``
     (the head of a step with the prefix_cache check: its server's memory before and after its sequence), ``sends``
@@ -25,7 +25,8 @@ def attempt_node(step, node, master_addr=None, master_port=None, debug=False, de
     step's env, the image and the ``container`` fact); None outside the step."""
     try:
         plan = _ladder.node_plan(step, node, master_addr=master_addr, master_port=master_port, debug=debug,
-                                 debug_step=debug_step, trace_function=trace_function)
+                                 debug_step=debug_step, trace_function=trace_function, ready_timeout=ready_timeout,
+                                 wait_round_s=wait_round_s)
         plan["env"] = dict((step or {}).get("env") or {}, **plan["debug_env"])
         plan["trace_warning"] = plan["is_head"] and "VLLM_TRACE_FUNCTION" in plan["debug_env"]
         plan["sample_memory"] = plan["is_head"] and "prefix_cache" in ((step or {}).get("checks") or [])

@@ -21,10 +21,16 @@ from ansible_collections.repro.vllm.plugins.module_utils.ladder import _ladder
 from ansible_collections.repro.vllm.plugins.module_utils.ladder._command import CommandError
 
 
-def ladder_start(data, last_good, **inputs):
-    """The ladder a play climbs, fixed before its first layer; see _ladder.start."""
+def ladder_start(data, attempt=None, resume=None, **inputs):
+    """The ladder a play climbs, fixed before its first layer (_ladder.start), with ``last_good``: the run it climbs
+    from, the run ``resume`` names (repro_vllm_ladder_resume) when given, else ``attempt`` (the minimal start's) when
+    it is a good run; without either it fails, saying what is needed."""
+    good = last_good(resume, resumed=True) if resume else last_good(attempt)
+    if good is None:
+        raise AnsibleFilterError("feature_layer: there is no last good run to climb from (the minimal start and the "
+                                 "single request must pass first, or set repro_vllm_ladder_resume to a good run's folder)")
     try:
-        return _ladder.start(data, last_good, **inputs)
+        return dict(_ladder.start(data, good, **inputs), last_good=good)
     except _ladder.LadderError as exc:
         raise AnsibleFilterError("feature_layer: %s" % exc)
 

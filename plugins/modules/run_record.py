@@ -108,10 +108,15 @@ options:
     type: dict
   fail_on_mismatch:
     description:
-      - With O(state=verify), fail the task when the record does not verify. Set to V(false) to only
-        report.
+      - With O(state=verify), fail the task when the record does not verify (or its manifest is not
+        O(manifest_sha256)). Set to V(false) to only report.
     type: bool
     default: true
+  manifest_sha256:
+    description:
+      - With O(state=verify), the sha256 its C(manifest.json) must have (a copy checked against the run it was made
+        from); another is a mismatch.
+    type: str
   parts:
     description:
       - With O(state=freeze), parts written into the run just before it is frozen, in this order, each as
@@ -714,6 +719,12 @@ ok:
   returned: when O(state=verify), or O(state=freeze) with O(verify)
   type: bool
   sample: true
+record:
+  description:
+    - "With O(state=close), where the record is as a progress line says it - C(record <path> frozen, <n> files
+      verified), or C(record <path> (check mode: nothing written))."
+  returned: with O(state=close) when the close did not fail before its freeze
+  type: str
 checked:
   description: Number of files hashed.
   returned: when O(state=verify), or O(state=freeze) with O(verify)

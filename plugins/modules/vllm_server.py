@@ -362,6 +362,11 @@ time_to_ready_s:
   description: Seconds from the start until C(/v1/models) answered 200 (null when not ready).
   returned: always
   type: float
+line:
+  description: The start as the attempt's progress line says it - C(server <outcome>), the time to ready, the exit
+    code, and that a start which does not serve is judged when the run closes (not kept in server.json).
+  returned: with O(state=started)
+  type: str
 health_status:
   description: Last HTTP status of C(/health), null when nothing answered.
   returned: always
@@ -493,6 +498,11 @@ refusal:
       when nothing holds what it needs.
   returned: when O(state=swept)
   type: str
+lines:
+  description: With O(state=swept), the progress lines - C(cleaned:) and the line of each of RV(cleaned), then RV(refusal).
+  returned: when O(state=swept)
+  type: list
+  elements: str
 live:
   description: With O(state=swept), every live server of another run on this host.
   returned: when O(state=swept)
@@ -715,6 +725,16 @@ def take_secret_file(path, check_mode=False):
     if not isinstance(data, dict):
         return {}, "vllm_server: secret_env_file %s holds no JSON object of names and values" % path
     return {str(k): "" if v is None else str(v) for k, v in data.items()}, None
+
+
+def started_line(result):
+    """The attempt's progress line for a start (RV(line))."""
+    line = "server %s" % result.get("outcome", "?")
+    if result.get("time_to_ready_s") is not None:
+        line += " in %s s" % result["time_to_ready_s"]
+    if result.get("exit_code") is not None:
+        line += " (exit %s)" % result["exit_code"]
+    return line + ("" if result.get("ready") else " (the stage is judged when the run closes)")
 
 
 def run_started(module, result, state_file, file_secrets=None):
@@ -1053,6 +1073,9 @@ def run_swept(module, result):
     elif swept["conflicts"]:
         result["msg"] = "vllm_server: refused: " + "; ".join(c["line"] for c in swept["conflicts"])
     result["refusal"] = result["msg"] if swept["conflicts"] else None
+    result["lines"] = ["cleaned: %s" % c["line"] for c in result["cleaned"]]
+    if result["refusal"]:
+        result["lines"].append(result["refusal"])
 
 
 def main():
@@ -1113,6 +1136,7 @@ def main():
             module.fail_json(msg=error, **result)
         try:
             run_started(module, result, state_file, file_secrets=secrets)
+            result["line"] = started_line(result)
         finally:
             # the result names the secret variables, never a value (the env itself is redacted where it is set)
             result.update(_redact.redact_declared(result, secrets))

@@ -468,14 +468,18 @@ def step_requests(step):
     return out
 
 
-def node_plan(step, node, master_addr=None, master_port=None, debug=False, debug_step=None, trace_function=False):
+def node_plan(step, node, master_addr=None, master_port=None, debug=False, debug_step=None, trace_function=False,
+              ready_timeout=0, wait_round_s=10):
     """One node's place in an attempt's step: ``in_step``, ``is_head``, ``rank`` (-1 outside the step), ``argv``
     (the step's command with this node's launcher options, ``node_placement``; None outside the step), ``master_addr``
     (the head's address the workers reach, as given), ``api_url``
     (the server's API as the head reaches it: a wildcard or empty host is 127.0.0.1), ``debug_on`` and ``debug_env``
     (the diagnostic environment, only for the step ``debug_step`` names: a second clean run keeps the setting of the
-    step it repeats, ``debug_as``), the head's ``requests`` (``step_requests``; none on another node) and ``line``,
-    its place as the attempt's progress line says it. Raises CommandError for a placement that cannot be built."""
+    step it repeats, ``debug_as``), the head's ``requests`` (``step_requests``; none on another node), ``line``, its
+    place as the attempt's progress line says it, ``single`` and ``multi`` (how its server starts: alone and waited
+    for, or with the other nodes' and then waited for in ``wait_rounds``, the rounds of ``wait_round_s`` seconds
+    that ``ready_timeout`` allows and two more; none for one node). Raises CommandError for a placement that cannot
+    be built."""
     step = step or {}
     nodes = [str(n) for n in step.get("nodes") or []]
     in_step = str(node) in nodes
@@ -492,9 +496,12 @@ def node_plan(step, node, master_addr=None, master_port=None, debug=False, debug
     line = ("rank %d%s" % (rank, " (head)" if rank == 0 else " (--headless worker)")) if in_step else "not part of this step"
     if in_step and env:
         line += " | DEBUG logging for this run only: " + ", ".join(env)
+    multi = in_step and len(nodes) > 1
+    rounds = -(-int(float(ready_timeout or 0)) // max(int(wait_round_s or 10), 1)) + 2 if multi else 0
     return {"in_step": in_step, "is_head": in_step and rank == 0, "rank": rank, "argv": argv,
             "master_addr": master_addr or None, "api_url": api_url, "debug_on": debug_on, "debug_env": env,
-            "requests": step_requests(step) if in_step and rank == 0 else [], "line": line}
+            "requests": step_requests(step) if in_step and rank == 0 else [], "line": line,
+            "single": in_step and len(nodes) == 1, "multi": multi, "wait_rounds": list(range(rounds))}
 
 
 def wait_round(nodes, statuses, collected=None):

@@ -117,6 +117,7 @@ ARGUMENT_SPEC = dict(
     collection_version=dict(type="str", default="unknown"),
     metadata=dict(type="dict"),
     fail_on_mismatch=dict(type="bool", default=True),
+    manifest_sha256=dict(type="str"),
     parts=dict(type="list", elements="dict", options=dict(
         part=dict(type="str", required=True),
         content=dict(type="str"),
@@ -289,6 +290,10 @@ def run_task(p, check_mode=False):
         if not res["ok"] and p["fail_on_mismatch"]:
             return out, ("record %s does not verify against its manifest.json: %s; it was changed after it was frozen: "
                          "fetch or copy it again from the source, or treat it as tampered" % (res["path"], describe_problems(res)))
+        if p.get("manifest_sha256") and p["manifest_sha256"] != res["manifest_sha256"] and p["fail_on_mismatch"]:
+            return out, ("record %s verifies against its own manifest.json, but that manifest is not the one expected "
+                         "(sha256 %s, expected %s): it is another run of the same name, or a copy of a changed one"
+                         % (res["path"], res["manifest_sha256"], p["manifest_sha256"]))
         return out, None
     except RecordError as exc:
         return {}, str(exc)

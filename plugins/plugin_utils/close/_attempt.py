@@ -300,9 +300,9 @@ def notes(step, attempt, case_id, profile, diff=None, debug_on=False, debug_env=
 
 
 # keys of a vllm_server result that stay out of server.json (the classification is the run's, env and argv are in
-# command.json, the rest is Ansible's or the async job's)
-SERVER_DROP = ("classification", "invocation", "env", "argv", "ansible_job_id", "results_file", "started", "finished",
-               "changed", "failed")
+# command.json, the progress line is the console's, the rest is Ansible's or the async job's)
+SERVER_DROP = ("classification", "invocation", "env", "argv", "line", "ansible_job_id", "results_file", "started",
+               "finished", "changed", "failed")
 DEBUG_NOTE = "one run only; the next run starts without these variables"
 
 

@@ -72,6 +72,8 @@ def test_a_fleet_run_closes_with_every_expected_host_and_fails_after_the_freeze(
     # the console: one line per host, then where the record is
     assert res["console"][0].startswith("node01: ok | driver ") and "UNREACHABLE" in res["console"][1]
     assert res["console"][-1].startswith("record | %s frozen (failed), " % path)
+    # where the record is, as an attempt's progress line says it
+    assert res["record"] == "record %s frozen, %d files verified" % (path, res["checked"])
     with open(os.path.join(path, "notes.md")) as fh:
         notes = fh.read()
     assert "- profile: kimi-k3-h200 (named)" in notes and "| node03 | lost |" in notes
@@ -87,6 +89,7 @@ def test_a_judge_error_fails_after_the_freeze_and_check_mode_writes_nothing(tmp_
                       reports, check_mode=True)
     assert not planned.get("failed") and not _record.is_frozen(path)
     assert planned["console"][-1].endswith("(check mode: nothing written)")
+    assert planned["record"] == "record %s (check mode: nothing written)" % path
     res = _action({"state": "close", "kind": "fleet", "path": path, "inputs": {"error": "cannot read node01"}},
                   reports)
     assert res["failed"] and res["msg"] == "the run is frozen, but it has no compatibility.json: cannot read node01"

@@ -43,20 +43,39 @@ def test_the_ladder_filters_and_their_errors():
                             model_config_raw={"content": base64.b64encode(b"{no").decode()})
     with pytest.raises(AnsibleFilterError, match="minimal_command: give the command as a list of arguments"):
         ladder.minimal_plan(["node01"], {"production_argv": "vllm serve m"})
+    good = _run("run-002")
     with pytest.raises(AnsibleFilterError, match="feature_layer: speculative is no ladder layer"):
-        ladder.ladder_start({"speculative": {}}, {})
+        ladder.ladder_start({"speculative": {}}, good)
     with pytest.raises(AnsibleFilterError, match="feature_layer: gateway is no layer of this ladder"):
-        ladder.layer_plan("gateway", ladder.ladder_start({"prefix_caching": {}}, {}), {})
+        ladder.layer_plan("gateway", ladder.ladder_start({"prefix_caching": {}}, good), {})
     with pytest.raises(AnsibleFilterError, match="feature_layer: the layer's attempt must be a mapping"):
         ladder.layer_judged({"name": "prefix_caching", "skip": ""}, None, {}, {})
     with pytest.raises(AnsibleFilterError, match="minimal_startup: request .* must be a mapping"):
         ladder.minimal_plan(["h1"], {"model": "/m"}, model_config_raw={}, request="/v1/completions")
     with pytest.raises(AnsibleFilterError, match="feature_layer: repro_vllm_ladder_until is 'x', which is no ladder"):
-        ladder.ladder_start({"prefix_caching": {}}, {}, until="x")
+        ladder.ladder_start({"prefix_caching": {}}, good, until="x")
     with pytest.raises(AnsibleFilterError, match="job_exit: the input"):
         ladder.job_exit("run-007")
     with pytest.raises(AnsibleFilterError, match="job_exit: repro_vllm_record_only must be a boolean, not 'maybe'"):
         ladder.job_exit({}, {"repro_vllm_record_only": "maybe"})
+
+
+def test_the_ladder_climbs_from_the_minimal_attempt_or_the_resumed_run_and_never_from_nothing():
+    """_ladder_start picks the run to climb from (feature_layer's _repro_vllm_last_good): the real cpu-layer minimal
+    run when it is good, else the frozen run repro_vllm_ladder_resume names, read from its folder; a failed
+    minimal run and no resume is an error that says what is needed."""
+    minimal, data = _run("run-002"), {"prefix_caching": {}, "gateway": {}}
+    started = ladder.ladder_start(data, minimal, until="gateway")
+    assert started["last_good"] is minimal and started["window"] == ["prefix_caching", "gateway"]
+    folder = os.path.join(RECORDS, "cpu-layer", "run-002")
+    resumed = ladder.ladder_start(data, None, resume=folder, until="gateway")
+    assert resumed["last_good"]["path"] == folder and resumed["last_good"]["run"] == minimal["run"]
+    # a resumed run wins over the play's own attempt (reproduce.yml makes none when it resumes)
+    assert ladder.ladder_start(data, {"run": "run-009"}, resume=folder)["last_good"]["path"] == folder
+    failed = dict(minimal, ok=False, stage="engine_init")
+    for attempt in (None, failed):
+        with pytest.raises(AnsibleFilterError, match="feature_layer: there is no last good run to climb from"):
+            ladder.ladder_start(data, attempt, resume="")
 
 
 @pytest.mark.parametrize("record_only,fails", [(True, False), ("yes", False), ("true", False), (False, True),

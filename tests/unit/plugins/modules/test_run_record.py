@@ -65,6 +65,12 @@ def test_full_cycle(tmp_path, root):
 
     v = run_module(tmp_path, state="verify", path=run)
     assert v["ok"] and v["checked"] == 3 and not v.get("failed") and v["changed"] is False
+    # a copy checked against the run it was made from (the records sink): its manifest must be that run's
+    same = run_module(tmp_path, state="verify", path=run, manifest_sha256=v["manifest_sha256"])
+    assert same["ok"] and not same.get("failed")
+    other = run_module(tmp_path, state="verify", path=run, manifest_sha256="0" * 64)
+    assert other["failed"] and other["ok"] is True and "another run of the same name" in other["msg"]
+    assert v["manifest_sha256"] in other["msg"] and run in other["msg"]
 
     refused = run_module(tmp_path, state="write", path=run, part="notes.md", content="later\n", overwrite=True)
     assert refused["failed"] and "frozen" in refused["msg"] and run in refused["msg"]

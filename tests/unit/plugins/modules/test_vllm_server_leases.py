@@ -79,12 +79,14 @@ def test_the_sweep_stops_only_the_abandoned_and_refuses_what_a_live_run_holds(tm
     assert "repro_vllm_stop_run_uid=1111111111111111" in line and res["_rc"] != 0
     # the attempt's refusal is the message that names what the live run holds
     assert res["refusal"] == res["msg"] == "vllm_server: refused: " + line
+    # the attempt's progress lines: what was cleaned, then the refusal
+    assert res["lines"] == ["cleaned: " + res["cleaned"][0]["line"], res["refusal"]]
     assert len(session_pids(live["sid"])) >= 1, "a live server of another run is never touched"
     # another port: the live run is listed, not a conflict, and still not touched
     other = run_module("vllm_server", {"state": "swept", "lease_dir": leases, "run_uid": "3333333333333333",
                                        "argv": ["vllm", "serve", "/m", "--port", str(free_port())]})
     assert other["conflicts"] == [] and [x["run_uid"] for x in other["live"]] == ["1111111111111111"]
-    assert other["refusal"] is None
+    assert other["refusal"] is None and other["lines"] == []
     assert other["_rc"] == 0 and len(session_pids(live["sid"])) >= 1
     # stop.yml's way: that run by its uid, live or not
     stop = run_module("vllm_server", {"state": "swept", "lease_dir": leases, "only_run_uid": "1111111111111111",

@@ -146,6 +146,8 @@ def test_ready_checked_stopped_cycle(tmp_path, prog, cleanup):
     assert res["_rc"] == 0 and res["outcome"] == "ready" and res["ready"] is True and res["changed"] is True
     assert res["pid"] == res["pgid"] == res["sid"] and res["pid"] != os.getpid()
     assert 0.4 < res["time_to_ready_s"] < 15
+    # the attempt's progress line (kept out of server.json)
+    assert res["line"] == "server ready in %s s" % res["time_to_ready_s"]
     # the server outlived the module process, in its own session, with its two children
     assert len(session_pids(res["sid"])) == 3
     assert os.getsid(res["pid"]) == res["pid"] != os.getsid(0)
@@ -207,6 +209,7 @@ def test_exit_before_ready_reports_code_and_log(tmp_path, cleanup):
     cleanup.append(res["sid"])
     assert res["_rc"] != 0 and res["failed"] is True
     assert res["outcome"] == "exited" and res["exit_code"] == 3 and res["ready"] is False
+    assert res["line"] == "server exited (exit 3) (the stage is judged when the run closes)"
     assert str(log) in res["msg"] and "exited with code 3" in res["msg"]
     assert "boom: bad flag" in log.read_text()
     assert res["remaining_pids"] == []
@@ -312,6 +315,7 @@ def test_check_mode_plans_and_starts_nothing(tmp_path, prog):
     res = run_module("vllm_server", start_args(tmp_path, prog, port), check=True)
     assert res["_rc"] == 0 and res["outcome"] == "planned" and res["changed"] is True
     assert res["pid"] is None and res["argv"][1] == prog
+    assert res["line"] == "server planned (the stage is judged when the run closes)"
     assert not (tmp_path / "run").exists()
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=0.5).close()

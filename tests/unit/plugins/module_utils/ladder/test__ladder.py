@@ -430,7 +430,8 @@ def test_node_plan_places_each_node_of_the_real_steps_and_keeps_the_debug_settin
     # one node: the step's own command, no launcher options, the API the head reaches
     assert head == {"in_step": True, "is_head": True, "rank": 0, "argv": step["argv"], "master_addr": None,
                     "api_url": "http://127.0.0.1:8473", "debug_on": False, "debug_env": {},
-                    "requests": _ladder.step_requests(step), "line": "rank 0 (head)"}
+                    "requests": _ladder.step_requests(step), "line": "rank 0 (head)", "single": True, "multi": False,
+                    "wait_rounds": []}
     outside = _ladder.node_plan(step, "node09", debug=True, debug_step="minimal")
     assert (outside["in_step"], outside["is_head"], outside["rank"], outside["argv"]) == (False, False, -1, None)
     # the progress line names the place, and the debug variables of a node of the step only
@@ -453,6 +454,11 @@ def test_node_plan_places_each_node_of_the_real_steps_and_keeps_the_debug_settin
     two = dict(step, nodes=["node01", "node02"], host="0.0.0.0")
     worker = _ladder.node_plan(two, "node02", master_addr="10.0.0.11", master_port="29500")
     assert (worker["rank"], worker["is_head"], worker["api_url"]) == (1, False, "http://127.0.0.1:8473")
+    # both start without waiting, then wait in rounds: the ready timeout's rounds (rounded up) and two more
+    assert (worker["single"], worker["multi"], worker["wait_rounds"]) == (False, True, [0, 1])
+    rounds = _ladder.node_plan(two, "node01", master_addr="10.0.0.11", ready_timeout="901", wait_round_s=10)
+    assert rounds["wait_rounds"] == list(range(93))
+    assert (outside["single"], outside["multi"], outside["wait_rounds"]) == (False, False, [])
     assert worker["argv"] == step["argv"] + ["--nnodes", "2", "--node-rank", "1", "--master-addr", "10.0.0.11",
                                              "--master-port", "29500", "--headless"]
     assert _ladder.node_plan(two, "node01", master_addr="10.0.0.11", master_port="")["argv"][-2:] == [
