@@ -23,37 +23,36 @@ from ansible_collections.repro.vllm.plugins.module_utils.ladder._command import 
 
 def ladder_start(data, attempt=None, resume=None, **inputs):
     """The ladder a play climbs, fixed before its first layer (_ladder.start), with ``last_good``: the run it climbs
-    from, the run ``resume`` names (repro_vllm_ladder_resume) when given, else ``attempt`` (the minimal start's) when
-    it is a good run; without either it fails, saying what is needed."""
-    good = last_good(resume, resumed=True) if resume else last_good(attempt)
-    if good is None:
-        raise AnsibleFilterError("feature_layer: there is no last good run to climb from (the minimal start and the "
-                                 "single request must pass first, or set repro_vllm_ladder_resume to a good run's folder)")
+    from, the run ``resume`` names (repro_vllm_ladder_resume, :func:`_resumed_run`) when given, else ``attempt`` (the
+    minimal start's) when it is a good run; without either it fails, saying what is needed."""
     try:
+        good = _resumed_run(resume) if resume else _ladder.last_good(attempt)
+        if good is None:
+            raise _ladder.LadderError("there is no last good run to climb from (the minimal start and the single request "
+                                      "must pass first, or set repro_vllm_ladder_resume to a good run's folder)")
         return dict(_ladder.start(data, good, **inputs), last_good=good)
     except _ladder.LadderError as exc:
         raise AnsibleFilterError("feature_layer: %s" % exc)
 
 
-def last_good(attempt, resumed=False):
-    """The attempt when it is a good run, else none (_ladder.last_good). With ``resumed`` the input is the folder of
-    the run to continue from (repro_vllm_ladder_resume: a run an earlier play froze; a relative one under the
+def _resumed_run(folder):
+    """The run to continue from (repro_vllm_ladder_resume: a run an earlier play froze; a relative one under the
     controller's working directory, as the records root is), read from its outcome.json and changes.json (its
-    identity); it must be a good run."""
-    if not resumed:
-        return _ladder.last_good(attempt)
+    identity); it must be a good run (_ladder.last_good)."""
     read = {}
-    try:
-        for name in ("outcome.json", "changes.json"):
-            try:
-                with open(os.path.join(attempt, name)) as handle:
-                    read[name] = json.load(handle)
-            except (OSError, ValueError) as exc:
-                raise _ladder.LadderError("repro_vllm_ladder_resume: cannot read %s of %s (%s); give the folder of a "
-                                          "run an earlier play froze" % (name, attempt, exc))
-        return _ladder.last_good(read["outcome.json"], resumed_from=attempt, changes=read["changes.json"])
-    except _ladder.LadderError as exc:
-        raise AnsibleFilterError("feature_layer: %s" % exc)
+    for name in ("outcome.json", "changes.json"):
+        try:
+            with open(os.path.join(folder, name)) as handle:
+                read[name] = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise _ladder.LadderError("repro_vllm_ladder_resume: cannot read %s of %s (%s); give the folder of a "
+                                      "run an earlier play froze" % (name, folder, exc))
+    return _ladder.last_good(read["outcome.json"], resumed_from=folder, changes=read["changes.json"])
+
+
+def last_good(attempt):
+    """The attempt when it is a good run, else none (_ladder.last_good)."""
+    return _ladder.last_good(attempt)
 
 
 def layer_plan(name, ladder, last_good=None, stopped=False):

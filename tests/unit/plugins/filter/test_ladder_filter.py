@@ -172,16 +172,16 @@ def test_the_minimal_plan_first_says_the_nodes_the_model_and_what_stops_it_then_
 
 
 def test_the_run_resumed_is_read_from_its_folder_and_must_be_good(tmp_path, monkeypatch):
-    """_last_good with resumed: the run folder read back (outcome.json and changes.json, a relative folder under the
-    working directory as the records root is); it must be good."""
+    """The run a resumed ladder climbs from (_ladder_start's resume): the run folder read back (outcome.json and
+    changes.json, a relative folder under the working directory as the records root is); it must be good."""
     minimal = _run("run-002")
     assert ladder.last_good(minimal) == minimal and ladder.last_good(dict(minimal, ok=False)) is None
     monkeypatch.chdir(os.path.dirname(RECORDS))
     folder = os.path.join(os.path.basename(RECORDS), "cpu-layer", "run-003")
-    resumed = ladder.last_good(folder, resumed=True)
+    resumed = ladder.ladder_start({"prefix_caching": {}}, None, resume=folder)["last_good"]
     assert resumed["run"] == "run-003" and resumed["path"] == folder and resumed["layers_applied"] == ["prefix_caching"]
     assert resumed["identity"] == load(os.path.join(RECORDS, "cpu-layer", "run-003", "changes.json"))["current"]
     with pytest.raises(AnsibleFilterError, match=r"feature_layer: \S+run-004 is not a good run \(stage config"):
-        ladder.last_good(os.path.join(RECORDS, "cpu-layer", "run-004"), resumed=True)
+        ladder.ladder_start({}, None, resume=os.path.join(RECORDS, "cpu-layer", "run-004"))
     with pytest.raises(AnsibleFilterError, match="feature_layer: repro_vllm_ladder_resume: cannot read outcome.json of "):
-        ladder.last_good(str(tmp_path), resumed=True)
+        ladder.ladder_start({}, None, resume=str(tmp_path))
