@@ -36,8 +36,9 @@ import re
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rules import (
     ACCESS_5XX_RX, ACCESS_ERROR, ANSWER_STAGES, AT_DEBUG, AT_INFO, AT_LEAST, AT_LEAST_OR_UNKNOWN, AT_WARNING,
     BASIS_FRAMES, BASIS_INFERRED, BASIS_MARKERS, BASIS_MESSAGE, CAUSE_CLASSES, CAUSES, CLASS_DEFAULT_STAGE,
-    CLASS_FLOOR, CLASS_KEYWORDS, CONF_HIGH, CONF_LOW, CONF_MEDIUM, CONSEQUENCE, CUT_TRACEBACK, ENTRY, ERROR_CLASSES,
-    ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY, FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM,
+    CLASS_FLOOR, CLASS_KEYWORDS, CONF_HIGH, CONF_LOW, CONF_MEDIUM, CONFIG_REFUSAL_RX, CONSEQUENCE, CUT_TRACEBACK, ENTRY,
+    ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY, FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW,
+    FMT_UVICORN, FMT_VLLM,
     GENERIC, HANG_HINT, HEADER, KV_CACHE_EMPTY_RX, LEVEL_WORD_RX, MARKERS, ORIGINAL_ERROR_KEY, READY,
     SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES, USUAL_STAGE_LOW, VICTIM, WARNING_HINT,
     WEAK_CONSEQUENCE, WHERE, WHERE_OR)
@@ -222,6 +223,7 @@ _SHARED_PARTS = tuple(p for p, _s in SHARED_SERVING_FRAMES if not p.startswith("
 _SHARED_FUNCS = frozenset(p[5:] for p, _s in SHARED_SERVING_FRAMES if p.startswith("func:"))
 _ACCESS_5XX_RX = re.compile(ACCESS_5XX_RX)
 _LEVEL_WORD_RX = re.compile(LEVEL_WORD_RX)
+_CONFIG_REFUSAL_RX = re.compile(CONFIG_REFUSAL_RX)
 _CAUSES = tuple((key, re.compile(rx) if rx else None, stage) for key, rx, stage, _source in CAUSES)
 
 
@@ -555,6 +557,10 @@ class _Scan(object):
         if cls == "other" and self.kv_empty and kind in (FAILURE, ERROR_LINE, HEADER):
             # the KV cache was sized to nothing just before: the error of no class is the GPU memory's
             cls = "oom"
+        if cls == "other" and _CONFIG_REFUSAL_RX.search(text) is not None:
+            # a check that refuses a setting (CONFIG_REFUSAL_RX): the class only - where it was raised (the config,
+            # a model's or a quantization method's constructor, a request) is the stage's question, not the words'
+            cls = "config_error"
         # a config error: an error placed at config by a config message row, an ERROR line or (no_row) a ValueError
         if cls == "other" and stage == "config" and (
                 (message_stage(text) or (None, None))[1] == "config_error" if basis == BASIS_INFERRED

@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rules import (
-    ACCESS_ERROR, CONF_MEDIUM, CONSEQUENCE, CUT_TRACEBACK, ERROR_LINE, FAILURE, HEADER, STAGES, UNKNOWN_MISSING, VICTIM,
-    WEAK_CONSEQUENCE)
+    ACCESS_ERROR, BASIS_FRAMES, BASIS_INFERRED, BASIS_MARKERS, CONF_HIGH, CONF_MEDIUM, CONSEQUENCE, CUT_TRACEBACK,
+    ERROR_LINE, FAILURE, HEADER, STAGES, UNKNOWN_MISSING, VICTIM, WEAK_CONSEQUENCE)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import STOP_RX, cut
 
 MAX_AFTER_STOP = 30                 # errors kept per answer from after a file's ``until`` cutoff
@@ -93,6 +93,33 @@ def _first(cands, kind):
     return min(mine, key=lambda c: c["lineno"]) if mine else None
 
 
+_INCIDENT_LINES = 40                # without timestamps: records this close to the error in its file are its incident
+
+
+def _same_incident(root, cands):
+    """An error that shows no stage of its own (a bare ``CUDA out of memory``, a kernel's ``Cuda error``) takes the
+    stage that another record of the same incident proves by its frames or the log's markers, at confidence high:
+    the wrapper in the API server that saw the engine die while it served (``AsyncLLM output_handler failed``, a
+    request's ``EngineDeadError``), a worker's traceback through ``load_model``.  Such a record reports the process
+    where it was when the failure reached it, so the failure happened in that stage.  The same incident: the same
+    file, each on a timestamp of its own within the timestamps' resolution (``_TIE_SECONDS``), or, where neither has
+    any timestamp, at most ``_INCIDENT_LINES`` lines after the error.  The nearest such record wins; the answer's confidence is ``medium``
+    and its basis ``inferred`` (read from the neighbour, not from the error)."""
+    def near(c):
+        if c is root or c["index"] != root["index"] or c["stage"] in ("unknown", None) or c.get("conf") != CONF_HIGH:
+            return False
+        if c.get("basis") not in (BASIS_FRAMES, BASIS_MARKERS):
+            return False
+        if root["tkey"] is not None and c["tkey"] is not None:
+            # each on its own timestamp: a line that borrows the time of a record above it may be another story
+            return root["tkey_own"] and c["tkey_own"] and abs(c["tkey"] - root["tkey"]) <= _TIE_SECONDS
+        return root["tkey"] is None and c["tkey"] is None and 0 < c["lineno"] - root["lineno"] <= _INCIDENT_LINES
+    found = [c for c in cands if near(c)]
+    if found:
+        c = min(found, key=lambda c: abs(c["lineno"] - root["lineno"]))
+        root.update(stage=c["stage"], basis=BASIS_INFERRED, conf=CONF_MEDIUM, srank=c["srank"])
+
+
 def build_answer(scans):
     _share_times(scans)
     root = None
@@ -132,6 +159,8 @@ def build_answer(scans):
            and c["kind"] == CUT_TRACEBACK and 0 < c["lineno"] - root["lineno"] <= 3 and c["stage"] != "unknown"]
     if nxt:  # an error whose traceback follows it cut (logger.exception, asyncio's "Exception in callback"): its frames
         root.update(stage=nxt[0]["stage"], basis=nxt[0]["basis"], conf=CONF_MEDIUM, srank=nxt[0]["srank"])
+    if root is not None and root["stage"] == "unknown":
+        _same_incident(root, all_cands)
     reached = set(r for sc in scans for r in sc.reached)
     if root is not None and root["srank"] >= 0:
         reached.add(root["srank"])

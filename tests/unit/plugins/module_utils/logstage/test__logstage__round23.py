@@ -1,0 +1,52 @@
+"""Round 23 of issue 35: an error that shows no stage takes the stage another record of the same incident proves
+(``_logstage_answer._same_incident``), and a check that refuses a setting is a ``config_error`` by its words
+(``CONFIG_REFUSAL_RX``).  The samples are written from vLLM's source and log formats (v1/engine/async_llm.py
+output_handler, the engine core's error record); paths, pids and numbers are invented."""
+# Copyright: repro.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_text
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.logstage.corpus_cases import brief
+
+_OOM = ("(EngineCore pid=7) ERROR 05-01 14:39:06 [core.py:1131] torch.OutOfMemoryError: CUDA out of memory. Tried to "
+        "allocate 50.00 MiB. GPU 0 has a total capacity of 23.56 GiB of which 21.75 MiB is free.\n")
+_HANDLER = ("(APIServer pid=1) ERROR 05-01 14:39:{s} [async_llm.py:699] AsyncLLM output_handler failed.\n"
+            "(APIServer pid=1) ERROR 05-01 14:39:{s} [async_llm.py:699] Traceback (most recent call last):\n"
+            '(APIServer pid=1) ERROR 05-01 14:39:{s} [async_llm.py:699]   File "/venv/lib/python3.12/site-packages/vllm/'
+            'v1/engine/async_llm.py", line 655, in output_handler\n'
+            "(APIServer pid=1) ERROR 05-01 14:39:{s} [async_llm.py:699]     outputs = await engine_core.get_output_async()\n")
+
+
+def test_an_oom_the_api_server_s_output_handler_saw_in_the_same_second_happened_while_serving():
+    ans = classify_text(_OOM + _HANDLER.format(s="06"))
+    assert brief(ans)[:3] == ("request", "oom", "medium")
+    assert ans["stage_basis"] == "inferred"
+    assert ans["first_error"]["line"].startswith("torch.OutOfMemoryError")
+
+
+def test_a_record_of_another_time_is_another_incident():
+    # the same handler's failure half a minute later does not place the error
+    assert classify_text(_OOM + _HANDLER.format(s="36"))["stage"] == "unknown"
+
+
+def test_without_timestamps_the_incident_is_the_next_lines_of_the_file():
+    bare = "\n".join(line.split("] ", 1)[1] for line in (_OOM + _HANDLER.format(s="06")).splitlines()) + "\n"
+    assert classify_text(bare)["stage"] == "request"
+    far = bare.replace("AsyncLLM output_handler failed.\n", "AsyncLLM output_handler failed.\n" + "x\n" * 60)
+    assert classify_text(far)["stage"] == "unknown"
+
+
+def test_a_refused_setting_is_a_config_error_and_its_words_place_no_stage():
+    ans = classify_text("ValueError: Currently, FooVL only supports versions 2.0 and 2.5\n")
+    assert (ans["error_class"], ans["stage"]) == ("config_error", "unknown")
+    for words in ("ValueError: Architecture foo not supported", "NotImplementedError: bar is not supported yet",
+                  "ValueError: Total number of attention heads (28) must be divisible by tensor parallel size (8).",
+                  "ValueError: qux requires --enable-qux"):
+        assert classify_text(words + "\n")["error_class"] == "config_error", words
+
+
+def test_a_request_s_own_limit_or_another_exception_type_is_no_refused_setting():
+    assert classify_text("ValueError: At most 1 image(s) may be provided in one request.\n")["error_class"] == "other"
+    assert classify_text("RuntimeError: op not supported on this tensor\n")["error_class"] == "other"
