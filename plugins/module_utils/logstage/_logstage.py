@@ -1080,6 +1080,10 @@ class _Scan(object):
             # an ERROR record without a signature, or an exception line whose traceback was cut away
             if rec_key is not None and rec_key in self.rec_cand:
                 return
+            if body.lstrip().startswith(CHAIN):
+                # Python's line between two chained tracebacks, the first cut away: no error of its own - the
+                # traceback after it is read as any other
+                return
             cls = _classify_text(body)
             # an unbracketed glog record is a C++ host's own (Triton, gRPC; PyTorch brackets its c10 records)
             placed = self._cut_placed(None, _text_hint(body, line.rec), cls, _method_stage(body),

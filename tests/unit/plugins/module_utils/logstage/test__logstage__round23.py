@@ -50,3 +50,17 @@ def test_a_refused_setting_is_a_config_error_and_its_words_place_no_stage():
 def test_a_request_s_own_limit_or_another_exception_type_is_no_refused_setting():
     assert classify_text("ValueError: At most 1 image(s) may be provided in one request.\n")["error_class"] == "other"
     assert classify_text("RuntimeError: op not supported on this tensor\n")["error_class"] == "other"
+
+
+def test_a_paste_that_starts_at_python_s_chain_line_is_read_by_the_traceback_after_it():
+    rec = "ERROR 09-12 09:33:06 [core.py:634] "
+    text = "".join(rec + line + "\n" for line in (
+        "The above exception was the direct cause of the following exception:", "",
+        "Traceback (most recent call last):",
+        '  File "/venv/vllm/v1/engine/core.py", line 625, in run_engine_core',
+        "    engine_core.run_busy_loop()",
+        '  File "/venv/vllm/v1/engine/core.py", line 652, in run_busy_loop',
+        "    self._process_engine_step()"))
+    ans = classify_text(text)
+    assert brief(ans)[::2] == ("request", "high")
+    assert not ans["first_error"]["line"].startswith("The above exception")
