@@ -36,11 +36,11 @@ import re
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rules import (
     ACCESS_5XX_RX, ACCESS_ERROR, ANSWER_STAGES, AT_DEBUG, AT_INFO, AT_LEAST, AT_LEAST_OR_UNKNOWN, AT_WARNING,
     BASIS_FRAMES, BASIS_INFERRED, BASIS_MARKERS, BASIS_MESSAGE, CAUSE_CLASSES, CAUSES, CLASS_DEFAULT_STAGE,
-    CLASS_FLOOR, CLASS_KEYWORDS, CONF_HIGH, CONF_LOW, CONF_MEDIUM, CONFIG_REFUSAL_RX, CONSEQUENCE, CUT_TRACEBACK, ENTRY,
-    ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY, FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW,
-    FMT_UVICORN, FMT_VLLM,
-    GENERIC, HANG_HINT, HEADER, KV_CACHE_EMPTY_RX, LEVEL_WORD_RX, MARKERS, ORIGINAL_ERROR_KEY, READY,
-    SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES, USUAL_STAGE_LOW, VICTIM, WARNING_HINT,
+    CLASS_FLOOR, CLASS_KEYWORDS, CONF_HIGH, CONF_LOW, CONF_MEDIUM, CONFIG_REFUSAL_RX, CONSEQUENCE, CUT_TRACEBACK,
+    DIAGNOSTIC, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY, FMT_C10, FMT_NCCL,
+    FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, GENERIC, HANG_HINT, HEADER, KV_CACHE_EMPTY_RX, LEVEL_WORD_RX, MARKERS,
+    ORIGINAL_ERROR_KEY, READY, SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES, USUAL_STAGE_LOW,
+    VICTIM, WARNING_HINT,
     WEAK_CONSEQUENCE, WHERE, WHERE_OR)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_messages import message_stage
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_frames import (
@@ -123,8 +123,8 @@ class Marker(object):
 
 
 _SIGS = tuple(Signature(i, *row) for i, row in enumerate(SIGNATURES))
-_KIND_ORDER = {CONSEQUENCE: 1, WEAK_CONSEQUENCE: 1, VICTIM: 2, HEADER: 3, FAILURE: 4, HANG_HINT: 5,
-               WARNING_HINT: 6}
+_KIND_ORDER = {CONSEQUENCE: 1, WEAK_CONSEQUENCE: 1, DIAGNOSTIC: 1, VICTIM: 2, HEADER: 3, FAILURE: 4,
+               HANG_HINT: 5, WARNING_HINT: 6}
 _LEVEL_FLAG = {LEVEL_WARNING: AT_WARNING, LEVEL_INFO: AT_INFO, LEVEL_DEBUG: AT_DEBUG}
 # match_signature's levels: the names above, or the letters E, W, I, D
 _LEVEL_ALIASES = {"E": LEVEL_ERROR, "W": LEVEL_WARNING, "I": LEVEL_INFO, "D": LEVEL_DEBUG}
@@ -1124,7 +1124,8 @@ _EMPTY_ERROR_SIG = Signature(-2, HEADER, "", None, "other", WHERE, None, (), Non
 _NCCL_WARN_SIG = Signature(-1, FAILURE, "", None, "nccl_error", AT_LEAST, "distributed_init", (), None)
 _ACCESS_NEAR = 200                  # lines before a 5xx access line whose unplaced error was that request's
 # candidate tiers: the first non-empty tier holds the root cause
-_TIER = {FAILURE: 0, ERROR_LINE: 1, VICTIM: 2, CONSEQUENCE: 3, WEAK_CONSEQUENCE: 4, HEADER: 5, ACCESS_ERROR: 6, CUT_TRACEBACK: 7}
+_TIER = {FAILURE: 0, ERROR_LINE: 1, VICTIM: 2, CONSEQUENCE: 3, DIAGNOSTIC: 4, WEAK_CONSEQUENCE: 5, HEADER: 6,
+         ACCESS_ERROR: 7, CUT_TRACEBACK: 8}
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -43,6 +43,9 @@ VICTIM = "victim"                      # what a surviving rank reports after ano
 CONSEQUENCE = "consequence"            # a wrapper that reports an earlier failure; stands in when nothing else is there
 WEAK_CONSEQUENCE = "weak_consequence"  # a wrapper that is never the root cause
 HEADER = "header"                      # the real error is in the traceback that follows
+# a dump the engine logs about the batch that failed, before it reports the failure: stands in for the failure only
+# when no consequence reports it
+DIAGNOSTIC = "diagnostic"
 HANG_HINT = "hang_hint"                # a worker is stuck; kept as a hint
 WARNING_HINT = "warning_hint"          # a warning worth showing; kept as a hint
 ERROR_LINE = "error_line"              # an ERROR record without a signature (not a table kind; set by the scanner)
@@ -160,9 +163,9 @@ SIGNATURES = (
     # v1/engine/core.py log_error_detail / execute_model_with_error_logging -> logging_utils/dump_input.py
     # dump_engine_exception (0.9+): only around the execution of a scheduled batch in EngineCore.step*, never at
     # start-up (the profiling run and graph capture are the worker's _dummy_run): a request was being served
-    (CONSEQUENCE, "Dumping input data for V1 LLM engine", None, "other", FIXED, "request", (), None),
-    (CONSEQUENCE, "Dumping scheduler output", None, "other", FIXED, "request", (), None),
-    (CONSEQUENCE, "Dumping scheduler stats", None, "other", FIXED, "request", (), None),
+    (DIAGNOSTIC, "Dumping input data for V1 LLM engine", None, "other", FIXED, "request", (), None),
+    (DIAGNOSTIC, "Dumping scheduler output", None, "other", FIXED, "request", (), None),
+    (DIAGNOSTIC, "Dumping scheduler stats", None, "other", FIXED, "request", (), None),
     (WEAK_CONSEQUENCE, "Root Cause (first observed failure)", None, "other", WHERE, None, (), None),
     # torchrun (torch.distributed.elastic): stopping the other workers, and being stopped itself
     (WEAK_CONSEQUENCE, " closing signal SIG", None, "other", WHERE, None, (AT_WARNING,),
@@ -262,7 +265,7 @@ SIGNATURES = (
     # engine core raised: the engine never ran, so a paste cut before the exception shows no dead engine, only a
     # start-up failure of an unknown class (a dead engine is EngineDeadError, "Engine loop has died", ...)
     (HEADER, "EngineCore failed to start", None, "other", WHERE, None, (), None),
-    (HEADER, "EngineCore encountered a fatal error", None, "engine_dead", WHERE, None, (), None),
+    (HEADER, "EngineCore encountered a fatal error", None, "other", WHERE, None, (), None),
     (HEADER, "AsyncLLM output_handler failed", None, "engine_dead", WHERE, None, (), None),
     (HEADER, "Exception in ASGI application", None, "other", WHERE_OR, "request", (), None),
     # the API server's warm-ups before it listens (0.14+): logger.exception, later logger.warning(exc_info=True)

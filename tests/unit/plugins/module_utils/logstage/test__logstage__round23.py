@@ -64,3 +64,17 @@ def test_a_paste_that_starts_at_python_s_chain_line_is_read_by_the_traceback_aft
     ans = classify_text(text)
     assert brief(ans)[::2] == ("request", "high")
     assert not ans["first_error"]["line"].startswith("The above exception")
+
+
+def test_the_engine_s_dump_of_the_failed_batch_gives_way_to_the_fatal_error_record_that_follows_it():
+    # v1/engine/core.py: execute_model_with_error_logging dumps the batch (logging_utils/dump_input.py), then
+    # run_engine_core logs "EngineCore encountered a fatal error." with the traceback (cut here)
+    rec = "(EngineCore_DP0 pid=268) ERROR 11-10 09:28:06 "
+    dump = rec + "[dump_input.py:79] Dumping scheduler output for model execution: SchedulerOutput(scheduled_new_reqs=[])\n"
+    fatal = rec + "[core.py:827] EngineCore encountered a fatal error.\n"
+    ans = classify_text(dump + fatal)
+    assert ans["first_error"]["line"] == "EngineCore encountered a fatal error."
+    # the class of a fatal error whose exception is not shown is unknown: other, not a dead engine
+    assert (ans["stage"], ans["error_class"]) == ("request", "other")
+    # alone, the dump still stands in for the failure it was written for
+    assert brief(classify_text(dump))[:3] == ("request", "other", "high")

@@ -44,8 +44,8 @@ def test_a_frame_outside_vllm_is_not_vllm_s():
 
 
 def test_signature_rows_use_the_named_vocabulary():
-    kinds = (rules.FAILURE, rules.VICTIM, rules.CONSEQUENCE, rules.WEAK_CONSEQUENCE, rules.HEADER, rules.HANG_HINT,
-             rules.WARNING_HINT)
+    kinds = (rules.FAILURE, rules.VICTIM, rules.CONSEQUENCE, rules.WEAK_CONSEQUENCE, rules.DIAGNOSTIC, rules.HEADER,
+             rules.HANG_HINT, rules.WARNING_HINT)
     placements = (rules.FIXED, rules.FIXED_UNTIL_READY, rules.AT_LEAST, rules.AT_LEAST_OR_UNKNOWN, rules.WHERE_OR,
                   rules.WHERE)
     flags = (rules.GENERIC, rules.AT_WARNING, rules.AT_INFO, rules.AT_DEBUG)
