@@ -554,7 +554,7 @@ class _Scan(object):
             # a dead engine's error that quotes the error that stopped the engine loop: that error's class
             quoted = _classify_text(text.split(ORIGINAL_ERROR_KEY, 1)[1])
             cls = quoted if quoted != "engine_dead" else "other"
-        if cls == "other" and self.kv_empty and kind in (FAILURE, ERROR_LINE, HEADER):
+        if cls == "other" and self.kv_empty and kind in (FAILURE, ERROR_LINE, HEADER, CUT_TRACEBACK):
             # the KV cache was sized to nothing just before: the error of no class is the GPU memory's
             cls = "oom"
         if cls == "other" and _CONFIG_REFUSAL_RX.search(text) is not None:

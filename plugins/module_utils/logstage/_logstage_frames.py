@@ -351,6 +351,12 @@ FRAMES = (
     ("handle_request_with_rejection", "ray/serve/_private/replica.py", "request",
      "Ray Serve ReplicaActor.handle_request_with_rejection"),
     ("_process_input_queue", "vllm/v1/engine", "request", "v1/engine/core.py: EngineCoreProc.run_busy_loop's input step"),
+    # round 23: FastChat's vLLM model worker (fastchat/serve/vllm_worker.py): its HTTP handlers and the worker's
+    # generate / generate_stream run one request each (the engine is built at the module's start, not here)
+    ("api_generate", "fastchat/serve/vllm_worker.py", "request", "FastChat vllm_worker.py: api_generate"),
+    ("api_generate_stream", "fastchat/serve/vllm_worker.py", "request", "FastChat vllm_worker.py: api_generate_stream"),
+    ("generate", "fastchat/serve/vllm_worker.py", "request", "FastChat vllm_worker.py: VLLMWorker.generate"),
+    ("generate_stream", "fastchat/serve/vllm_worker.py", "request", "FastChat vllm_worker.py: VLLMWorker.generate_stream"),
     # round 12: a request's media fetched from its URL (multimodal/utils.py 0.6 -> 0.2x, media/connector.py after)
     ("fetch_image", "vllm/multimodal", "request", "multimodal/utils.py: fetch_image (0.5+), MediaConnector.fetch_image"),
     ("load_from_url", "vllm/multimodal", "request", "MediaConnector.load_from_url (0.8+): every fetch_* of a request"),

@@ -44,6 +44,10 @@ JOURNAL_ANY_RX = re.compile(r"^\S{1,6} ?[ \d]?\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]
 CI_COLUMN_RX = re.compile(r"^ {0,4}[|\u2502] ?")  # also k9s's border (U+2502 at both ends of a line)
 BRACKET_RFC3339_RX = re.compile(r"^\[(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)((?:[.,]\d+)?)(Z|[+-]\d\d:?\d\d)?\] ")
 COMPOSE_RX = re.compile(r"^([A-Za-z0-9][\w.-]*)\s+\| ?")
+# round 23: FastChat's workers (fastchat/utils.py build_logger: "%(asctime)s | %(levelname)s | %(name)s | %(message)s")
+# pass the process's own stdout/stderr through the loggers "stdout" and "stderr" (StreamToLogger): what follows is
+# the line the process printed (vLLM's records, a traceback); a paste cut inside the wrapper leaves nothing
+FASTCHAT_STREAM_RX = re.compile(r"^\d{4}-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) \| [A-Z]+ \| std(?:out|err)(?: \| |\s*$)")
 # a log viewer's copied line numbers (Buildkite's and GitHub Actions' raw views: "3597<TAB>...")
 LINENO_TAB_RX = re.compile(r"^\d{1,7}\t")
 # pytest's failure report: "E   <exception line>" and ">   <the failing source line>"
@@ -260,6 +264,12 @@ def strip_wrappers(text, line):
             m = CI_COLUMN_RX.match(text)
             if m:
                 text = text[m.end():].rstrip(" \u2502")
+                changed = True
+        if not changed and c0.isdigit() and text[19:22] == " | ":
+            m = FASTCHAT_STREAM_RX.match(text)
+            if m:
+                _outer(line, tkey(m.group(1), m.group(2), m.group(3), m.group(4), m.group(5)), "fastchat")
+                text = text[m.end():]
                 changed = True
         if not changed and "|" in text[:80]:
             m = COMPOSE_RX.match(text)

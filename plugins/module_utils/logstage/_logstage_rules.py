@@ -152,6 +152,10 @@ SIGNATURES = (
     (CONSEQUENCE, "failed (exitcode:", r"failed \(exitcode: -?\d+\) local_rank: \d+",
      "other", WHERE, None, (AT_WARNING,), None),
     (CONSEQUENCE, "The actor died", None, "engine_dead", WHERE, None, (AT_WARNING,), None),
+    # round 23: Ray Serve's controller (serve/_private/deployment_state.py, WARNING): a replica that stopped answering
+    # its health check - checked only once the replica runs, i.e. after its constructor built the engine
+    (CONSEQUENCE, "Didn't receive health check response for replica", None, "timeout", WHERE_OR, "request",
+     (AT_WARNING,), None),
     (CONSEQUENCE, "RayActorError", None, "engine_dead", WHERE, None, (AT_WARNING,), None),
     (CONSEQUENCE, "ActorDiedError", None, "engine_dead", WHERE, None, (AT_WARNING,), None),
     (WEAK_CONSEQUENCE, "engine core exited unexpectedly", None, "engine_dead", WHERE, None, (AT_WARNING,), None),
@@ -852,6 +856,10 @@ SIGNATURES = (
     (FAILURE, "running low on memory", None, "oom", WHERE, None, (AT_WARNING,),
      "host RAM exhausted (Ray memory monitor)"),
     (FAILURE, "CUDA error", r"CUDA error: \S", "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (GENERIC, AT_WARNING), None),
+    # round 23: the CUDA checks of flash-attention's kernels (csrc and hopper/ launch templates, also vendored by
+    # xformers and vLLM's vllm-flash-attn: CHECK_CUDA / CHECK_CUDA_KERNEL_LAUNCH print "CUDA error (<file>:<line>):
+    # <cudaGetErrorString>" to stderr and exit) - no Python traceback follows
+    (FAILURE, "CUDA error (", r"CUDA error \([^()\s]+:\d+\): \S", "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (), None),
     # PyTorch's ROCm build reports a HIP runtime error as CUDA's (c10/cuda CUDAException hipified: "HIP error: %s")
     (FAILURE, "HIP error", r"HIP error: \S", "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (GENERIC, AT_WARNING), None),
     (FAILURE, "CUDADriverError", None, "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (GENERIC,), None),
@@ -1214,6 +1222,11 @@ STAGE_WORDS = (
      "kv_connector/v1/nixl_connector.py _nixl_handshake (per request: start_load_kv)"),
     ("Handshake with ", r"Handshake with [0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\S* failed",
      "request", "medium", "kv_connector/v1/nixl_connector.py background handshake (per request)"),
+    # round 23: model_executor/models/utils.py _merge_multimodal_embeddings (0.6 on): a batch's multimodal items
+    # against its placeholder tokens, in the model's forward - a request's prompt and media, or the profiling run's
+    # dummy inputs (which the processor builds to match): low
+    ("multimodal tokens to", r"Attempted to assign .{1,60} multimodal tokens to \d+ placeholders", "request", "low",
+     "models/utils.py _merge_multimodal_embeddings (the forward of a batch with multimodal items)"),
     # decoding JSON happens in the tool parsers and in request validation (JSON schema, tool arguments)
     ("JSONDecodeError", None, "request", "low", "json.decoder.JSONDecodeError raised in tool parsers and requests"),
     # the decode attention kernels run only once a KV cache holds a request's tokens

@@ -287,6 +287,8 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 23: flash-attention's CHECK_CUDA
+    ("CUDA error (/src/hopper/flash_fwd_launch_template.h:188): invalid argument", "failure", "cuda_error"),
     # round 20: the multi-modal placeholder check, openai-harmony's parser
     ("Expected there to be 2 prompt updates corresponding to 2 video items, but instead found 1 prompt updates!",
      "failure", "other"),

@@ -78,3 +78,34 @@ def test_the_engine_s_dump_of_the_failed_batch_gives_way_to_the_fatal_error_reco
     assert (ans["stage"], ans["error_class"]) == ("request", "other")
     # alone, the dump still stands in for the failure it was written for
     assert brief(classify_text(dump))[:3] == ("request", "other", "high")
+
+
+def test_fastchat_s_stream_loggers_carry_the_process_s_own_lines():
+    # fastchat/utils.py build_logger's layout; the worker's stderr goes through the logger "stderr"
+    wrap = "2023-12-18 17:40:25 | ERROR | stderr | "
+    text = "".join(wrap + line + "\n" for line in (
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.10/site-packages/fastchat/serve/vllm_worker.py", line 196, in api_generate',
+        "    output = await worker.generate(params)"))
+    ans = classify_text(text)
+    assert brief(ans)[::2] == ("request", "high")
+    # a paste cut inside the wrapper is no error of its own
+    assert classify_text(text + "2023-12-18 17:40:25 | ERROR | stderr\n")["first_error"]["lineno"] == 1
+    # FastChat's own loggers are left as they are
+    assert classify_text("2023-12-18 17:40:25 | INFO | model_worker | Loading the model\n")["stage"] == "none"
+
+
+def test_flash_attention_s_cuda_check_is_a_cuda_error():
+    ans = classify_text("CUDA error (/src/flash-attention/hopper/flash_fwd_launch_template.h:188): invalid argument\n")
+    assert (ans["error_class"], ans["first_error"]["lineno"]) == ("cuda_error", 1)
+
+
+def test_a_replica_that_stopped_answering_ray_serve_s_health_check_was_serving():
+    text = ("WARNING 2025-06-25 04:39:52,101 controller 1758 -- Didn't receive health check response for replica "
+            "Replica(id='abc', deployment='vLLM', app='app') after 10.0s, marking it unhealthy.\n")
+    assert brief(classify_text(text))[:2] == ("request", "timeout")
+
+
+def test_multimodal_items_that_do_not_match_their_placeholders_are_a_request_s():
+    ans = classify_text("ValueError: Attempted to assign 1580 = 1580 multimodal tokens to 1581 placeholders\n")
+    assert brief(ans)[::2] == ("request", "low")
