@@ -351,6 +351,11 @@ FRAMES = (
     ("handle_request_with_rejection", "ray/serve/_private/replica.py", "request",
      "Ray Serve ReplicaActor.handle_request_with_rejection"),
     ("_process_input_queue", "vllm/v1/engine", "request", "v1/engine/core.py: EngineCoreProc.run_busy_loop's input step"),
+    # round 23: Ray Serve LLM's server (ray/llm/_internal/serve/deployments/llm/llm_server.py): a request's
+    # prediction and its error handler
+    ("_predict", "ray/llm/_internal/serve/deployments/llm/", "request", "ray.llm LLMServer._predict (one request)"),
+    ("handle_failure", "ray/llm/_internal/serve/deployments/utils/", "request",
+     "ray.llm error_handling_utils.py: a request's stream"),
     # round 23: FastChat's vLLM model worker (fastchat/serve/vllm_worker.py): its HTTP handlers and the worker's
     # generate / generate_stream run one request each (the engine is built at the module's start, not here)
     ("api_generate", "fastchat/serve/vllm_worker.py", "request", "FastChat vllm_worker.py: api_generate"),

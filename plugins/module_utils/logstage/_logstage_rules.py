@@ -1222,6 +1222,10 @@ STAGE_WORDS = (
      "kv_connector/v1/nixl_connector.py _nixl_handshake (per request: start_load_kv)"),
     ("Handshake with ", r"Handshake with [0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\S* failed",
      "request", "medium", "kv_connector/v1/nixl_connector.py background handshake (per request)"),
+    # round 23: Ray Serve LLM (ray/llm/_internal/serve/deployments/utils/error_handling_utils.py, 2.44+): the
+    # replica's error handler of one request's response stream
+    ("Encountered failure while handling request", None, "request", "medium",
+     "ray.llm serve deployments error_handling_utils.py: a request's stream failed"),
     # round 23: model_executor/models/utils.py _merge_multimodal_embeddings (0.6 on): a batch's multimodal items
     # against its placeholder tokens, in the model's forward - a request's prompt and media, or the profiling run's
     # dummy inputs (which the processor builds to match): low

@@ -109,3 +109,11 @@ def test_a_replica_that_stopped_answering_ray_serve_s_health_check_was_serving()
 def test_multimodal_items_that_do_not_match_their_placeholders_are_a_request_s():
     ans = classify_text("ValueError: Attempted to assign 1580 = 1580 multimodal tokens to 1581 placeholders\n")
     assert brief(ans)[::2] == ("request", "low")
+
+
+def test_ray_serve_llm_s_handler_of_a_failed_request_stream_is_serving():
+    actor = "(ServeReplica:default:LLMDeployment pid=7) "
+    text = (actor + "ERROR 2025-05-23 00:42:04,876 default_LLMDeployment abc 7008-- Encountered failure while handling "
+            "request 7008\n" + actor + '  File "/venv/lib/python3.11/site-packages/ray/llm/_internal/serve/deployments/'
+            'llm/llm_server.py", line 528, in _predict\n' + actor + "    async for llm_response in self.engine.generate(x):\n")
+    assert classify_text(text)["stage"] == "request"
