@@ -561,6 +561,10 @@ SIGNATURES = (
     (FAILURE, "Failed to load mistral '", None, "config_error", FIXED, "config", (), None),
     # the Hub refused the download (round 10, vocabulary: an access refusal is no config validation: class other)
     (FAILURE, "GatedRepoError", None, "other", WHERE_OR, "config", (), "a gated model: the token lacks access"),
+    # ... and transformers' own words for it (utils/hub.py cached_file: OSError "You are trying to access a gated
+    # repo.", 4.3x on), printed without the huggingface_hub exception under it
+    (FAILURE, "You are trying to access a gated repo", None, "other", WHERE_OR, "config", (),
+     "a gated model: the token lacks access"),
     (FAILURE, "401 Client Error", None, "other", WHERE_OR, "config", (),
      "the Hugging Face token is missing or wrong"),
     (FAILURE, "RepositoryNotFoundError", None, "missing_file", WHERE_OR, "config", (),

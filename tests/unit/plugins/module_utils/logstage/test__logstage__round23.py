@@ -117,3 +117,8 @@ def test_ray_serve_llm_s_handler_of_a_failed_request_stream_is_serving():
             "request 7008\n" + actor + '  File "/venv/lib/python3.11/site-packages/ray/llm/_internal/serve/deployments/'
             'llm/llm_server.py", line 528, in _predict\n' + actor + "    async for llm_response in self.engine.generate(x):\n")
     assert classify_text(text)["stage"] == "request"
+
+
+def test_transformers_own_words_for_a_gated_repository_are_the_config_s_download():
+    ans = classify_text("OSError: You are trying to access a gated repo.\n")
+    assert brief(ans)[:2] == ("config", "other")
