@@ -96,25 +96,32 @@ def _first(cands, kind):
 _INCIDENT_LINES = 40                # without timestamps: records this close to the error in its file are its incident
 
 
-def _same_incident(root, cands):
-    """An error that shows no stage of its own (a bare ``CUDA out of memory``, a kernel's ``Cuda error``) takes the
-    stage that another record of the same incident proves by its frames or the log's markers, at confidence high:
-    the wrapper in the API server that saw the engine die while it served (``AsyncLLM output_handler failed``, a
-    request's ``EngineDeadError``), a worker's traceback through ``load_model``.  Such a record reports the process
-    where it was when the failure reached it, so the failure happened in that stage.  The same incident: the same
-    file, each on a timestamp of its own within the timestamps' resolution (``_TIE_SECONDS``), or, where neither has
-    any timestamp, at most ``_INCIDENT_LINES`` lines after the error.  The nearest such record wins; the answer's confidence is ``medium``
-    and its basis ``inferred`` (read from the neighbour, not from the error)."""
-    def near(c):
-        if c is root or c["index"] != root["index"] or c["stage"] in ("unknown", None) or c.get("conf") != CONF_HIGH:
-            return False
-        if c.get("basis") not in (BASIS_FRAMES, BASIS_MARKERS):
+def _placed_by_neighbour(root, cands):
+    """A root cause that shows no stage of its own takes one from a neighbour in its file (confidence ``medium``):
+
+    1. its own traceback, printed cut just after it (``logger.exception``, asyncio's "Exception in callback"): at most
+       3 lines below, that traceback's stage and basis;
+    2. else another record of the same incident that proves its stage by frames or the log's markers (confidence
+       ``high``) - the API server's wrapper that saw the engine die while it served (``AsyncLLM output_handler
+       failed``, a request's ``EngineDeadError``), a worker's traceback through ``load_model``: such a record reports
+       where its process was when the failure reached it, so the failure happened in that stage (basis
+       ``inferred``). The same incident: each record on a timestamp of its own within the timestamps' resolution
+       (``_TIE_SECONDS``), or, where neither has any timestamp, at most ``_INCIDENT_LINES`` lines after the error;
+       the nearest wins."""
+    mine = [c for c in cands if c is not root and c["index"] == root["index"] and c["stage"] not in ("unknown", None)]
+    cut_tb = [c for c in mine if c["kind"] == CUT_TRACEBACK and 0 < c["lineno"] - root["lineno"] <= 3]
+    if cut_tb:
+        root.update(stage=cut_tb[0]["stage"], basis=cut_tb[0]["basis"], conf=CONF_MEDIUM, srank=cut_tb[0]["srank"])
+        return
+
+    def same_incident(c):
+        if c.get("conf") != CONF_HIGH or c.get("basis") not in (BASIS_FRAMES, BASIS_MARKERS):
             return False
         if root["tkey"] is not None and c["tkey"] is not None:
             # each on its own timestamp: a line that borrows the time of a record above it may be another story
             return root["tkey_own"] and c["tkey_own"] and abs(c["tkey"] - root["tkey"]) <= _TIE_SECONDS
         return root["tkey"] is None and c["tkey"] is None and 0 < c["lineno"] - root["lineno"] <= _INCIDENT_LINES
-    found = [c for c in cands if near(c)]
+    found = [c for c in mine if same_incident(c)]
     if found:
         c = min(found, key=lambda c: abs(c["lineno"] - root["lineno"]))
         root.update(stage=c["stage"], basis=BASIS_INFERRED, conf=CONF_MEDIUM, srank=c["srank"])
@@ -155,12 +162,8 @@ def build_answer(scans):
                        % ", ".join(sorted(s for s in sources if s)))
     uncertain = bool(why)
 
-    nxt = [c for c in all_cands if root is not None and root["stage"] == "unknown" and c["index"] == root["index"]
-           and c["kind"] == CUT_TRACEBACK and 0 < c["lineno"] - root["lineno"] <= 3 and c["stage"] != "unknown"]
-    if nxt:  # an error whose traceback follows it cut (logger.exception, asyncio's "Exception in callback"): its frames
-        root.update(stage=nxt[0]["stage"], basis=nxt[0]["basis"], conf=CONF_MEDIUM, srank=nxt[0]["srank"])
     if root is not None and root["stage"] == "unknown":
-        _same_incident(root, all_cands)
+        _placed_by_neighbour(root, all_cands)
     reached = set(r for sc in scans for r in sc.reached)
     if root is not None and root["srank"] >= 0:
         reached.add(root["srank"])
