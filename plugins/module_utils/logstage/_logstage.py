@@ -40,8 +40,7 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rule
     DIAGNOSTIC, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY, FMT_C10, FMT_NCCL,
     FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, GENERIC, HANG_HINT, HEADER, KV_CACHE_EMPTY_RX, LEVEL_WORD_RX, MARKERS,
     ORIGINAL_ERROR_KEY, READY, SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES, USUAL_STAGE_LOW,
-    VICTIM, WARNING_HINT,
-    WEAK_CONSEQUENCE, WHERE, WHERE_OR)
+    VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE, WHERE_OR)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_messages import message_stage
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_frames import (
     CALLS, DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, NOT_SERVING_FILES,
