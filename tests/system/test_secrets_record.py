@@ -94,12 +94,29 @@ def _norm(value, work):
     if isinstance(value, dict):
         return {_text(k, work): _norm(v, work) for k, v in value.items() if k not in PLANTED and k not in _OTHERS}
     if isinstance(value, list):
+        if value and all(isinstance(v, dict) and "cmdline" in v for v in value):
+            return _processes(value, work)
         return [_norm(v, work) for v in value if not (isinstance(v, str) and v in PLANTED)]
     if isinstance(value, str):
         return _text(value, work)
     if isinstance(value, bool) or value is None:
         return value
     return "N"
+
+
+def _processes(procs, work):
+    """A list of processes as the set of what they are. Their order follows pids, which wrap on a busy machine (a
+    worker can hold a lower pid than its parent), and a vLLM child shows its parent's command line until it has set
+    its own title (VLLM::Worker, VLLM::EngineCore): which of the two a snapshot catches is timing, not the secrets.
+    Every child of the server is written as the server's command line; a masked character would still show there."""
+    server = [p for p in procs if " serve " in str(p.get("cmdline", ""))]
+    out = []
+    for p in procs:
+        p = dict(p)
+        if server and (str(p.get("cmdline", "")).startswith("VLLM::") or str(p.get("comm", "")).startswith("VLLM::")):
+            p["cmdline"], p["comm"] = server[0]["cmdline"], server[0].get("comm")
+        out.append(json.dumps(_norm(p, work), sort_keys=True))
+    return [json.loads(x) for x in sorted(set(out))]
 
 
 def _frozen(work):
