@@ -87,9 +87,25 @@ def _share_times(scans):
 _ROOT_TIERS = (FAILURE, ERROR_LINE, VICTIM, CONSEQUENCE, DIAGNOSTIC, ACCESS_ERROR, CUT_TRACEBACK)
 
 
+_MESSAGE_RX = re.compile(r"(?:Error|Exception|Exit|Failure|Failed)(?:\([\w.]*\))?: (?P<msg>.{24,})$")
+
+
+def _mark_relays(cands):
+    """An error line that repeats, later in its file, the message of an exception already there (an application's
+    ``logger.error(f"Error: {e}")`` around vLLM's call) is that exception relayed, not an error of its own: it is
+    marked ``relay`` and never taken as the root cause."""
+    seen = []
+    for c in sorted(cands, key=lambda c: c["lineno"]):
+        if c["kind"] == ERROR_LINE and any(m in c["line"] for m in seen):
+            c["relay"] = True
+        m = _MESSAGE_RX.search(c["line"].rstrip())
+        if m and c["kind"] != ERROR_LINE:
+            seen.append(m.group("msg").strip())
+
+
 def _first(cands, kind):
     """The candidate of ``kind`` on the earliest line of its file, or None."""
-    mine = [c for c in cands if c["kind"] == kind]
+    mine = [c for c in cands if c["kind"] == kind and not c.get("relay")]
     return min(mine, key=lambda c: c["lineno"]) if mine else None
 
 
@@ -129,6 +145,8 @@ def _placed_by_neighbour(root, cands):
 
 def build_answer(scans):
     _share_times(scans)
+    for sc in scans:
+        _mark_relays(sc.cands)
     root = None
     firsts = []
     for kind in _ROOT_TIERS:

@@ -124,9 +124,10 @@ TB_START = "Traceback (most recent call last)"
 # "File ~/env/lib/python3.9/site-packages/vllm/entrypoints/llm.py:123, in LLM.__init__(self, model, ...)" with
 # numbered source lines and an arrow on the current one, the exception line last
 IPY_TB_RX = re.compile(r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)\s*$")
-# IPython 7 (Colab) writes a frame as "/path/x.py in func(...)", Colab as a link "[/path/x.py](https://...) in func(...)"
+# IPython 7 (Colab) writes a frame as "/path/x.py in func(...)", Colab as a link "[/path/x.py](https://...) in func(...)";
+# a cell's own code is the function "<cell line: N>" (IPython 8's name for a cell's top level)
 IPY_FRAME_RX = re.compile(r"^\s*(?:File )?\[?(?P<path>[^\s\[\]]+?\.py)(?::\d+)?(?:\]\([^)]*\))?,? in (?:[\w<>]+\.)*"
-                          r"(?P<func>[\w<>]+)\(")
+                          r"(?P<func>[\w<>]+|<cell line: \d+>)\(")
 IPY_SOURCE_RX = re.compile(r"^(?:-*>\s*)?(?:\d+|\[\d+\]\([^)]*\))\s|^Cell In\s*\[\d+\], line \d+|^\(\.\.\.\)$|"
                            r"\.ipynb\]\([^)]*\) Cell \d+ line \d+|^\[?<ipython-input-[\w-]+>(?:\]\([^)]*\))? in ")
 CODE_STARTS = ('File "', "File &quot;", "File ~/", "File [", "[/", "raise ", "^^^", "~~~")  # &quot;: HTML; the others:

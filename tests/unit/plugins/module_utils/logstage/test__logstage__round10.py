@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_text, frame_stage
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.logstage.corpus_cases import case
 
 VL = "/opt/venv/lib/python3.12/site-packages/vllm"
 ROPE = VL + "/model_executor/layers/rotary_embedding.py"
@@ -163,6 +164,17 @@ def test_a_colab_traceback_is_read_by_its_link_frames():
     # "[<ipython-input-N-hash>](...) in <cell line: 0>()" (the known limit of round 9)
     ans = classify_text("\n".join(COLAB_TB) + "\n")
     assert (ans["stage"], ans["stage_basis"]) == ("weight_loading", "frames")
+
+
+def test_a_colab_cell_saved_as_a_temporary_file_is_a_frame_of_the_traceback():
+    # newer Colab runs a cell from "/tmp/ipython-input-<n>.py", its top level named "<cell line: N>" by IPython:
+    # a frame like any other, not the error line (issue 35, round 24; the real paste c418 ends in ModelConfig's words)
+    tb = list(COLAB_TB)
+    tb[2] = "[/tmp/ipython-input-3394727224.py](https://localhost:8080/#) in <cell line: 0>()"
+    ans = classify_text("\n".join(tb) + "\n")
+    want = ("weight_loading", "frames", "ValueError: something broke")
+    assert (ans["stage"], ans["stage_basis"], ans["first_error"]["line"]) == want
+    assert classify_text(case("c418"))["stage"] == "config"
 
 
 def test_a_colab_traceback_cut_before_its_header_is_read_by_its_frames():
