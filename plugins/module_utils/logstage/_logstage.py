@@ -373,6 +373,8 @@ class _Scan(object):
         self.proc_hdr = None
         self.proc_hdr_at = self.hdr_to = -1  # a record header's first and last line (PROCESS_HDR_RX: its traceback follows)
         self.code_run = (None, 0)        # ((stream, lineno) of the last code line outside a traceback, its run's first)
+        self.lead = None                 # (first, last) line of the fragments that open the paste (a cut line)
+        self.lead_done = False
         self.comms = {}                  # (pid, NCCL comm pointer) -> "started" | "complete" | "destroyed"
         self.store_warn_at = -_BARRIER_NEAR - 1  # the last record of torch's TCPStore client (c10d warning)
         self.no_recover = False          # the marker being read is a request answered with a server error
@@ -984,6 +986,17 @@ class _Scan(object):
             self.pid2proc[line.pid] = line.proc
         self._line(line, lineno, text)
 
+    def _lead(self, line, lineno, stripped):
+        """A paste that starts inside a traceback often starts inside one of its lines too (``lf.model = get_model(``,
+        ``rank0]:   File ...``): up to two plain lines that open the file, are no frame and no error, and are followed
+        by a frame, are that traceback's first lines (``lead``)."""
+        if (line.fmt != FMT_RAW or self.cands or lineno > 2 + (self.lead[0] if self.lead else lineno) - 1
+                or stripped.startswith(TB_START) or frame_line(stripped) is not None
+                or (self.lead is not None and self.lead[1] != lineno - 1)):
+            self.lead_done = not (line.fmt == FMT_RAW and frame_line(stripped) is not None)
+            return
+        self.lead = (self.lead[0] if self.lead else lineno, lineno)
+
     def _line(self, line, lineno, text):
         stream = line.stream
         body = line.msg
@@ -1022,6 +1035,8 @@ class _Scan(object):
                 # logger.exception(e) of an exception without a message: the traceback follows
                 self._open_tb(line, lineno, body, header=_EMPTY_ERROR_SIG)
             return
+        if not self.lead_done:
+            self._lead(line, lineno, stripped)
         if line.fmt in (FMT_RAW, FMT_VLLM, FMT_C10, FMT_UVICORN, FMT_PYLOG) and stripped.startswith(TB_START):
             self._open_tb(line, lineno, stripped)
             return
@@ -1048,6 +1063,8 @@ class _Scan(object):
             # the source text of a raise statement is not the error; a frame opens the cut traceback
             # code lines right before it in its stream (a record cut at a source or caret line) are its first lines
             run = self.code_run[1] if self.code_run[0] == (stream, lineno - 1) else lineno
+            if not self.lead_done and self.lead is not None and self.lead[1] >= lineno - 1 and not self.cands:
+                run = self.lead[0]  # the paste opens inside this traceback: its cut first lines are the traceback's
             if lvl != LEVEL_DEBUG and (frame_line(stripped) is not None or _source_stage(stripped)):
                 self._tb_line(self._open_tb(line, run, stripped, headless=True), line, lineno, body)
             self.code_run = ((stream, lineno), run)

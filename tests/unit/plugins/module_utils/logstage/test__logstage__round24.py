@@ -45,11 +45,35 @@ def test_a_short_message_is_too_common_to_be_a_relay():
         assert bool(cands[1].get("relay")) is relay, msg
 
 
+_FRAMES = ('  File "/venv/lib/python3.10/site-packages/vllm/model_executor/model_loader/loader.py", line 21, in get_model\n'
+           "    return loader.load_model(model_config=model_config)\n")  # cut before its exception
+
+
+def test_a_paste_that_opens_inside_a_traceback_line_starts_the_traceback_at_its_first_line():
+    # the paste's first line is the end of a source line the copy cut ("lf.model = get_model(..."), and the paste ends
+    # before the exception: the cut traceback is the error, from its first line
+    ans = classify_text("lf.model = get_model(model_config=self.model_config,\n" + _FRAMES)
+    assert (ans["stage"], ans["first_error"]["lineno"]) == ("weight_loading", 1)
+    ans = classify_text("lf.model = get_model(\n    model_config=self.model_config,\n" + _FRAMES)
+    assert ans["first_error"]["lineno"] == 1
+
+
+def test_prose_before_a_traceback_or_a_gap_is_not_its_first_line():
+    # three plain lines are more than a cut line; an empty line parts them from the frames
+    ans = classify_text("we ran it\nand then\nit said\n" + _FRAMES)
+    assert ans["first_error"]["lineno"] == 4
+    ans = classify_text("lf.model = get_model(model_config=self.model_config,\n\n" + _FRAMES)
+    assert ans["first_error"]["lineno"] == 3
+
+
 @pytest.mark.parametrize("prefix, want", [
     # ms-swift's infer loop relays the EngineDeadError the API path raised (the cause above it was cut)
     ("c846", ("request", "engine_dead", "medium", 2)),
     # vllm-omni's stage worker relays it per request
     ("c460", ("request", "engine_dead", "high", 7)),
+    # pastes that open inside a traceback's line (a source line's tail, a cut source line)
+    ("c527", ("config", "other", "high", 1)),
+    ("c1131", ("cuda_init", "other", "high", 1)),
 ])
 def test_round_24_on_the_real_paste_of_each_family(prefix, want):
     assert brief(classify_text(case(prefix))) == want
