@@ -46,7 +46,7 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_fram
     CALLS, DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, NOT_SERVING_FILES,
     SERVING_FRAMES, SHARED_SERVING_FRAMES, SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
-    CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, EXC_RX, GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, JOINED_WORDS,
+    CARET_ANSI_RX, CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, EXC_RX, GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, JOINED_WORDS,
     LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING, MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX,
     ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX, RAY_REPEAT_RX, RSYSLOG_ESC_RX, RSYSLOG_ESCAPES,
     SUBJECT_RX, TB_START, TEE_RX, Line, clean, collective_stage, cut, cut_record, frame_line, joined_cuts, last_ts,
@@ -279,7 +279,7 @@ class _TB(object):
 
     __slots__ = ("state", "stream", "proc", "pid", "rec", "header", "entries", "frames", "lineno", "ts", "tkey",
                  "tkey_own", "idle", "warn_only", "context", "chained", "serving", "startup", "firm", "whole", "nframes",
-                 "ctx")
+                 "ctx", "importing")
 
     def __init__(self, stream, proc, pid, rec, lineno, ts, key, tkey_own, warn_only):
         self.state = "frames"
@@ -303,6 +303,7 @@ class _TB(object):
         self.firm = False                # a serving frame start-up never runs seen (not SHARED_SERVING_FRAMES)
         self.whole = False               # its "Traceback" line is in the log (no caller cut away)
         self.nframes = 0                 # frame lines seen ('File "...", line N, in f')
+        self.importing = False           # its innermost frame so far is a module of vLLM being imported
         self.ctx = -1                    # the furthest stage the log had proved reached at its last line
 
     def hint(self, text):
@@ -317,9 +318,17 @@ class _TB(object):
     def serving_hint(self):
         """The serving frames' hint: medium, or low when only code start-up runs too shows and the caller is cut;
         None without a serving-only frame or with a start-up function of vLLM among the frames."""
+        if self.importing:
+            # its innermost frame is vLLM's own module code, imported by the frame above it: it failed while vLLM was
+            # being imported (a library it needs, its build against another torch), the environment (round 25)
+            return "environment", CONF_MEDIUM, True
         if self.serving is None or self.startup:
             return None
         return self.serving, CONF_MEDIUM if self.firm or self.whole else CONF_LOW, True
+
+
+# an installed vLLM's (or a source checkout's) own module file; a user's script merely named or placed under vllm/ is not
+_VLLM_MODULE_RX = re.compile(r"(?:site-packages|dist-packages|/vllm)/vllm/[\w/]+\.py$")
 
 
 def _frames_stage(frames):
@@ -737,6 +746,7 @@ class _Scan(object):
                         if sf and func not in _SHARED_FUNCS and not any(p in path for p in _SHARED_PARTS):
                             tb.firm = True
                 tb.chained = "vllm" if "vllm" in path else "file"
+                tb.importing = func == "<module>" and tb.nframes > 0 and _VLLM_MODULE_RX.search(path) is not None
                 tb.nframes += 1
                 return True
             if body[:1] in (" ", "\t") or not stripped or CARETS_RX.match(stripped) or IPY_SOURCE_RX.match(stripped) or \
@@ -927,6 +937,8 @@ class _Scan(object):
         if "\x1b" in text or "\x00" in text:
             text = clean(text)
         text = text.rstrip()
+        if "^[" in text or text.endswith("^M"):
+            text = CARET_ANSI_RX.sub("", text).rstrip()
         if text[:1] == "[" and text[1:2].isdigit() and "m" in text[2:9]:
             text = ORPHAN_ANSI_RX.sub("", text)
         line = Line()
@@ -1015,7 +1027,11 @@ class _Scan(object):
                     consumed = True
                 else:
                     del self.streams[stream]
-                    self._finish_tb(tb)
+                    if not (tb.state == "header" and tb.header[0] is _EMPTY_ERROR_SIG
+                            and body.lstrip().startswith(CHAIN)):
+                        # (an empty ERROR record followed by Python's chain line is the blank line before it in a
+                        # traceback logged line by line with the prefix, not an error of its own)
+                        self._finish_tb(tb)
             for key in list(self.streams):
                 if key == stream:
                     continue

@@ -159,6 +159,12 @@ FRAMES = (
     ("pt_weights_iterator", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
     ("download_weights_from_hf", "vllm/model_executor/model_loader", "weight_loading", "model_loader/weight_utils.py"),
     ("process_weights_after_loading", "vllm/model_executor", "weight_loading", "model_loader/utils.py, quantization methods"),
+    # round 25: the Marlin kernels' weight repack, which only the quantization methods' process_weights_after_loading
+    # calls (gptq_marlin.py, awq_marlin.py, marlin_utils*.py, the Marlin MoE methods; 0.5 -> current)
+    ("gptq_marlin_repack", "vllm/_custom_ops.py", "weight_loading", "_custom_ops.py: Marlin repack at process_weights_after_loading"),
+    ("awq_marlin_repack", "vllm/_custom_ops.py", "weight_loading", "_custom_ops.py: Marlin repack at process_weights_after_loading"),
+    ("gptq_marlin_moe_repack", "vllm/_custom_ops.py", "weight_loading", "_custom_ops.py: Marlin MoE repack at load"),
+    ("awq_marlin_moe_repack", "vllm/_custom_ops.py", "weight_loading", "_custom_ops.py: Marlin MoE repack at load"),
     # issue 35, from vLLM 0.2 / 0.4 / 0.5.1 (neuralmagic/nm-vllm tags) and the current weight_utils.py
     ("hf_model_weights_iterator", "vllm/model_executor", "weight_loading", "vllm/model_executor/weight_utils.py (<=0.3)"),
     ("prepare_hf_model_weights", "vllm/model_executor", "weight_loading", "vllm/model_executor/weight_utils.py (<=0.3)"),
@@ -267,6 +273,14 @@ FRAMES = (
      "vllm/engine/multiprocessing/engine.py (V0): MQLLMEngine.run_engine_loop (after start-up)"),
     ("start_worker_execution_loop", "vllm/worker", "request", "vllm/worker/worker_base.py (V0): the workers' execute loop"),
     ("_verify_args", "vllm/sampling_params.py", "request", "vllm/sampling_params.py: SamplingParams._verify_args (a request's)"),
+    # round 25: a KV connector's scheduler side (kv_transfer/kv_connector/v1/base.py KVConnectorBase_V1, 0.9+; LMCache,
+    # NIXL, offloading, P2P): only the V1 scheduler calls it, for requests it schedules or finishes (the worker side
+    # also runs in the profiling pass's dummy runs: not listed)
+    ("get_num_new_matched_tokens", "vllm/distributed/kv_transfer", "request", "KVConnectorBase_V1 scheduler side"),
+    ("update_state_after_alloc", "vllm/distributed/kv_transfer", "request", "KVConnectorBase_V1 scheduler side"),
+    ("build_connector_meta", "vllm/distributed/kv_transfer", "request", "KVConnectorBase_V1 scheduler side"),
+    ("request_finished", "vllm/distributed/kv_transfer", "request", "KVConnectorBase_V1 scheduler side"),
+    ("update_connector_output", "vllm/distributed/kv_transfer", "request", "KVConnectorBase_V1 scheduler side (0.10+)"),
     ("get_output", "vllm/v1/worker/gpu_model_runner.py", "request",
      "gpu_model_runner.py: AsyncGPUModelRunnerOutput.get_output (the output copy of a scheduled batch)"),
     ("create_completion", "vllm/entrypoints", "request", "entrypoints/openai/serving_completion.py"),
@@ -509,8 +523,11 @@ EXECUTOR_CALLS = r"""\b(?:_run_workers(?:_async)?|collective_rpc)\(\s*["'](\w+)[
 # (init_device), 0.2 -> current; round 20: a module function called by its bare name too
 # (``init_worker_distributed_environment(self.vllm_config, ...`` in init_device).  A call of a name with an
 # underscore (vLLM's own names; ``create``, ``step``, ``generate`` and a client's ``completions.create(`` are left
-# out), looked up in FRAMES by name like a worker method: only when every row of that name agrees
-CALLS = r"^(?:[\w.\[\]]+\s*(?::\s*[\w.\[\], ]+)?=\s*)?(?:return |await |yield from )*(?:\w+\.)*(\w+_\w+)\("
+# out), looked up in FRAMES by name like a worker method: only when every row of that name agrees; round 25: an
+# assignment that unpacks a tuple (``num_gpu_blocks, num_cpu_blocks, kv_cache_config = self._initialize_kv_caches(``,
+# V1 core.py EngineCore.__init__)
+CALLS = (r"^(?:[\w.\[\]]+(?:\s*,\s*[\w.\[\]]+)*\s*(?::\s*[\w.\[\], ]+)?=\s*)?(?:return |await |yield from )*"
+         r"(?:\w+\.)*(\w+_\w+)\(")
 
 # logger lines that name the worker method that failed; the method is looked up in FRAMES by name
 METHOD_MESSAGES = (

@@ -31,6 +31,8 @@ LEVEL_RAW = "raw"                   # a line without a level (print, traceback, 
 
 ANSI_RX = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 ORPHAN_ANSI_RX = re.compile(r"\[[0-9;]{1,8}m(?=\S)")
+# the same sequences in caret notation, as `cat -v`, less and vim show a control character (ESC as "^[", CR as "^M")
+CARET_ANSI_RX = re.compile(r"\^\[\[[0-9;?]*[ -/]*[@-~]|\^M$")
 # rsyslog's escape of control characters it received (EscapeControlCharactersOnReceive, on by default: "#" and the
 # byte in three octal digits - ESC "#033", CR "#015", TAB "#011"), as a server's log forwarded through syslog shows
 RSYSLOG_ESC_RX = re.compile(r"#(0[0-3][0-7])")
@@ -100,7 +102,9 @@ STRUCT_RX = re.compile(r'"(?:level|levelname|severity)": ?"(?P<jlevel>[A-Za-z]+)
                        r'(?P<jmsg>(?:[^"\\]|\\.)*)|\blevel=(?P<level>[a-z]+) .*?\bmsg="(?P<msg>(?:[^"\\]|\\.)*)')
 STRUCT_UNESCAPE_RX = re.compile(r'\\(["\\])')
 PYWARN_RX = re.compile(r"^\S+\.py:\d+: \w*Warning: ")
-FRAME_RX = re.compile(r'^\s*(?:File ")?(?P<path>[^"]*)", line \d+, in (?P<func>\S+)')
+# (also faulthandler's dump of a crashed process' threads: 'File "x.py", line 12 in func', most recent call first;
+# CPython Python/traceback.c dump_frame)
+FRAME_RX = re.compile(r'^\s*(?:File ")?(?P<path>[^"]*)", line \d+,? in (?P<func>\S+)')
 # a frame line the paste's end (or a hard wrap) cut inside its path or after its number ('File "/usr/lo',
 # 'File "/x.py", line 62, i'): its path is read, its function is not known (round 13)
 CUT_FRAME_RX = re.compile(r'^\s*File "(?P<path>[^"]+)(?:", line \d*(?:, ?i?n?)?)?(?P<func>)$')

@@ -340,8 +340,14 @@ def test_words_and_classes_of_several_call_sites_say_low():
     # V0's profile_run calls the same execute_model that dump_input_on_failure wraps: "Error in model execution"
     ans = classify_text("RuntimeError: Error in model execution (input dumped to /tmp/err.pkl): boom\n")
     assert (ans["stage"], ans["confidence"]) == ("request", "low")
-    # a linker error surfaces wherever the extension is first loaded (c196, dev: import of a CUDA 13 library)
+    # a linker error surfaces wherever the extension is first loaded (c196, dev: import of a CUDA 13 library): its
+    # words alone say low; c196's innermost frame is vllm/platforms/cuda.py's own module code being imported, which
+    # says medium (round 25: a failure while vLLM is imported)
     ans = classify_text(_case("c196-"))
+    assert (ans["stage"], ans["error_class"], ans["confidence"]) == ("environment", "import_error", "medium")
+    cut = _case("c196-").replace('  File "anaconda3/envs/verl_env/lib/python3.12/site-packages/vllm/platforms/cuda.py", '
+                                 'line 21, in <module>\n    import vllm._C  # noqa\n', "")
+    ans = classify_text(cut)
     assert (ans["stage"], ans["error_class"], ans["confidence"]) == ("environment", "import_error", "low")
     assert ans["cause_stage"] is None
     # a driver/library mismatch the paste does not place (c177, dev): the class's usual stage, low
