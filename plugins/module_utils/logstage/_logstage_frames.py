@@ -283,6 +283,8 @@ FRAMES = (
     ("update_connector_output", "vllm/distributed/kv_transfer", "request", "KVConnectorBase_V1 scheduler side (0.10+)"),
     ("get_output", "vllm/v1/worker/gpu_model_runner.py", "request",
      "gpu_model_runner.py: AsyncGPUModelRunnerOutput.get_output (the output copy of a scheduled batch)"),
+    ("get_output", "vllm/v1/worker/gpu/async_utils.py", "request",
+     "the V2 model runner's AsyncOutput.get_output (vllm/v1/worker/gpu/, round 26): as above"),
     ("create_completion", "vllm/entrypoints", "request", "entrypoints/openai/serving_completion.py"),
     ("create_chat_completion", "vllm/entrypoints", "request", "entrypoints/openai/serving_chat.py"),
     ("completion_stream_generator", "vllm/entrypoints", "request", "entrypoints/openai/serving_completion.py"),

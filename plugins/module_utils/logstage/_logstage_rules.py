@@ -872,8 +872,9 @@ SIGNATURES = (
     (FAILURE, " received at time=", r"\*\*\* SIG[A-Z]+ received at time=\d+", "other", WHERE, None, (),
      "a process died on a signal (native code crashed); the frames printed after it say where"),
     # a device-side assertion of a CUDA kernel (device printf of assert(): "%s:%d: %s: block: [%d,%d,%d], thread:
-    # [%d,%d,%d] Assertion `%s` failed."), e.g. PyTorch's CUDA_KERNEL_ASSERT in an index or gather kernel
-    (FAILURE, "Assertion `", r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion `.*` failed", "cuda_error",
+    # [%d,%d,%d] Assertion `%s` failed."), e.g. PyTorch's CUDA_KERNEL_ASSERT in an index or gather kernel; round 26:
+    # also a line a paste wrapped inside the condition (the block/thread coordinates are the format's own)
+    (FAILURE, "Assertion `", r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion `", "cuda_error",
      WHERE, None, (), "a CUDA kernel's device-side assertion (often an index out of range): CUDA_LAUNCH_BLOCKING=1 "
      "shows the kernel"),
     # a stub loader that cannot resolve a CUDA library's symbol ("Invalid handle. Cannot load symbol cublasLtGetVersion":
@@ -1091,8 +1092,9 @@ MARKERS = (
     ("api_ready", READY, FMT_UVICORN, "Application startup complete", None),
     ("api_ready", READY, FMT_UVICORN, "Uvicorn running on", None),
     # a 200 answer to a probe or the models list (the OpenAI server's /health, /ping, /v1/models: uvicorn logs
-    # the access line only once the server listens, and /health answers 200 only while the engine is alive)
-    ("api_ready", READY, FMT_UVICORN, " HTTP/", r'"GET /(?:health|ping|v1/models)\b\S* HTTP/[\d.]+" 200\b'),
+    # the access line only once the server listens, and /health answers 200 only while the engine is alive); round
+    # 26: a Prometheus scrape of /metrics or /version answered 200 (build_app mounts them on the same app)
+    ("api_ready", READY, FMT_UVICORN, " HTTP/", r'"GET /(?:health|ping|v1/models|metrics|version)\b\S* HTTP/[\d.]+" 200\b'),
     ("request", ENTRY, FMT_UVICORN, " HTTP/", r'"(?:POST|PUT|PATCH|DELETE|GET) (?!/(?:health|metrics|ping|version|load|v1/models|docs|openapi)\b)\S+ HTTP/'),
     ("request", ENTRY, FMT_VLLM, "Received request", None),
     ("request", ENTRY, FMT_VLLM, "Added request", None),
