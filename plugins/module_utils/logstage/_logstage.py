@@ -937,7 +937,7 @@ class _Scan(object):
         if "\x1b" in text or "\x00" in text:
             text = clean(text)
         text = text.rstrip()
-        if "^[" in text or text.endswith("^M"):
+        if "^[" in text or "ESC[" in text or text.endswith("^M"):
             text = CARET_ANSI_RX.sub("", text).rstrip()
         if text[:1] == "[" and text[1:2].isdigit() and "m" in text[2:9]:
             text = ORPHAN_ANSI_RX.sub("", text)

@@ -31,8 +31,9 @@ LEVEL_RAW = "raw"                   # a line without a level (print, traceback, 
 
 ANSI_RX = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 ORPHAN_ANSI_RX = re.compile(r"\[[0-9;]{1,8}m(?=\S)")
-# the same sequences in caret notation, as `cat -v`, less and vim show a control character (ESC as "^[", CR as "^M")
-CARET_ANSI_RX = re.compile(r"\^\[\[[0-9;?]*[ -/]*[@-~]|\^M$")
+# the same sequences in caret notation, as `cat -v`, less and vim show a control character (ESC as "^[", CR as "^M"),
+# or with ESC spelt out as less shows it without -R ("ESC[1;36m", round 27)
+CARET_ANSI_RX = re.compile(r"(?:\^\[|ESC)\[[0-9;?]*[ -/]*[@-~]|\^M$")
 # rsyslog's escape of control characters it received (EscapeControlCharactersOnReceive, on by default: "#" and the
 # byte in three octal digits - ESC "#033", CR "#015", TAB "#011"), as a server's log forwarded through syslog shows
 RSYSLOG_ESC_RX = re.compile(r"#(0[0-3][0-7])")
@@ -57,9 +58,10 @@ PYTEST_E_RX = re.compile(r"^E {3,}(?=\S)")
 PYTEST_SRC_RX = re.compile(r"^> {3,}(?=\S)")
 RAY_REPEAT_RX = re.compile(r"\s*\[repeated \d+x across cluster\]")
 # the process tag of vLLM's and Ray's worker prefix; a Ray Serve replica's actor names its app and deployment
-# ("(ServeReplica:app:LLMServer pid=263, ip=10.0.0.5)", round 13), a V1 worker its ranks ("(VllmWorker PP0_TP1 pid=9)")
+# ("(ServeReplica:app:LLMServer pid=263, ip=10.0.0.5)", round 13), a V1 worker its ranks ("(VllmWorker PP0_TP1 pid=9)");
+# an actor class may be private (V0's "(_AsyncLLMEngine pid=7)" under engine_use_ray, round 27)
 VLLM_RX = re.compile(
-    r"\((?P<proc>[A-Za-z][\w\-:]*(?: (?:rank=\d+|[A-Z]{2}\d+(?:_[A-Z]{2}\d+)*))?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) "
+    r"\((?P<proc>[A-Za-z_][\w\-:]*(?: (?:rank=\d+|[A-Z]{2}\d+(?:_[A-Z]{2}\d+)*))?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) "
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? \[?|\[)"
     r"(?P<file>[^\]\s:]+):(?P<lineno>\d+)\] ?(?P<msg>.*)$")
 # (round 13: a record whose date a paste or a log viewer dropped keeps its bracketed file: "ERROR [serving.py:830] ...")
@@ -70,7 +72,7 @@ VLLM_NOTAG_RX = re.compile(
 # its level is unknown, so the rest is read as a raw line that keeps the record's file)
 VLLM_FILEONLY_RX = re.compile(r"^\[(?P<file>[A-Za-z_][\w.-]*\.py):(?P<lineno>\d+)\] (?P<msg>\S.*)$")
 TAGONLY_RX = re.compile(
-    r"^\((?P<proc>[A-Za-z][\w\-:]*(?: (?:rank=\d+|[A-Z]{2}\d+(?:_[A-Z]{2}\d+)*))?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) ?(?P<rest>.*)$")
+    r"^\((?P<proc>[A-Za-z_][\w\-:]*(?: (?:rank=\d+|[A-Z]{2}\d+(?:_[A-Z]{2}\d+)*))?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) ?(?P<rest>.*)$")
 NCCL_RX = re.compile(
     r"^(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[^\]]*\] )?(?P<host>[^:\s\[\]]+):(?P<pid>\d+):(?P<tid>\d+) "
     r"\[(?P<dev>\d+)\] (?:[\d.]+ )?(?:\S+:\d+(?: \([^)]*\))? )?NCCL (?P<lvl>INFO|WARN|TRACE|CALL|ABORT) ?(?P<msg>.*)$")
@@ -123,11 +125,12 @@ EXC_RX = re.compile(
     r"(?:[A-Za-z_]\w*\.)*(?:Base)?ExceptionGroup)(?:\([\w.]*\))?(?::|$)")
 CARETS_RX = re.compile(r"^[\^~ ]+$")
 TB_START = "Traceback (most recent call last)"
-# IPython / Jupyter tracebacks (IPython.core.ultratb, 8.x; VS Code's notebook links): the exception's type first
+# IPython / Jupyter tracebacks (IPython.core.ultratb, 8.x; VS Code's notebook links): the exception's type first (a
+# wrapper's with its cause: "RayTaskError(KeyError)", round 27)
 # ("KeyError                                  Traceback (most recent call last)"), then cells and frames as
 # "File ~/env/lib/python3.9/site-packages/vllm/entrypoints/llm.py:123, in LLM.__init__(self, model, ...)" with
 # numbered source lines and an arrow on the current one, the exception line last
-IPY_TB_RX = re.compile(r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)\s*$")
+IPY_TB_RX = re.compile(r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:\([\w.]+\))?)\s{2,}Traceback \(most recent call last\)\s*$")
 # IPython 7 (Colab) writes a frame as "/path/x.py in func(...)", Colab as a link "[/path/x.py](https://...) in func(...)";
 # a cell's own code is the function "<cell line: N>" (IPython 8's name for a cell's top level)
 IPY_FRAME_RX = re.compile(r"^\s*(?:File )?\[?(?P<path>[^\s\[\]]+?\.py)(?::\d+)?(?:\]\([^)]*\))?,? in (?:[\w<>]+\.)*"
