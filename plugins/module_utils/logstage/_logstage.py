@@ -327,6 +327,9 @@ class _TB(object):
         return self.serving, CONF_MEDIUM if self.firm or self.whole else CONF_LOW, True
 
 
+# a line that reads as code or a frame (a call, an assignment, a line that opens or continues a call's arguments, the
+# carets under a source line)
+_CODE_LIKE_RX = re.compile(r'File "|[\w\]]\(|\s=\s|\w=\w|[(,]\s*$|^[\^~]+$')
 # an installed vLLM's (or a source checkout's) own module file; a user's script merely named or placed under vllm/ is not
 _VLLM_MODULE_RX = re.compile(r"(?:site-packages|dist-packages|/vllm)/vllm/[\w/]+\.py$")
 
@@ -1001,10 +1004,11 @@ class _Scan(object):
     def _lead(self, line, lineno, stripped):
         """A paste that starts inside a traceback often starts inside one of its lines too (``lf.model = get_model(``,
         ``rank0]:   File ...``): up to two plain lines that open the file, are no frame and no error, and are followed
-        by a frame, are that traceback's first lines (``lead``)."""
+        by a frame, are that traceback's first lines (``lead``) - when they read as code (a call, an assignment, a
+        frame's ``File "``), not as a program's own words before its traceback."""
         if (line.fmt != FMT_RAW or self.cands or lineno > 2 + (self.lead[0] if self.lead else lineno) - 1
                 or stripped.startswith(TB_START) or frame_line(stripped) is not None
-                or (self.lead is not None and self.lead[1] != lineno - 1)):
+                or (self.lead is not None and self.lead[1] != lineno - 1) or not _CODE_LIKE_RX.search(stripped)):
             self.lead_done = not (line.fmt == FMT_RAW and frame_line(stripped) is not None)
             return
         self.lead = (self.lead[0] if self.lead else lineno, lineno)

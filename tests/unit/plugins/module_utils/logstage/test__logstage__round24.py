@@ -64,6 +64,12 @@ def test_prose_before_a_traceback_or_a_gap_is_not_its_first_line():
     assert ans["first_error"]["lineno"] == 4
     ans = classify_text("lf.model = get_model(model_config=self.model_config,\n\n" + _FRAMES)
     assert ans["first_error"]["lineno"] == 3
+    # two lines of a program's own words (no call, no assignment) before the frames are not code the copy cut (held
+    # out: issue35w's c1290, a container's start-up messages before its worker's frames)
+    ans = classify_text("the service is starting, this may take a while :)\nstart timed out, checking the log...\n"
+                        + _FRAMES)
+    assert ans["first_error"]["lineno"] == 3
+    assert classify_text(case("c1290"))["first_error"]["lineno"] == 3
 
 
 @pytest.mark.parametrize("prefix, want", [
