@@ -316,8 +316,9 @@ class _TB(object):
         return self.serving_hint() or _text_hint(text, self.rec)
 
     def serving_hint(self):
-        """The serving frames' hint: medium, or low when only code start-up runs too shows and the caller is cut;
-        None without a serving-only frame or with a start-up function of vLLM among the frames."""
+        """The hint of the frames no FRAMES row maps: vLLM's own imports (environment, medium); else the serving
+        frames' - medium, or low when only code start-up runs too shows and the caller is cut; None without a
+        serving-only frame or with a start-up function of vLLM among the frames."""
         if self.importing:
             # its innermost frame is vLLM's own module code, imported by the frame above it: it failed while vLLM was
             # being imported (a library it needs, its build against another torch), the environment (round 25)
@@ -1005,13 +1006,16 @@ class _Scan(object):
         """A paste that starts inside a traceback often starts inside one of its lines too (``lf.model = get_model(``,
         ``rank0]:   File ...``): up to two plain lines that open the file, are no frame and no error, and are followed
         by a frame, are that traceback's first lines (``lead``) - when they read as code (a call, an assignment, a
-        frame's ``File "``), not as a program's own words before its traceback."""
-        if (line.fmt != FMT_RAW or self.cands or lineno > 2 + (self.lead[0] if self.lead else lineno) - 1
-                or stripped.startswith(TB_START) or frame_line(stripped) is not None
-                or (self.lead is not None and self.lead[1] != lineno - 1) or not _CODE_LIKE_RX.search(stripped)):
-            self.lead_done = not (line.fmt == FMT_RAW and frame_line(stripped) is not None)
+        frame's ``File "``), not as a program's own words before its traceback.  (``code_run`` does the same for
+        indented code lines in the frame's own stream; a cut line has lost its prefix, so the lead ignores streams.)"""
+        first = self.lead[0] if self.lead else lineno
+        adjacent = self.lead is None or self.lead[1] == lineno - 1
+        frame = line.fmt == FMT_RAW and frame_line(stripped) is not None
+        if (line.fmt != FMT_RAW or frame or self.cands or not adjacent or lineno - first > 1
+                or stripped.startswith(TB_START) or not _CODE_LIKE_RX.search(stripped)):
+            self.lead_done = not frame  # a frame keeps the lead for the code branch, which opens its traceback
             return
-        self.lead = (self.lead[0] if self.lead else lineno, lineno)
+        self.lead = (first, lineno)
 
     def _line(self, line, lineno, text):
         stream = line.stream
