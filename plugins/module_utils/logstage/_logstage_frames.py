@@ -200,6 +200,12 @@ FRAMES = (
      "layers/quantization/*.py: QuantizationConfig.get_quant_method (0.4 -> current)"),
     ("get_scheme", "quantization/compressed_tensors", "weight_loading", "compressed_tensors.py: get_scheme (0.5 -> current)"),
     ("create_weights", "vllm/model_executor/layers", "weight_loading", "layers: the quant methods' create_weights, called by the layer's __init__"),
+    # round 28: the layers' factory the model classes' __init__ call (models/utils.py make_layers, 0.5 -> current,
+    # with maybe_offload_to_cpu before 0.1x and the offloader's wrap_modules, model_executor/offloader/, after it):
+    # nothing calls them once the model is built
+    ("make_layers", "vllm/model_executor/models/utils.py", "weight_loading", "models/utils.py: make_layers (model __init__)"),
+    ("maybe_offload_to_cpu", "vllm/model_executor/models/utils.py", "weight_loading", "models/utils.py: make_layers'"),
+    ("wrap_modules", "vllm/model_executor/offloader", "weight_loading", "offloader/base.py: make_layers' wrap_modules"),
     # the rotary embedding (round ten): RotaryEmbedding.__init__ computes its cos/sin cache (rotary_embedding.py 0.2 ->
     # 0.10, rotary_embedding/base.py after), built by get_rope in the attention layers' __init__; nothing else calls them
     ("_compute_cos_sin_cache", "vllm/model_executor/layers/rotary_embedding", "weight_loading",
@@ -480,6 +486,10 @@ FRAME_FILES = (
     ("vllm/compilation/backends.py", "engine_init", "compilation/backends.py: VllmBackend, PiecewiseCompileInterpreter"),
     ("vllm/compilation/compiler_interface.py", "engine_init", "compilation/compiler_interface.py: InductorAdaptor.compile"),
     ("torch/_inductor/compile_fx.py", "engine_init", "PyTorch: inductor's compile_fx, called by vLLM's compile above"),
+    # round 28: the multi-modal profiler and dummy-input builders (multimodal/profiling.py 0.7 -> current:
+    # MultiModalProfiler, BaseDummyInputsBuilder get_dummy_processor_inputs, _get_dummy_mm_inputs): the start-up's
+    # memory profiling and encoder-budget sizing; a request's inputs never pass through them
+    ("vllm/multimodal/profiling.py", "engine_init", "multimodal/profiling.py: dummy inputs of the start-up's profiling"),
     # ... and Dynamo's tracing of the compiled forward on its first call (round nine: the same start-up passes)
     ("torch/_dynamo/convert_frame.py", "engine_init", "PyTorch: Dynamo's convert_frame (_compile, compile_inner)"),
     ("torch/_dynamo/symbolic_convert.py", "engine_init", "PyTorch: Dynamo's InstructionTranslator tracing the bytecode"),
@@ -491,10 +501,12 @@ FRAME_FILES = (
 # weights is that stage's); "device_query" stands for them among a traceback's frame stages
 # The Ray executors' ``_init_workers_ray`` (executor/ray_gpu_executor.py 0.4-0.6, ray_distributed_executor.py
 # 0.7-0.10, v1/executor/ray_executor.py 0.11+) starts the workers, then runs init_device and load_model on them
-# (``_run_workers`` / ``collective_rpc``; LLMEngine's own in 0.2-0.3): the same rule - cuda_init unless a later step's frame shows under it
+# (``_run_workers`` / ``collective_rpc``; LLMEngine's own in 0.2-0.3): the same rule - cuda_init unless a later step's frame shows under it.
+# PyTorch's torch/cuda/__init__.py (_lazy_init, set_device: round 28) initialises CUDA at the first call of whichever
+# step makes it - the device query's rule: a model being built when CUDA is first asked for is weight loading
 DEVICE_QUERY = "device_query"
 DEVICE_QUERY_PATHS = ("vllm/platforms/", "pynvml", "ray_gpu_executor.py", "ray_distributed_executor.py",
-                      "executor/ray_executor.py", "vllm/engine/llm_engine.py")
+                      "executor/ray_executor.py", "vllm/engine/llm_engine.py", "torch/cuda/__init__.py")
 
 # the source line printed under a frame whose ``File`` line was cut from a paste: (substring, stage, where in vLLM)
 SOURCE_LINES = (

@@ -339,10 +339,12 @@ def _vllm_record(m, line):
 def joined_cuts(text):
     """Where the records a paste ran together on one line begin (offsets after the first), none when it did not;
     a raw Python traceback run together ("Traceback (most recent call last):  File ...  File ...") is cut before
-    each frame (round 20)."""
+    each frame (round 20), rank-prefixed lines before each ``[rankN]:`` (round 28)."""
     cuts = [m.end() for m in JOINED_RX.finditer(text) if JOINED_TAG_END_RX.search(text, 0, m.start()) is None]
     if text.startswith(TB_START) and ' File "' in text:
         cuts = sorted(set(cuts).union(m.end() for m in JOINED_FRAME_RX.finditer(text)))
+    if text.count(" [rank") >= 2:
+        cuts = sorted(set(cuts).union(m.end() for m in JOINED_RANK_RX.finditer(text)))
     return cuts
 
 
@@ -476,7 +478,10 @@ JOINED_RX = re.compile(r"(?<=\S) (?=(?:\([^)]*pid=\d+\) )?(?:DEBUG|INFO|WARNING|
 # ... but never between a process tag and its record ("(Worker pid=7) ERROR ...", nested tags)
 JOINED_TAG_END_RX = re.compile(r"pid=\d+(?:, ip=[^)]*)?\)$")
 JOINED_FRAME_RX = re.compile(r'(?<=\S)\s{2,}(?=File "[^"]+", line \d+, in )')
-JOINED_WORDS = (" INFO ", " ERROR ", " WARNING ", " CRITICAL ", " DEBUG ", "most recent call last):")
+# ... and lines behind PyTorch's own rank prefix run together ("[rank0]: File ... [rank0]: self._init_executor() ...",
+# RANK_RX): cut before each prefix when two or more show (round 28)
+JOINED_RANK_RX = re.compile(r"(?<=\S) (?=\[rank\d+\]: )")
+JOINED_WORDS = (" INFO ", " ERROR ", " WARNING ", " CRITICAL ", " DEBUG ", "most recent call last):", " [rank")
 
 
 COLLECTIVE_LINE_RX = re.compile(COLLECTIVE_RX)

@@ -716,6 +716,10 @@ SIGNATURES = (
      "sockets, InfiniBand, /dev/shm or the IPC_LOCK capability"),
     (FAILURE, "internal error - please report this issue to the NCCL developers", None,
      "nccl_error", AT_LEAST, "distributed_init", (), None),
+    # round 28: NCCL's own refusal to run inside a CUDA graph being captured (src/misc/strongstream.cc, "NCCL cannot
+    # be captured in a graph if ..."), then ncclInvalidUsage: vLLM captures its graphs only at start-up
+    (FAILURE, "NCCL cannot be captured in a graph", None, "nccl_error", FIXED, "engine_init", (),
+     "NCCL was called inside CUDA-graph capture: NCCL built for CUDA < 11.3 or a driver < R465 (or --enforce-eager)"),
     (FAILURE, "invalid usage (run with NCCL_DEBUG", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
     (FAILURE, "invalid argument (run with NCCL_DEBUG", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
     (FAILURE, "ncclInvalidUsage", None, "nccl_error", AT_LEAST, "distributed_init", (), None),
@@ -956,6 +960,9 @@ SIGNATURES = (
     # the model path is neither a folder nor a Hub id (transformers utils/hub.py; vllm transformers_utils/config.py)
     (FAILURE, "Incorrect path_or_model_id", None, "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "Invalid repository ID or local directory specified", None, "missing_file", WHERE_OR, "config", (), None),
+    # round 28: huggingface_hub's check of a repo id (utils/_validators.py validate_repo_id, HFValidationError), met
+    # when a model path that is no folder on this host is taken for a Hub id (vLLM's config.py file listing retries it)
+    (FAILURE, "Repo id must be in the form", None, "missing_file", WHERE_OR, "config", (), None),
     # the server's CLI check (entrypoints/openai/cli_args.py validate_parsed_serve_args)
     (FAILURE, "enable-auto-tool-choice requires", None, "config_error", FIXED, "config", (), "add --tool-call-parser"),
     # the rendezvous' TCPStore server (c10d/TCPStore.cpp "... waiting for clients. %d/%d clients joined.")
