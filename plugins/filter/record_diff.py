@@ -2,8 +2,8 @@
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filter front of the run comparison in plugin_utils/decide/_diff.py: the ladder's one-variable check
-(``record_identity``, ``record_diff``); the run diff of two frozen runs is the ``run_diff``
-filter (decisions.py)."""
+(``record_diff``; each host's identity is built by the ``_attempt_node`` filter); the run diff of two frozen runs is
+the ``run_diff`` filter (decisions.py)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,6 @@ def _front(func, *args, **kwargs):
         raise AnsibleFilterError(str(exc))
 
 
-def record_identity(gpu_facts, command, env=None, image=None, container=None):
-    """See plugin_utils/decide/_diff.py record_identity."""
-    return _front(_diff.record_identity, gpu_facts, command, env=env, image=image, container=container)
-
-
 def record_diff(current, previous, allowed=None, previous_run=None):
     """See plugin_utils/decide/_diff.py record_diff."""
     return _front(_diff.record_diff, current, previous, allowed=allowed, previous_run=previous_run)
@@ -33,4 +28,4 @@ class FilterModule:
     """repro.vllm run comparison."""
 
     def filters(self):
-        return {"record_diff": record_diff, "_record_identity": record_identity}
+        return {"record_diff": record_diff}

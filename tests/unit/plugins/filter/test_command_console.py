@@ -16,7 +16,8 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.repro.vllm.plugins.filter.minimal_command import minimal_command
-from ansible_collections.repro.vllm.plugins.filter.record_diff import record_diff, record_identity
+from ansible_collections.repro.vllm.plugins.filter.record_diff import record_diff
+from ansible_collections.repro.vllm.plugins.plugin_utils.decide._diff import record_identity
 from ansible_collections.repro.vllm.plugins.module_utils.ladder import _command as c, _ladder
 from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.ladder.test__command import (
     FAKE_KEY, K3_DOCKER, K3_ENV, K3_H200, K3_H200_ENV, KIMI_CONFIG, PLAIN_CONFIG)

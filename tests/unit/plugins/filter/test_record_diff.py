@@ -13,7 +13,8 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.repro.vllm.plugins.filter.record_diff import FilterModule, record_diff, record_identity
+from ansible_collections.repro.vllm.plugins.filter.record_diff import FilterModule, record_diff
+from ansible_collections.repro.vllm.plugins.plugin_utils.decide._diff import DiffError, record_identity
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "2026-11-29-580.159.04-h200", "module",
                        "gpu_facts.json")
@@ -121,12 +122,12 @@ def test_bad_input():
         record_diff(None, None)
     with pytest.raises(AnsibleFilterError):
         record_diff({"hosts": {}}, "run-001")
-    with pytest.raises(AnsibleFilterError):
+    with pytest.raises(DiffError):
         record_identity(["not", "facts"], ARGV)
 
 
 def test_filters_registered():
-    assert set(FilterModule().filters()) == {"record_diff", "_record_identity"}
+    assert set(FilterModule().filters()) == {"record_diff"}
 
 
 def test_scrub_masks_strings_not_counts():
