@@ -171,6 +171,9 @@ _NAME_STAGE = dict((f, rows[0][1]) for f, rows in _FRAME_STAGES.items() if len(s
 _METHOD_RXS = tuple(re.compile(rx) for rx in METHOD_MESSAGES)
 _EXECUTOR_CALL_RX, _CALLS_RX = re.compile(EXECUTOR_CALLS), re.compile(CALLS)
 _KV_EMPTY_RX = re.compile(KV_CACHE_EMPTY_RX)
+# round 29: a caller's call of one of LLM's request methods (vllm/entrypoints/llm.py 0.2 -> current: generate, chat,
+# encode, embed, classify, score, reward, beam_search), read where the next frame is vLLM's own
+_LLM_CALL_RX = re.compile(r"\.(?:generate|chat|encode|embed|classify|score|reward|beam_search)\(")
 # IPython's frame line the paste's end cut inside its path (``File /opt/.../site-package``; Python's own cut frame
 # is a frame: frame_line): a frame, never the exception
 _CUT_FRAME_RX = re.compile(r'^File \[?[/~.][^\s,":]*$')
@@ -279,7 +282,7 @@ class _TB(object):
 
     __slots__ = ("state", "stream", "proc", "pid", "rec", "header", "entries", "frames", "lineno", "ts", "tkey",
                  "tkey_own", "idle", "warn_only", "context", "chained", "serving", "startup", "firm", "whole", "nframes",
-                 "ctx", "importing")
+                 "ctx", "importing", "llm_call")
 
     def __init__(self, stream, proc, pid, rec, lineno, ts, key, tkey_own, warn_only):
         self.state = "frames"
@@ -305,6 +308,7 @@ class _TB(object):
         self.nframes = 0                 # frame lines seen ('File "...", line N, in f')
         self.importing = False           # its innermost frame so far is a module of vLLM being imported
         self.ctx = -1                    # the furthest stage the log had proved reached at its last line
+        self.llm_call = False            # the last frame's line called one of LLM's request methods (round 29)
 
     def hint(self, text):
         """(stage, confidence, strong) inferred for this traceback's error: its header's words (the call site that
@@ -737,6 +741,11 @@ class _Scan(object):
             if m is not None:
                 func, path = m.group("func"), m.group("path")
                 fs = frame_stage(func, path)
+                if tb.llm_call and fs is None and "vllm/" in path.replace("\\", "/"):
+                    # a caller's line called LLM.generate / encode / chat / ... and vLLM's code (the method or the
+                    # wrapper that deprecates its old arguments) took the call: the engine exists, a request failed
+                    fs = "request"
+                tb.llm_call = False
                 sf = None if fs or any(p in path for p in NOT_SERVING_FILES) else \
                     _stage_by_path(_SERVING_FRAMES, path)
                 if fs:
@@ -760,6 +769,9 @@ class _Scan(object):
                 src = _source_stage(stripped, in_vllm) if stripped else None
                 if src is not None:
                     tb.frames.add(src)
+                elif not in_vllm and "(" in stripped and not stripped[:1].isdigit() and _LLM_CALL_RX.search(stripped):
+                    # (IPython's numbered context lines around its arrow line are not the call)
+                    tb.llm_call = True
                 return True
             if stripped.startswith(TB_START):
                 return True

@@ -672,8 +672,14 @@ SIGNATURES = (
      "Ray cannot place the workers: check that vLLM and Ray use the same node IP (VLLM_HOST_IP) and the GPUs Ray sees"),
     # Ray placement of the workers (vllm/executor/ray_utils.py initialize_ray_cluster; vllm/engine/ray_utils.py
     # initialize_cluster before 0.4): the cluster cannot give the GPUs asked for
-    (FAILURE, "The number of required GPUs exceeds the total number of available GPUs in the placement group", None,
+    # (round 29: "... in the cluster" is the same check's words in vllm/engine/ray_utils.py initialize_cluster, <0.4)
+    (FAILURE, "The number of required GPUs exceeds the total number of available GPUs in the", None,
      "other", FIXED, "cuda_init", (), "the Ray cluster has fewer GPUs than tensor x pipeline parallel size"),
+    # round 29: initialize_model_parallel's first check (model_executor/parallel_utils/parallel_state.py <=0.3,
+    # distributed/parallel_state.py after): the processes launched (torchrun --nproc-per-node, a caller's own
+    # process group) are not the tensor x pipeline parallel layout asked for
+    (FAILURE, "is not equal to tensor_model_parallel_size", None, "config_error", FIXED, "distributed_init", (),
+     "the world size of the launch differs from tensor x pipeline parallel size"),
     (FAILURE, "Placement group bundle cannot have more than 1 GPU", None, "other", FIXED, "cuda_init", (), None),
     (FAILURE, "Ray does not allocate any GPUs on the driver node", None, "other", FIXED, "cuda_init", (),
      "run the driver on a GPU node or adjust the placement group"),
