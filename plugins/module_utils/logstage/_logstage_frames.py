@@ -520,6 +520,10 @@ SOURCE_LINES = (
     # ... and verl's trainers calling their rollout worker group for a batch (verl/trainer/ppo/ray_trainer.py fit,
     # _validate: "self.actor_rollout_wg.generate_sequences(gen_batch)", async_rollout_manager's the same)
     (".generate_sequences", "request", "verl trainers: the rollout's generate_sequences(_loop, _async) for a batch"),
+    # round 30: the model registry's inspection of an architecture (models/registry.py _LazyRegisteredModel
+    # inspect_model_cls, 0.7 -> current: "_run_in_subprocess(lambda: _ModelInfo.from_model_cls(self.load_model_cls()))"),
+    # run while ModelConfig resolves the architecture
+    ("_ModelInfo.from_model_cls(self.load_model_cls())", "config", "models/registry.py: inspect_model_cls's lambda"),
 )
 
 # a frame's source line that names the worker method the executor runs on every worker: V0's executors

@@ -59,9 +59,12 @@ PYTEST_SRC_RX = re.compile(r"^> {3,}(?=\S)")
 RAY_REPEAT_RX = re.compile(r"\s*\[repeated \d+x across cluster\]")
 # the process tag of vLLM's and Ray's worker prefix; a Ray Serve replica's actor names its app and deployment
 # ("(ServeReplica:app:LLMServer pid=263, ip=10.0.0.5)", round 13), a V1 worker its ranks ("(VllmWorker PP0_TP1 pid=9)");
-# an actor class may be private (V0's "(_AsyncLLMEngine pid=7)" under engine_use_ray, round 27)
+# an actor class may be private (V0's "(_AsyncLLMEngine pid=7)" under engine_use_ray, round 27); Ray names an actor
+# by its repr where the class has one, and Ray Data its map actors by their operator ("(ActorWorker(actor_infer-0)
+# pid=7, ip=...)", "(MapWorker(MapBatches(vLLMEngineActor)) pid=7, ...)": round 30)
+TAG_PROC = r"[A-Za-z_][\w\-:]*(?:\((?:[^()]|\([^()]*\))*\))?(?: (?:rank=\d+|[A-Z]{2}\d+(?:_[A-Z]{2}\d+)*))?"
 VLLM_RX = re.compile(
-    r"\((?P<proc>[A-Za-z_][\w\-:]*(?: (?:rank=\d+|[A-Z]{2}\d+(?:_[A-Z]{2}\d+)*))?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) "
+    r"\((?P<proc>" + TAG_PROC + r") pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) "
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? \[?|\[)"
     r"(?P<file>[^\]\s:]+):(?P<lineno>\d+)\] ?(?P<msg>.*)$")
 # (round 13: a record whose date a paste or a log viewer dropped keeps its bracketed file: "ERROR [serving.py:830] ...")
@@ -71,8 +74,7 @@ VLLM_NOTAG_RX = re.compile(
 # (round 14: a paste that kept only the bracketed file, "[serving_chat.py:1001] openai_harmony.HarmonyError: ...":
 # its level is unknown, so the rest is read as a raw line that keeps the record's file)
 VLLM_FILEONLY_RX = re.compile(r"^\[(?P<file>[A-Za-z_][\w.-]*\.py):(?P<lineno>\d+)\] (?P<msg>\S.*)$")
-TAGONLY_RX = re.compile(
-    r"^\((?P<proc>[A-Za-z_][\w\-:]*(?: (?:rank=\d+|[A-Z]{2}\d+(?:_[A-Z]{2}\d+)*))?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) ?(?P<rest>.*)$")
+TAGONLY_RX = re.compile(r"^\((?P<proc>" + TAG_PROC + r") pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) ?(?P<rest>.*)$")
 NCCL_RX = re.compile(
     r"^(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[^\]]*\] )?(?P<host>[^:\s\[\]]+):(?P<pid>\d+):(?P<tid>\d+) "
     r"\[(?P<dev>\d+)\] (?:[\d.]+ )?(?:\S+:\d+(?: \([^)]*\))? )?NCCL (?P<lvl>INFO|WARN|TRACE|CALL|ABORT) ?(?P<msg>.*)$")

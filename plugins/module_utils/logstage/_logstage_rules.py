@@ -961,6 +961,20 @@ SIGNATURES = (
     # vLLM at the compile / profiling / warm-up passes like the gcc row above
     (FAILURE, "Failed to find C compiler", None, "other", AT_LEAST, "engine_init", (), "no C compiler in the image"),
     # a CPU-only PyTorch (torch/cuda/__init__.py _lazy_init), met where CUDA is first asked for
+    # round 30: PyTorch's lazy CUDA init failing in a call made before it (torch/cuda/__init__.py _lazy_init:
+    # DeferredCudaCallError "CUDA call failed lazily at initialization with error: ..."), raised at the first
+    # CUDA call of the process that makes it: the log's stage, else cuda_init
+    (FAILURE, "CUDA call failed lazily at initialization", None, "cuda_error", WHERE_OR, "cuda_init", (), None),
+    # round 30: the BitsAndBytes loader's check that the model class maps its packed modules
+    # (model_loader/loader.py 0.5 -> 0.8, bitsandbytes_loader.py after: "Model %s does not support BitsAndBytes
+    # quantization yet"), raised while the weights load
+    (FAILURE, "does not support BitsAndBytes quantization yet", None, "config_error", FIXED, "weight_loading", (),
+     "this model class cannot be loaded with bitsandbytes in this vLLM version: another quantization or a newer vLLM"),
+    # round 30: LMCache's allocator of its KV-cache buffer (lmcache memory_management.py: "Failed to allocate memory
+    # ... because no memory is available", a warning before its RuntimeError), run when a request's KV is stored or
+    # loaded: the log's stage, else request
+    (FAILURE, "because no memory is available", r"Failed to allocate memory .{0,200}because no memory is available",
+     "oom", WHERE_OR, "request", (AT_WARNING,), "LMCache's buffer is full: raise its max_local_cpu_size or evict sooner"),
     (FAILURE, "Torch not compiled with CUDA enabled", None, "driver_mismatch", WHERE_OR, "cuda_init", (),
      "the installed torch is a CPU-only build"),
     # the model path is neither a folder nor a Hub id (transformers utils/hub.py; vllm transformers_utils/config.py)
@@ -1248,7 +1262,8 @@ STAGE_WORDS = (
     # round 23: model_executor/models/utils.py _merge_multimodal_embeddings (0.6 on): a batch's multimodal items
     # against its placeholder tokens, in the model's forward - a request's prompt and media, or the profiling run's
     # dummy inputs (which the processor builds to match): low
-    ("multimodal tokens to", r"Attempted to assign .{1,60} multimodal tokens to \d+ placeholders", "request", "low",
+    # (round 30: "... image tokens to N placeholders" is the same check in merge_vision_embeddings, 0.5 -> 0.6)
+    ("Attempted to assign", r"Attempted to assign .{1,60} (?:multimodal|image) tokens to \d+ placeholders", "request", "low",
      "models/utils.py _merge_multimodal_embeddings (the forward of a batch with multimodal items)"),
     # decoding JSON happens in the tool parsers and in request validation (JSON schema, tool arguments)
     ("JSONDecodeError", None, "request", "low", "json.decoder.JSONDecodeError raised in tool parsers and requests"),

@@ -287,6 +287,9 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 30: LMCache's allocator
+    ("Failed to allocate memory for tensor(torch.Size([2, 8, 16, 64]), torch.float16) because no memory is available",
+     "failure", "oom"),
     # round 23: flash-attention's CHECK_CUDA
     ("CUDA error (/src/hopper/flash_fwd_launch_template.h:188): invalid argument", "failure", "cuda_error"),
     # round 20: the multi-modal placeholder check, openai-harmony's parser
