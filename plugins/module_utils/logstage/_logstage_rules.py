@@ -440,6 +440,10 @@ SIGNATURES = (
     (FAILURE, "NotTriggerScaleUp", None, "scheduling", FIXED, "environment", (AT_WARNING,),
      "no node group of the autoscaler can give the pod what it requests (GPU type, count)"),
     (FAILURE, "FailedScheduling", None, "scheduling", FIXED, "environment", (AT_WARNING,), None),
+    # round 30: Karpenter's FailedScheduling event message (kubernetes-sigs/karpenter provisioning events:
+    # "Failed to schedule pod, <why>": no node pool can take the pod, e.g. none has GPUs)
+    (FAILURE, "Failed to schedule pod,", None, "scheduling", FIXED, "environment", (AT_WARNING,),
+     "no Karpenter node pool can take the pod (GPU instance types, taints, requirements): it never started"),
     (FAILURE, "PodUnschedulable", None, "scheduling", FIXED, "environment", (AT_WARNING,), None),
     # the pod condition's reason (Kubernetes core/v1 PodReasonUnschedulable), the event reason of other schedulers
     (FAILURE, "Unschedulable", r"\bUnschedulable\b", "scheduling", FIXED, "environment", (AT_WARNING,), None),
@@ -961,6 +965,12 @@ SIGNATURES = (
     # vLLM at the compile / profiling / warm-up passes like the gcc row above
     (FAILURE, "Failed to find C compiler", None, "other", AT_LEAST, "engine_init", (), "no C compiler in the image"),
     # a CPU-only PyTorch (torch/cuda/__init__.py _lazy_init), met where CUDA is first asked for
+    # round 30: vLLM's platform detection found no accelerator (platforms/__init__.py resolve_current_platform_cls_qualname,
+    # 0.7+, logged at INFO): the engine cannot start on this host or in this container (GPUs not given to it, driver
+    # libraries not mapped). A diagnostic: it stands in only when the log shows no failure - what fails after it
+    # ("Failed to infer device type": config, round 21; a driver library that does not load) is the answer
+    (DIAGNOSTIC, "No platform detected, vLLM is running on UnspecifiedPlatform", None, "other", FIXED, "environment",
+     (AT_WARNING, AT_INFO), "no GPU is visible to vLLM here: the container's GPU request or runtime, or the driver libraries"),
     # round 30: PyTorch's lazy CUDA init failing in a call made before it (torch/cuda/__init__.py _lazy_init:
     # DeferredCudaCallError "CUDA call failed lazily at initialization with error: ..."), raised at the first
     # CUDA call of the process that makes it: the log's stage, else cuda_init

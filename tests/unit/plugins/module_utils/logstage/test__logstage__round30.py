@@ -59,3 +59,25 @@ def test_the_registry_inspection_line_is_config():
 ])
 def test_round_30_on_the_real_paste_of_each_family(prefix, want):
     assert brief(classify_text(case(prefix))) == want
+
+
+def test_karpenter_failing_to_schedule_the_pod_is_scheduling():
+    text = 'Failed to schedule pod, incompatible with nodepool "cpu-pool", no instance type has nvidia.com/gpu\n'
+    ans = classify_text(text)
+    assert (ans["stage"], ans["error_class"]) == ("environment", "scheduling")
+
+
+def test_no_platform_detected_stands_in_only_without_a_failure():
+    line = "INFO 01-02 03:04:05 [__init__.py:252] No platform detected, vLLM is running on UnspecifiedPlatform\n"
+    assert classify_text(line)["stage"] == "environment"
+    # the config's "Failed to infer device type" after it stays the answer (round 21)
+    text = line + "RuntimeError: Failed to infer device type\n"
+    assert classify_text(text)["stage"] == "config"
+
+
+@pytest.mark.parametrize("prefix, want", [
+    ("c953", ("environment", "other", "high", 3)),         # kubectl logs: only the platform detection's line
+    ("c1130", ("environment", "scheduling", "high", 1)),   # Karpenter's FailedScheduling message
+])
+def test_round_30b_on_the_real_paste_of_each_family(prefix, want):
+    assert brief(classify_text(case(prefix))) == want
