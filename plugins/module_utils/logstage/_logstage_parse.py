@@ -47,6 +47,12 @@ JOURNAL_ANY_RX = re.compile(r"^\S{1,6} ?[ \d]?\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]
 CI_COLUMN_RX = re.compile(r"^ {0,4}[|\u2502] ?")  # also k9s's border (U+2502 at both ends of a line)
 BRACKET_RFC3339_RX = re.compile(r"^\[(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)((?:[.,]\d+)?)(Z|[+-]\d\d:?\d\d)?\] ")
 COMPOSE_RX = re.compile(r"^([A-Za-z0-9][\w.-]*)\s+\| ?")
+# round 31: Docker Desktop's log view copies each line of a container behind its local time in seconds
+# ("2024-06-10 13:26:25 " + the line): stripped only where what follows is itself a log line - indented (a traceback's
+# frame or source line), a traceback's first line, a vLLM record, a process tag or another dated line - so a
+# program's own "date time message" line keeps its time and words
+DESKTOP_RX = re.compile(r"^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) (?=\s|Traceback \(|\(\w|\d{4}-\d\d-\d\d[ T]|"
+                        r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d )")
 # round 23: FastChat's workers (fastchat/utils.py build_logger: "%(asctime)s | %(levelname)s | %(name)s | %(message)s")
 # pass the process's own stdout/stderr through the loggers "stdout" and "stderr" (StreamToLogger): what follows is
 # the line the process printed (vLLM's records, a traceback); a paste cut inside the wrapper leaves nothing
@@ -256,6 +262,10 @@ def strip_wrappers(text, line):
             if m:
                 _outer(line, tkey(MONTHS.get(m.group(1), 0), m.group(2).strip() or 0, m.group(3), m.group(4),
                                   m.group(5)), "journald")
+        elif c0.isdigit() and text[4:5] == "-" and text[10:11] == " " and text[19:20] == " ":
+            m = DESKTOP_RX.match(text)
+            if m:
+                _outer(line, tkey(m.group(2), m.group(3), m.group(4), m.group(5), m.group(6)), "desktop")
         if m:
             text = text[m.end():]
             changed = True

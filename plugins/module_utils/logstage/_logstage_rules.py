@@ -118,6 +118,14 @@ SIGNATURES = (
     # ...)": the server was up and a request failed in it; the server's own traceback, when pasted, is the cause
     (CONSEQUENCE, "Internal Server Error", r"\"(?:message|detail|error)\":\s*\"[^\"]*\bInternal Server Error\b",
      "other", WHERE_OR, "request", (AT_WARNING,), "the server answered a request with 500: its own log has the cause"),
+    # round 31: openai-python's APIStatusError as a caller prints it (_exceptions.py: "Error code: %d - %s", the body
+    # after it): the server was up and answered a request with a server error
+    (CONSEQUENCE, "Error code: 5", r"\bError code: 5\d\d - [{\[]", "other", WHERE_OR, "request", (AT_WARNING,),
+     "the server answered a request with a 5xx: its own log has the cause"),
+    # round 31: the guidance structured-output backend refusing a token of a request's grammar
+    # (v1/structured_output/backend_guidance.py GuidanceGrammar.check_error, logged at WARNING)
+    (FAILURE, "LLMatcher error:", None, "other", FIXED, "request", (AT_WARNING,),
+     "the guidance backend refused a token for a request's grammar (structured output)"),
     # --- consequences: wrappers that report an earlier failure ---------------------------------------------
     # v1/engine/utils.py wait_for_engine_startup (core_client.py before 0.9) raises it when an engine core process
     # exits before its READY handshake: the engine never ran (as WorkerProc initialization failed, below)
@@ -869,6 +877,14 @@ SIGNATURES = (
     # --enable-sleep-mode, and a wake_up's re-allocation
     (FAILURE, "CUDA Error: out of memory", None, "oom", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
     (FAILURE, "cudaErrorMemoryAllocation", None, "oom", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
+    # round 31: the same on Ascend NPUs (torch_npu's caching allocator "NPU out of memory. NPUCachingAllocator tried
+    # to allocate ...", its error code "ERR00006 PTA memory error"; CANN's runtime "Memory_Allocation_Failure(EL0004)")
+    # and on TPUs (XLA's RESOURCE_EXHAUSTED status for a program or buffer that does not fit the device's memory)
+    (FAILURE, "NPU out of memory", None, "oom", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
+    (FAILURE, "PTA memory error", None, "oom", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
+    (FAILURE, "Memory_Allocation_Failure(EL0004)", None, "oom", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
+    (FAILURE, "RESOURCE_EXHAUSTED", r"\bRESOURCE_EXHAUSTED: .*(?:Attempting to reserve|[Oo]ut of memory)", "oom",
+     AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
     (FAILURE, "Out of memory: Killed process", None, "oom", WHERE, None, (AT_WARNING,),
      "the host kernel OOM killer (host RAM, not GPU memory)"),
     (FAILURE, "running low on memory", None, "oom", WHERE, None, (AT_WARNING,),

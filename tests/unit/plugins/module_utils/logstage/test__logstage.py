@@ -287,6 +287,10 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 31: openai-python's status error as a caller prints it, XLA's allocation failure on a TPU
+    ("Error code: 500 - {'message': 'Internal server error'}", "consequence", "other"),
+    ("RESOURCE_EXHAUSTED: Error loading program 'jit_f': Attempting to reserve 6.14G at the bottom of memory.",
+     "failure", "oom"),
     # round 30: LMCache's allocator
     ("Failed to allocate memory for tensor(torch.Size([2, 8, 16, 64]), torch.float16) because no memory is available",
      "failure", "oom"),
