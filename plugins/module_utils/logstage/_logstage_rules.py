@@ -980,6 +980,10 @@ SIGNATURES = (
     # Triton compiles its launcher with the host's C compiler at the first kernel (triton/runtime/build.py), in
     # vLLM at the compile / profiling / warm-up passes like the gcc row above
     (FAILURE, "Failed to find C compiler", None, "other", AT_LEAST, "engine_init", (), "no C compiler in the image"),
+    # round 31: FlashInfer's JIT build of a kernel (flashinfer/jit: ninja in its cache folder, ~/.cache/flashinfer/),
+    # run at the first call of the kernel - in vLLM the start-up's profiling / warm-up / capture passes
+    (FAILURE, "CalledProcessError", r"CalledProcessError: Command '\['ninja', .*flashinfer", "other", AT_LEAST,
+     "engine_init", (), "FlashInfer could not build a kernel for this GPU: its JIT build log (nvcc, arch) has why"),
     # a CPU-only PyTorch (torch/cuda/__init__.py _lazy_init), met where CUDA is first asked for
     # round 30: vLLM's platform detection found no accelerator (platforms/__init__.py resolve_current_platform_cls_qualname,
     # 0.7+, logged at INFO): the engine cannot start on this host or in this container (GPUs not given to it, driver
@@ -1135,6 +1139,9 @@ MARKERS = (
     ("api_ready", ENTRY, FMT_VLLM, "Supported_tasks:", None),
     ("api_ready", ENTRY, FMT_VLLM, "Starting vLLM", r"Starting vLLM (?:API )?server"),
     ("api_ready", ENTRY, FMT_VLLM, "Available routes are:", None),
+    # round 31: the API server's launcher lists its routes one line each (entrypoints/launcher.py serve_http, 0.5+:
+    # "Route: %s, Methods: %s") before uvicorn starts - a paste that opens after "Available routes are:"
+    ("api_ready", ENTRY, FMT_VLLM, "Route: /", r"Route: /\S*, Methods: "),
     ("api_ready", ENTRY, FMT_VLLM, "Detected the chat template content format", None),
     ("api_ready", ENTRY, FMT_VLLM, "tool choice has been enabled", None),
     ("api_ready", ENTRY, FMT_VLLM, "warmup completed in", None),

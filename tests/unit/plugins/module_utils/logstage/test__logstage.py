@@ -287,7 +287,9 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
-    # round 31: openai-python's status error as a caller prints it, XLA's allocation failure on a TPU
+    # round 31: openai-python's status error as a caller prints it, XLA's allocation failure on a TPU, FlashInfer's JIT
+    ("subprocess.CalledProcessError: Command '['ninja', '-v', '-C', '/home/u/.cache/flashinfer/0.5.3/121a/cached_ops']' "
+     "returned non-zero exit status 1.", "failure", "other"),
     ("Error code: 500 - {'message': 'Internal server error'}", "consequence", "other"),
     ("RESOURCE_EXHAUSTED: Error loading program 'jit_f': Attempting to reserve 6.14G at the bottom of memory.",
      "failure", "oom"),

@@ -62,3 +62,25 @@ def test_an_npu_oom_is_placed_by_the_log():
 ])
 def test_round_31_on_the_real_paste_of_each_family(prefix, want):
     assert brief(classify_text(case(prefix))) == want
+
+
+def test_the_launchers_route_lines_mark_the_api_server():
+    text = ("INFO 02-09 19:01:40 launcher.py:29] Route: /v1/models, Methods: GET\n"
+            "INFO 02-09 19:01:40 launcher.py:29] Route: /v1/chat/completions, Methods: POST\n"
+            "ERROR:    Traceback (most recent call last):\n")
+    assert classify_text(text)["stage"] == "api_ready"
+
+
+def test_flashinfer_jit_build_failing_is_engine_init():
+    text = ("(EngineCore_DP0 pid=9) ERROR 12-20 20:13:01 [core.py:868] subprocess.CalledProcessError: Command '['ninja', "
+            "'-v', '-C', '/home/u/.cache/flashinfer/0.5.3/121a/cached_ops', '-f', 'build.ninja']' returned non-zero "
+            "exit status 1.\n")
+    assert classify_text(text)["stage"] == "engine_init"
+
+
+@pytest.mark.parametrize("prefix, want", [
+    ("c875", ("api_ready", "other", "medium", 17)),      # routes listed, then uvicorn's ERROR: Traceback
+    ("c1146", ("engine_init", "other", "medium", 2)),    # FlashInfer's ninja build chained into EngineCoreProc
+])
+def test_round_31b_on_the_real_paste_of_each_family(prefix, want):
+    assert brief(classify_text(case(prefix))) == want
