@@ -520,6 +520,13 @@ SOURCE_LINES = (
     # ... and verl's trainers calling their rollout worker group for a batch (verl/trainer/ppo/ray_trainer.py fit,
     # _validate: "self.actor_rollout_wg.generate_sequences(gen_batch)", async_rollout_manager's the same)
     (".generate_sequences", "request", "verl trainers: the rollout's generate_sequences(_loop, _async) for a batch"),
+    # round 31: the OpenAI front end's handlers being built (entrypoints/openai/serving_*.py: OpenAIServingChat,
+    # OpenAIServingCompletion, OpenAIServingEmbedding, OpenAIServingModels, 0.4 -> current), which vLLM's
+    # init_app_state and the wrappers that embed the front end (RunPod's worker-vllm, ...) do once, before serving
+    ("OpenAIServingChat(", "api_ready", "entrypoints/openai/serving_chat.py: the chat handler's construction"),
+    ("OpenAIServingCompletion(", "api_ready", "entrypoints/openai/serving_completion.py: its construction"),
+    ("OpenAIServingEmbedding(", "api_ready", "entrypoints/openai/serving_embedding.py: its construction"),
+    ("OpenAIServingModels(", "api_ready", "entrypoints/openai/serving_models.py (0.7+): its construction"),
     # round 30: the model registry's inspection of an architecture (models/registry.py _LazyRegisteredModel
     # inspect_model_cls, 0.7 -> current: "_run_in_subprocess(lambda: _ModelInfo.from_model_cls(self.load_model_cls()))"),
     # run while ModelConfig resolves the architecture

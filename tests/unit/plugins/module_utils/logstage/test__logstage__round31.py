@@ -84,3 +84,14 @@ def test_flashinfer_jit_build_failing_is_engine_init():
 ])
 def test_round_31b_on_the_real_paste_of_each_family(prefix, want):
     assert brief(classify_text(case(prefix))) == want
+
+
+def test_building_the_openai_handlers_is_api_ready():
+    text = ('Traceback (most recent call last):\n  File "/src/engine.py", line 128, in _initialize_engines\n'
+            "    self.chat_engine = OpenAIServingChat(\n")
+    assert classify_text(text)["stage"] == "api_ready"
+
+
+def test_round_31c_on_the_real_paste():
+    # RunPod's worker-vllm building its chat handler over an engine it built before; the paste ends there
+    assert brief(classify_text(case("c837"))) == ("api_ready", "other", "high", 1)
