@@ -461,7 +461,11 @@ class _Scan(object):
             if self.cands and not self.no_recover:
                 keep = []
                 for c in self.cands:
-                    if rank > max(c["srank"], c["ctx_at"]):
+                    # (round 32: another process's line in the same second proves nothing of the failing one - the
+                    # other workers of a V0 engine go on printing as one of them dies)
+                    concurrent = c["pid"] is not None and line.pid != c["pid"] and line.tkey is not None \
+                        and line.tkey == c["tkey"]
+                    if rank > max(c["srank"], c["ctx_at"]) and not concurrent:
                         if len(self.recovered) < _MAX_RECOVERED:
                             self.recovered.append(c)
                     else:

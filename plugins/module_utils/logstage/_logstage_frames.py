@@ -56,6 +56,11 @@ FRAMES = (
     # argument): entrypoints/openai/cli_args.py make_arg_parser (0.5+), EngineArgs/AsyncEngineArgs.add_cli_args,
     # the CLI's serve subcommand (entrypoints/cli/serve.py ServeSubcommand.subparser_init, 0.8+)
     ("make_arg_parser", "vllm/entrypoints", "config", "entrypoints/openai/cli_args.py make_arg_parser"),
+    # round 32: the serve command's checks of its parsed arguments (entrypoints/openai/cli_args.py
+    # validate_parsed_serve_args, 0.6+, and the chat template's check it calls, entrypoints/chat_utils.py
+    # validate_chat_template), before any engine is built
+    ("validate_parsed_serve_args", "vllm/entrypoints", "config", "entrypoints/openai/cli_args.py: the serve args' checks"),
+    ("validate_chat_template", "vllm/entrypoints", "config", "entrypoints/chat_utils.py: validate_parsed_serve_args'"),
     ("add_cli_args", "vllm/engine/arg_utils.py", "config", "EngineArgs.add_cli_args, AsyncEngineArgs.add_cli_args"),
     ("subparser_init", "vllm/entrypoints/cli", "config", "entrypoints/cli/*.py subparser_init (the CLI's parsers)"),
     ("get_config", "vllm/transformers_utils/config.py", "config", "transformers_utils/config.py: get_config (HF config)"),

@@ -980,6 +980,15 @@ SIGNATURES = (
     # Triton compiles its launcher with the host's C compiler at the first kernel (triton/runtime/build.py), in
     # vLLM at the compile / profiling / warm-up passes like the gcc row above
     (FAILURE, "Failed to find C compiler", None, "other", AT_LEAST, "engine_init", (), "no C compiler in the image"),
+    # round 32: the custom all-reduce's P2P check run in a subprocess (distributed/device_communicators/
+    # custom_all_reduce_utils.py gpu_p2p_access_check, 0.4 -> 0.6: subprocess.run of the file itself, check=True)
+    (FAILURE, "CalledProcessError", r"CalledProcessError: Command '\[.*custom_all_reduce_utils\.py", "other", FIXED,
+     "distributed_init", (), "the custom all-reduce's P2P check failed: --disable-custom-all-reduce to go without it"),
+    # round 32: Ray's refusal of an actor class a node cannot import (ray/_private/function_manager.py: "The actor
+    # with name %s failed to import on the worker. This may be because needed library dependencies are not
+    # installed in the worker environment"): the node's Python lacks what the actor needs; the log's stage
+    (FAILURE, "failed to import on the worker", None, "import_error", WHERE, None, (),
+     "a Ray node's Python lacks vLLM or a library it needs: the same environment on every node"),
     # round 31: FlashInfer's JIT build of a kernel (flashinfer/jit: ninja in its cache folder, ~/.cache/flashinfer/),
     # run at the first call of the kernel - in vLLM the start-up's profiling / warm-up / capture passes
     (FAILURE, "CalledProcessError", r"CalledProcessError: Command '\['ninja', .*flashinfer", "other", AT_LEAST,

@@ -287,6 +287,9 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 32: the custom all-reduce's P2P check in a subprocess
+    ("subprocess.CalledProcessError: Command '['/venv/bin/python', '/venv/lib/python3.10/site-packages/vllm/distributed/"
+     "device_communicators/custom_all_reduce_utils.py']' returned non-zero exit status 1.", "failure", "other"),
     # round 31: openai-python's status error as a caller prints it, XLA's allocation failure on a TPU, FlashInfer's JIT
     ("subprocess.CalledProcessError: Command '['ninja', '-v', '-C', '/home/u/.cache/flashinfer/0.5.3/121a/cached_ops']' "
      "returned non-zero exit status 1.", "failure", "other"),
