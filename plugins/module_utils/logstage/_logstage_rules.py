@@ -608,6 +608,11 @@ SIGNATURES = (
      "the model files are not in the local cache and the Hub cannot be used"),
     (FAILURE, "HFValidationError", None, "missing_file", WHERE_OR, "config", (),
      "the model path does not exist, so it was taken as a Hub repository id"),
+    # ... and the same check's words where a caller logged them without the class (huggingface_hub
+    # utils/_validators.py validate_repo_id: "Repo id must be in the form ...", "Repo id must use alphanumeric
+    # chars ..."; vLLM's config.py file listing retries it: round 28)
+    (FAILURE, "Repo id must ", None, "missing_file", WHERE_OR, "config", (),
+     "the model path does not exist, so it was taken as a Hub repository id"),
     (FAILURE, "We couldn't connect to 'https://huggingface.co'", None, "missing_file", WHERE_OR, "config", (), None),
     # round 19: huggingface_hub with HF_HUB_OFFLINE set (utils/_http.py OfflineModeIsEnabled, a ConnectionError: "Cannot
     # reach %s: offline mode is enabled"): a file or the repository's info was not in the local cache
@@ -1019,9 +1024,6 @@ SIGNATURES = (
     # the model path is neither a folder nor a Hub id (transformers utils/hub.py; vllm transformers_utils/config.py)
     (FAILURE, "Incorrect path_or_model_id", None, "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "Invalid repository ID or local directory specified", None, "missing_file", WHERE_OR, "config", (), None),
-    # round 28: huggingface_hub's check of a repo id (utils/_validators.py validate_repo_id, HFValidationError), met
-    # when a model path that is no folder on this host is taken for a Hub id (vLLM's config.py file listing retries it)
-    (FAILURE, "Repo id must be in the form", None, "missing_file", WHERE_OR, "config", (), None),
     # the server's CLI check (entrypoints/openai/cli_args.py validate_parsed_serve_args)
     (FAILURE, "enable-auto-tool-choice requires", None, "config_error", FIXED, "config", (), "add --tool-call-parser"),
     # the rendezvous' TCPStore server (c10d/TCPStore.cpp "... waiting for clients. %d/%d clients joined.")
