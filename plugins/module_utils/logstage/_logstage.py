@@ -46,11 +46,11 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_fram
     CALLS, DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, NOT_SERVING_FILES,
     SERVING_FRAMES, SHARED_SERVING_FRAMES, SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
-    CARET_ANSI_RX, CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, EXC_RX, GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, JOINED_WORDS,
-    LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING, MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX,
-    ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX, RAY_REPEAT_RX, RSYSLOG_ESC_RX, RSYSLOG_ESCAPES,
-    SUBJECT_RX, TB_START, TEE_RX, Line, clean, collective_stage, cut, cut_record, frame_line, joined_cuts, last_ts,
-    match_tkey, parse_line, strip_wrappers)
+    ASYNCIO_CB_RX, CARET_ANSI_RX, CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, EXC_RX, GLUED_RX, IPY_SOURCE_RX,
+    IPY_TB_RX, JOINED_WORDS, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING, MAX_COMMS,
+    MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX, RAY_REPEAT_RX,
+    RSYSLOG_ESC_RX, RSYSLOG_ESCAPES, SUBJECT_RX, TB_START, TEE_RX, Line, clean, collective_stage, cut, cut_record,
+    frame_line, joined_cuts, last_ts, match_tkey, parse_line, strip_wrappers)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_prefilter import (
     MARK_ANCHORS, STATIC_ANCHORS, scan_stream)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_answer import (
@@ -389,6 +389,7 @@ class _Scan(object):
         self.rec_cand = {}
         self.proc_hdr = None
         self.proc_hdr_at = self.hdr_to = -1  # a record header's first and last line (PROCESS_HDR_RX: its traceback follows)
+        self.hdr_stage = None            # the stage of the callback an asyncio header names (its traceback's last frame)
         self.code_run = (None, 0)        # ((stream, lineno) of the last code line outside a traceback, its run's first)
         self.lead = None                 # (first, last) line of the fragments that open the paste (a cut line)
         self.lead_done = False
@@ -697,6 +698,8 @@ class _Scan(object):
             LEVEL_WARNING, LEVEL_INFO, LEVEL_DEBUG)
         tb = _TB(line.stream, self._proc_name(line), line.pid, line.rec, lineno, line.ts, key, own, warn_only)
         tb.ctx = self.ctx
+        if self.hdr_stage and self.hdr_to == lineno - 1:
+            tb.frames.add(self.hdr_stage)  # the callback an asyncio header named: this traceback's innermost frame
         if header is not None:
             tb.state = "header"
             tb.header = (header, text.strip(), lineno, line)
@@ -1087,7 +1090,11 @@ class _Scan(object):
             return
         m = PROCESS_HDR_RX.match(stripped) if line.fmt == FMT_RAW and stream == "" else None
         if m:
-            self.proc_hdr_at = self.proc_hdr_at if m.group(2) and self.hdr_to == lineno - 1 else lineno
+            if not (m.group(2) and self.hdr_to == lineno - 1):
+                self.proc_hdr_at = lineno
+                cb = ASYNCIO_CB_RX.match(stripped)
+                self.hdr_stage = None if cb is None else frame_stage(cb.group(1), cb.group(2)) if cb.group(2) else \
+                    _NAME_STAGE.get(cb.group(1))
             self.proc_hdr, self.hdr_to = m.group(1) or self.proc_hdr, lineno
             return
         if line.fmt == FMT_UVICORN and '" 5' in body and _ACCESS_5XX_RX.search(body) is not None:

@@ -536,6 +536,11 @@ SOURCE_LINES = (
     # inspect_model_cls, 0.7 -> current: "_run_in_subprocess(lambda: _ModelInfo.from_model_cls(self.load_model_cls()))"),
     # run while ModelConfig resolves the architecture
     ("_ModelInfo.from_model_cls(self.load_model_cls())", "config", "models/registry.py: inspect_model_cls's lambda"),
+    # round 33: V1's GPU model runner moving a scheduled step's sampled tokens to the host (v1/worker/gpu_model_runner.py
+    # execute_model 0.8 -> 0.9, _bookkeeping_sync 0.10+: "valid_sampled_token_ids = sampled_token_ids.tolist()"); the
+    # start-up's profiling and graph capture run _dummy_run / _dummy_sampler_run, never this: a step of requests
+    ("valid_sampled_token_ids = sampled_token_ids.tolist()", "request",
+     "v1/worker/gpu_model_runner.py execute_model / _bookkeeping_sync: a scheduled step's sampled tokens"),
 )
 
 # a frame's source line that names the worker method the executor runs on every worker: V0's executors

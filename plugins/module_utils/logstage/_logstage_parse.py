@@ -127,6 +127,10 @@ PROCESS_HDR_RX = re.compile(r"^(?:Process (\S+):|(?:Future|Task) exception was n
 # kubectl describe's fields (kubectl/pkg/describe describe.go: prefixWriter levels of two spaces, a tabwriter
 # padding "Reason:\t%s" to a column - "      Reason:       OOMKilled"): indented, yet no source line of a traceback;
 # likewise a member of a pretty-printed JSON object (an error body a client prints: '    "message": "..."', round 13)
+# asyncio's callback header names the callback that raised (events.py format_helpers._format_callback_source: the
+# function's qualified name and arguments, "at FILE:LINE" when the source is known; a functools.partial shows as
+# "functools.partial(<function NAME at 0x...>, ...)"): the bottom frame of the traceback that follows (round 33)
+ASYNCIO_CB_RX = re.compile(r"^Exception in callback (?:functools\.partial\(<function )?(?:[\w<>]+\.)*(\w+)(?:.* at (\S+\.py):\d+>?\)?)?")
 DESCRIBE_FIELD_RX = re.compile(r"^ {4,}(?:[A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*)?: {2,}\S|\"\w+\": ?[\"\[{\d])")
 EXC_RX = re.compile(
     r"^(?:(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Iteration|Warning|Failure|Failed)|"

@@ -639,9 +639,18 @@ SIGNATURES = (
     # DeviceConfig's device type (vllm/config.py DeviceConfig.__init__ 0.6 -> 0.10, config/device.py __post_init__
     # 0.11+) raises "Failed to infer device type" while EngineArgs builds the config, when no platform was detected
     # at import: the config stage failed; its cause is the environment (round 21: was cuda_init, against the frames
-    # every such paste shows - create_engine_config -> DeviceConfig - and its labels)
-    (FAILURE, "Failed to infer device type", None, "cuda_error", FIXED, "config", (),
+    # every such paste shows - create_engine_config -> DeviceConfig - and its labels); class other (round 33: was
+    # cuda_error, but no CUDA call failed: vLLM found no platform to call - an environment cause with no class of its own)
+    (FAILURE, "Failed to infer device type", None, "other", FIXED, "config", (),
      "no platform was detected: no /dev/nvidia*, driver libraries not mounted or NVIDIA_VISIBLE_DEVICES empty"),
+    # round 33: the same check before the platforms existed (vllm/config.py DeviceConfig 0.3 -> 0.5: CUDA not
+    # available and no Neuron: "No supported device detected."), and PyTorch's refusal of the empty device type an
+    # undetected platform has (UnspecifiedPlatform.device_type = "": torch.device("") raises "Device string must not
+    # be empty", c10/core/Device.cpp) where a caller or another version builds the device without the check
+    (FAILURE, "No supported device detected", None, "other", FIXED, "config", (),
+     "no platform was detected: no /dev/nvidia*, driver libraries not mounted or NVIDIA_VISIBLE_DEVICES empty"),
+    (FAILURE, "Device string must not be empty", None, "other", WHERE_OR, "config", (),
+     "an empty device type: vLLM detected no platform (no GPU visible, or a vLLM build for another device)"),
     # --- cuda_init: platform, device discovery, CUDA context, memory pre-check ----------------------------------
     # PyTorch's CUDA error message (c10/cuda/CUDAException.cpp c10_cuda_check_implementation) ends with "CUDA kernel
     # errors might be asynchronously reported at some other API call, ..." on its own line: a paste cut after the
@@ -1055,7 +1064,7 @@ SIGNATURES = (
 # (a 400) is the request stage's, but a client's quote of it proves nothing of the server (round 10).
 USUAL_STAGE_LOW = frozenset(("cannot open shared object file", "undefined symbol", "peer", "maximum context length is",
                              "No available node types can fulfill resource request", "is not defined",
-                             "prompt updates corresponding to"))
+                             "prompt updates corresponding to", "Device string must not be empty"))
 
 # --------------------------------------------------------------------------------------------------------------
 # stage markers: (stage, role, format, key, regex or None)
@@ -1360,6 +1369,9 @@ LEVEL_WORD_RX = (r"^(?:\S+\s+){0,4}?\[?(?:ERROR|CRITICAL|FATAL)\]?(?::|\s+[|:-]?
 CAUSES = (
     ("Failed to infer device type", None, "environment",
      "vLLM detected no platform at import (vllm/platforms/__init__.py): the accelerator or its driver is not visible"),
+    ("No supported device detected", None, "environment", "DeviceConfig (0.3 -> 0.5): CUDA not available, no Neuron"),
+    ("Device string must not be empty", None, "environment",
+     "torch.device(\"\"): the empty device type of vLLM's UnspecifiedPlatform (round 33)"),
     ("no kernel image is available for execution on the device", None, "environment",
      "CUDA runtime: the installed binaries have no kernels for this GPU's architecture"),
     ("HIP error: invalid device function", None, "environment",
