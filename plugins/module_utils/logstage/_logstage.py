@@ -37,7 +37,7 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rule
     ACCESS_5XX_RX, ACCESS_ERROR, ANSWER_STAGES, AT_DEBUG, AT_INFO, AT_LEAST, AT_LEAST_OR_UNKNOWN, AT_WARNING,
     BASIS_FRAMES, BASIS_INFERRED, BASIS_MARKERS, BASIS_MESSAGE, CAUSE_CLASSES, CAUSES, CLASS_DEFAULT_STAGE,
     CLASS_FLOOR, CLASS_KEYWORDS, CONF_HIGH, CONF_LOW, CONF_MEDIUM, CONFIG_REFUSAL_RX, CONSEQUENCE, CUT_TRACEBACK,
-    DIAGNOSTIC, ENTRY, ERROR_CLASSES, ERROR_LINE, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY, FMT_C10, FMT_NCCL,
+    DIAGNOSTIC, ENTRY, ERROR_CLASSES, ERROR_LINE, ERROR_WORDS, ERROR_WORDS_RX, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY, FMT_C10, FMT_NCCL,
     FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, GENERIC, HANG_HINT, HEADER, KV_CACHE_EMPTY_RX, LEVEL_WORD_RX, MARKERS,
     ORIGINAL_ERROR_KEY, READY, SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES, USUAL_STAGE_LOW,
     VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE, WHERE_OR)
@@ -226,6 +226,7 @@ _SHARED_FUNCS = frozenset(p[5:] for p, _s in SHARED_SERVING_FRAMES if p.startswi
 _ACCESS_5XX_RX = re.compile(ACCESS_5XX_RX)
 _LEVEL_WORD_RX = re.compile(LEVEL_WORD_RX)
 _CONFIG_REFUSAL_RX = re.compile(CONFIG_REFUSAL_RX)
+_ERROR_WORDS_RX = re.compile(ERROR_WORDS_RX)
 _CAUSES = tuple((key, re.compile(rx) if rx else None, stage) for key, rx, stage, _source in CAUSES)
 
 
@@ -385,6 +386,8 @@ class _Scan(object):
         self.untimed = []                # candidates with no timestamp of their own nor one before them
         self.recovered = []
         self.hints = []
+        self.hung = False                # a hang hint was seen (a stuck stage is no failure)
+        self.words = None                # the first plain line that reads as an error (ERROR_WORDS): (lineno, line, ...)
         self.pid2proc = {}
         self.rec_cand = {}
         self.proc_hdr = None
@@ -649,6 +652,7 @@ class _Scan(object):
     def _hint(self, sig, line, lineno):
         if self.until is not None and lineno > self.until:
             return
+        self.hung = self.hung or sig.kind == HANG_HINT
         if len(self.hints) < _MAX_HINTS:
             self.hints.append({"line": cut(line.msg.strip(), 300), "lineno": lineno, "timestamp": line.ts,
                                "hint": sig.hint})
@@ -1156,6 +1160,9 @@ class _Scan(object):
             weak = line.fmt == FMT_C10 and line.rec and line.rec[1] == "ProcessGroupNCCL.cpp"
             self._add(WEAK_CONSEQUENCE if weak else ERROR_LINE, cls, placed, body, lineno, line.ts, key, own,
                       self._proc_name(line), line.pid, None, [stripped], rec_key)
+        elif self.words is None and line.fmt == FMT_RAW and not (line.pywarn or line.quiet) and \
+                _ERROR_WORDS_RX.search(stripped) is not None and (self.until is None or lineno <= self.until):
+            self.words = (lineno, line, stripped) + self._when(line)
 
     def _access_error(self, line, lineno, text):
         """A request answered with a server error (uvicorn's access line, 5xx): the error logged just before it
@@ -1178,6 +1185,12 @@ class _Scan(object):
         """Close the tracebacks still open at the end of the file."""
         for key in list(self.streams):
             self._finish_tb(self.streams.pop(key), at_eof=True)
+        if self.words is not None and not (self.cands or self.reached or self.ready or self.hung):
+            # no error of a known shape and no stage marker: the line that reads as an error is the failure
+            lineno, line, text, key, own = self.words
+            self._add(ERROR_WORDS, _classify_text(text), ("unknown", None, None), text, lineno, line.ts, key, own,
+                      self._proc_name(line), line.pid, "no record of a known failure: this line reads as an error "
+                      "and the log shows no stage; the server's own log from its start would place it", [text], None)
 
 
 # an ERROR record with an empty message (logger.exception of an exception without text) heads its traceback
@@ -1188,7 +1201,7 @@ _NCCL_WARN_SIG = Signature(-1, FAILURE, "", None, "nccl_error", AT_LEAST, "distr
 _ACCESS_NEAR = 200                  # lines before a 5xx access line whose unplaced error was that request's
 # candidate tiers: the first non-empty tier holds the root cause
 _TIER = {FAILURE: 0, ERROR_LINE: 1, VICTIM: 2, CONSEQUENCE: 3, DIAGNOSTIC: 4, WEAK_CONSEQUENCE: 5, HEADER: 6,
-         ACCESS_ERROR: 7, CUT_TRACEBACK: 8}
+         ACCESS_ERROR: 7, CUT_TRACEBACK: 8, ERROR_WORDS: 9}
 
 
 # --------------------------------------------------------------------------------------------------------------

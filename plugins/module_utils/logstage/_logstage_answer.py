@@ -18,7 +18,7 @@ import re
 
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rules import (
     ACCESS_ERROR, BASIS_FRAMES, BASIS_INFERRED, BASIS_MARKERS, CONF_HIGH, CONF_MEDIUM, CONSEQUENCE, CUT_TRACEBACK,
-    DIAGNOSTIC, ERROR_LINE, FAILURE, HEADER, STAGES, UNKNOWN_MISSING, VICTIM, WEAK_CONSEQUENCE)
+    DIAGNOSTIC, ERROR_LINE, ERROR_WORDS, FAILURE, HEADER, STAGES, UNKNOWN_MISSING, VICTIM, WEAK_CONSEQUENCE)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import STOP_RX, cut
 
 MAX_AFTER_STOP = 30                 # errors kept per answer from after a file's ``until`` cutoff
@@ -47,7 +47,7 @@ def _public_error(c):
 # the kind of an error as the answer names it
 KIND_NAME = {FAILURE: "failure", ERROR_LINE: "error_line", VICTIM: "victim", CONSEQUENCE: "consequence",
              WEAK_CONSEQUENCE: "consequence", DIAGNOSTIC: "consequence", HEADER: "failure",
-             ACCESS_ERROR: "error_line", CUT_TRACEBACK: "error_line"}
+             ACCESS_ERROR: "error_line", CUT_TRACEBACK: "error_line", ERROR_WORDS: "error_line"}
 
 
 def _sort_key(c):
@@ -84,7 +84,7 @@ def _share_times(scans):
 
 
 # the kinds that can be the root cause, tier by tier: the first tier with a candidate holds it
-_ROOT_TIERS = (FAILURE, ERROR_LINE, VICTIM, CONSEQUENCE, DIAGNOSTIC, ACCESS_ERROR, CUT_TRACEBACK)
+_ROOT_TIERS = (FAILURE, ERROR_LINE, VICTIM, CONSEQUENCE, DIAGNOSTIC, ACCESS_ERROR, CUT_TRACEBACK, ERROR_WORDS)
 
 
 _MESSAGE_RX = re.compile(r"(?:Error|Exception|Exit|Failure|Failed)(?:\([\w.]*\))?: (?P<msg>.{24,})$")

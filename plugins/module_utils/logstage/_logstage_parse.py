@@ -218,7 +218,7 @@ class Line(object):
     """One parsed line (after wrappers): format, stream, level, timestamp and message."""
 
     __slots__ = ("fmt", "stream", "proc", "pid", "level", "ts", "tkey", "msg", "rec", "outer_tkey", "outer_src",
-                 "pywarn", "tee")
+                 "pywarn", "tee", "quiet")
 
     def __init__(self):
         self.fmt = FMT_RAW
@@ -234,6 +234,7 @@ class Line(object):
         self.outer_src = None
         self.pywarn = False
         self.tee = None
+        self.quiet = False               # a structured record's own level is below ERROR (its words are no error)
 
 
 LEVELS = {"DEBUG": LEVEL_DEBUG, "TRACE": LEVEL_DEBUG, "INFO": LEVEL_INFO, "WARNING": LEVEL_WARNING,
@@ -332,6 +333,7 @@ def parse_line(text, line):
             _parse_line(STRUCT_UNESCAPE_RX.sub(r"\1", m.group("jmsg") if m.group("jlevel") else m.group("msg")), line)
             if line.fmt == FMT_RAW and LEVELS.get(level) == LEVEL_ERROR:
                 line.fmt, line.level, line.stream = FMT_PYLOG, LEVEL_ERROR, line.stream or "record"
+            line.quiet = LEVELS.get(level) != LEVEL_ERROR
             return
     _parse_line(text, line)
 

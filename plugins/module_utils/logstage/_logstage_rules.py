@@ -34,6 +34,17 @@ ERROR_CLASSES = ("oom", "cuda_error", "nccl_error", "driver_mismatch", "config_e
                  "import_error", "port_in_use", "illegal_memory_access", "engine_dead", "other",
                  "container_error", "image_pull", "scheduling")
 STAGE_RANK = dict((s, i) for i, s in enumerate(STAGES))
+# what a line that reads as an error says (ERROR_WORDS): the words programs and runtimes print for a failure - GNU's
+# "prog: error: ...", "fatal", "failed"/"failure", crashes and aborts, signals ("Killed", "Segmentation fault", "core
+# dumped", a process "killed by" or that "was killed"), a non-zero exit code or status, refusals ("cannot", "unable
+# to", "permission denied", "not found"), an assertion, a timeout, memory exhausted; collect_env's "Could not collect"
+# (a tool that is not installed) is no error, nor a count of none ("failed=0", "timed out: none", "errors": {}), nor
+# a label's value (reason="error")
+ERROR_WORDS_RX = (r"(?i)(?:^|[\s:\[(']|(?<!=)\")(?:error|fatal|failed|failure|fails|crash(?:ed|es|loopbackoff)?|panic|aborted|"
+                  r"segmentation fault|core dumped|out of memory|timed out|cannot|could not(?! collect)|unable to|"
+                  r"refused|denied|not found|assert(?:ion)?)\b(?!\s*[:=]\s*(?:0|none|false|\{\}|\[\])(?:\W|$))|"
+                  r"\bexit(?:ed)?(?: with)? (?:code|status)\W{0,3}[1-9]|\bexitCode\W{0,3}[1-9]|"
+                  r"^Killed\b|\b(?:was|been|got|is|were) killed\b|\bkilled by\b")
 
 # --------------------------------------------------------------------------------------------------------------
 # signature kinds: what a matching line means
@@ -53,6 +64,10 @@ ERROR_LINE = "error_line"              # an ERROR record without a signature (no
 # before its exception: each stands in for the failure only when nothing else is there
 ACCESS_ERROR = "access_error"
 CUT_TRACEBACK = "cut_traceback"
+# (round 33) a plain line that reads as an error in no format the scanner knows ("error: ...", "X failed", "exit code
+# 137", "Killed", a linker's "cannot find -lx"), in a file with no other error and no stage marker: the failure the
+# paste shows, its stage unknown - `none` is for a log that shows no failure (the last tier: anything else wins)
+ERROR_WORDS = "error_words"
 
 # placement: how a signature's stage is chosen ("the log's stage" is the furthest stage its markers prove)
 FIXED = "fixed"                        # the message's own meaning fixes the stage, wherever it is printed
