@@ -19,6 +19,9 @@ installed ``site-packages``); a prefix must agree on its stage in every tree it 
     python scripts/vllm_raise_messages.py /tmp/vllm-0.10/vllm /tmp/vllm-0.32/vllm > /tmp/messages.tsv
     python scripts/vllm_raise_messages.py --python /tmp/vllm-0.32/vllm   # the rows of MESSAGES
 
+The sdist of a release holds the same Python files (``https://pypi.org/simple/vllm/`` names ``vllm-X.tar.gz``):
+``tar -xzf vllm-0.6.0.tar.gz --wildcards '*/vllm/*.py'``.
+
 What is committed is the table of prefixes it prints (reviewed by hand), not vLLM's code.
 """
 
@@ -143,7 +146,9 @@ def scan(tree_root):
             for func in ast.walk(tree):
                 if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
-                # a function another stage's module also calls: its messages say no one stage (in any tree)
+                # a function another stage's module also calls: its messages say no one stage (in any tree) - except
+                # one the frame map places at config (create_engine_config, verify_with_parallel_config): whoever calls
+                # it (the tensorizer's own engine, say), it builds or checks the config (issue 35, round 33)
                 shared = not func.name.startswith("__") and calls.get(func.name, set()) - {mod[0], None}
                 for node in ast.walk(func):
                     if not isinstance(node, ast.Raise) or not isinstance(node.exc, ast.Call) or not node.exc.args:
@@ -155,7 +160,8 @@ def scan(tree_root):
                     prefix = _prefix(node.exc.args[0])
                     if not prefix or len(prefix) < MIN_PREFIX:
                         continue
-                    stage = "?" if shared else _frame_stage(func.name, "vllm/" + rel)
+                    framed = _frame_stage(func.name, "vllm/" + rel)
+                    stage = framed if framed == "config" else "?" if shared else framed
                     if stage is None:
                         if mod[0] is None or STARTUP_FUNC_RX.match(func.name) is None:
                             continue

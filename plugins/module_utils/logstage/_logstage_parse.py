@@ -80,7 +80,8 @@ VLLM_NOTAG_RX = re.compile(
 # (round 14: a paste that kept only the bracketed file, "[serving_chat.py:1001] openai_harmony.HarmonyError: ...":
 # its level is unknown, so the rest is read as a raw line that keeps the record's file)
 VLLM_FILEONLY_RX = re.compile(r"^\[(?P<file>[A-Za-z_][\w.-]*\.py):(?P<lineno>\d+)\] (?P<msg>\S.*)$")
-TAGONLY_RX = re.compile(r"^\((?P<proc>" + TAG_PROC + r") pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) ?(?P<rest>.*)$")
+# (round 34: also Ray's tag of a worker process that has no actor or task name yet, "(pid=5623) ...")
+TAGONLY_RX = re.compile(r"^\((?:(?P<proc>" + TAG_PROC + r") )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) ?(?P<rest>.*)$")
 NCCL_RX = re.compile(
     r"^(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[^\]]*\] )?(?P<host>[^:\s\[\]]+):(?P<pid>\d+):(?P<tid>\d+) "
     r"\[(?P<dev>\d+)\] (?:[\d.]+ )?(?:\S+:\d+(?: \([^)]*\))? )?NCCL (?P<lvl>INFO|WARN|TRACE|CALL|ABORT) ?(?P<msg>.*)$")
@@ -101,6 +102,10 @@ C10_RX = re.compile(
     r"^\[(?P<lvl>[IWEF])(?:(?P<ts>\d{4} \d\d:\d\d:\d\d)(?P<frac>\.\d+)?)? (?:\d+ )?(?P<file>[^\]\s:]+):\d+\] ?(?P<msg>.*)$")
 GLOG_RX = re.compile(
     r"^(?P<lvl>[VIWEFC])(?P<ts>\d{4} \d\d:\d\d:\d\d)(?P<frac>\.\d+)? +\d+ [^\]\s:]+:\d+\](?: \[[^\]]*\])? ?(?P<msg>.*)$")
+# Ray's C++ core (raylet, core worker, GCS: src/ray/util/logging.cc, spdlog pattern "[%Y-%m-%d %H:%M:%S,%e %L %P %t]"):
+# "[2024-06-13 16:11:51,588 E 13261 13261] core_worker.cc:228: Failed to register worker ..." (round 34)
+RAY_CPP_RX = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<frac>,\d+)? (?P<lvl>[DIWEC]) \d+ \d+\] "
+                        r"(?P<file>[\w.]+\.(?:cc|h|cpp)):\d+: ?(?P<msg>.*)$")
 UVICORN_RX = re.compile(r"^(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+(?P<msg>.*)$")
 PYLOG_RX = re.compile(
     r"^(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[.,]\d+)?\s*(?:-\s*)?(?:\[\s*)?"
@@ -341,7 +346,7 @@ def parse_line(text, line):
 def _tag(m, line):
     """The process of a vLLM or Ray worker tag (VLLM_RX, TAGONLY_RX): its own stream."""
     line.proc, line.pid = m.group("proc"), m.group("pid")
-    line.stream = line.proc + "#" + line.pid
+    line.stream = (line.proc or "") + "#" + line.pid
 
 
 def _vllm_record(m, line):
@@ -367,7 +372,7 @@ def joined_cuts(text):
 
 
 def _parse_line(text, line):
-    if " pid=" in text:
+    if " pid=" in text or text.startswith("(pid="):
         m = VLLM_RX.search(text)
         if m:
             _tag(m, line)
@@ -420,6 +425,18 @@ def _parse_line(text, line):
                 line.rec = ("c10", m.group("file"))
                 if not line.stream:
                     line.stream = "c10"
+                return
+            m = RAY_CPP_RX.match(text)
+            if m:
+                line.fmt = FMT_C10
+                line.level = LEVELS.get(m.group("lvl"), LEVEL_INFO)
+                t = m.group("ts")
+                line.ts = t + (m.group("frac") or "")
+                line.tkey = tkey(t[5:7], t[8:10], t[11:13], t[14:16], t[17:19], frac(m.group("frac")))
+                line.msg = m.group("msg")
+                line.rec = ("ray", m.group("file"))
+                if not line.stream:
+                    line.stream = "ray"
                 return
             m = VLLM_FILEONLY_RX.match(text)
             if m:

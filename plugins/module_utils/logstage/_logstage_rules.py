@@ -1293,6 +1293,11 @@ STAGE_WORDS = (
     # V0 vllm/engine/async_llm_engine.py _log_task_completion: logger.error("Engine background task failed") - the
     # engine loop that AsyncLLMEngine starts for the requests (start_background_loop, 0.2 -> 0.10) ended in an error
     ("Engine background task failed", None, "request", "medium", "engine/async_llm_engine.py _log_task_completion (V0)"),
+    # round 34: an error naming a request id of the OpenAI front end (entrypoints/openai/serving_*.py, 0.2 -> current:
+    # f"chatcmpl-{...}", f"cmpl-{...}", "embd-", "pool-", "classify-", "score-", "rerank-", transcription "trsc-" and
+    # translation "trsl-" ids): only a request the server accepted has one
+    ("-", r"\b(?:chatcmpl|cmpl|embd|pool|classify|score|rerank|trsc|trsl)-[0-9A-Za-z]{8,}", "request", "medium",
+     "entrypoints/openai/serving_*.py: the request id of an accepted request"),
     # vllm/v1/engine/core.py run_engine_core: "EngineCore encountered a fatal error." is logged only once the engine
     # core was built (before, it logs "EngineCore failed to start."): the busy loop that serves requests failed
     ("encountered a fatal error", r"EngineCore encountered a fatal error", "request", "medium",
