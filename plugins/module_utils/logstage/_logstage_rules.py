@@ -1317,10 +1317,16 @@ STAGE_WORDS = (
     # a client's report that the server answered its request with an error status (openai-python _exceptions.py
     # APIStatusError subclasses: "Error code: %d - %s"; httpx "Server error '%d %s'"; requests "%d Server Error"):
     # the server was up and serving
+    # (round 34: its "Error code: %d - {body}" under any wrapper that quotes it - LiteLLM's, TRL's -, the 400 and 422
+    # classes by their bare names - an IPython header, vLLM's own error body's "type" - and Starlette's default body of
+    # a route the server does not have, {"detail": "Not Found"}: each an answer of a running server)
     ("rror", r"openai\.\w+Error: Error code: (?:400|404|422|5\d\d)\b|openai\.(?:BadRequest|InternalServer|"
-     r"UnprocessableEntity|NotFound)Error\b|Server error '5\d\d |\b5\d\d Server Error\b|\bInternal Server Error\b",
+     r"UnprocessableEntity|NotFound)Error\b|Server error '5\d\d |\b5\d\d Server Error\b|\bInternal Server Error\b|"
+     r"\bError code: (?:400|404|422) - [{\[]|\b(?:BadRequest|UnprocessableEntity)Error\b",
      "request", "medium", "openai-python (_exceptions.py: the APIStatusError subclass names the status), httpx, "
      "requests: an error status answered to a request; a 500's reason phrase (http.HTTPStatus) a client quotes"),
+    ("Not Found", r"\{[\"']detail[\"']: ?[\"']Not Found[\"']\}", "request", "medium",
+     "starlette/exceptions.py HTTPException: the default body of a 404 - a running server without that route"),
     # vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py: a disaggregated worker shakes hands with a
     # remote engine (_nixl_handshake, begun by start_load_kv for a request whose kv_transfer_params name it; the
     # done_callback's logger.exception "Handshake with %s failed", the engine-id check, the failure log's type)

@@ -59,3 +59,20 @@ def test_messages_of_the_releases_read_in_round_34(line, want):
 ])
 def test_round_34_on_the_real_paste_of_each_family(prefix, want):
     assert brief(classify_text(case(prefix))) == want
+
+
+@pytest.mark.parametrize("line", [
+    "BadRequestError                           Traceback (most recent call last)",    # IPython's header
+    "Traceback (most recent call last):\n  File \"/x/trl/extras/vllm_client.py\", line 233, in init_communicator\n"
+    "    raise Exception(f\"Request failed: {response.status_code}, {response.text}\")\n"
+    "Exception: Request failed: 404, {\"detail\":\"Not Found\"}",                       # Starlette's 404 body
+    "litellm.NotFoundError: NotFoundError: Hosted_vllmException - Error code: 404 - {'detail': 'Not Found'}",
+])
+def test_a_clients_report_of_an_answered_request_is_a_request(line):
+    ans = classify_text(line + "\n")
+    assert (ans["stage"], ans["confidence"]) == ("request", "medium")
+
+
+def test_a_client_that_never_reached_the_server_stays_unknown():
+    ans = classify_text("openai.APIConnectionError: Connection error.\n")
+    assert ans["stage"] == "unknown"
