@@ -193,6 +193,11 @@ SIGNATURES = (
     (DIAGNOSTIC, "Dumping input data for V1 LLM engine", None, "other", FIXED, "request", (), None),
     (DIAGNOSTIC, "Dumping scheduler output", None, "other", FIXED, "request", (), None),
     (DIAGNOSTIC, "Dumping scheduler stats", None, "other", FIXED, "request", (), None),
+    # round 34c: V0's dump_input_on_failure (worker/model_runner_base.py 0.6.4 -> 0.10) logs at INFO "Writing input of
+    # failed execution to %s..." when execute_model raised; V0's profile_run calls the same execute_model, so a step of
+    # requests is the likelier stage, not a sure one: the log's stage, else request at low (USUAL_STAGE_LOW)
+    (DIAGNOSTIC, "input of failed execution", r"Writing input of failed execution to ", "other", WHERE_OR, "request",
+     (AT_INFO,), "a model execution failed (V0 dumped its input): the error it raised is the cause"),
     (WEAK_CONSEQUENCE, "Root Cause (first observed failure)", None, "other", WHERE, None, (), None),
     # torchrun (torch.distributed.elastic): stopping the other workers, and being stopped itself
     (WEAK_CONSEQUENCE, " closing signal SIG", None, "other", WHERE, None, (AT_WARNING,),
@@ -1079,7 +1084,8 @@ SIGNATURES = (
 # (a 400) is the request stage's, but a client's quote of it proves nothing of the server (round 10).
 USUAL_STAGE_LOW = frozenset(("cannot open shared object file", "undefined symbol", "peer", "maximum context length is",
                              "No available node types can fulfill resource request", "is not defined",
-                             "prompt updates corresponding to", "Device string must not be empty"))
+                             "prompt updates corresponding to", "Device string must not be empty",
+                             "input of failed execution"))
 
 # --------------------------------------------------------------------------------------------------------------
 # stage markers: (stage, role, format, key, regex or None)

@@ -287,6 +287,8 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 34c: V0's dump of a failed execution's input
+    ("Writing input of failed execution to /tmp/err_execute_model_input_20241219-093344.pkl...", "diagnostic", "other"),
     # round 32: the custom all-reduce's P2P check in a subprocess
     ("subprocess.CalledProcessError: Command '['/venv/bin/python', '/venv/lib/python3.10/site-packages/vllm/distributed/"
      "device_communicators/custom_all_reduce_utils.py']' returned non-zero exit status 1.", "failure", "other"),

@@ -76,3 +76,17 @@ def test_a_clients_report_of_an_answered_request_is_a_request(line):
 def test_a_client_that_never_reached_the_server_stays_unknown():
     ans = classify_text("openai.APIConnectionError: Connection error.\n")
     assert ans["stage"] == "unknown"
+
+
+def test_v0s_dump_of_a_failed_executions_input_is_a_failure_at_request_low():
+    # round 34c: logged at INFO by dump_input_on_failure when execute_model raised (V0 0.6.4 -> 0.10)
+    text = ("(VllmWorkerProcess pid=90) INFO 12-19 09:33:44 model_runner_base.py:120] Writing input of failed execution "
+            "to /tmp/err_execute_model_input_20241219-093344.pkl...\n")
+    ans = classify_text(text)
+    assert (ans["stage"], ans["confidence"], ans["first_error"]["lineno"]) == ("request", "low", 1)
+
+
+def test_the_error_it_dumped_for_stays_the_failure():
+    text = ("INFO 12-19 09:33:44 model_runner_base.py:120] Writing input of failed execution to /tmp/x.pkl...\n"
+            "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert classify_text(text)["error_class"] == "illegal_memory_access"
