@@ -349,6 +349,22 @@ def _tag(m, line):
     line.stream = (line.proc or "") + "#" + line.pid
 
 
+def _native(m, line, stream, rec=None, dated=False):
+    """A C++ host's record (C10_RX, GLOG_RX: ``MMDD HH:MM:SS``; RAY_CPP_RX, ``dated``: ``YYYY-MM-DD HH:MM:SS``): level,
+    time, message; its own stream unless a tag gave one."""
+    line.fmt = FMT_C10
+    line.level = LEVELS.get(m.group("lvl"), LEVEL_INFO)
+    t = m.group("ts")
+    if t:
+        line.ts = t + (m.group("frac") or "")
+        line.tkey = tkey(t[5:7], t[8:10], t[11:13], t[14:16], t[17:19], frac(m.group("frac"))) if dated else \
+            tkey(t[0:2], t[2:4], t[5:7], t[8:10], t[11:13], frac(m.group("frac")))
+    line.msg = m.group("msg")
+    line.rec = rec
+    if not line.stream:
+        line.stream = stream
+
+
 def _vllm_record(m, line):
     """A vLLM formatter record (VLLM_RX, VLLM_NOTAG_RX): level, time, file and message."""
     line.fmt = FMT_VLLM
@@ -415,28 +431,11 @@ def _parse_line(text, line):
         if c0 == "[":
             m = C10_RX.match(text)
             if m:
-                line.fmt = FMT_C10
-                line.level = LEVELS.get(m.group("lvl"), LEVEL_INFO)
-                t = m.group("ts")
-                if t:
-                    line.ts = t + (m.group("frac") or "")
-                    line.tkey = tkey(t[0:2], t[2:4], t[5:7], t[8:10], t[11:13], frac(m.group("frac")))
-                line.msg = m.group("msg")
-                line.rec = ("c10", m.group("file"))
-                if not line.stream:
-                    line.stream = "c10"
+                _native(m, line, "c10", ("c10", m.group("file")))
                 return
             m = RAY_CPP_RX.match(text)
             if m:
-                line.fmt = FMT_C10
-                line.level = LEVELS.get(m.group("lvl"), LEVEL_INFO)
-                t = m.group("ts")
-                line.ts = t + (m.group("frac") or "")
-                line.tkey = tkey(t[5:7], t[8:10], t[11:13], t[14:16], t[17:19], frac(m.group("frac")))
-                line.msg = m.group("msg")
-                line.rec = ("ray", m.group("file"))
-                if not line.stream:
-                    line.stream = "ray"
+                _native(m, line, "ray", ("ray", m.group("file")), dated=True)
                 return
             m = VLLM_FILEONLY_RX.match(text)
             if m:
@@ -444,14 +443,7 @@ def _parse_line(text, line):
     if c0 in "VIWEFC" and text[1:2].isdigit():
         m = GLOG_RX.match(text)
         if m:
-            line.fmt = FMT_C10
-            line.level = LEVELS.get(m.group("lvl"), LEVEL_INFO)
-            t = m.group("ts")
-            line.ts = t + (m.group("frac") or "")
-            line.tkey = tkey(t[0:2], t[2:4], t[5:7], t[8:10], t[11:13], frac(m.group("frac")))
-            line.msg = m.group("msg")
-            if not line.stream:
-                line.stream = "glog"
+            _native(m, line, "glog")
             return
     if c0 in "IWEDCT":
         m = UVICORN_RX.match(text)
