@@ -337,7 +337,9 @@ class _TB(object):
 # carets under a source line)
 _CODE_LIKE_RX = re.compile(r'File "|[\w\]]\(|\s=\s|\w=\w|[(,]\s*$|^[\^~]+$')
 # an installed vLLM's (or a source checkout's) own module file; a user's script merely named or placed under vllm/ is not
-_VLLM_MODULE_RX = re.compile(r"(?:site-packages|dist-packages|/vllm)/vllm/[\w/]+\.py$")
+# (round 35: also a vLLM platform or feature plugin's, the vllm_* packages of vllm-project - vllm_ascend, vllm_omni,
+# vllm_gaudi, vllm_spyre, ... - which vLLM's CLI and platform detection import)
+_VLLM_MODULE_RX = re.compile(r"(?:site-packages|dist-packages|/vllm[\w-]*)/vllm(?:_[a-z]+)?/[\w/]+\.py$")
 
 
 def _frames_stage(frames):

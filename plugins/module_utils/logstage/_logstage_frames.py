@@ -320,6 +320,11 @@ FRAMES = (
     ("_process_model_outputs", "vllm/engine/llm_engine.py", "request", "vllm/engine/llm_engine.py (V0)"),
     ("step", "vllm/v1/engine/core.py", "request", "vllm/v1/engine/core.py: EngineCore.step"),
     ("step_with_batch_queue", "vllm/v1/engine/core.py", "request", "vllm/v1/engine/core.py: EngineCore.step_with_batch_queue"),
+    # round 35: the engine core's busy loop handing a client's utility call (collective_rpc, add_lora, sleep, ...) to
+    # the engine (v1/engine/core.py EngineCoreProc._handle_client_request, 0.8+): the loop runs only after start-up's
+    # READY handshake - a running engine's call (a deeper frame of another stage, load_model, still wins)
+    ("_handle_client_request", "vllm/v1/engine/core.py", "request",
+     "vllm/v1/engine/core.py: EngineCoreProc._handle_client_request (the busy loop, after start-up)"),
     ("execute_worker", "vllm/worker", "request", "vllm/worker/worker.py (V0, 0.5+): execute_worker"),
     ("generate", "vllm/entrypoints/llm.py", "request", "vllm/entrypoints/llm.py: LLM.generate"),
     ("generate", "vllm/engine/async_llm_engine.py", "request", "async_llm_engine.py (V0): AsyncLLMEngine.generate"),
@@ -541,6 +546,10 @@ SOURCE_LINES = (
     # start-up's profiling and graph capture run _dummy_run / _dummy_sampler_run, never this: a step of requests
     ("valid_sampled_token_ids = sampled_token_ids.tolist()", "request",
      "v1/worker/gpu_model_runner.py execute_model / _bookkeeping_sync: a scheduled step's sampled tokens"),
+    # round 35: Starlette's HTTP-only paths that gather a task group's errors (starlette/middleware/base.py
+    # BaseHTTPMiddleware.__call__ after its "scope['type'] != 'http'" return, responses.py StreamingResponse.__call__,
+    # 0.28+): a request was being answered (vLLM's API server adds HTTP middlewares)
+    ("with collapse_excgroups():", "request", "starlette BaseHTTPMiddleware / StreamingResponse: an HTTP request"),
 )
 
 # a frame's source line that names the worker method the executor runs on every worker: V0's executors

@@ -78,8 +78,9 @@ VLLM_NOTAG_RX = re.compile(
     r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? \[?|\[)"
     r"(?P<file>[^\]\s:]+):(?P<lineno>\d+)\] ?(?P<msg>.*)$")
 # (round 14: a paste that kept only the bracketed file, "[serving_chat.py:1001] openai_harmony.HarmonyError: ...":
-# its level is unknown, so the rest is read as a raw line that keeps the record's file)
-VLLM_FILEONLY_RX = re.compile(r"^\[(?P<file>[A-Za-z_][\w.-]*\.py):(?P<lineno>\d+)\] (?P<msg>\S.*)$")
+# its level is unknown, so the rest is read as a raw line that keeps the record's file; round 35: also the lines of a
+# traceback such a record carries, indented as logged: "[multiproc_executor.py:559]   File ...")
+VLLM_FILEONLY_RX = re.compile(r"^\[(?P<file>[A-Za-z_][\w.-]*\.py):(?P<lineno>\d+)\] (?P<msg>\s*\S.*)$")
 # (round 34: also Ray's tag of a worker process that has no actor or task name yet, "(pid=5623) ...")
 TAGONLY_RX = re.compile(r"^\((?:(?P<proc>" + TAG_PROC + r") )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) ?(?P<rest>.*)$")
 NCCL_RX = re.compile(
