@@ -133,17 +133,18 @@ def _placed_by_neighbour(root, cands):
     def same_incident(c):
         if c.get("conf") != CONF_HIGH or c.get("basis") not in (BASIS_FRAMES, BASIS_MARKERS):
             return False
-        if root["tkey"] is not None and c["tkey"] is not None:
-            # each on its own timestamp: a line that borrows the time of a record above it may be another story
-            return root["tkey_own"] and c["tkey_own"] and abs(c["tkey"] - root["tkey"]) <= _TIE_SECONDS
-        if root["tkey"] is not None or c["tkey"] is not None:
-            return False
+        near = c["lineno"] - root["lineno"]
         # (round 35: a wrapper reporting the engine's death reports a failure that came before it, whatever the
         # order in which two processes' output reached the file: the C++ runtime's abort of the engine core is often
-        # flushed after the API server's EngineDeadError)
-        near = c["lineno"] - root["lineno"]
-        wrapper = c["kind"] in (CONSEQUENCE, WEAK_CONSEQUENCE) and c["cls"] == "engine_dead"
-        return 0 < near <= _INCIDENT_LINES or (wrapper and 0 < -near <= _INCIDENT_LINES)
+        # flushed after the API server's EngineDeadError - a bare line there borrows the wrapper's second)
+        before = c["kind"] in (CONSEQUENCE, WEAK_CONSEQUENCE) and c["cls"] == "engine_dead" and \
+            0 < -near <= _INCIDENT_LINES
+        if root["tkey"] is not None and c["tkey"] is not None:
+            # each on its own timestamp: a line that borrows the time of a record above it may be another story
+            return c["tkey_own"] and (root["tkey_own"] or before) and abs(c["tkey"] - root["tkey"]) <= _TIE_SECONDS
+        if root["tkey"] is not None or c["tkey"] is not None:
+            return False
+        return 0 < near <= _INCIDENT_LINES or before
     found = [c for c in mine if same_incident(c)]
     if found:
         c = min(found, key=lambda c: abs(c["lineno"] - root["lineno"]))

@@ -86,3 +86,28 @@ def test_a_traceback_behind_a_bare_file_prefix_keeps_its_frames():
 ])
 def test_round_35_on_the_real_paste_of_each_family(prefix, want):
     assert brief(classify_text(case(prefix))) == want
+
+
+def test_an_engine_dead_wrapper_places_a_bare_line_that_borrowed_its_second():
+    # round 35b: the custom all-reduce's CUDACHECK line has no time of its own; it borrows the records' second
+    text = ("(APIServer pid=368) ERROR 09-08 00:45:43 [async_llm.py:430]   File \"%s/vllm/v1/engine/async_llm.py\", "
+            "line 420, in output_handler\n"
+            "(APIServer pid=368) ERROR 09-08 00:45:43 [async_llm.py:430] vllm.v1.engine.exceptions.EngineDeadError: "
+            "EngineCore encountered an issue. See stack trace (above) for the root cause.\n"
+            "(VllmWorker TP0 pid=767) INFO 09-08 00:45:43 [multiproc_executor.py:520] Parent process exited, "
+            "terminating worker\n"
+            "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:594 'an illegal memory access was encountered'\n"
+            % _SP)
+    ans = classify_text(text)
+    assert (ans["stage"], ans["error_class"], ans["first_error"]["lineno"]) == ("request", "illegal_memory_access", 4)
+
+
+def test_a_bare_line_a_minute_after_the_wrapper_is_another_story():
+    text = ("(APIServer pid=368) ERROR 09-08 00:45:43 [async_llm.py:430]   File \"%s/vllm/v1/engine/async_llm.py\", "
+            "line 420, in output_handler\n"
+            "(APIServer pid=368) ERROR 09-08 00:45:43 [async_llm.py:430] vllm.v1.engine.exceptions.EngineDeadError: "
+            "EngineCore encountered an issue. See stack trace (above) for the root cause.\n"
+            "(VllmWorker TP0 pid=767) INFO 09-08 00:46:50 [multiproc_executor.py:520] Parent process exited\n"
+            "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:594 'an illegal memory access was encountered'\n"
+            % _SP)
+    assert classify_text(text)["stage"] == "unknown"
