@@ -395,6 +395,7 @@ class _Scan(object):
         self.proc_hdr = None
         self.proc_hdr_at = self.hdr_to = -1  # a record header's first and last line (PROCESS_HDR_RX: its traceback follows)
         self.hdr_stage = None            # the stage of the callback an asyncio header names (its traceback's last frame)
+        self.hdr_cb = None               # such a header whose traceback has not followed (yet): (lineno, line, ...)
         self.code_run = (None, 0)        # ((stream, lineno) of the last code line outside a traceback, its run's first)
         self.lead = None                 # (first, last) line of the fragments that open the paste (a cut line)
         self.lead_done = False
@@ -706,6 +707,7 @@ class _Scan(object):
         tb.ctx = self.ctx
         if self.hdr_stage and self.hdr_to == lineno - 1:
             tb.frames.add(self.hdr_stage)  # the callback an asyncio header named: this traceback's innermost frame
+            self.hdr_cb = None
         if header is not None:
             tb.state = "header"
             tb.header = (header, text.strip(), lineno, line)
@@ -1101,6 +1103,8 @@ class _Scan(object):
                 cb = ASYNCIO_CB_RX.match(stripped)
                 self.hdr_stage = None if cb is None else frame_stage(cb.group(1), cb.group(2)) if cb.group(2) else \
                     _NAME_STAGE.get(cb.group(1))
+                if self.hdr_stage and self.hdr_cb is None and (self.until is None or lineno <= self.until):
+                    self.hdr_cb = (lineno, line, stripped, self.hdr_stage) + self._when(line)
             self.proc_hdr, self.hdr_to = m.group(1) or self.proc_hdr, lineno
             return
         if line.fmt == FMT_UVICORN and '" 5' in body and _ACCESS_5XX_RX.search(body) is not None:
@@ -1187,6 +1191,12 @@ class _Scan(object):
         """Close the tracebacks still open at the end of the file."""
         for key in list(self.streams):
             self._finish_tb(self.streams.pop(key), at_eof=True)
+        if self.hdr_cb is not None:
+            # (round 36) asyncio's report of an exception in a callback the frame map places, its traceback cut away:
+            # an error of its own, placed by the callback it names
+            lineno, line, text, stage, key, own = self.hdr_cb
+            self._add(CUT_TRACEBACK, "other", self._cut_placed({stage}, None), text, lineno, line.ts, key, own,
+                      self._proc_name(line), line.pid, None, [text], None)
         if self.words is not None and not (self.cands or self.reached or self.ready or self.hung):
             # no error of a known shape and no stage marker: the line that reads as an error is the failure
             lineno, line, text, key, own = self.words

@@ -147,6 +147,14 @@ FRAMES = (
     ("gpu_p2p_access_check", "vllm/distributed", "distributed_init", "custom_all_reduce_utils.py, all_reduce_utils.py: CustomAllreduce.__init__"),
     ("can_actually_p2p", "vllm/distributed", "distributed_init", "custom_all_reduce_utils.py, all_reduce_utils.py: gpu_p2p_access_check"),
     ("create_from_process_group", "vllm/distributed", "distributed_init", "shm_broadcast.py: MessageQueue, GroupCoordinator.__init__ only"),
+    # round 36: the message queues a process group's members build over its shared memory and sockets
+    # (distributed/parallel_state.py GroupCoordinator create_mq_broadcaster / create_single_reader_mq_broadcasters,
+    # shm_broadcast.py create_from_process_group_single_reader, 0.10+): the group's init, and V1's WorkerProc
+    # _init_message_queues right after it
+    ("create_from_process_group_single_reader", "vllm/distributed", "distributed_init",
+     "shm_broadcast.py: MessageQueue for one reader of a process group"),
+    ("create_single_reader_mq_broadcasters", "vllm/distributed", "distributed_init", "parallel_state.py GroupCoordinator"),
+    ("create_mq_broadcaster", "vllm/distributed", "distributed_init", "parallel_state.py GroupCoordinator"),
     ("init_gloo_process_group", "vllm/distributed", "distributed_init", "vllm/distributed/utils.py (0.10+)"),
     ("stateless_init_torch_distributed_process_group", "vllm/distributed", "distributed_init", "vllm/distributed/utils.py (0.7+)"),
     ("create_tcp_store", "vllm/distributed", "distributed_init", "vllm/distributed/utils.py (0.26+)"),
@@ -550,6 +558,10 @@ SOURCE_LINES = (
     # BaseHTTPMiddleware.__call__ after its "scope['type'] != 'http'" return, responses.py StreamingResponse.__call__,
     # 0.28+): a request was being answered (vLLM's API server adds HTTP middlewares)
     ("with collapse_excgroups():", "request", "starlette BaseHTTPMiddleware / StreamingResponse: an HTTP request"),
+    # round 36: the engine core building its structured-output manager (v1/engine/core.py EngineCore.__init__, 0.8+),
+    # right after _initialize_kv_caches: the last step of the engine's init (the backend's tokenizer info)
+    ("self.structured_output_manager = StructuredOutputManager(vllm_config)", "engine_init",
+     "v1/engine/core.py EngineCore.__init__: after the KV caches"),
 )
 
 # a frame's source line that names the worker method the executor runs on every worker: V0's executors

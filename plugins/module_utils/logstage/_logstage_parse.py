@@ -153,7 +153,10 @@ IPY_TB_RX = re.compile(r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:\([\w.]+\))?
 # a cell's own code is the function "<cell line: N>" (IPython 8's name for a cell's top level)
 IPY_FRAME_RX = re.compile(r"^\s*(?:File )?\[?(?P<path>[^\s\[\]]+?\.py)(?::\d+)?(?:\]\([^)]*\))?,? in (?:[\w<>]+\.)*"
                           r"(?P<func>[\w<>]+|<cell line: \d+>)\(")
+# (round 36: IPython 8 heads a frame of code that has no file - a notebook cell Databricks compiles as
+# "<command-N>", an exec'd "<string>" - as "File <name>, line N", as it heads Jupyter's cells "Cell In[N], line N")
 IPY_SOURCE_RX = re.compile(r"^(?:-*>\s*)?(?:\d+|\[\d+\]\([^)]*\))\s|^Cell In\s*\[\d+\], line \d+|^\(\.\.\.\)$|"
+                           r"^File <[\w.-]+>, line \d+$|"
                            r"\.ipynb\]\([^)]*\) Cell \d+ line \d+|^\[?<ipython-input-[\w-]+>(?:\]\([^)]*\))? in ")
 CODE_STARTS = ('File "', "File &quot;", "File ~/", "File [", "[/", "raise ", "^^^", "~~~")  # &quot;: HTML; the others:
 # IPython's frames (~/ abbreviated, [ a VS Code / Jupyter link, [/ Colab's link)

@@ -878,6 +878,16 @@ SIGNATURES = (
     # input_processor.py, and 0.8's "Prompt length of N is longer than ..."): raised only for a request's input
     (FAILURE, "is longer than the maximum model length", None, "other", FIXED, "request", (AT_WARNING,),
      "a prompt longer than --max-model-len: the request, not the server"),
+    # round 36: the same check's own words before its limit (an abridged paste: "The decoder prompt (length 4926) is
+    # longer than ..."), and its sibling for the placeholders a prompt's images add ("... plus the number of ...")
+    (FAILURE, "prompt (length ", r"The (?:decoder|encoder) prompt \(length \d+\) (?:is longer than|plus the number of)",
+     "other", FIXED, "request", (AT_WARNING,), "a prompt longer than --max-model-len: the request, not the server"),
+    # round 36: the Mamba state blocks a hybrid model's full decode CUDA graphs need, one per sequence
+    # (config/compilation.py resolve_cudagraph_mode_and_sizes, called by the V1 model runner's initialize_attn_backend
+    # once the KV cache is sized, never while profiling): the KV-cache capacity check of hybrid models
+    (FAILURE, "exceeds available Mamba cache blocks", r"max_num_seqs \(\d+\) exceeds available Mamba cache blocks",
+     "oom", FIXED, "engine_init", (), "fewer Mamba cache blocks than max_num_seqs: lower --max-num-seqs or raise "
+     "--gpu-memory-utilization"),
     # V0 AsyncLLMEngine.engine_step under ENGINE_ITERATION_TIMEOUT_S (vllm/engine/async_llm_engine.py): a hang
     (FAILURE, "Engine iteration timed out", None, "timeout", WHERE_OR, "request", (),
      "a step of the engine hung while serving (a stuck worker or collective)"),

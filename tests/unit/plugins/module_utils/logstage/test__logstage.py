@@ -287,6 +287,9 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 36: an abridged prompt-length refusal; the Mamba cache blocks of full decode CUDA graphs
+    ("ValueError: The decoder prompt (length 4926) is longer than ...", "failure", "other"),
+    ("ValueError: max_num_seqs (1024) exceeds available Mamba cache blocks (614).", "failure", "oom"),
     # round 34c: V0's dump of a failed execution's input
     ("Writing input of failed execution to /tmp/err_execute_model_input_20241219-093344.pkl...", "diagnostic", "other"),
     # round 32: the custom all-reduce's P2P check in a subprocess
