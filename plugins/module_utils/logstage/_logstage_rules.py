@@ -882,6 +882,14 @@ SIGNATURES = (
     # longer than ..."), and its sibling for the placeholders a prompt's images add ("... plus the number of ...")
     (FAILURE, "prompt (length ", r"The (?:decoder|encoder) prompt \(length \d+\) (?:is longer than|plus the number of)",
      "other", FIXED, "request", (AT_WARNING,), "a prompt longer than --max-model-len: the request, not the server"),
+    # round 37: the checks a quantized layer's weights are created under, while the model is built (the layers'
+    # __init__ -> quant_method.create_weights): FP8 block quantization's shapes (quantization/utils/fp8_utils.py
+    # validate_fp8_block_shape: "... is not divisible by weight quantization block_n = M"), and compressed-tensors
+    # finding no scheme for a layer (compressed_tensors.py get_scheme / _get_scheme_from_parts)
+    (FAILURE, "divisible by weight quantization block_", None, "config_error", FIXED, "weight_loading", (),
+     "the layer's size does not fit the checkpoint's FP8 block size at this tensor-parallel size"),
+    (FAILURE, "No compressed-tensors compatible scheme was found", None, "other", FIXED, "weight_loading", (),
+     "the checkpoint's quantization scheme is not one this vLLM release knows for that layer"),
     # round 36: the Mamba state blocks a hybrid model's full decode CUDA graphs need, one per sequence
     # (config/compilation.py resolve_cudagraph_mode_and_sizes, called by the V1 model runner's initialize_attn_backend
     # once the KV cache is sized, never while profiling): the KV-cache capacity check of hybrid models
