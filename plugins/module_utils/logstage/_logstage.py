@@ -339,6 +339,8 @@ _CODE_LIKE_RX = re.compile(r'File "|[\w\]]\(|\s=\s|\w=\w|[(,]\s*$|^[\^~]+$')
 # an installed vLLM's (or a source checkout's) own module file; a user's script merely named or placed under vllm/ is not
 # (round 35: also a vLLM platform or feature plugin's, the vllm_* packages of vllm-project - vllm_ascend, vllm_omni,
 # vllm_gaudi, vllm_spyre, ... - which vLLM's CLI and platform detection import)
+# a source line importing vLLM or one of its plugin packages ("from vllm.entrypoints.cli.main import main")
+_VLLM_IMPORT_RX = re.compile(r"^(?:from vllm(?:_[a-z]+)?(?:\.[\w.]+)? import |import vllm(?:_[a-z]+)?(?:[.\s,]|$))")
 _VLLM_MODULE_RX = re.compile(r"(?:site-packages|dist-packages|/vllm[\w-]*)/vllm(?:_[a-z]+)?/[\w/]+\.py$")
 
 
@@ -787,6 +789,10 @@ class _Scan(object):
                 elif not in_vllm and "(" in stripped and not stripped[:1].isdigit() and _LLM_CALL_RX.search(stripped):
                     # (IPython's numbered context lines around its arrow line are not the call)
                     tb.llm_call = True
+                elif tb.nframes and not tb.importing and _VLLM_IMPORT_RX.match(stripped) is not None:
+                    # (round 38) the frame imports vLLM (or a plugin of it: the console script's own import): a
+                    # traceback cut here failed while vLLM was being imported, as one inside vLLM's module code
+                    tb.importing = True
                 return True
             if stripped.startswith(TB_START):
                 return True

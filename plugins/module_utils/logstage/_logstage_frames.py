@@ -504,6 +504,9 @@ FRAME_FILES = (
     ("vllm/compilation/backends.py", "engine_init", "compilation/backends.py: VllmBackend, PiecewiseCompileInterpreter"),
     ("vllm/compilation/compiler_interface.py", "engine_init", "compilation/compiler_interface.py: InductorAdaptor.compile"),
     ("torch/_inductor/compile_fx.py", "engine_init", "PyTorch: inductor's compile_fx, called by vLLM's compile above"),
+    # round 38: inductor's code generation (torch/_inductor/codegen/*.py: the Triton and C++ kernels' source, written
+    # while compile_fx lowers the graph); its runtime (torch/_inductor/runtime/, a kernel's launch) is not listed
+    ("torch/_inductor/codegen/", "engine_init", "PyTorch: inductor's codegen, run by compile_fx"),
     # round 28: the multi-modal profiler and dummy-input builders (multimodal/profiling.py 0.7 -> current:
     # MultiModalProfiler, BaseDummyInputsBuilder get_dummy_processor_inputs, _get_dummy_mm_inputs): the start-up's
     # memory profiling and encoder-budget sizing; a request's inputs never pass through them

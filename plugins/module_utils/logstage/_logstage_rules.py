@@ -890,6 +890,12 @@ SIGNATURES = (
      "the layer's size does not fit the checkpoint's FP8 block size at this tensor-parallel size"),
     (FAILURE, "No compressed-tensors compatible scheme was found", None, "other", FIXED, "weight_loading", (),
      "the checkpoint's quantization scheme is not one this vLLM release knows for that layer"),
+    # round 38: the pipeline-parallel support check of the model's architecture (vllm/config.py ModelConfig
+    # verify_with_parallel_config, 0.5 -> 0.6: NotImplementedError "Pipeline parallelism is only supported for the
+    # following architectures: ...", later "... is not supported for this model"), while the config is built
+    (FAILURE, "Pipeline parallelism is ", r"Pipeline parallelism is (?:only supported for the following|not supported "
+     r"for this model)", "config_error", FIXED, "config", (), "this model cannot run with --pipeline-parallel-size > 1 "
+     "in this vLLM release"),
     # round 36: the Mamba state blocks a hybrid model's full decode CUDA graphs need, one per sequence
     # (config/compilation.py resolve_cudagraph_mode_and_sizes, called by the V1 model runner's initialize_attn_backend
     # once the KV cache is sized, never while profiling): the KV-cache capacity check of hybrid models

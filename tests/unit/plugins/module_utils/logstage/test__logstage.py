@@ -287,6 +287,9 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 38: the model's pipeline-parallel support check
+    ("NotImplementedError: Pipeline parallelism is only supported for the following  architectures: ['X']", "failure",
+     "config_error"),
     # round 36: an abridged prompt-length refusal; the Mamba cache blocks of full decode CUDA graphs
     ("ValueError: The decoder prompt (length 4926) is longer than ...", "failure", "other"),
     ("ValueError: max_num_seqs (1024) exceeds available Mamba cache blocks (614).", "failure", "oom"),
