@@ -44,7 +44,7 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rule
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_messages import message_stage
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_frames import (
     CALLS, DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, NOT_SERVING_FILES,
-    SERVING_FRAMES, SHARED_SERVING_FRAMES, SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS)
+    SERVING_FRAMES, SHARED_SERVING_FRAMES, SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS, WORKER_STEPS)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
     ASYNCIO_CB_RX, CARET_ANSI_RX, CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, EXC_RX, GLUED_RX, IPY_SOURCE_RX,
     IPY_TB_RX, JOINED_WORDS, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING, MAX_COMMS,
@@ -350,9 +350,10 @@ def _frames_stage(frames):
     if not frames:
         return None
     fs = set(frames)
-    if DEVICE_QUERY in fs:
+    if DEVICE_QUERY in fs or WORKER_STEPS in fs:
         # a device query failed: device discovery, unless a later stage's frames show the device was found before
-        fs = set(s for s in fs if s != DEVICE_QUERY and _RANK[s] > _RANK["config"]) or set(("cuda_init",))
+        fs = set(s for s in fs if s not in (DEVICE_QUERY, WORKER_STEPS) and _RANK[s] > _RANK["config"]) or \
+            set(("cuda_init",))
     if "distributed_init" in fs:
         fs.discard("cuda_init")
     return min(fs, key=lambda s: _RANK[s])
@@ -546,6 +547,9 @@ class _Scan(object):
             return "api_ready", BASIS_MARKERS, CONF_HIGH
         rank = None
         fstage, basis, conf = _frames_stage(frames), BASIS_FRAMES, CONF_HIGH
+        if frames and WORKER_STEPS in frames and fstage == "cuda_init" and \
+                not set(frames) - {WORKER_STEPS, DEVICE_QUERY, "cuda_init", "config", "environment"}:
+            conf = CONF_MEDIUM  # only the Ray executor's worker set-up shows (and its call): one of its steps
         if fstage is None:
             fstage, basis = named, BASIS_MESSAGE
         if fstage is None and hint is not None and (hint[2] or placement != WHERE_OR):
@@ -766,7 +770,8 @@ class _Scan(object):
                 sf = None if fs or any(p in path for p in NOT_SERVING_FILES) else \
                     _stage_by_path(_SERVING_FRAMES, path)
                 if fs:
-                    tb.frames.add(DEVICE_QUERY if fs == "cuda_init" and any(p in path for p in DEVICE_QUERY_PATHS) else fs)
+                    tb.frames.add(WORKER_STEPS if func == "_init_workers_ray" else DEVICE_QUERY
+                                  if fs == "cuda_init" and any(p in path for p in DEVICE_QUERY_PATHS) else fs)
                 elif "vllm" in path or sf:
                     if func in STARTUP_FUNCS or _STARTUP_WORD_RX.search(func) is not None:
                         tb.startup = True

@@ -526,6 +526,9 @@ FRAME_FILES = (
 # PyTorch's torch/cuda/__init__.py (_lazy_init, set_device: round 28) initialises CUDA at the first call of whichever
 # step makes it - the device query's rule: a model being built when CUDA is first asked for is weight loading
 DEVICE_QUERY = "device_query"
+# (round 39) ... but a frame of ``_init_workers_ray`` with no later step's frame under it says only that one of the
+# steps it runs failed - placement, device init, distributed init or the weights: cuda_init, the earliest, at medium
+WORKER_STEPS = "worker_steps"
 DEVICE_QUERY_PATHS = ("vllm/platforms/", "pynvml", "ray_gpu_executor.py", "ray_distributed_executor.py",
                       "executor/ray_executor.py", "vllm/engine/llm_engine.py", "torch/cuda/__init__.py")
 

@@ -548,6 +548,10 @@ SIGNATURES = (
     (FAILURE, "errno: 98 - Address already in use", None, "port_in_use", FIXED, "distributed_init", (), None),
     # the API port: bound before the engine starts (>=0.6.4), after the app started in older versions (uvicorn's
     # own bind under vllm/entrypoints/launcher.py serve_http): environment unless the log shows the API server up
+    # round 39: EADDRNOTAVAIL (errno 99, "cannot assign requested address") is an address that is not this host's -
+    # the --host value, or "localhost" resolved to an IPv6 loopback the host does not have: not a port in use
+    (FAILURE, "cannot assign requested address", r"\[Errno 99\]|[Cc]annot assign requested address", "other",
+     FIXED_UNTIL_READY, "environment", (), "the address to bind is not one of this host's (--host; IPv6 loopback?)"),
     (FAILURE, "error while attempting to bind on address", None, "port_in_use", FIXED_UNTIL_READY, "environment", (), None),
     (FAILURE, "Address already in use", None, "port_in_use", FIXED_UNTIL_READY, "environment", (),
      "the API port is taken by another process"),
@@ -896,6 +900,10 @@ SIGNATURES = (
     (FAILURE, "Pipeline parallelism is ", r"Pipeline parallelism is (?:only supported for the following|not supported "
      r"for this model)", "config_error", FIXED, "config", (), "this model cannot run with --pipeline-parallel-size > 1 "
      "in this vLLM release"),
+    # round 39: CacheConfig's check of --swap-space against the host's memory (vllm/config.py
+    # verify_with_parallel_config, 0.2 -> 0.10: ValueError("Too large swap space. " + msg)) while the config is built
+    (FAILURE, "Too large swap space", None, "config_error", FIXED, "config", (),
+     "--swap-space asks for more CPU memory than the host can give (lower it)"),
     # round 36: the Mamba state blocks a hybrid model's full decode CUDA graphs need, one per sequence
     # (config/compilation.py resolve_cudagraph_mode_and_sizes, called by the V1 model runner's initialize_attn_backend
     # once the KV cache is sized, never while profiling): the KV-cache capacity check of hybrid models

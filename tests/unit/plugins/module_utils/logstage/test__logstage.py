@@ -287,6 +287,9 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 39: EADDRNOTAVAIL on the API server's bind
+    ("ERROR:    [Errno 99] error while attempting to bind on address ('::1', 8000, 0, 0): cannot assign requested "
+     "address", "failure", "other"),
     # round 38: the model's pipeline-parallel support check
     ("NotImplementedError: Pipeline parallelism is only supported for the following  architectures: ['X']", "failure",
      "config_error"),
