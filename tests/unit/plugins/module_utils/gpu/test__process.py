@@ -171,7 +171,10 @@ def test_inner_namespace_pid_is_mapped_through_nspid(tmp_path):
         inner = None
         while time.monotonic() < deadline and inner is None:
             table = _process.read_process_table("/proc")
-            inner = next((p for p, r in table.items() if r.get("ppid") == proc.pid and r["nspid"][1:]), None)
+            # (the forked child has its pid namespace before it execs the probe: wait for the probe's own name, or the
+            # attribution below reads the child while it is still unshare - a race seen once in CI)
+            inner = next((p for p, r in table.items() if r.get("ppid") == proc.pid and r["nspid"][1:]
+                          and r.get("name") == prog.name), None)
             time.sleep(0.05)
         if inner is None:
             said = proc.stderr.read1(4096).decode("utf-8", "replace").strip() if proc.poll() is not None else ""
