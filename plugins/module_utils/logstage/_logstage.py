@@ -37,10 +37,10 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rule
     ACCESS_5XX_RX, ACCESS_ERROR, ANSWER_STAGES, AT_DEBUG, AT_INFO, AT_LEAST, AT_LEAST_OR_UNKNOWN, AT_WARNING,
     BASIS_FRAMES, BASIS_INFERRED, BASIS_MARKERS, BASIS_MESSAGE, CAUSE_CLASSES, CAUSES, CLASS_DEFAULT_STAGE,
     CLASS_FLOOR, CLASS_KEYWORDS, CONF_HIGH, CONF_LOW, CONF_MEDIUM, CONFIG_REFUSAL_RX, CONSEQUENCE, CUT_TRACEBACK,
-    DIAGNOSTIC, ENTRY, ERROR_CLASSES, ERROR_LINE, ERROR_WORDS, ERROR_WORDS_RX, EXIT, FAILURE, FIXED, FIXED_UNTIL_READY, FMT_C10, FMT_NCCL,
-    FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, GENERIC, HANG_HINT, HEADER, KV_CACHE_EMPTY_RX, LEVEL_WORD_RX, MARKERS,
-    ORIGINAL_ERROR_KEY, READY, SERVING_LOGGER_FILES, SIGNATURES, STAGE_RANK, STAGE_WORDS, STAGES, USUAL_STAGE_LOW,
-    VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE, WHERE_OR)
+    DIAGNOSTIC, ENTRY, ERROR_CLASSES, ERROR_LINE, ERROR_WORDS, ERROR_WORDS_RX, EXIT, FAILURE, FIXED,
+    FIXED_UNTIL_READY, FMT_C10, FMT_NCCL, FMT_PYLOG, FMT_RAW, FMT_UVICORN, FMT_VLLM, GENERIC, HANG_HINT, HEADER,
+    KV_CACHE_EMPTY_RX, LEVEL_WORD_RX, MARKERS, ORIGINAL_ERROR_KEY, READY, SERVING_LOGGER_FILES, SIGNATURES,
+    STAGE_RANK, STAGE_WORDS, STAGES, USUAL_STAGE_LOW, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE, WHERE_OR)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_messages import message_stage
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_frames import (
     CALLS, DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, NOT_SERVING_FILES,
@@ -339,9 +339,9 @@ _CODE_LIKE_RX = re.compile(r'File "|[\w\]]\(|\s=\s|\w=\w|[(,]\s*$|^[\^~]+$')
 # an installed vLLM's (or a source checkout's) own module file; a user's script merely named or placed under vllm/ is not
 # (round 35: also a vLLM platform or feature plugin's, the vllm_* packages of vllm-project - vllm_ascend, vllm_omni,
 # vllm_gaudi, vllm_spyre, ... - which vLLM's CLI and platform detection import)
+_VLLM_MODULE_RX = re.compile(r"(?:site-packages|dist-packages|/vllm[\w-]*)/vllm(?:_[a-z]+)?/[\w/]+\.py$")
 # a source line importing vLLM or one of its plugin packages ("from vllm.entrypoints.cli.main import main")
 _VLLM_IMPORT_RX = re.compile(r"^(?:from vllm(?:_[a-z]+)?(?:\.[\w.]+)? import |import vllm(?:_[a-z]+)?(?:[.\s,]|$))")
-_VLLM_MODULE_RX = re.compile(r"(?:site-packages|dist-packages|/vllm[\w-]*)/vllm(?:_[a-z]+)?/[\w/]+\.py$")
 
 
 def _frames_stage(frames):
