@@ -704,7 +704,8 @@ SIGNATURES = (
      "CUDA_VISIBLE_DEVICES narrower than TP x DP"),
     (FAILURE, "Cannot re-initialize CUDA in forked subprocess", None, "cuda_error", FIXED, "cuda_init", (), None),
     (FAILURE, "Unsupported device type", None, "config_error", FIXED, "cuda_init", (), None),
-    (FAILURE, "on startup is less than desired", r"on startup is less than desired (?:GPU|CPU|XPU)? ?memory utilization",
+    # (a paste hard-wrapped after "desired" keeps the words up to there)
+    (FAILURE, "on startup is less than desired", r"on startup is less than desired(?: (?:GPU|CPU|XPU)? ?memory utilization|\s*$)",
      "oom", FIXED, "cuda_init", (),
      "memory is held by other processes before vLLM starts: not a sizing problem"),
     (FAILURE, "Insufficient space in", r"Insufficient space in \S+ for", "other", FIXED, "cuda_init", (),
@@ -1025,8 +1026,9 @@ SIGNATURES = (
      r"[\w.-]*\.(?:json|model|txt)\b", "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "No such file or directory", r"No such file or directory:? '?\S*\.(?:safetensors|bin|pt|pth|gguf)\b",
      "missing_file", WHERE_OR, "weight_loading", (), None),
-    # a parameter name not in the model (models/*.py load_weights: params_dict[name]); torch's load_state_dict
-    (FAILURE, "KeyError: '", r"KeyError: '[\w.]+\.(?:weight|bias|qweight|qzeros|scales|g_idx|\w*_scale)'", "other",
+    # a parameter name not in the model (models/*.py load_weights: params_dict[name]; the fused-MoE layers register
+    # w13_weight, w2_weight, w13_weight_scale_inv, w2_input_scale, ...); torch's load_state_dict
+    (FAILURE, "KeyError: '", r"KeyError: '[\w.]+\.(?:\w*_)?(?:weight|bias|qweight|qzeros|scales|g_idx|\w*scale)(?:_inv)?'", "other",
      WHERE_OR, "weight_loading", (), "a checkpoint tensor the model code does not know (another architecture/version)"),
     (FAILURE, "Error(s) in loading state_dict for", None, "other", WHERE_OR, "weight_loading", (), None),
     # PyTorch's CUDA init (c10/cuda): "CUDA driver initialization failed, you might not have a CUDA gpu."
