@@ -48,9 +48,9 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_fram
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
     ASYNCIO_CB_RX, CARET_ANSI_RX, CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, EXC_RX, GLUED_RX, IPY_SOURCE_RX,
     IPY_TB_RX, JOINED_WORDS, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING, MAX_COMMS,
-    MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_SRC_RX, RAY_REPEAT_RX,
-    RSYSLOG_ESC_RX, RSYSLOG_ESCAPES, SUBJECT_RX, TB_START, TEE_RX, Line, clean, collective_stage, cut, cut_record,
-    frame_line, joined_cuts, last_ts, match_tkey, parse_line, strip_wrappers)
+    MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_FRAME_RX, PYTEST_SRC_RX,
+    RAY_REPEAT_RX, RSYSLOG_ESC_RX, RSYSLOG_ESCAPES, SUBJECT_RX, TB_START, TEE_RX, Line, clean, collective_stage, cut,
+    cut_record, frame_line, joined_cuts, last_ts, match_tkey, parse_line, strip_wrappers)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_prefilter import (
     MARK_ANCHORS, STATIC_ANCHORS, scan_stream)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_answer import (
@@ -1125,7 +1125,11 @@ class _Scan(object):
         # a raw line is matched as an error, unless it is a Python warning
         lvl = (LEVEL_WARNING if line.pywarn else LEVEL_ERROR) if line.level == LEVEL_RAW else line.level
         # (the Ascend CANN runtime indents its error records, each ending "[FUNC:..][FILE:..][LINE:..]": not code)
-        if line.fmt in (FMT_RAW, FMT_VLLM) and (body.startswith("    ") or stripped.startswith(CODE_STARTS)) \
+        # (pytest's frames, round 41, only before the paste's first error - an unplaced ERROR line aside, such as
+        # its "___ ERROR collecting x.py ___" title: after one they report another test)
+        if line.fmt in (FMT_RAW, FMT_VLLM) and (body.startswith("    ") or stripped.startswith(CODE_STARTS) or (
+                ": in " in stripped and PYTEST_FRAME_RX.match(stripped) is not None
+                and all(c["kind"] == ERROR_LINE and c["srank"] < 0 for c in self.cands))) \
                 and not DESCRIBE_FIELD_RX.match(body) and "[FUNC:" not in stripped:
             # a frame or source line of a traceback whose start is not in this log (a cut or pasted excerpt):
             # the source text of a raise statement is not the error; a frame opens the cut traceback

@@ -59,9 +59,11 @@ DESKTOP_RX = re.compile(r"^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) (?=\s|Trac
 FASTCHAT_STREAM_RX = re.compile(r"^\d{4}-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) \| [A-Z]+ \| std(?:out|err)(?: \| |\s*$)")
 # a log viewer's copied line numbers (Buildkite's and GitHub Actions' raw views: "3597<TAB>...")
 LINENO_TAB_RX = re.compile(r"^\d{1,7}\t")
-# pytest's failure report: "E   <exception line>" and ">   <the failing source line>"
+# pytest's failure report (_pytest/_code/code.py): "E   <exception line>", ">   <the failing source line>", and
+# (round 41) a frame as "path/x.py:12: in func" above its indented source (--tb=long/short)
 PYTEST_E_RX = re.compile(r"^E {3,}(?=\S)")
 PYTEST_SRC_RX = re.compile(r"^> {3,}(?=\S)")
+PYTEST_FRAME_RX = re.compile(r"^(?P<path>[^\s:\"]+\.py):\d+: in (?P<func>[\w<>]+)$")
 RAY_REPEAT_RX = re.compile(r"\s*\[repeated \d+x across cluster\]")
 # the process tag of vLLM's and Ray's worker prefix; a Ray Serve replica's actor names its app and deployment
 # ("(ServeReplica:app:LLMServer pid=263, ip=10.0.0.5)", round 13), a V1 worker its ranks ("(VllmWorker PP0_TP1 pid=9)");
@@ -494,6 +496,10 @@ def frame_line(stripped):
     if '", line ' not in stripped:
         if stripped.startswith('File "'):
             return CUT_FRAME_RX.match(stripped)
+        if ": in " in stripped[-60:]:
+            m = PYTEST_FRAME_RX.match(stripped)
+            if m is not None:
+                return m
         return IPY_FRAME_RX.match(stripped) if stripped.startswith(("File ", "[/", "/")) else None
     return FRAME_RX.match(stripped) or CUT_FRAME_RX.match(stripped)
 
