@@ -393,6 +393,7 @@ class _Scan(object):
         self.hints = []
         self.hung = False                # a hang hint was seen (a stuck stage is no failure)
         self.words = None                # the first plain line that reads as an error (ERROR_WORDS): (lineno, line, ...)
+        self.chain_at = None             # (stream, lineno) of a chain line logged as a record of its own (round 42)
         self.pid2proc = {}
         self.rec_cand = {}
         self.proc_hdr = None
@@ -1093,8 +1094,9 @@ class _Scan(object):
                 return
         stripped = body.strip()
         if not stripped:
-            if line.fmt == FMT_VLLM and line.level == LEVEL_ERROR:
-                # logger.exception(e) of an exception without a message: the traceback follows
+            if line.fmt == FMT_VLLM and line.level == LEVEL_ERROR and self.chain_at != (stream, lineno - 1):
+                # logger.exception(e) of an exception without a message: the traceback follows (not the blank
+                # line after a chain line, the first traceback cut away: the next one opens as any other)
                 self._open_tb(line, lineno, body, header=_EMPTY_ERROR_SIG)
             return
         if not self.lead_done:
@@ -1166,11 +1168,12 @@ class _Scan(object):
             exc_line = _LEVEL_WORD_RX.match(stripped) is not None
         if (line.level == LEVEL_ERROR and line.fmt in (FMT_VLLM, FMT_C10, FMT_UVICORN, FMT_PYLOG)) or exc_line:
             # an ERROR record without a signature, or an exception line whose traceback was cut away
-            if rec_key is not None and rec_key in self.rec_cand:
-                return
             if body.lstrip().startswith(CHAIN):
                 # Python's line between two chained tracebacks, the first cut away: no error of its own - the
                 # traceback after it is read as any other
+                self.chain_at = (stream, lineno)
+                return
+            if rec_key is not None and rec_key in self.rec_cand:
                 return
             cls = _classify_text(body)
             # an unbracketed glog record is a C++ host's own (Triton, gRPC; PyTorch brackets its c10 records)

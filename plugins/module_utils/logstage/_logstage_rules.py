@@ -979,6 +979,15 @@ SIGNATURES = (
     (FAILURE, "Cannot load symbol", r"Cannot load symbol \w+", "driver_mismatch", WHERE, None, (AT_WARNING,),
      "a CUDA library in the environment lacks a symbol another library needs (mixed CUDA library versions)"),
     (FAILURE, "Segmentation fault", None, "other", WHERE, None, (), "a crash in native code"),
+    # (round 42) the shell's report of SIGSEGV is glibc's strsignal(), translated by the locale (its po files): zh_CN,
+    # de, fr, ja, ru
+    (FAILURE, "\u6bb5\u9519\u8bef", None, "other", WHERE, None, (), "a crash in native code"),
+    (FAILURE, "Speicherzugriffsfehler", None, "other", WHERE, None, (), "a crash in native code"),
+    (FAILURE, "Erreur de segmentation", None, "other", WHERE, None, (), "a crash in native code"),
+    (FAILURE, "\u30bb\u30b0\u30e1\u30f3\u30c6\u30fc\u30b7\u30e7\u30f3\u9055\u53cd", None, "other", WHERE, None, (),
+     "a crash in native code"),
+    (FAILURE, "\u041e\u0448\u0438\u0431\u043a\u0430 \u0441\u0435\u0433\u043c\u0435\u043d\u0442\u0438\u0440\u043e\u0432\u0430\u043d\u0438\u044f", None,
+     "other", WHERE, None, (), "a crash in native code"),
     # --- issue 35, round 2: an exception's type and message whose meaning places a one-line paste (sources beside) -
     # the OpenAI server's request models (entrypoints/openai/protocol.py ChatCompletionRequest, CompletionRequest,
     # EmbeddingRequest, ...) are validated only when a request arrives; a config class's error stays config (GENERIC)

@@ -132,7 +132,7 @@ def test_transformers_own_words_for_a_gated_repository_are_the_config_s_download
     # the API server's output handler saw the engine die in the same second as the bare OOM
     ("c691", ("request", "oom", "medium", 1)),
     # Python's chain line opens the paste; the V1 busy loop's frames after it
-    ("c870", ("request", "other", "high", 2)),
+    ("c870", ("request", "other", "high", 3)),  # its Traceback line (round 42)
     # the batch dump gives way to the fatal-error record, whose traceback is cut: no class
     ("c479", ("request", "other", "medium", 3)),
     # a refused setting: the class, no stage
