@@ -77,6 +77,11 @@ _EXIT_BARRIER = "Error waiting on exit barrier"
 # frames follow (round 19), read as a header is
 _RAY_TASK_HDR_RX = re.compile(r"RayTaskError\(\w+\): .{0,12}ray::[\w.:-]+\(\)")
 _BARRIER_NEAR = 80                  # lines from the store client's warning (and its C++ frames) to that record
+# (round 43) abseil's failure-signal report, which Ray installs in its processes and which then calls the handler
+# before it (faulthandler's): "*** SIGSEGV received at time=N on cpu N ***", "PC: @ ...", "@ ..." frames (and Ray's
+# logging.cc copies of them) just above faulthandler's "Fatal Python error: ..." are the same crash
+_SIGNAL_DUMP_RX = re.compile(r"^(?:\*\*\* SIG[A-Z]+ received at time=|PC: @ |@ )")
+_SIGNAL_DUMP_NEAR = 40               # lines from abseil's report to faulthandler's
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -625,6 +630,14 @@ class _Scan(object):
             if len(self.rec_cand) > 256:
                 self.rec_cand.clear()
             self.rec_cand[rec_key] = cand
+        if kind == FAILURE and cand["line"].startswith("Fatal Python error:"):
+            # the report that carries the Python stack is the failure, not abseil's report of the same signal
+            dump = [c for c in self.cands if c["srank"] < 0 and lineno - c["lineno"] <= _SIGNAL_DUMP_NEAR
+                    and _SIGNAL_DUMP_RX.match(c["line"]) is not None]
+            if dump:
+                self.cands = [c for c in self.cands if c not in dump]
+                self.untimed = [c for c in self.untimed if c not in dump]
+                self.rec_cand = dict((k, c) for k, c in self.rec_cand.items() if c not in dump)
         if len(self.cands) >= _MAX_CANDIDATES:
             return
         self.cands.append(cand)

@@ -267,6 +267,10 @@ FRAMES = (
     ("capture_begin", "torch/cuda/graphs.py", "engine_init", "PyTorch torch/cuda/graphs.py: CUDAGraph.capture_begin"),
     ("capture_end", "torch/cuda/graphs.py", "engine_init", "PyTorch torch/cuda/graphs.py: CUDAGraph.capture_end"),
     ("capture", "vllm/worker/", "engine_init", "vllm/worker/model_runner.py (V0): CUDAGraphRunner.capture"),
+    # (round 43) the V2 model runner's graph managers, encoder runner and speculators (vllm/v1/worker/gpu/, 0.2x+):
+    # every capture() is called from capture_model only
+    ("capture", "vllm/v1/worker/gpu/", "engine_init", "v1/worker/gpu/ (model runner V2): CUDA graph capture"),
+    ("capture_inner_cudagraphs", "vllm/v1/worker/gpu/", "engine_init", "v1/worker/gpu/model_states: capture_model"),
     ("profile_num_available_blocks", "vllm/worker", "engine_init", "vllm/worker/worker.py (<=0.3)"),
     ("init_cache_engine", "vllm/worker", "engine_init", "vllm/worker/worker.py (<=0.3)"),
     ("warm_up_model", "vllm/worker", "engine_init", "vllm/worker/worker.py (<=0.3)"),
