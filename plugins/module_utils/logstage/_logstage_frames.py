@@ -277,6 +277,9 @@ FRAMES = (
     ("_allocate_kv_cache", "vllm/worker/cache_engine.py", "engine_init", "vllm/worker/cache_engine.py (V0): CacheEngine._allocate_kv_cache"),
     # api_ready: the API server's app and HTTP server
     ("init_app_state", "vllm/entrypoints", "api_ready", "entrypoints/openai/api_server.py: init_app_state"),
+    # (round 43) the OpenAI server's check of the model's kind before it builds the engine (api_server.py 0.5-0.6:
+    # "return ModelConfig(model=model_name, ...).embedding_mode")
+    ("model_is_embedding", "vllm/entrypoints", "config", "entrypoints/openai/api_server.py: ModelConfig(...)"),
     ("build_app", "vllm/entrypoints", "api_ready", "entrypoints/openai/api_server.py: build_app"),
     ("serve_http", "vllm/entrypoints", "api_ready", "entrypoints/launcher.py: serve_http (uvicorn start)"),
     ("warmup", "vllm/entrypoints", "api_ready",
@@ -582,6 +585,9 @@ SOURCE_LINES = (
     # BaseHTTPMiddleware.__call__ after its "scope['type'] != 'http'" return, responses.py StreamingResponse.__call__,
     # 0.28+): a request was being answered (vLLM's API server adds HTTP middlewares)
     ("with collapse_excgroups():", "request", "starlette BaseHTTPMiddleware / StreamingResponse: an HTTP request"),
+    # round 43: the RPC front's bind (entrypoints/openai/rpc/server.py AsyncEngineRPCServer.__init__, 0.5.4-0.5.5:
+    # 'self.socket.bind(f"tcp://127.0.0.1:{port}")'), right after the engine it serves was built
+    ('self.socket.bind(f"tcp://127.0.0.1:{port}")', "api_ready", "entrypoints/openai/rpc/server.py: the RPC front's bind"),
     # round 36: the engine core building its structured-output manager (v1/engine/core.py EngineCore.__init__, 0.8+),
     # right after _initialize_kv_caches: the last step of the engine's init (the backend's tokenizer info)
     ("self.structured_output_manager = StructuredOutputManager(vllm_config)", "engine_init",
@@ -605,8 +611,10 @@ EXECUTOR_CALLS = r"""\b(?:_run_workers(?:_async)?|collective_rpc)\(\s*["'](\w+)[
 # underscore (vLLM's own names; ``create``, ``step``, ``generate`` and a client's ``completions.create(`` are left
 # out), looked up in FRAMES by name like a worker method: only when every row of that name agrees; round 25: an
 # assignment that unpacks a tuple (``num_gpu_blocks, num_cpu_blocks, kv_cache_config = self._initialize_kv_caches(``,
-# V1 core.py EngineCore.__init__)
-CALLS = (r"^(?:[\w.\[\]]+(?:\s*,\s*[\w.\[\]]+)*\s*(?::\s*[\w.\[\], ]+)?=\s*)?(?:return |await |yield from )*"
+# V1 core.py EngineCore.__init__); round 43: a call a condition opens (``if (model_is_embedding(args.model, ...``,
+# api_server.py 0.5-0.6 build_async_engine_client)
+CALLS = (r"^(?:[\w.\[\]]+(?:\s*,\s*[\w.\[\]]+)*\s*(?::\s*[\w.\[\], ]+)?=\s*)?"
+         r"(?:return |await |yield from |(?:el)?if \(?|not )*"
          r"(?:\w+\.)*(\w+_\w+)\(")
 
 # logger lines that name the worker method that failed; the method is looked up in FRAMES by name

@@ -1,6 +1,7 @@
 """Round 43 of issue 35 (from the test split's unknown answers, each from its tool's source): abseil's failure-signal
 report and faulthandler's ``Fatal Python error`` after it are one crash, the report with the Python stack the
-failure; the V2 model runner's CUDA graph capture (vllm/v1/worker/gpu/) is engine init.  Paths are invented."""
+failure; the V2 model runner's CUDA graph capture (vllm/v1/worker/gpu/) is engine init; a call a condition opens
+names its step; the 0.5 RPC front's bind is api_ready.  Paths are invented."""
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -51,7 +52,23 @@ def test_the_v2_model_runners_graph_capture_is_engine_init(path, func):
     assert (ans["stage"], ans["stage_basis"]) == ("engine_init", "frames")
 
 
+def test_a_call_a_condition_opens_names_its_step():
+    # api_server.py 0.5-0.6 build_async_engine_client: "if (model_is_embedding(args.model, ...": ModelConfig(...)
+    text = ('  File "%s/vllm/entrypoints/openai/api_server.py", line 100, in build_async_engine_client\n'
+            "    if (model_is_embedding(args.model, args.trust_remote_code)\n" % _SP)
+    ans = classify_text(text)
+    assert (ans["stage"], ans["stage_basis"]) == ("config", "frames")
+
+
+def test_the_rpc_fronts_bind_after_its_engine_was_built_is_api_ready():
+    text = ('  File "%s/vllm/entrypoints/openai/rpc/server.py", line 35, in __init__\n'
+            '    self.socket.bind(f"tcp://127.0.0.1:{port}")\n' % _SP)
+    assert classify_text(text)["stage"] == "api_ready"
+
+
 @pytest.mark.parametrize("prefix, want", [
+    ("c1093", ("config", "other", "high", 1)),            # build_async_engine_client -> if (model_is_embedding(
+    ("c1128", ("api_ready", "other", "high", 1)),         # the RPC server's zmq bind (0.5.5)
     ("c1606", ("engine_init", "other", "medium", 11)),   # abseil's dump, then faulthandler's stack in capture_model
     ("c1607", ("unknown", "other", None, 9)),             # the same without a placing stack: faulthandler's line
     ("c1567", ("engine_init", "other", "high", 1)),       # the V2 runner's speculator graph capture
