@@ -277,6 +277,15 @@ FRAMES = (
     ("_allocate_kv_cache", "vllm/worker/cache_engine.py", "engine_init", "vllm/worker/cache_engine.py (V0): CacheEngine._allocate_kv_cache"),
     # api_ready: the API server's app and HTTP server
     ("init_app_state", "vllm/entrypoints", "api_ready", "entrypoints/openai/api_server.py: init_app_state"),
+    # (round 43) the OpenAI front end's handler classes, built once by init_app_state (the "OpenAIServingChat(" source
+    # rows below): their constructors - serving_*.py up to 0.14, <api>/serving.py from 0.20 (not responses/context.py
+    # nor the tool parsers, built per request)
+    ("__init__", "vllm/entrypoints/openai/serving_", "api_ready", "entrypoints/openai/serving_*.py (<=0.14): a handler"),
+    ("__init__", "entrypoints/openai/chat_completion/serving.py", "api_ready", "0.20+: OpenAIServingChat"),
+    ("__init__", "entrypoints/openai/completion/serving.py", "api_ready", "0.20+: OpenAIServingCompletion"),
+    ("__init__", "entrypoints/openai/responses/serving.py", "api_ready", "0.20+: OpenAIServingResponses"),
+    ("__init__", "entrypoints/openai/models/serving.py", "api_ready", "0.20+: OpenAIServingModels"),
+    ("__init__", "entrypoints/openai/speech_to_text/serving.py", "api_ready", "0.20+: transcription, translation"),
     # (round 43) the OpenAI server's check of the model's kind before it builds the engine (api_server.py 0.5-0.6:
     # "return ModelConfig(model=model_name, ...).embedding_mode")
     ("model_is_embedding", "vllm/entrypoints", "config", "entrypoints/openai/api_server.py: ModelConfig(...)"),

@@ -1,7 +1,8 @@
 """Round 43 of issue 35 (from the test split's unknown answers, each from its tool's source): abseil's failure-signal
 report and faulthandler's ``Fatal Python error`` after it are one crash, the report with the Python stack the
 failure; the V2 model runner's CUDA graph capture (vllm/v1/worker/gpu/) is engine init; a call a condition opens
-names its step; the 0.5 RPC front's bind is api_ready.  Paths are invented."""
+names its step; the 0.5 RPC front's bind and the OpenAI handlers' constructors are api_ready.  Paths are
+invented."""
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -66,7 +67,20 @@ def test_the_rpc_fronts_bind_after_its_engine_was_built_is_api_ready():
     assert classify_text(text)["stage"] == "api_ready"
 
 
+@pytest.mark.parametrize("path, want", [
+    ("vllm/entrypoints/openai/serving_responses.py", "api_ready"),           # <= 0.14
+    ("vllm/entrypoints/openai/chat_completion/serving.py", "api_ready"),     # 0.20+
+    ("vllm/entrypoints/openai/responses/context.py", None),                  # a request's context: not listed
+    ("vllm/entrypoints/openai/tool_parsers/hermes_tool_parser.py", None),    # built per request
+])
+def test_an_openai_handlers_constructor_is_api_ready(path, want):
+    text = ('  File "%s/%s", line 130, in __init__\n    self.setup()\n' % (_SP, path))
+    ans = classify_text(text)
+    assert (ans["stage"] if ans["stage_basis"] == "frames" else None) == want
+
+
 @pytest.mark.parametrize("prefix, want", [
+    ("c1640", ("api_ready", "other", "high", 25)),        # OpenAIServingResponses.__init__ loading harmony's vocab
     ("c1093", ("config", "other", "high", 1)),            # build_async_engine_client -> if (model_is_embedding(
     ("c1128", ("api_ready", "other", "high", 1)),         # the RPC server's zmq bind (0.5.5)
     ("c1606", ("engine_init", "other", "medium", 11)),   # abseil's dump, then faulthandler's stack in capture_model
