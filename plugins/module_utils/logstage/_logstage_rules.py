@@ -873,6 +873,14 @@ SIGNATURES = (
      "other", WHERE_OR, "request", (AT_WARNING,), "the server's error answer to a request; its own log says why"),
     # a request's structured-output spec rejected by the backend (vllm/v1/structured_output/backend_xgrammar.py
     # validate_xgrammar_grammar, and the messages vLLM's structured-output tests expect): the request, not the server
+    # round 44: a request's inputs refused by checks that run only per prompt: inputs/parse.py parse_and_batch_prompt
+    # (0.5 -> 0.12, LLM.generate and the completion handler), multimodal/registry.py map_input (0.5: more items of a
+    # modality than --limit-mm-per-prompt allows; the profiling pass's dummy data stays within it), and the chat
+    # handler's tool-choice check against the server's flags (serving_chat.py 0.6 -> current, answered as a 400)
+    (FAILURE, "please provide at least one prompt", None, "other", FIXED, "request", (AT_WARNING,), None),
+    (FAILURE, "in `--limit-mm-per-prompt`, but found", None, "other", FIXED, "request", (AT_WARNING,), None),
+    (FAILURE, "tool choice requires --enable-auto-tool", None, "config_error", FIXED, "request", (AT_WARNING,),
+     "the server was started without --enable-auto-tool-choice and --tool-call-parser"),
     (FAILURE, "features not supported by xgrammar", None, "other", FIXED, "request", (AT_WARNING,),
      "the request's JSON schema uses keywords the structured-output backend does not support"),
     (FAILURE, "Failed to transform json schema into a grammar", None, "other", FIXED, "request", (AT_WARNING,), None),
@@ -1462,6 +1470,8 @@ CAUSES = (
     ("/dev/shm", r"/dev/shm\S*.*No space left on device|No space left on device.*/dev/shm", "environment",
      "a full /dev/shm (the container's shm size)"),
     ("Error while creating shared memory segment", None, "environment", "NCCL transport/shm: /dev/shm too small"),
+    ("tool choice requires --enable-auto-tool", None, "config",
+     "serving_chat.py: the server's flags (--enable-auto-tool-choice, --tool-call-parser) refuse the request's tool choice"),
     ("Bfloat16 is only supported on GPUs", None, "config",
      "the device init's dtype check: the model's dtype (--dtype) does not suit this GPU"),
     ("quantized weight", r"not aligned with the quantized weight shape", "config",
