@@ -81,6 +81,10 @@ VLLM_RX = re.compile(
 VLLM_NOTAG_RX = re.compile(
     r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:(?:\d{4}-)?(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? \[?|\[)"
     r"(?P<file>[^\]\s:]+):(?P<lineno>\d+)\] ?(?P<msg>.*)$")
+# (round 45: such a record behind another program's prefix, found within a line's first characters)
+EMBEDDED_VLLM_RX = re.compile(r"\s(?=(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d"
+                              r"(?:[.,]\d+)? \[?[^\]\s:]+:\d+\] )")
+_EMBED_WORDS = (" ERROR ", " INFO ", " WARNING ", " DEBUG ", " CRITICAL ", " WARN ")
 # (round 14: a paste that kept only the bracketed file, "[serving_chat.py:1001] openai_harmony.HarmonyError: ...":
 # its level is unknown, so the rest is read as a raw line that keeps the record's file; round 35: also the lines of a
 # traceback such a record carries, indented as logged: "[multiproc_executor.py:559]   File ...")
@@ -474,6 +478,18 @@ def _parse_line(text, line):
             if not line.stream:
                 line.stream = "pylog"
             return
+    if ".py:" in text and any(w in text[:120] for w in _EMBED_WORDS):
+        # (round 45) a vLLM record behind a prefix no rule above strips - a log viewer's or collector's own time and
+        # marks ("- 2024-06-22T20:16:34.700+00:00 ERROR 06-22 ...", "2025-07-17 17:31:58.857083  >> ERROR ..."), a
+        # caller's logger relaying vLLM's output ("... - __main__ - INFO - ERROR 06-27 12:57:50 [core.py:515] ...")
+        m = EMBEDDED_VLLM_RX.search(text[:160])
+        if m is not None:
+            m = VLLM_NOTAG_RX.match(text[m.end():])
+            if m is not None:
+                _vllm_record(m, line)
+                if not line.stream:
+                    line.stream = "vllm"
+                return
     line.fmt = FMT_RAW
     line.level = LEVEL_RAW
     line.msg = text
@@ -514,8 +530,9 @@ GLUED_RX = re.compile(r"\](?=\s*(?:\([^)]*pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERRO
 # vLLM records run together on one line (a paste that lost its line breaks, round 19): each record's prefix after
 # the end of the one before; only a long line with a level word (or a traceback's start) is searched (JOINED_WORDS)
 JOINED_RX = re.compile(r"(?<=\S) (?=(?:\([^)]*pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d )")
-# ... but never between a process tag and its record ("(Worker pid=7) ERROR ...", nested tags)
-JOINED_TAG_END_RX = re.compile(r"pid=\d+(?:, ip=[^)]*)?\)$")
+# ... but never between a process tag and its record ("(Worker pid=7) ERROR ...", nested tags; round 45: also a
+# bracketed tag between them, vllm-omni's "(Worker pid=7) [Stage-0] ERROR ...")
+JOINED_TAG_END_RX = re.compile(r"pid=\d+(?:, ip=[^)]*)?\)(?: \[[^\]\s]+\])*$")
 JOINED_FRAME_RX = re.compile(r'(?<=\S)\s{2,}(?=File "[^"]+", line \d+, in )')
 # ... and lines behind PyTorch's own rank prefix run together ("[rank0]: File ... [rank0]: self._init_executor() ...",
 # RANK_RX): cut before each prefix when two or more show (round 28)
