@@ -878,6 +878,11 @@ SIGNATURES = (
     # modality than --limit-mm-per-prompt allows; the profiling pass's dummy data stays within it), and the chat
     # handler's tool-choice check against the server's flags (serving_chat.py 0.6 -> current, answered as a 400)
     (FAILURE, "please provide at least one prompt", None, "other", FIXED, "request", (AT_WARNING,), None),
+    # round 46: the V1 KV offloading worker's transfer of a request's blocks (v1/kv_offload/worker/worker.py
+    # transfer_async, 0.12+: logger.warning("Exception in %r transfer %d: %r", ...) for a (src, dst) medium pair,
+    # "Failed to submit %r transfer %d"): only scheduled requests' blocks are offloaded or loaded back
+    (FAILURE, " transfer ", r"(?:Exception in|Failed to submit) \('\w+', '\w+'\) transfer \d+", "other", FIXED,
+     "request", (AT_WARNING,), "the KV offloading worker could not move a request's blocks (CPU offload)"),
     (FAILURE, "in `--limit-mm-per-prompt`, but found", None, "other", FIXED, "request", (AT_WARNING,), None),
     (FAILURE, "tool choice requires --enable-auto-tool", None, "config_error", FIXED, "request", (AT_WARNING,),
      "the server was started without --enable-auto-tool-choice and --tool-call-parser"),

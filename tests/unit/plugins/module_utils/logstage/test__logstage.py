@@ -287,6 +287,8 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 46: the V1 KV offloading worker's failed transfer
+    ("Exception in ('CPU', 'GPU') transfer 235: AssertionError()", "failure", "other"),
     # round 39: EADDRNOTAVAIL on the API server's bind
     ("ERROR:    [Errno 99] error while attempting to bind on address ('::1', 8000, 0, 0): cannot assign requested "
      "address", "failure", "other"),

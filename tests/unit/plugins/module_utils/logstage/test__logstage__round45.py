@@ -1,7 +1,8 @@
 """Round 45 of issue 35 (from the test split's unknown answers): a vLLM record behind a prefix no wrapper rule strips
 (a log viewer's or collector's own time and marks, a caller's logger relaying vLLM's output) is read as vLLM's record,
 and a process tag's bracketed stage tag (vllm-omni's ``[Stage-0]``) stays with its record when a long line is cut
-into run-together records.  Paths are invented."""
+into run-together records; (round 46) the V1 KV offloading worker's failed transfer is a request.  Paths are
+invented."""
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -62,3 +63,18 @@ def test_a_bracketed_stage_tag_stays_with_its_record_on_a_long_line():
 ])
 def test_round_45_on_the_real_paste_of_each_family(prefix, want):
     assert brief(classify_text(case(prefix))) == want
+
+
+@pytest.mark.parametrize("line", [
+    "(EngineCore_DP0 pid=143) WARNING 11-18 07:48:24 [worker.py:116] Exception in ('CPU', 'GPU') transfer 235: "
+    "AssertionError()",
+    "(EngineCore_DP0 pid=143) WARNING 11-18 07:48:24 [worker.py:137] Failed to submit ('GPU', 'CPU') transfer 12",
+])
+def test_round_46_the_kv_offloading_workers_failed_transfer_is_a_request(line):
+    # v1/kv_offload/worker/worker.py (0.12+): only scheduled requests' blocks are offloaded or loaded back
+    ans = classify_text(line + "\n")
+    assert (ans["stage"], ans["first_error"]["lineno"]) == ("request", 1)
+
+
+def test_round_46_on_the_real_paste():
+    assert brief(classify_text(case("c1669"))) == ("request", "other", "high", 1)
