@@ -396,6 +396,11 @@ def joined_cuts(text):
         cuts = sorted(set(cuts).union(m.end() for m in JOINED_FRAME_RX.finditer(text)))
     if text.count(" [rank") >= 2:
         cuts = sorted(set(cuts).union(m.end() for m in JOINED_RANK_RX.finditer(text)))
+    if text.count(" pid=") >= 2:
+        tag = text[:text.find(")") + 1]
+        if text.count(tag) >= 2:
+            cuts = sorted(set(cuts).union(m.end() for m in JOINED_PROC_RX.finditer(text)
+                                          if JOINED_TAG_END_RX.search(text, 0, m.start()) is None))
     return cuts
 
 
@@ -537,7 +542,11 @@ JOINED_FRAME_RX = re.compile(r'(?<=\S)\s{2,}(?=File "[^"]+", line \d+, in )')
 # ... and lines behind PyTorch's own rank prefix run together ("[rank0]: File ... [rank0]: self._init_executor() ...",
 # RANK_RX): cut before each prefix when two or more show (round 28)
 JOINED_RANK_RX = re.compile(r"(?<=\S) (?=\[rank\d+\]: )")
-JOINED_WORDS = (" INFO ", " ERROR ", " WARNING ", " CRITICAL ", " DEBUG ", "most recent call last):", " [rank")
+# ... and (round 46) lines behind vLLM's process tag run together ("(APIServer pid=1)   File ... (APIServer pid=1)
+# raise ..."): cut before each tag when the same tag shows twice or more (a tag right after a tag stays: nesting)
+JOINED_PROC_RX = re.compile(r"(?<=\S) (?=\(" + TAG_PROC + r" pid=\d+(?:, ip=[^)]+)?\) )")
+JOINED_WORDS = (" INFO ", " ERROR ", " WARNING ", " CRITICAL ", " DEBUG ", "most recent call last):", " [rank",
+                " pid=")
 
 
 COLLECTIVE_LINE_RX = re.compile(COLLECTIVE_RX)

@@ -78,3 +78,24 @@ def test_round_46_the_kv_offloading_workers_failed_transfer_is_a_request(line):
 
 def test_round_46_on_the_real_paste():
     assert brief(classify_text(case("c1669"))) == ("request", "other", "high", 1)
+
+
+def test_round_46_lines_behind_one_process_tag_run_together_are_cut_before_each_tag():
+    tag = "(APIServer pid=7) "
+    text = (tag + '  File "%s/vllm/config/speculative.py", line 380, in __post_init__ ' % _SP + tag +
+            "    raise NotImplementedError( " + tag + "NotImplementedError: Speculative decoding with draft models "
+            "is not supported yet.")
+    cuts = joined_cuts(text)
+    assert [text[c:c + len(tag)] for c in cuts] == [tag, tag]
+    ans = classify_text(text + "\n")
+    assert (ans["stage"], ans["error_class"]) == ("config", "config_error")
+
+
+def test_round_46_nested_tags_of_one_line_are_not_cut():
+    text = ("(APIServer pid=1) (EngineCore_DP0 pid=2) ERROR 01-01 00:00:00 [core.py:1] EngineCore failed to start. "
+            "The engine core could not build its model executor; see the traceback logged below for the cause.")
+    assert joined_cuts(text) == []
+
+
+def test_round_46_the_run_together_paste():
+    assert brief(classify_text(case("c1545"))) == ("config", "config_error", "high", 1)
