@@ -1372,6 +1372,9 @@ STAGE_WORDS = (
     # vllm/model_executor/models/registry.py _try_inspect_model_cls, while ModelConfig resolves the architecture
     ("Error in inspecting model architecture", None, "config", "medium",
      "models/registry.py _try_inspect_model_cls (ModelConfig)"),
+    # round 46: the same inspection's subprocess failed (models/registry.py _run_in_subprocess, 0.6 -> current: "Error
+    # raised in subprocess:" and the subprocess's stderr; no other vLLM function raises it)
+    ("Error raised in subprocess", None, "config", "medium", "models/registry.py _run_in_subprocess (ModelConfig)"),
     # an error about one of vLLM's config classes (vllm/config/*.py): they exist while the config is built
     ("Config", r"\b(?:Model|Cache|Parallel|Scheduler|Device|Load|LoRA|Speculative|Decoding|StructuredOutputs|"
      r"Observability|KVTransfer|KVEvents|Compilation|MultiModal|Pooler|Vllm)Config\b", "config", "low",

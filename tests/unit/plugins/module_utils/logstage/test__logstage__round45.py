@@ -99,3 +99,10 @@ def test_round_46_nested_tags_of_one_line_are_not_cut():
 
 def test_round_46_the_run_together_paste():
     assert brief(classify_text(case("c1545"))) == ("config", "config_error", "high", 1)
+
+
+def test_round_46_the_model_inspections_subprocess_error_is_config():
+    # models/registry.py _run_in_subprocess (0.6 -> current), while ModelConfig resolves the architecture
+    ans = classify_text("ERROR 12-06 09:43:36 registry.py:328] RuntimeError: Error raised in subprocess:\n")
+    assert (ans["stage"], ans["confidence"]) == ("config", "medium")
+    assert brief(classify_text(case("c1398"))) == ("config", "other", "medium", 2)
