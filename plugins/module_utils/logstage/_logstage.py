@@ -718,6 +718,20 @@ class _Scan(object):
         self._add(kind, sig.cls if sig.cls != "other" else _classify_text(text), placed, text, lineno, line.ts, key,
                   own, proc, pid, sig.hint, context or [text.strip()], rec_key)  # a row of no class: the line's words
 
+    def _wrapped(self, cand, line, stripped):
+        """(round 46) An error line that a paste hard-wrapped: its indented next line, read with it, may match a
+        failure row the first part alone does not (``ValueError: The output_size of gate's and up's weight = 96 is
+        not`` / ``    divisible by weight quantization block_n = 128.``); the error is then placed and classed by it."""
+        sig = _match_failure(cand["line"] + " " + stripped, LEVEL_ERROR)
+        if sig is None or sig.stage is None and sig.cls in (None, "other"):
+            return
+        stage, basis, conf = self._stage_for(sig.placement, sig.stage, sig.cls, None, None, None, sig.usual_conf)
+        if stage in _RANK:
+            cand["stage"], cand["basis"], cand["conf"], cand["srank"] = stage, basis, conf, _RANK[stage]
+        if sig.cls not in (None, "other"):
+            cand["cls"] = sig.cls
+            cand["oom"] = cand["oom"] or sig.cls == "oom"
+
     # -- tracebacks -------------------------------------------------------------------------------------------
     def _open_tb(self, line, lineno, text, header=None, headless=False):
         key, own = self._when(line)
@@ -1154,6 +1168,8 @@ class _Scan(object):
                 run = self.lead[0]  # the paste opens inside this traceback: its cut first lines are the traceback's
             if lvl != LEVEL_DEBUG and (frame_line(stripped) is not None or _source_stage(stripped)):
                 self._tb_line(self._open_tb(line, run, stripped, headless=True), line, lineno, body)
+            elif self.cands and self.cands[-1]["lineno"] == lineno - 1 and self.cands[-1]["srank"] < 0:
+                self._wrapped(self.cands[-1], line, stripped)
             self.code_run = ((stream, lineno), run)
             return
         sig = match_signature(body, lvl)

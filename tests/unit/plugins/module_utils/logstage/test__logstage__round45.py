@@ -106,3 +106,16 @@ def test_round_46_the_model_inspections_subprocess_error_is_config():
     ans = classify_text("ERROR 12-06 09:43:36 registry.py:328] RuntimeError: Error raised in subprocess:\n")
     assert (ans["stage"], ans["confidence"]) == ("config", "medium")
     assert brief(classify_text(case("c1398"))) == ("config", "other", "medium", 2)
+
+
+def test_round_46_a_hard_wrapped_error_line_is_read_with_its_indented_rest():
+    text = ("ValueError: The output_size of gate's and up's weight = 96 is not\n"
+            "            divisible by weight quantization block_n = 128.\n")
+    ans = classify_text(text)
+    assert (ans["stage"], ans["error_class"], ans["first_error"]["lineno"]) == ("weight_loading", "config_error", 1)
+    assert brief(classify_text(case("c1568"))) == ("weight_loading", "config_error", "high", 1)
+
+
+def test_round_46_an_indented_line_that_matches_nothing_with_it_changes_nothing():
+    ans = classify_text("ValueError: something went wrong in the\n    custom pipeline of the caller\n")
+    assert ans["stage"] == "unknown"
