@@ -57,6 +57,9 @@ DESKTOP_RX = re.compile(r"^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) (?=\s|Trac
 # pass the process's own stdout/stderr through the loggers "stdout" and "stderr" (StreamToLogger): what follows is
 # the line the process printed (vLLM's records, a traceback); a paste cut inside the wrapper leaves nothing
 FASTCHAT_STREAM_RX = re.compile(r"^\d{4}-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) \| [A-Z]+ \| std(?:out|err)(?: \| |\s*$)")
+# (round 47) LocalAI's gRPC backends relay the backend process's stdout/stderr through its console logger
+# (zerolog's "3:04PM" time and "DBG"/"INF"/"ERR" levels): "9:47AM DBG GRPC(<model>-127.0.0.1:44245): stderr <line>"
+LOCALAI_STREAM_RX = re.compile(r"^\d{1,2}:\d\d[AP]M [A-Z]{3} GRPC\([^)]*\): std(?:out|err) ")
 # a log viewer's copied line numbers (Buildkite's and GitHub Actions' raw views: "3597<TAB>...")
 LINENO_TAB_RX = re.compile(r"^\d{1,7}\t")
 # pytest's failure report (_pytest/_code/code.py): "E   <exception line>", ">   <the failing source line>", and
@@ -311,6 +314,11 @@ def strip_wrappers(text, line):
             m = FASTCHAT_STREAM_RX.match(text)
             if m:
                 _outer(line, tkey(m.group(1), m.group(2), m.group(3), m.group(4), m.group(5)), "fastchat")
+                text = text[m.end():]
+                changed = True
+        if not changed and c0.isdigit() and "M " in text[4:9]:
+            m = LOCALAI_STREAM_RX.match(text)
+            if m:
                 text = text[m.end():]
                 changed = True
         if not changed and "|" in text[:80]:

@@ -878,6 +878,11 @@ SIGNATURES = (
     # modality than --limit-mm-per-prompt allows; the profiling pass's dummy data stays within it), and the chat
     # handler's tool-choice check against the server's flags (serving_chat.py 0.6 -> current, answered as a 400)
     (FAILURE, "please provide at least one prompt", None, "other", FIXED, "request", (AT_WARNING,), None),
+    # round 47: NIXL's UCX backend (nixl src/plugins/ucx/ucx_utils.cpp: "Unexpected UCX error: %s") failing a KV
+    # transfer of disaggregated serving - vLLM's NIXL connector starts a remote engine's handshake and its reads for
+    # a request that names it (kv_transfer_params)
+    (FAILURE, "Unexpected UCX error", None, "other", WHERE_OR, "request", (AT_WARNING,),
+     "NIXL's UCX transport failed a KV transfer between prefill and decode instances"),
     # round 46: the V1 KV offloading worker's transfer of a request's blocks (v1/kv_offload/worker/worker.py
     # transfer_async, 0.12+: logger.warning("Exception in %r transfer %d: %r", ...) for a (src, dst) medium pair,
     # "Failed to submit %r transfer %d"): only scheduled requests' blocks are offloaded or loaded back
@@ -992,6 +997,15 @@ SIGNATURES = (
     (FAILURE, "Cannot load symbol", r"Cannot load symbol \w+", "driver_mismatch", WHERE, None, (AT_WARNING,),
      "a CUDA library in the environment lacks a symbol another library needs (mixed CUDA library versions)"),
     (FAILURE, "Segmentation fault", None, "other", WHERE, None, (), "a crash in native code"),
+    # round 47: Slurm stopping the job or step (slurmstepd: "*** JOB %u ON %s CANCELLED AT %s[ DUE TO TIME LIMIT] ***",
+    # the same for "STEP %u.%u"; its task/cgroup plugin: "Detected %u oom_kill event(s) in StepId=...")
+    (FAILURE, "CANCELLED AT", r"\*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT \S+ DUE TO TIME LIMIT", "timeout", WHERE,
+     None, (), "the Slurm job ran past its time limit (--time)"),
+    (FAILURE, "CANCELLED AT", r"\*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT", "other", WHERE, None, (),
+     "Slurm cancelled the job (scancel, a failed node, or the allocation ended): the log before it says how far "
+     "the server had got"),
+    (FAILURE, "oom_kill event", r"Detected \d+ oom[_-]kill events?", "oom", WHERE, None, (AT_WARNING,),
+     "the Slurm step's cgroup ran out of host memory"),
     # (round 42) the shell's report of SIGSEGV is glibc's strsignal(), translated by the locale (its po files): zh_CN,
     # de, fr, ja, ru
     (FAILURE, "\u6bb5\u9519\u8bef", None, "other", WHERE, None, (), "a crash in native code"),

@@ -287,6 +287,12 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 47: Slurm stopping a job or step, its cgroup's OOM kill
+    ("slurmstepd: error: *** JOB 1112356 ON node07 CANCELLED AT 2025-10-01T14:35:57 DUE TO TIME LIMIT ***", "failure",
+     "timeout"),
+    ("slurmstepd: error: *** STEP 1112356.0 ON node07 CANCELLED AT 2025-10-01T14:35:57 ***", "failure", "other"),
+    ("slurmstepd: error: Detected 1 oom_kill event in StepId=1112356.0. Some of the step tasks have been OOM Killed.",
+     "failure", "oom"),
     # round 46: the V1 KV offloading worker's failed transfer
     ("Exception in ('CPU', 'GPU') transfer 235: AssertionError()", "failure", "other"),
     # round 39: EADDRNOTAVAIL on the API server's bind

@@ -1,8 +1,9 @@
 """Round 45 of issue 35 (from the test split's unknown answers): a vLLM record behind a prefix no wrapper rule strips
 (a log viewer's or collector's own time and marks, a caller's logger relaying vLLM's output) is read as vLLM's record,
 and a process tag's bracketed stage tag (vllm-omni's ``[Stage-0]``) stays with its record when a long line is cut
-into run-together records; (round 46) the V1 KV offloading worker's failed transfer is a request.  Paths are
-invented."""
+into run-together records; rounds 46-47: the V1 KV offloading worker's failed transfer, run-together tags, the
+registry's subprocess error, a hard-wrapped error line, Slurm's cancel and OOM kill, NIXL's UCX errors, LocalAI's
+relay.  Paths are invented."""
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -119,3 +120,23 @@ def test_round_46_a_hard_wrapped_error_line_is_read_with_its_indented_rest():
 def test_round_46_an_indented_line_that_matches_nothing_with_it_changes_nothing():
     ans = classify_text("ValueError: something went wrong in the\n    custom pipeline of the caller\n")
     assert ans["stage"] == "unknown"
+
+
+@pytest.mark.parametrize("tail, cls", [
+    ("slurmstepd: error: *** JOB 1112356 ON node07 CANCELLED AT 2025-10-01T14:35:57 DUE TO TIME LIMIT ***", "timeout"),
+    ("slurmstepd: error: *** JOB 1112356 ON node07 CANCELLED AT 2025-10-01T14:35:57 ***", "other"),
+    ("slurmstepd: error: Detected 1 oom_kill event in StepId=1112356.batch. Some of your processes may have been "
+     "killed by the cgroup out-of-memory handler.", "oom"),
+])
+def test_round_47_slurm_stopping_the_job_is_the_failure_where_the_log_had_got(tail, cls):
+    text = ("INFO 10-01 14:34:10 [default_loader.py:262] Loading weights took 31.02 seconds\n"
+            "INFO 10-01 14:34:11 [gpu_model_runner.py:2007] Model loading took 14.99 GiB and 32.1 seconds\n" + tail + "\n")
+    ans = classify_text(text)
+    assert (ans["error_class"], ans["first_error"]["lineno"]) == (cls, 3)
+    assert ans["stage"] in ("weight_loading", "engine_init")
+
+
+def test_round_47_nixls_ucx_errors_are_a_request_and_localais_relay_is_read():
+    ans = classify_text("W0904 10:52:53.047694     512 ucx_utils.cpp:62] Unexpected UCX error: Request canceled\n")
+    assert (ans["stage"], ans["first_error"]["lineno"]) == ("request", 1)
+    assert brief(classify_text(case("c1803"))) == ("environment", "other", "medium", 1)
