@@ -277,6 +277,8 @@ FRAMES = (
     ("_allocate_kv_cache", "vllm/worker/cache_engine.py", "engine_init", "vllm/worker/cache_engine.py (V0): CacheEngine._allocate_kv_cache"),
     # api_ready: the API server's app and HTTP server
     ("init_app_state", "vllm/entrypoints", "api_ready", "entrypoints/openai/api_server.py: init_app_state"),
+    # (round 48) the command line's parsing (FlexibleArgumentParser.parse_args, vllm/utils.py -> utils/argparse_utils.py)
+    ("parse_args", "vllm/utils", "config", "FlexibleArgumentParser.parse_args: the command line"),
     # (round 43) the OpenAI front end's handler classes, built once by init_app_state (the "OpenAIServingChat(" source
     # rows below): their constructors - serving_*.py up to 0.14, <api>/serving.py from 0.20 (not responses/context.py
     # nor the tool parsers, built per request)

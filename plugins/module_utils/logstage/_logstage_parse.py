@@ -77,16 +77,17 @@ TAG_PROC = r"[A-Za-z_][\w\-:]*(?:\((?:[^()]|\([^()]*\))*\))?(?: (?:rank=\d+|[A-Z
 VLLM_RX = re.compile(
     r"\((?P<proc>" + TAG_PROC + r") pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]+))?\) "
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:(?:\d{4}-)?(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? \[?|\[)"
-    r"(?P<file>[^\]\s:]+):(?P<lineno>\d+)\] ?(?P<msg>.*)$")
+    r"(?P<file>[^\]\s:]+):(?P<lineno>\d+)\[?\] ?(?P<msg>.*)$")
+# (round 48: a paste that mangled the closing bracket, "[multiproc_executor.py:1007[]", as GitHub's markdown does)
 # (round 13: a record whose date a paste or a log viewer dropped keeps its bracketed file: "ERROR [serving.py:830] ...";
 # round 42: a logging config (VLLM_LOGGING_CONFIG_PATH, a plugin's own) that keeps vLLM's format but not its datefmt
 # writes Python's default asctime with the year, "ERROR 2026-03-02 22:27:34,901 [core.py:12] ...")
 VLLM_NOTAG_RX = re.compile(
     r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:(?:\d{4}-)?(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? \[?|\[)"
-    r"(?P<file>[^\]\s:]+):(?P<lineno>\d+)\] ?(?P<msg>.*)$")
+    r"(?P<file>[^\]\s:]+):(?P<lineno>\d+)\[?\] ?(?P<msg>.*)$")
 # (round 45: such a record behind another program's prefix, found within a line's first characters)
 EMBEDDED_VLLM_RX = re.compile(r"\s(?=(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d"
-                              r"(?:[.,]\d+)? \[?[^\]\s:]+:\d+\] )")
+                              r"(?:[.,]\d+)? \[?[^\]\s:]+:\d+\[?\] )")
 _EMBED_WORDS = (" ERROR ", " INFO ", " WARNING ", " DEBUG ", " CRITICAL ", " WARN ")
 # (round 14: a paste that kept only the bracketed file, "[serving_chat.py:1001] openai_harmony.HarmonyError: ...":
 # its level is unknown, so the rest is read as a raw line that keeps the record's file; round 35: also the lines of a

@@ -601,6 +601,10 @@ SIGNATURES = (
     # repo.", 4.3x on), printed without the huggingface_hub exception under it
     (FAILURE, "You are trying to access a gated repo", None, "other", WHERE_OR, "config", (),
      "a gated model: the token lacks access"),
+    # (round 48) huggingface_hub's own words for the gated repository (utils/_http.py hf_raise_for_status: "Cannot
+    # access gated repo for url %s.", GatedRepoError's message), printed without the exception's name
+    (FAILURE, "Cannot access gated repo for url", None, "other", WHERE_OR, "config", (),
+     "a gated model: the token lacks access"),
     (FAILURE, "401 Client Error", None, "other", WHERE_OR, "config", (),
      "the Hugging Face token is missing or wrong"),
     (FAILURE, "RepositoryNotFoundError", None, "missing_file", WHERE_OR, "config", (),
@@ -864,6 +868,10 @@ SIGNATURES = (
     (FAILURE, "ptxas fatal", None, "cuda_error", AT_LEAST, "engine_init", (),
      "the bundled ptxas does not know this GPU"),
     (FAILURE, "PTXASError", None, "cuda_error", AT_LEAST, "engine_init", (), None),
+    # (round 48) Triton refusing an fp8 type the GPU lacks while it compiles a kernel (its fp8 checks: "type fp8e4nv
+    # not supported in this architecture. The supported fp8 dtypes are ..."), as the compile rows above
+    (FAILURE, "not supported in this architecture", r"type fp8\w* not supported in this architecture", "other",
+     AT_LEAST, "engine_init", (), "this GPU has no such fp8 type: another --kv-cache-dtype or quantization"),
     (FAILURE, "RPC call to", r"RPC call to \S+ timed out", "timeout", WHERE, None, (), None),
     # --- request: the serving loop and handlers -------------------------------------------------------------------
     # the OpenAI server's error body as a client prints it (vllm/entrypoints/openai/protocol.py ErrorResponse:
@@ -878,6 +886,10 @@ SIGNATURES = (
     # modality than --limit-mm-per-prompt allows; the profiling pass's dummy data stays within it), and the chat
     # handler's tool-choice check against the server's flags (serving_chat.py 0.6 -> current, answered as a 400)
     (FAILURE, "please provide at least one prompt", None, "other", FIXED, "request", (AT_WARNING,), None),
+    # round 48: vLLM's placeholder for an optional dependency it did not find (utils/import_utils.py PlaceholderModule,
+    # 0.7 -> current: "Please install vllm[%s] for %s support"), raised where the module is first used
+    (FAILURE, "Please install vllm[", r"Please install vllm\[\w+\] for \w+ support", "import_error", WHERE, None,
+     (AT_WARNING,), "an optional part of vLLM is not installed: pip install 'vllm[<extra>]'"),
     # round 47: NIXL's UCX backend (nixl src/plugins/ucx/ucx_utils.cpp: "Unexpected UCX error: %s") failing a KV
     # transfer of disaggregated serving - vLLM's NIXL connector starts a remote engine's handshake and its reads for
     # a request that names it (kv_transfer_params)

@@ -287,6 +287,9 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 48: vLLM's placeholder for a missing extra; Triton's fp8 type refusal
+    ("ModuleNotFoundError: Please install vllm[audio] for audio support", "failure", "import_error"),
+    ("triton.compiler.errors.CompilationError: type fp8e4nv not supported in this architecture.", "failure", "other"),
     # round 47: Slurm stopping a job or step, its cgroup's OOM kill
     ("slurmstepd: error: *** JOB 1112356 ON node07 CANCELLED AT 2025-10-01T14:35:57 DUE TO TIME LIMIT ***", "failure",
      "timeout"),
