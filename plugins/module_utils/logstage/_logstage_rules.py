@@ -752,6 +752,10 @@ SIGNATURES = (
     # Ray's memory monitor (the raylet's OOM killer, ray/_raylet memory_monitor): "Memory on the node (IP: ...)
     # where the task (...) was running was X / Y (Z), which exceeds the memory usage threshold of T. Ray killed this
     # worker (ID: ...) because it was the most recently scheduled task" - the host's memory, not the GPU's
+    # (round 49) the same report's advice line ("Refer to the documentation on how to address the out of memory issue:
+    # https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html"), kept when its head was cut away
+    (FAILURE, "ray-oom-prevention", None, "oom", WHERE, None, (AT_WARNING,),
+     "Ray's memory monitor killed a worker: the node ran low on host memory"),
     (FAILURE, "which exceeds the memory usage threshold", r"which exceeds the memory usage threshold of [\d.]+\. Ray killed",
      "oom", WHERE, None, (AT_WARNING,),
      "Ray's memory monitor killed a worker: the node's host memory (RAM) was above its threshold"),
@@ -1009,6 +1013,13 @@ SIGNATURES = (
     (FAILURE, "Cannot load symbol", r"Cannot load symbol \w+", "driver_mismatch", WHERE, None, (AT_WARNING,),
      "a CUDA library in the environment lacks a symbol another library needs (mixed CUDA library versions)"),
     (FAILURE, "Segmentation fault", None, "other", WHERE, None, (), "a crash in native code"),
+    # round 49: the KV connectors' worker side refusing to start without its transfer library (kv_connector/v1
+    # nixl_connector.py NixlConnectorWorker.__init__ 0.9+, mooncake_connector.py 0.2x+: logger.error then
+    # RuntimeError("NIXL is not available" / "Mooncake is not available")), built with the distributed environment
+    (FAILURE, "NIXL is not available", None, "import_error", FIXED, "distributed_init", (),
+     "the nixl package is not installed or does not load (the NIXL KV connector needs it)"),
+    (FAILURE, "Mooncake is not available", None, "import_error", FIXED, "distributed_init", (),
+     "the mooncake transfer engine is not installed or does not load (the Mooncake KV connector needs it)"),
     # round 47: Slurm stopping the job or step (slurmstepd: "*** JOB %u ON %s CANCELLED AT %s[ DUE TO TIME LIMIT] ***",
     # the same for "STEP %u.%u"; its task/cgroup plugin: "Detected %u oom_kill event(s) in StepId=...")
     (FAILURE, "CANCELLED AT", r"\*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT \S+ DUE TO TIME LIMIT", "timeout", WHERE,
