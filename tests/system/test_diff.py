@@ -57,6 +57,11 @@ def test_diff_playbook_none_one_two(tmp_path):
     assert any("localhost | command:--max-model-len | 512 -> 99999" == line for line in lines)
     verdict = [res.get("msg") for _h, _e, res in task_results(r, "Diff | verdict")][0]
     assert "CAUSAL AMBIGUITY" in verdict and str(run) in verdict
+    # the decision fact carries the run its close froze, and the job hands that run on (set_stats)
+    handed = [res["result"]["repro_vllm_result"] for _h, _e, res in task_results(r, "hand it to the next workflow node")
+              if "result" in res]
+    assert handed and handed[0]["runs"] == [str(run)], handed
+    assert handed[0]["diff"] == {"variables": diff["variables"], "ambiguous": True}, handed[0]
 
 
 def test_diff_playbook_names_a_missing_run(tmp_path):
@@ -67,3 +72,20 @@ def test_diff_playbook_names_a_missing_run(tmp_path):
     assert r.status == "failed"
     assert "run-404" in r.stdout.read()
     assert sorted(os.listdir(str(root / "cpu-ok"))) == ["run-002", "run-004", "run-007"]  # nothing opened
+
+
+def test_diff_playbook_in_check_mode_compares_and_records_nothing(tmp_path):
+    root = _records(tmp_path)
+    r = run_playbook(tmp_path, "playbooks/diff.yml", INVENTORY,
+                     {"repro_vllm_records_root": str(root), "repro_vllm_case_id": "cpu-ok",
+                      "repro_vllm_diff_a": "run-004", "repro_vllm_diff_b": "run-007"}, ident="check", cmdline="--check")
+    assert r.status == "successful", r.stdout.read()[-4000:]
+    lines = [res.get("msg") for _h, _e, res in task_results(r, "one table per host")][0]
+    assert "localhost | driver | 580.159.04 -> 570.172.08" in lines
+    assert sorted(os.listdir(str(root / "cpu-ok"))) == ["run-002", "run-004", "run-007"]  # nothing opened
+    # the decision is still handed on (its variables), with no run
+    handed = [res["result"]["repro_vllm_result"] for _h, _e, res in task_results(r, "hand it to the next workflow node")
+              if "result" in res]
+    assert handed and handed[0]["runs"] == [] and handed[0]["diff"]["variables"] == ["driver", "cuda_driver"], handed
+    verdict = [res.get("msg") for _h, _e, res in task_results(r, "Diff | verdict")][0]
+    assert "check mode: not recorded" in verdict

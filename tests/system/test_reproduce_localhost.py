@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pytest
 
@@ -360,14 +361,25 @@ def test_second_clean_run_repeats_the_failing_attempt(rollback):
     assert _live_servers(port) == []
 
 
+def _tree(path):
+    return sorted((str(p.relative_to(path)), p.stat().st_size, p.stat().st_mtime_ns) for p in path.rglob("*"))
+
+
 def test_check_mode_plans_and_writes_nothing(real_vllm, tmp_path):
+    """Check mode plans every step and writes nothing; the minimal step is compared with the case's latest run that
+    has an identity (a real frozen case: its run-006, the run-007 after it has no changes.json)."""
     port = free_port()
+    case = tmp_path / "records" / CASE
+    shutil.copytree(os.path.join(ROOT, "tests", "fixtures", "frozen-runs", "cpu-layer"), str(case))
+    before = _tree(tmp_path / "records")
     r = run_playbook(tmp_path, "playbooks/reproduce.yml", INVENTORY,
                      _vars(tmp_path, port, repro_vllm_fingerprint=False, repro_vllm_ladder_until="prefix_caching"),
                      ident="check", cmdline="--check")
     out = r.stdout.read()
     assert r.status == "successful", out[-4000:]
-    assert not (tmp_path / "records").exists() or not any((tmp_path / "records").rglob("*.json"))
+    assert _tree(tmp_path / "records") == before
+    lines = [m for m in _msgs(r, "Attempt | progress") if isinstance(m, str) and " minimal | " in m]
+    assert lines and " against run-006" in lines[0], lines
     assert not (tmp_path / "remote").exists() or not any((tmp_path / "remote").rglob("*"))
     planned = [res for _h, _e, res in task_results(r, "Start | the server")]
     assert planned and all(res.get("outcome") == "planned" for res in planned), planned

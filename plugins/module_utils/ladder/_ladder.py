@@ -53,7 +53,7 @@ INPUTS = {
 WHAT = {
     "base": "the planned minimal command (_repro_vllm_base: nodes, host, port, argv, env, derived)",
     "request": "the fixed request (_repro_vllm_base_request)",
-    "previous": "the run to compare with (_repro_vllm_previous; none for the first run of a case)",
+    "previous": "the run to compare with (the case's latest run with an identity; none for the first run of a case)",
     "layer": "the ladder layer (its data with the overrides)",
     "last_good": "the last good run (_repro_vllm_last_good)",
     "ladder": "the ladder's layers as data (_repro_vllm_ladder)",
