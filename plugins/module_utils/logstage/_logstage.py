@@ -223,7 +223,8 @@ def _method_stage(text):
 
 
 _SERVING_FRAMES = tuple((part, stage) for part, stage, _source in SERVING_FRAMES)
-_SERVING_FILE_RXS = tuple((re.compile(rx), stage) for rx, stage in SERVING_LOGGER_FILES)
+_SERVING_FILE_RXS = tuple((re.compile(row[0]), row[1], re.compile(row[2]) if len(row) > 2 else None)
+                          for row in SERVING_LOGGER_FILES)
 _STAGE_WORDS = tuple((key, re.compile(rx) if rx else None, stage, conf) for key, rx, stage, conf, _s in STAGE_WORDS)
 _STARTUP_WORD_RX = re.compile(STARTUP_FUNC_WORDS)
 _SHARED_PARTS = tuple(p for p, _s in SHARED_SERVING_FRAMES if not p.startswith("func:"))
@@ -249,8 +250,8 @@ def _text_hint(text, rec=None):
     if hit is not None:
         return hit[0], hit[2], False
     if rec is not None and len(rec) == 4:
-        for rx, stage in _SERVING_FILE_RXS:
-            if rx.search(rec[2]):
+        for rx, stage, msg_rx in _SERVING_FILE_RXS:
+            if rx.search(rec[2]) and (msg_rx is None or msg_rx.search(text.strip())):
                 return stage, CONF_MEDIUM, False
     return None
 
@@ -809,7 +810,10 @@ class _Scan(object):
                         if sf and func not in _SHARED_FUNCS and not any(p in path for p in _SHARED_PARTS):
                             tb.firm = True
                 tb.chained = "vllm" if "vllm" in path else "file"
-                tb.importing = func == "<module>" and tb.nframes > 0 and _VLLM_MODULE_RX.search(path) is not None
+                # (round 50) a library's module code imported on from vLLM's (vllm/config.py's "import torch") is
+                # still vLLM being imported
+                tb.importing = func == "<module>" and tb.nframes > 0 and (
+                    tb.importing or _VLLM_MODULE_RX.search(path) is not None)
                 tb.nframes += 1
                 return True
             if body[:1] in (" ", "\t") or not stripped or CARETS_RX.match(stripped) or IPY_SOURCE_RX.match(stripped) or \

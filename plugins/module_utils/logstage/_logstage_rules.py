@@ -536,6 +536,11 @@ SIGNATURES = (
     (FAILURE, "ModuleNotFoundError", None, "import_error", WHERE_OR, "environment", (), None),
     (FAILURE, "No module named", None, "import_error", WHERE_OR, "environment", (), None),
     (FAILURE, "ImportError", None, "import_error", WHERE_OR, "environment", (GENERIC,), None),
+    # round 50: CPython's own words of an ImportError (Python/ceval.c import_from: "cannot import name %R from %R",
+    # "... from partially initialized module %R (most likely due to a circular import)"), as a paste may keep them
+    # without the exception's name
+    (FAILURE, "cannot import name", r"\bcannot import name '[\w.]+' from ", "import_error", WHERE_OR, "environment",
+     (GENERIC,), None),
     (FAILURE, "Could not load logging config. File does not exist", None, "config_error", FIXED, "environment", (), None),
     (FAILURE, "Only one platform plugin can be activated", None, "config_error", FIXED, "environment", (), None),
     (FAILURE, "Too many open files", r"(?:^|Error: )\[Errno 24\] Too many open files", "other", WHERE, None, (),
@@ -708,6 +713,10 @@ SIGNATURES = (
      "CUDA_VISIBLE_DEVICES narrower than TP x DP"),
     (FAILURE, "Cannot re-initialize CUDA in forked subprocess", None, "cuda_error", FIXED, "cuda_init", (), None),
     (FAILURE, "Unsupported device type", None, "config_error", FIXED, "cuda_init", (), None),
+    # round 50: the V2 model runner (vllm/v1/worker/gpu/buffer_utils.py UvaBuffer, 0.14 -> current; the CPU worker's
+    # too), built in the worker's init_device, refuses to start without pinned host memory (is_uva_available)
+    (FAILURE, "UVA is not available", None, "other", WHERE_OR, "cuda_init", (),
+     "no pinned host memory for the model runner's buffers (a host taken for WSL, a container without it)"),
     # (a paste hard-wrapped after "desired" keeps the words up to there)
     (FAILURE, "on startup is less than desired", r"on startup is less than desired(?: (?:GPU|CPU|XPU)? ?memory utilization|\s*$)",
      "oom", FIXED, "cuda_init", (),
@@ -868,10 +877,17 @@ SIGNATURES = (
     (FAILURE, "CalledProcessError", r"CalledProcessError: Command '\['\S*(?:gcc|cc|clang)",
      "other", AT_LEAST, "engine_init", (),
      "no working C compiler in the image"),
-    (FAILURE, "OutOfResources", r"OutOfResources: out of resource", "cuda_error", AT_LEAST, "engine_init", (), None),
-    (FAILURE, "ptxas fatal", None, "cuda_error", AT_LEAST, "engine_init", (),
-     "the bundled ptxas does not know this GPU"),
-    (FAILURE, "PTXASError", None, "cuda_error", AT_LEAST, "engine_init", (), None),
+    # round 50: a kernel Triton compiles that needs more shared memory than the GPU has, or that the PTX assembler
+    # refuses, fails before any CUDA call runs - class other, not cuda_error (the CUDA runtime's own errors); ptxas
+    # reports a refused line as "ptxas <file>.ptx, line N; error   : ..."
+    (FAILURE, "OutOfResources", r"OutOfResources: out of resource", "other", AT_LEAST, "engine_init", (), None),
+    (FAILURE, "ptxas fatal", None, "other", AT_LEAST, "engine_init", (), "the bundled ptxas does not know this GPU"),
+    (FAILURE, "PTXASError", None, "other", AT_LEAST, "engine_init", (), None),
+    (FAILURE, ".ptx, line ", r"\bptxas \S+\.ptx, line \d+; error\s*:", "other", AT_LEAST, "engine_init", (), None),
+    # Triton's make_cubin (triton/backends/nvidia/compiler.py, 3.x) runs ptxas with subprocess.run(check=True) and
+    # raises PTXASError while handling its CalledProcessError (a paste may keep only the first)
+    (FAILURE, "CalledProcessError", r"CalledProcessError: Command '\[[^\]]*/ptxas'", "other", AT_LEAST, "engine_init", (),
+     None),
     # (round 48) Triton refusing an fp8 type the GPU lacks while it compiles a kernel (its fp8 checks: "type fp8e4nv
     # not supported in this architecture. The supported fp8 dtypes are ..."), as the compile rows above
     (FAILURE, "not supported in this architecture", r"type fp8\w* not supported in this architecture", "other",
@@ -1324,7 +1340,7 @@ CLASS_KEYWORDS = (
                     "HIP error")),
     ("timeout", ("TimeoutError", "timed out", "Timeout")),
     ("import_error", ("ModuleNotFoundError", "ImportError", "No module named", "PackageNotFoundError",
-                      "undefined symbol", "cannot open shared object file")),
+                      "undefined symbol", "cannot open shared object file", "cannot import name")),
     ("missing_file", ("FileNotFoundError", "No such file or directory")),
     ("engine_dead", ("EngineDeadError", "died unexpectedly")),
 )
@@ -1353,9 +1369,13 @@ CLASS_DEFAULT_STAGE = {"import_error": ("environment", "low"), "driver_mismatch"
 # inference: where a failure without markers, mapped frames or a fixed meaning happened (stage_basis "inferred")
 # --------------------------------------------------------------------------------------------------------------
 # the vLLM logger record's own file (``[serving_chat.py:218]``): these files log only while serving requests
-# (vllm/entrypoints/openai/serving_*.py, the tool and reasoning parsers); (regex, stage)
+# (vllm/entrypoints/openai/serving_*.py, the tool and reasoning parsers); (regex, stage[, the message's regex])
 SERVING_LOGGER_FILES = (
     (r"^serving(?:_\w+)?\.py$", "request"),
+    # round 50: V0's MQLLMEngine.start (vllm/engine/multiprocessing/engine.py, 0.6 -> 0.10) logs repr(e) of what
+    # ended its loops - the start-up loop answers the client's handshake and keeps its errors, so what reaches it is
+    # the engine loop's: a step of the served requests (its run_mp_engine logs str(e) of a failed construction)
+    (r"^engine\.py$", "request", r"^[A-Za-z_][\w.]*\((?:['\"\d)]|$)"),
     (r"tool_parser\w*\.py$", "request"),
     (r"reasoning_parser\w*\.py$|_reasoning_parser\.py$", "request"),
     # round 13: vllm/logging_utils/dump_input.py dump_engine_exception (0.9.1+) logs the scheduler's output and stats

@@ -287,6 +287,14 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 50: ptxas refusing a line (and Triton's subprocess call of it), CPython's import words without the name,
+    # the V2 model runner without pinned memory
+    ("ptxas /tmp/tmp6qa78v4o.ptx, line 661; error   : Modifier '.evict_last' cannot be combined with modifier '.cg'",
+     "failure", "other"),
+    ("subprocess.CalledProcessError: Command '['/opt/triton/backends/nvidia/bin/ptxas', '-lineinfo', '/tmp/a.ptx']' "
+     "returned non-zero exit status 255.", "failure", "other"),
+    ("cannot import name 'select_experts' from partially initialized module 'pkg.experts'", "failure", "import_error"),
+    ("RuntimeError: UVA is not available", "failure", "other"),
     # round 48: vLLM's placeholder for a missing extra; Triton's fp8 type refusal
     ("ModuleNotFoundError: Please install vllm[audio] for audio support", "failure", "import_error"),
     ("triton.compiler.errors.CompilationError: type fp8e4nv not supported in this architecture.", "failure", "other"),
@@ -435,7 +443,7 @@ RX_SAMPLES = [
     ("ValueError: Load format `gguf2` is not supported", FAILURE, "config_error"),
     ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:", FAILURE, "other"),
     ("subprocess.CalledProcessError: Command '['/usr/bin/gcc', '/tmp/x.c']' returned non-zero exit status 1.", FAILURE, "other"),
-    ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 232448, Hardware limit: 101376.", FAILURE, "cuda_error"),
+    ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 232448, Hardware limit: 101376.", FAILURE, "other"),
     ("TimeoutError: RPC call to execute_model timed out.", FAILURE, "timeout"),
     ("RuntimeError: CUDA error: operation not supported on global/shared address space", FAILURE, "cuda_error"),
     ("Worker VllmWorkerProcess pid 645162 died, exit code: -15", WEAK_CONSEQUENCE, "engine_dead"),
