@@ -1113,10 +1113,34 @@ SIGNATURES = (
     (FAILURE, "memory allocation failed with OOM", None, "oom", WHERE, None, (AT_WARNING,), None),
     # the quantized layers' shape checks in create_weights (layers/quantization/gptq.py, awq.py, *marlin*.py), run
     # while load_model builds the model: the tensor-parallel split does not fit the quantized shapes (cause config)
+    # round 51: LoRA asked of a model class without it, refused while the model is loaded (model_loader/loader.py
+    # _get_model_initialization_kwargs, 0.4 -> 0.6: "Model X does not support LoRA, but LoRA is enabled"; the V0
+    # model runner's and V1 LoRA mixin's load_model: "X does not support LoRA yet.")
+    (FAILURE, "does not support LoRA", r"does not support LoRA(?:, but LoRA is enabled| yet\b)", "config_error", WHERE_OR,
+     "weight_loading", (), "this model class has no LoRA support in this vLLM: drop --enable-lora or merge the adapter"),
+    # the V2 model runner's pooling runner, made in load_model after "Model loading took" (v1/worker/gpu/pool/
+    # pooling_runner.py, in 0.32, not in 0.26): the model's pooling task is one this runner does not run
+    (FAILURE, "Model Runner V2 supports pooling tasks", None, "config_error", WHERE_OR, "engine_init", (),
+     "VLLM_USE_V2_MODEL_RUNNER=0, or a pooling task the V2 runner supports"),
+    # DeepGEMM's placeholder (vllm/utils/deep_gemm.py _missing, 0.12 -> current) raises at the first DeepGEMM kernel
+    # call - the FP8 GEMMs and MoE of the profiling and warm-up passes; the sparse attention indexer layer refuses to be
+    # constructed without it (layers/sparse_attn_indexer.py SparseAttnIndexer.__init__, 0.20 -> current: the model is
+    # built by the loader's initialize_model)
+    (FAILURE, "DeepGEMM backend is not available", None, "import_error", WHERE_OR, "engine_init", (),
+     "install deep_gemm (or a vLLM build with it), or pick kernels that do not need it"),
+    (FAILURE, "requires DeepGEMM to be installed", None, "import_error", WHERE_OR, "weight_loading", (),
+     "install deep_gemm (or a vLLM build with it)"),
     (FAILURE, "is not aligned with the quantized weight shape", None, "config_error", WHERE_OR, "weight_loading", (),
      "the tensor-parallel size splits the quantized weights unevenly"),
     (FAILURE, "is not divisible by min_thread_", None, "config_error", WHERE_OR, "weight_loading", (),
      "the tensor-parallel size splits the quantized weights unevenly"),
+    # round 51: the Mistral tokenizer's file, looked for while the tokenizer is made (transformers_utils/tokenizers/
+    # mistral.py find_tokenizer_file, 0.6 -> 0.11: "Found N files matching the pattern ... Make sure that a Mistral
+    # tokenizer is present in [...]" - none; "Make sure only one Mistral tokenizer is present" - several)
+    (FAILURE, "Mistral tokenizer is present", r"Make sure that a Mistral\s+tokenizer is present", "missing_file",
+     WHERE_OR, "config", (), "no tokenizer.model.v* / tekken.json beside the model: --tokenizer-mode auto, or add it"),
+    (FAILURE, "Mistral tokenizer is present", r"Make sure only one Mistral\s+tokenizer is present", "config_error",
+     WHERE_OR, "config", (), None),
     # the model's config cannot be read (vllm transformers_utils/config.py get_config; transformers' AutoConfig)
     (FAILURE, "No supported config format found in", None, "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "Should have a `model_type` key in its config.json", None, "config_error", WHERE_OR, "config", (), None),
@@ -1412,6 +1436,10 @@ STAGE_WORDS = (
     # V0 vllm/engine/async_llm_engine.py _log_task_completion: logger.error("Engine background task failed") - the
     # engine loop that AsyncLLMEngine starts for the requests (start_background_loop, 0.2 -> 0.10) ended in an error
     ("Engine background task failed", None, "request", "medium", "engine/async_llm_engine.py _log_task_completion (V0)"),
+    # round 51: the Hub's safetensors metadata, read with retries (with_retry's "<what>: <error>, retrying N of M") by
+    # try_get_safetensors_metadata while the model config is built (dtype and quantization from the checkpoint)
+    ("Error retrieving safetensors", None, "config", "medium",
+     "transformers_utils/config.py, repo_utils.py try_get_safetensors_metadata (0.10 -> current)"),
     # round 34: an error naming a request id of the OpenAI front end (entrypoints/openai/serving_*.py, 0.2 -> current:
     # f"chatcmpl-{...}", f"cmpl-{...}", "embd-", "pool-", "classify-", "score-", "rerank-", transcription "trsc-" and
     # translation "trsl-" ids): only a request the server accepted has one

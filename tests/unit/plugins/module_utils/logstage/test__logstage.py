@@ -287,6 +287,13 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 51: LoRA refused by a model class, the Mistral tokenizer's file
+    ("ValueError: Model GemmaForCausalLM does not support LoRA, but LoRA is enabled.", "failure", "config_error"),
+    ("AssertionError: Qwen2VLForConditionalGeneration does not support LoRA yet.", "failure", "config_error"),
+    ("OSError: Found 0 files matching the pattern: `x`. Make sure that a Mistral tokenizer is present in ['a'].",
+     "failure", "missing_file"),
+    ("OSError: Found 2 files matching the pattern: `x`. Make sure only one Mistral tokenizer is present in ['a'].",
+     "failure", "config_error"),
     # round 50: ptxas refusing a line (and Triton's subprocess call of it), CPython's import words without the name,
     # the V2 model runner without pinned memory
     ("ptxas /tmp/tmp6qa78v4o.ptx, line 661; error   : Modifier '.evict_last' cannot be combined with modifier '.cg'",
