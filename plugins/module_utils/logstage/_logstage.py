@@ -249,10 +249,20 @@ def _text_hint(text, rec=None):
     hit = message_stage(text)
     if hit is not None:
         return hit[0], hit[2], False
-    if rec is not None and len(rec) == 4:
-        for rx, stage, msg_rx in _SERVING_FILE_RXS:
-            if rx.search(rec[2]) and (msg_rx is None or msg_rx.search(text.strip())):
-                return stage, CONF_MEDIUM, False
+    stage = _logger_file_stage(rec, text)
+    if stage is not None:
+        return stage, CONF_MEDIUM, False
+    return None
+
+
+def _logger_file_stage(rec, text=None):
+    """The stage of the vLLM logger record's own file (SERVING_LOGGER_FILES), or None; a row with a message regex
+    only for the record's ``text``."""
+    if rec is None or len(rec) != 4 or not rec[2]:
+        return None
+    for rx, stage, msg_rx in _SERVING_FILE_RXS:
+        if rx.search(rec[2]) and (msg_rx is None or (text is not None and msg_rx.search(text.strip()))):
+            return stage
     return None
 
 
@@ -326,14 +336,26 @@ class _TB(object):
                 return hint
         return self.serving_hint() or _text_hint(text, self.rec)
 
+    def cut_hint(self):
+        """The hint of a traceback cut before its exception: its frames' (serving_hint), else the file of the vLLM
+        record it is logged in (round 52: the model registry's record is config)."""
+        hint = self.serving_hint()
+        if hint is None:
+            stage = _logger_file_stage(self.rec)
+            if stage is not None:
+                return stage, CONF_MEDIUM, False
+        return hint
+
     def serving_hint(self):
         """The hint of the frames no FRAMES row maps: vLLM's own imports (environment, medium); else the serving
         frames' - medium, or low when only code start-up runs too shows and the caller is cut; None without a
         serving-only frame or with a start-up function of vLLM among the frames."""
         if self.importing:
             # its innermost frame is vLLM's own module code, imported by the frame above it: it failed while vLLM was
-            # being imported (a library it needs, its build against another torch), the environment (round 25)
-            return "environment", CONF_MEDIUM, True
+            # being imported (a library it needs, its build against another torch), the environment (round 25) -
+            # unless a running vLLM module logged it (round 52): a lazy import while that module's stage runs (the
+            # model registry importing a model's module to inspect it)
+            return _logger_file_stage(self.rec) or "environment", CONF_MEDIUM, True
         if self.serving is None or self.startup:
             return None
         return self.serving, CONF_MEDIUM if self.firm or self.whole else CONF_LOW, True
@@ -987,14 +1009,14 @@ class _Scan(object):
         elif prev is None and rec_key is not None and tb.rec[0] in ("ERROR", "CRITICAL") and tb.context:
             # an ERROR record that is a traceback whose exception the paste cut away (the record's first line, the
             # message of logger.exception, was not pasted): the record is an error of its own, placed by its frames
-            placed = self._cut_placed(frames, tb.serving_hint())
+            placed = self._cut_placed(frames, tb.cut_hint())
             self._add(ERROR_LINE, "other", placed, tb.context[0], tb.lineno, tb.ts, tb.tkey, tb.tkey_own, proc,
                       tb.pid, None, tb.context, rec_key, origin=tb.lineno)
         elif prev is None and at_eof and tb.state == "frames" and (tb.nframes or tb.whole) and tb.entries:
             # the paste ends inside a traceback (its exception cut away, people paste the top of a long one; round
             # 20: also right after its "Traceback" line): an error of its own at its "Traceback" line (or its first
             # frame), placed as a cut ERROR record is
-            placed = self._cut_placed(frames, tb.serving_hint())
+            placed = self._cut_placed(frames, tb.cut_hint())
             text = tb.context[0] if tb.context else "Traceback (cut before its exception)"
             # the weakest error there is: any other error of the log (a header that owns this traceback, a
             # wrapper, an error line) is taken before it

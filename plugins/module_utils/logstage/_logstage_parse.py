@@ -60,6 +60,11 @@ FASTCHAT_STREAM_RX = re.compile(r"^\d{4}-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) \| [
 # (round 47) LocalAI's gRPC backends relay the backend process's stdout/stderr through its console logger
 # (zerolog's "3:04PM" time and "DBG"/"INF"/"ERR" levels): "9:47AM DBG GRPC(<model>-127.0.0.1:44245): stderr <line>"
 LOCALAI_STREAM_RX = re.compile(r"^\d{1,2}:\d\d[AP]M [A-Z]{3} GRPC\([^)]*\): std(?:out|err) ")
+# (round 52) TorchServe relays a model worker's stdout/stderr through log4j2 (its log4j2.xml pattern "%d{ISO8601}
+# [%-5p] %t %c - %m%n", the worker thread "W-<port>-<model>_<version>-stdout", logger MODEL_LOG):
+# "2024-10-03T17:37:44,150 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - <line>"
+# (its ISO time may already be stripped as an outer timestamp)
+TORCHSERVE_STREAM_RX = re.compile(r"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{3} )?\[[A-Z]+ *\] W-\d+-\S+-std(?:out|err) [\w.]+ - ")
 # a log viewer's copied line numbers (Buildkite's and GitHub Actions' raw views: "3597<TAB>...")
 LINENO_TAB_RX = re.compile(r"^\d{1,7}\t")
 # pytest's failure report (_pytest/_code/code.py): "E   <exception line>", ">   <the failing source line>", and
@@ -315,6 +320,11 @@ def strip_wrappers(text, line):
             m = FASTCHAT_STREAM_RX.match(text)
             if m:
                 _outer(line, tkey(m.group(1), m.group(2), m.group(3), m.group(4), m.group(5)), "fastchat")
+                text = text[m.end():]
+                changed = True
+        if not changed and "] W-" in text[:40]:
+            m = TORCHSERVE_STREAM_RX.match(text)
+            if m:
                 text = text[m.end():]
                 changed = True
         if not changed and c0.isdigit() and "M " in text[4:9]:

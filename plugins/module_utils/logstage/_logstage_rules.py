@@ -1102,8 +1102,11 @@ SIGNATURES = (
     (FAILURE, "No such file or directory", r"No such file or directory:? '?\S*\.(?:safetensors|bin|pt|pth|gguf)\b",
      "missing_file", WHERE_OR, "weight_loading", (), None),
     # a parameter name not in the model (models/*.py load_weights: params_dict[name]; the fused-MoE layers register
-    # w13_weight, w2_weight, w13_weight_scale_inv, w2_input_scale, ...); torch's load_state_dict
-    (FAILURE, "KeyError: '", r"KeyError: '[\w.]+\.(?:\w*_)?(?:weight|bias|qweight|qzeros|scales|g_idx|\w*scale)(?:_inv)?'", "other",
+    # w13_weight, w2_weight, w13_weight_scale_inv, w2_input_scale, ...; round 52: bitsandbytes' quant state of a weight,
+    # weight.absmax, .quant_map, .nested_absmax, .quant_state.bitsandbytes__nf4, read by the bitsandbytes loader);
+    # torch's load_state_dict
+    (FAILURE, "KeyError: '", r"KeyError: '[\w.]+\.(?:\w*_)?(?:weight|bias|qweight|qzeros|scales|g_idx|\w*scale|absmax|"
+     r"quant_map|quant_state(?:\.bitsandbytes__\w+)?)(?:_inv)?'", "other",
      WHERE_OR, "weight_loading", (), "a checkpoint tensor the model code does not know (another architecture/version)"),
     (FAILURE, "Error(s) in loading state_dict for", None, "other", WHERE_OR, "weight_loading", (), None),
     # PyTorch's CUDA init (c10/cuda): "CUDA driver initialization failed, you might not have a CUDA gpu."
@@ -1122,6 +1125,10 @@ SIGNATURES = (
     # pooling_runner.py, in 0.32, not in 0.26): the model's pooling task is one this runner does not run
     (FAILURE, "Model Runner V2 supports pooling tasks", None, "config_error", WHERE_OR, "engine_init", (),
      "VLLM_USE_V2_MODEL_RUNNER=0, or a pooling task the V2 runner supports"),
+    # round 52: FlashAttentionImpl.__init__ (v1/attention/backends/flash_attn.py, 0.10.1 -> 0.11) refuses attention
+    # sinks (gpt-oss) without FlashAttention 3: the attention layers are built with the model
+    (FAILURE, "Sinks are only supported in FlashAttention 3", None, "other", WHERE_OR, "weight_loading", (),
+     "attention sinks need FlashAttention 3 (Hopper): another attention backend or GPU"),
     # DeepGEMM's placeholder (vllm/utils/deep_gemm.py _missing, 0.12 -> current) raises at the first DeepGEMM kernel
     # call - the FP8 GEMMs and MoE of the profiling and warm-up passes; the sparse attention indexer layer refuses to be
     # constructed without it (layers/sparse_attn_indexer.py SparseAttnIndexer.__init__, 0.20 -> current: the model is
@@ -1141,6 +1148,14 @@ SIGNATURES = (
      WHERE_OR, "config", (), "no tokenizer.model.v* / tekken.json beside the model: --tokenizer-mode auto, or add it"),
     (FAILURE, "Mistral tokenizer is present", r"Make sure only one Mistral\s+tokenizer is present", "config_error",
      WHERE_OR, "config", (), None),
+    # round 52: a quantization config without a key its method needs (layers/quantization/base_config.py
+    # get_from_keys: "Cannot find any of [...] in the model's quantization config"), read by get_quant_config - in the
+    # loader up to 0.6, while VllmConfig is built since (so no stage in general); bitsandbytes' adapter_name_or_path was
+    # read only by 0.5's BitsAndBytesConfig.from_config, whose get_quant_config ran in the loader's _initialize_model
+    (FAILURE, "in the model's quantization config",
+     r"Cannot find any of \['adapter_name_or_path'\] in the model's quantization config", "config_error", WHERE_OR,
+     "weight_loading", (), "vLLM 0.5's bitsandbytes reads the QLoRA adapter from its quantization config: "
+     "--qlora-adapter-name-or-path, or a newer vLLM"),
     # the model's config cannot be read (vllm transformers_utils/config.py get_config; transformers' AutoConfig)
     (FAILURE, "No supported config format found in", None, "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "Should have a `model_type` key in its config.json", None, "config_error", WHERE_OR, "config", (), None),
@@ -1413,6 +1428,10 @@ SERVING_LOGGER_FILES = (
     (r"^(?:weight_utils|loader|default_loader|base_loader|bitsandbytes_loader|gguf_loader|tensorizer_loader|"
      r"sharded_state_loader|runai_streamer_loader|dummy_loader)\.py$", "weight_loading"),
     (r"^arg_utils\.py$", "config"),
+    # round 52: of vLLM's registry.py files only the model registry (model_executor/models/registry.py) logs errors:
+    # "Error in inspecting model architecture" / "Error in loading model architecture" with the import's traceback,
+    # while ModelConfig resolves the architecture (the others warn of a re-registration)
+    (r"^registry\.py$", "config"),
     (r"^(?:parallel_state|pynccl|pynccl_wrapper|custom_all_reduce|custom_all_reduce_utils)\.py$", "distributed_init"),
     (r"^kv_cache_utils\.py$", "engine_init"),
 )

@@ -287,6 +287,11 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 52: bitsandbytes' quant state, attention sinks, vLLM 0.5's bitsandbytes adapter key
+    ("KeyError: 'layers.10.mlp.down_proj.weight.absmax'", "failure", "other"),
+    ("AssertionError: Sinks are only supported in FlashAttention 3", "failure", "other"),
+    ("ValueError: Cannot find any of ['adapter_name_or_path'] in the model's quantization config", "failure",
+     "config_error"),
     # round 51: LoRA refused by a model class, the Mistral tokenizer's file
     ("ValueError: Model GemmaForCausalLM does not support LoRA, but LoRA is enabled.", "failure", "config_error"),
     ("AssertionError: Qwen2VLForConditionalGeneration does not support LoRA yet.", "failure", "config_error"),
