@@ -602,7 +602,8 @@ class _Scan(object):
             if placement in (AT_LEAST, WHERE_OR):
                 return sig_stage, BASIS_MESSAGE, usual_conf
             default = CLASS_DEFAULT_STAGE.get(cls)
-            if default is not None:
+            if default is not None and (floor is None or _RANK[default[0]] >= _RANK[floor]):
+                # (round 52: never a class's usual stage below the row's own floor)
                 return default[0], BASIS_MESSAGE, default[1]
             return "unknown", None, None
         if floor is not None and rank < _RANK[floor]:

@@ -1129,6 +1129,16 @@ SIGNATURES = (
     # sinks (gpt-oss) without FlashAttention 3: the attention layers are built with the model
     (FAILURE, "Sinks are only supported in FlashAttention 3", None, "other", WHERE_OR, "weight_loading", (),
      "attention sinks need FlashAttention 3 (Hopper): another attention backend or GPU"),
+    # round 52: an attention backend's impl is constructed by the model's attention layers (Attention.__init__) - its
+    # constructor refusing the layer's arguments (a backend from another release: "FlashAttentionImpl.__init__() got
+    # an unexpected keyword argument 'sinks'") is the model being built
+    (FAILURE, "Impl.__init__() ", r"\b\w*(?:Attention|Attn)\w*Impl\.__init__\(\) (?:got an unexpected keyword|missing \d+ "
+     r"required)", "other", WHERE_OR, "weight_loading", (), "the attention backend is from another vLLM release"),
+    # torch.ops' namespace of vLLM's compiled extension without the op a layer calls (torch/_ops.py _OpNamespace:
+    # "'_OpNamespace' '_C' object has no attribute 'gelu_quick'"): vllm._C from another build; an op is first called
+    # when the weights are processed or the model first runs
+    (FAILURE, "'_OpNamespace' '_", r"'_OpNamespace' '_(?:C|\w+_C|C_\w+)' object has no attribute", "import_error",
+     AT_LEAST_OR_UNKNOWN, "weight_loading", (), "vllm._C lacks this op: the compiled extension is from another vLLM build"),
     # DeepGEMM's placeholder (vllm/utils/deep_gemm.py _missing, 0.12 -> current) raises at the first DeepGEMM kernel
     # call - the FP8 GEMMs and MoE of the profiling and warm-up passes; the sparse attention indexer layer refuses to be
     # constructed without it (layers/sparse_attn_indexer.py SparseAttnIndexer.__init__, 0.20 -> current: the model is

@@ -287,7 +287,10 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
-    # round 52: bitsandbytes' quant state, attention sinks, vLLM 0.5's bitsandbytes adapter key
+    # round 52: bitsandbytes' quant state, attention sinks, vLLM 0.5's bitsandbytes adapter key, an attention impl's
+    # constructor, vllm._C without an op
+    ("TypeError: FlashAttentionImpl.__init__() got an unexpected keyword argument 'sinks'", "failure", "other"),
+    ("AttributeError: '_OpNamespace' '_C' object has no attribute 'gelu_quick'", "failure", "import_error"),
     ("KeyError: 'layers.10.mlp.down_proj.weight.absmax'", "failure", "other"),
     ("AssertionError: Sinks are only supported in FlashAttention 3", "failure", "other"),
     ("ValueError: Cannot find any of ['adapter_name_or_path'] in the model's quantization config", "failure",

@@ -77,3 +77,32 @@ def test_vllm_05s_bitsandbytes_adapter_key_is_weight_loading_and_other_keys_have
 ])
 def test_round_52_on_the_real_paste_of_each_family(prefix, want):
     assert brief(classify_text(case(prefix))) == want
+
+
+# round 52b: an attention impl's constructor, vllm._C without an op, a class's usual stage never below a row's floor
+
+def test_an_attention_impls_constructor_refusing_its_arguments_is_the_model_being_built():
+    ans = classify_text("TypeError: FlashAttentionImpl.__init__() got an unexpected keyword argument 'sinks'\n")
+    assert (ans["stage"], ans["confidence"]) == ("weight_loading", "medium")
+
+
+def test_vllms_compiled_extension_without_an_op_is_an_import_error_of_no_stage_by_itself():
+    ans = classify_text("AttributeError: '_OpNamespace' '_C' object has no attribute 'gelu_quick'\n")
+    # at least weight_loading (an op is first called when the weights are processed or the model runs): never the
+    # import_error class's usual environment below that
+    assert (ans["stage"], ans["error_class"]) == ("unknown", "import_error")
+
+
+def test_the_op_placed_by_the_log_it_is_in():
+    text = ("INFO 08-31 15:52:40 [model_runner.py:1100] Loading model weights took 1.2 GB\n"
+            "AttributeError: '_OpNamespace' '_moe_C' object has no attribute 'topk_softmax'\n")
+    ans = classify_text(text)
+    assert (ans["stage"], ans["error_class"]) == ("engine_init", "import_error")
+
+
+@pytest.mark.parametrize("prefix, want", [
+    ("c1276", ("weight_loading", "other", "medium", 1)),
+    ("c1220", ("unknown", "import_error", None, 4)),
+])
+def test_round_52b_on_the_real_paste_of_each_family(prefix, want):
+    assert brief(classify_text(case(prefix))) == want
