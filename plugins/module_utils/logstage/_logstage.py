@@ -724,12 +724,17 @@ class _Scan(object):
                 return k + self.year_off, False
         return self.last_tkey, False
 
-    def _sig_candidate(self, sig, line, lineno, text, context=None, frames=None, rec_key=None, kind=None, hint=None):
+    def _sig_candidate(self, sig, line, lineno, text, context=None, frames=None, rec_key=None, kind=None, hint=None,
+                       cut=False):
         if sig.kind in (HANG_HINT, WARNING_HINT):
             self._hint(sig, line, lineno)
             return
         placed = self._stage_for(sig.placement, sig.stage, sig.cls, frames, _method_stage(text),
                                  hint if hint is not None else _text_hint(text, line.rec), sig.usual_conf)
+        if cut and placed[1] == BASIS_MARKERS and placed[2] == CONF_HIGH:
+            # (round 53) a header whose traceback was cut before its exception, placed only by how far the log got:
+            # no more than medium, as a cut error record (_cut_placed) - it may have failed in a later step
+            placed = (placed[0], placed[1], CONF_MEDIUM)
         key, own = self._when(line)
         if kind is None:
             # a header whose traceback never came reports an error it does not show: a wrapper
@@ -998,7 +1003,7 @@ class _Scan(object):
                 # init_device: <error>, Traceback ..."): its traceback's exception is not in the log
                 sig = inner
             self._sig_candidate(sig, line, lineno, text, context=tb.context, frames=frames, rec_key=rec_key,
-                                hint=tb.hint(text))
+                                hint=tb.hint(text), cut=True)
             return
         prev = self.rec_cand.get(rec_key) if rec_key is not None else None
         if (frames or tb.serving) and prev is not None:

@@ -208,6 +208,15 @@ FRAMES = (
     # LinearBase, FusedMoE, VocabParallelEmbedding, Attention; compressed-tensors picks a scheme there and checks the
     # GPU's capability) and lets it create the parameters (create_weights).  Nothing else calls them (0.2 -> current)
     ("__init__", "vllm/model_executor/models/", "weight_loading", "model_executor/models/*.py: the model classes' __init__"),
+    # round 53: the Transformers backend swaps the model's modules for vLLM's layers from its __init__
+    # (models/transformers.py replace_linear_class, 0.8 -> 0.11; models/transformers/base.py and moe.py
+    # recursive_replace / _recursive_replace, utils.py recursive_replace_linear, 0.12 -> current)
+    ("_recursive_replace", "vllm/model_executor/models/transformers", "weight_loading",
+     "models/transformers/base.py, moe.py, utils.py: the module swap of the model's construction"),
+    ("recursive_replace", "vllm/model_executor/models/transformers", "weight_loading",
+     "models/transformers/base.py, moe.py: recursive_replace (0.12 -> current)"),
+    ("replace_linear_class", "vllm/model_executor/models/transformers", "weight_loading",
+     "models/transformers.py (0.8 -> 0.11), transformers/utils.py: replace_linear_class"),
     ("__init__", "vllm/model_executor/layers/", "weight_loading", "model_executor/layers/*.py: the layers' __init__"),
     ("get_quant_method", "vllm/model_executor/layers/quantization", "weight_loading",
      "layers/quantization/*.py: QuantizationConfig.get_quant_method (0.4 -> current)"),

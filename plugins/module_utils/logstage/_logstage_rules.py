@@ -893,6 +893,11 @@ SIGNATURES = (
     (FAILURE, "not supported in this architecture", r"type fp8\w* not supported in this architecture", "other",
      AT_LEAST, "engine_init", (), "this GPU has no such fp8 type: another --kv-cache-dtype or quantization"),
     (FAILURE, "RPC call to", r"RPC call to \S+ timed out", "timeout", WHERE, None, (), None),
+    # round 53: V0's MQLLMEngineClient (engine/multiprocessing/client.py run_heartbeat_loop, 0.6.x) starts its
+    # heartbeat check once the engine answered the client's readiness RPC (setup): the engine went silent under a
+    # running server
+    (FAILURE, "No heartbeat received from MQLLMEngine", None, "timeout", WHERE_OR, "request", (),
+     "the engine process stopped answering (hung or killed): its own log says why"),
     # --- request: the serving loop and handlers -------------------------------------------------------------------
     # the OpenAI server's error body as a client prints it (vllm/entrypoints/openai/protocol.py ErrorResponse:
     # {"object": "error", "message": ..., "type": ..., "param": ..., "code": N}; newer {"error": {"message": ...}}):
@@ -1465,6 +1470,12 @@ STAGE_WORDS = (
     # V0 vllm/engine/async_llm_engine.py _log_task_completion: logger.error("Engine background task failed") - the
     # engine loop that AsyncLLMEngine starts for the requests (start_background_loop, 0.2 -> 0.10) ended in an error
     ("Engine background task failed", None, "request", "medium", "engine/async_llm_engine.py _log_task_completion (V0)"),
+    # round 53: the V1 engine core's utility calls (v1/engine/core.py _handle_client_request / _invoke_utility_method,
+    # 0.8 -> current: logger.exception "Invocation of %s method failed") come from its client once the engine is up -
+    # collective_rpc (an RL trainer's weight sync), sleep / wake_up, LoRA adds, prefix-cache resets; a method FRAMES
+    # names places it first (METHOD_MESSAGES); get_supported_tasks is asked while the API server starts
+    ("method failed", r"Invocation of '?(?!get_supported_tasks\b)\w+'? method failed", "request", "medium",
+     "v1/engine/core.py: a utility call of the client on the running engine"),
     # round 51: the Hub's safetensors metadata, read with retries (with_retry's "<what>: <error>, retrying N of M") by
     # try_get_safetensors_metadata while the model config is built (dtype and quantization from the checkpoint)
     ("Error retrieving safetensors", None, "config", "medium",
