@@ -1144,6 +1144,11 @@ SIGNATURES = (
     # when the weights are processed or the model first runs
     (FAILURE, "'_OpNamespace' '_", r"'_OpNamespace' '_(?:C|\w+_C|C_\w+)' object has no attribute", "import_error",
      AT_LEAST_OR_UNKNOWN, "weight_loading", (), "vllm._C lacks this op: the compiled extension is from another vLLM build"),
+    # round 54: vllm/_custom_ops.py (0.4 -> 0.5) imports vllm._C's ops inside "try: ... except ImportError: pass", so
+    # a vllm._C that did not import shows only at the first op call: NameError: name 'vllm_ops' / 'vllm_cache_ops'
+    (FAILURE, "_ops' is not defined", r"NameError: name 'vllm_(?:cache_)?ops' is not defined", "import_error",
+     AT_LEAST_OR_UNKNOWN, "weight_loading", (),
+     "vllm._C did not import (vllm/_custom_ops.py hides its ImportError): python -c 'import vllm._C' says why"),
     # DeepGEMM's placeholder (vllm/utils/deep_gemm.py _missing, 0.12 -> current) raises at the first DeepGEMM kernel
     # call - the FP8 GEMMs and MoE of the profiling and warm-up passes; the sparse attention indexer layer refuses to be
     # constructed without it (layers/sparse_attn_indexer.py SparseAttnIndexer.__init__, 0.20 -> current: the model is
