@@ -1176,6 +1176,14 @@ SIGNATURES = (
      r"Cannot find any of \['adapter_name_or_path'\] in the model's quantization config", "config_error", WHERE_OR,
      "weight_loading", (), "vLLM 0.5's bitsandbytes reads the QLoRA adapter from its quantization config: "
      "--qlora-adapter-name-or-path, or a newer vLLM"),
+    # round 55: a parser name the server does not know - the OpenAI server's check of --tool-call-parser before it
+    # starts the engine (api_server.py / cli_args.py, 0.6 -> current: KeyError "invalid tool call parser: X (chose
+    # from {...})") and the reasoning parsers' registry (reasoning/abs_reasoning_parsers.py, 0.26 -> current:
+    # "Reasoning parser 'X' not found. Available parsers: ...", first asked by VllmConfig for its tokens)
+    (FAILURE, "invalid tool call parser", None, "config_error", WHERE_OR, "config", (),
+     "--tool-call-parser names a parser this vLLM does not have (the message lists them)"),
+    (FAILURE, "Reasoning parser '", r"Reasoning parser '[^']*' not found\. Available parsers", "config_error", WHERE_OR,
+     "config", (), "--reasoning-parser names a parser this vLLM does not have (the message lists them)"),
     # the model's config cannot be read (vllm transformers_utils/config.py get_config; transformers' AutoConfig)
     (FAILURE, "No supported config format found in", None, "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "Should have a `model_type` key in its config.json", None, "config_error", WHERE_OR, "config", (), None),

@@ -287,6 +287,8 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 55: the reasoning parsers' registry
+    ("KeyError: \"Reasoning parser 'x' not found. Available parsers: qwen3\"", "failure", "config_error"),
     # round 54: vllm._C's op modules left undefined by vllm/_custom_ops.py
     ("NameError: name 'vllm_cache_ops' is not defined", "failure", "import_error"),
     # round 52: bitsandbytes' quant state, attention sinks, vLLM 0.5's bitsandbytes adapter key, an attention impl's
