@@ -255,6 +255,14 @@ def _text_hint(text, rec=None):
     return None
 
 
+def _capped(placed):
+    """A placement that only the log's progress gives (markers), at no more than medium: the error itself names no
+    stage, so it may have failed in a later step than the last marker (a cut error record, a header whose traceback
+    was cut before its exception)."""
+    stage, basis, conf = placed
+    return stage, basis, CONF_MEDIUM if basis == BASIS_MARKERS and conf == CONF_HIGH else conf
+
+
 def _logger_file_stage(rec, text=None):
     """The stage of the vLLM logger record's own file (SERVING_LOGGER_FILES), or None; a row with a message regex
     only for the record's ``text``."""
@@ -731,10 +739,9 @@ class _Scan(object):
             return
         placed = self._stage_for(sig.placement, sig.stage, sig.cls, frames, _method_stage(text),
                                  hint if hint is not None else _text_hint(text, line.rec), sig.usual_conf)
-        if cut and placed[1] == BASIS_MARKERS and placed[2] == CONF_HIGH:
-            # (round 53) a header whose traceback was cut before its exception, placed only by how far the log got:
-            # no more than medium, as a cut error record (_cut_placed) - it may have failed in a later step
-            placed = (placed[0], placed[1], CONF_MEDIUM)
+        if cut:
+            # (round 53) a header whose traceback was cut before its exception: as a cut error record (_cut_placed)
+            placed = _capped(placed)
         key, own = self._when(line)
         if kind is None:
             # a header whose traceback never came reports an error it does not show: a wrapper
@@ -919,8 +926,8 @@ class _Scan(object):
         """Where an error record (with ``cap``: a cut exception, a C++ host's own record) is placed: its frames, else
         what it shows, else the last stage the log's own progress reached before it - with ``cap`` no more than medium,
         since nothing of the error itself names that stage (it may have failed in a later step of it)."""
-        stage, basis, conf = self._stage_for(WHERE, None, cls, frames, named, hint)
-        return stage, basis, CONF_MEDIUM if cap and basis == BASIS_MARKERS and conf == CONF_HIGH else conf
+        placed = self._stage_for(WHERE, None, cls, frames, named, hint)
+        return _capped(placed) if cap else placed
 
     def _finish_tb(self, tb, at_eof=False):
         # placed by how far the log had got when the traceback's last line was printed, not by progress lines of
