@@ -307,7 +307,7 @@ class _TB(object):
 
     __slots__ = ("state", "stream", "proc", "pid", "rec", "header", "entries", "frames", "lineno", "ts", "tkey",
                  "tkey_own", "idle", "warn_only", "context", "chained", "serving", "startup", "firm", "whole", "nframes",
-                 "ctx", "importing", "llm_call")
+                 "ctx", "importing", "llm_call", "built")
 
     def __init__(self, stream, proc, pid, rec, lineno, ts, key, tkey_own, warn_only):
         self.state = "frames"
@@ -334,6 +334,7 @@ class _TB(object):
         self.importing = False           # its innermost frame so far is a module of vLLM being imported
         self.ctx = -1                    # the furthest stage the log had proved reached at its last line
         self.llm_call = False            # the last frame's line called one of LLM's request methods (round 29)
+        self.built = 0                   # start-up frames seen: 1 an engine's construction, 2 any other
 
     def hint(self, text):
         """(stage, confidence, strong) inferred for this traceback's error: its header's words (the call site that
@@ -364,6 +365,10 @@ class _TB(object):
             # unless a running vLLM module logged it (round 52): a lazy import while that module's stage runs (the
             # model registry importing a model's module to inspect it)
             return _logger_file_stage(self.rec) or "environment", CONF_MEDIUM, True
+        if self.serving is not None and self.built == 1 and not self.firm:
+            # (round 56) a forward pass under the engine's construction and no other start-up step: the model runs
+            # while the engine is built only to profile its memory, warm up or capture CUDA graphs (engine_init)
+            return "engine_init", CONF_MEDIUM, True
         if self.serving is None or self.startup:
             return None
         return self.serving, CONF_MEDIUM if self.firm or self.whole else CONF_LOW, True
@@ -376,6 +381,9 @@ _CODE_LIKE_RX = re.compile(r'File "|[\w\]]\(|\s=\s|\w=\w|[(,]\s*$|^[\^~]+$')
 # (round 35: also a vLLM platform or feature plugin's, the vllm_* packages of vllm-project - vllm_ascend, vllm_omni,
 # vllm_gaudi, vllm_spyre, ... - which vLLM's CLI and platform detection import)
 _VLLM_MODULE_RX = re.compile(r"(?:site-packages|dist-packages|/vllm[\w-]*)/vllm(?:_[a-z]+)?/[\w/]+\.py$")
+# (round 56) an engine's construction: LLMEngine / AsyncLLMEngine / MQLLMEngine / EngineCore built (vllm/engine/,
+# vllm/v1/engine/: from_engine_args, from_vllm_config, _init_engine, their __init__)
+_ENGINE_BUILD_RX = re.compile(r"^(?:from_engine_args|from_vllm_config|_init_engine|__init__) \S*/vllm/(?:v1/)?engine/")
 # a source line importing vLLM or one of its plugin packages ("from vllm.entrypoints.cli.main import main")
 _VLLM_IMPORT_RX = re.compile(r"^(?:from vllm(?:_[a-z]+)?(?:\.[\w.]+)? import |import vllm(?:_[a-z]+)?(?:[.\s,]|$))")
 
@@ -839,6 +847,7 @@ class _Scan(object):
                 elif "vllm" in path or sf:
                     if func in STARTUP_FUNCS or _STARTUP_WORD_RX.search(func) is not None:
                         tb.startup = True
+                        tb.built |= 1 if _ENGINE_BUILD_RX.search(func + " " + path) is not None else 2
                     else:
                         if tb.serving is None:
                             tb.serving = sf

@@ -975,6 +975,10 @@ SIGNATURES = (
      "illegal_memory_access", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
     (FAILURE, "cudaErrorIllegalAddress", None,
      "illegal_memory_access", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
+    # round 56: ROCm's runtime (ROCR-Runtime, the HSA queue's error handler: "Memory access fault by GPU node-N (Agent
+    # handle: ...) on address ... Reason: ...", then abort): the AMD form of an illegal memory access
+    (FAILURE, "Memory access fault by GPU node-", None,
+     "illegal_memory_access", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,), None),
     (FAILURE, "no kernel image is available for execution on the device", None,
      "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init", (AT_WARNING,),
      "the binary has no kernels for this GPU architecture"),
@@ -1184,6 +1188,20 @@ SIGNATURES = (
      "--tool-call-parser names a parser this vLLM does not have (the message lists them)"),
     (FAILURE, "Reasoning parser '", r"Reasoning parser '[^']*' not found\. Available parsers", "config_error", WHERE_OR,
      "config", (), "--reasoning-parser names a parser this vLLM does not have (the message lists them)"),
+    # round 56: the engine arguments' V1 oracle (engine/arg_utils.py _raise_or_fallback, 0.8 -> 0.11: with
+    # VLLM_USE_V1=1 set, a feature V1 lacks - a flag, a device type, a model kind - raises "VLLM_USE_V1=1 is not
+    # supported with <feature>." while the engine config is built, where unset it falls back to V0; only there: FIXED)
+    (FAILURE, "VLLM_USE_V1=1 is not supported with", None, "config_error", FIXED, "config", (),
+     "unset VLLM_USE_V1 (this vLLM then runs the feature on V0) or drop the feature the message names"),
+    # round 56: the model's architecture resolved by the loader (model_executor/model_loader/utils.py
+    # resolve_transformers_fallback / resolve_transformers_arch, 0.7 -> 0.9: "<arch> has no vLLM implementation and
+    # the Transformers implementation is not compatible with vLLM."), the row of "Cannot find model module" beside it
+    (FAILURE, "has no vLLM implementation and the Transformers implementation is not compatible", None, "other",
+     WHERE_OR, "weight_loading", (), "this vLLM cannot run the architecture: a vLLM release that implements it"),
+    # round 56: PyTorch's CUDA context asked for a device it does not count (aten/src/ATen/cuda/CUDAContext.cpp
+    # getDeviceProperties: TORCH_INTERNAL_ASSERT(device >= 0 && device < num_gpus)) at the first device query
+    (FAILURE, "device < num_gpus INTERNAL ASSERT FAILED", None, "cuda_error", WHERE_OR, "cuda_init", (),
+     "the process sees fewer GPUs than it asks for: CUDA_VISIBLE_DEVICES and the device ids vLLM is given"),
     # the model's config cannot be read (vllm transformers_utils/config.py get_config; transformers' AutoConfig)
     (FAILURE, "No supported config format found in", None, "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "Should have a `model_type` key in its config.json", None, "config_error", WHERE_OR, "config", (), None),
