@@ -230,6 +230,8 @@ _STARTUP_WORD_RX = re.compile(STARTUP_FUNC_WORDS)
 _SHARED_PARTS = tuple(p for p, _s in SHARED_SERVING_FRAMES if not p.startswith("func:"))
 _SHARED_FUNCS = frozenset(p[5:] for p, _s in SHARED_SERVING_FRAMES if p.startswith("func:"))
 _ACCESS_5XX_RX = re.compile(ACCESS_5XX_RX)
+# (round 57) Python's refusal of a keyword a constructor does not take, or of one it needs: at config, a setting
+_ARG_REFUSAL_RX = re.compile(r"\bTypeError: .*(?:got an unexpected keyword argument|missing \d+ required)")
 _LEVEL_WORD_RX = re.compile(LEVEL_WORD_RX)
 _CONFIG_REFUSAL_RX = re.compile(CONFIG_REFUSAL_RX)
 _ERROR_WORDS_RX = re.compile(ERROR_WORDS_RX)
@@ -642,10 +644,11 @@ class _Scan(object):
             # a check that refuses a setting (CONFIG_REFUSAL_RX): the class only - where it was raised (the config,
             # a model's or a quantization method's constructor, a request) is the stage's question, not the words'
             cls = "config_error"
-        # a config error: an error placed at config by a config message row, an ERROR line or (no_row) a ValueError
+        # a config error: an error placed at config by a config message row, an ERROR line, (no_row) a ValueError or a
+        # constructor's refused keyword
         if cls == "other" and stage == "config" and (
                 (message_stage(text) or (None, None))[1] == "config_error" if basis == BASIS_INFERRED
-                else kind == ERROR_LINE or "ValueError:" in no_row):
+                else kind == ERROR_LINE or "ValueError:" in no_row or _ARG_REFUSAL_RX.search(text) is not None):
             cls = "config_error"
         if self.until is not None and (origin or lineno) > self.until:
             # printed after the server was stopped (the record, or its traceback, began after the cutoff):
@@ -864,7 +867,8 @@ class _Scan(object):
                     _CUT_FRAME_RX.match(stripped) or (
                     after_file and not EXC_RX.match(stripped) and not stripped.startswith(TB_START)):
                 # a frame's source line (also one whose indentation a paste lost); a few name their vLLM function
-                src = _source_stage(stripped, in_vllm) if stripped else None
+                # (round 57: not IPython's numbered context lines around its arrow line - they are not the call)
+                src = _source_stage(stripped, in_vllm) if stripped and not stripped[:1].isdigit() else None
                 if src is not None:
                     tb.frames.add(src)
                 elif not in_vllm and "(" in stripped and not stripped[:1].isdigit() and _LLM_CALL_RX.search(stripped):

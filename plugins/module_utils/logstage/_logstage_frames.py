@@ -601,6 +601,9 @@ SOURCE_LINES = (
     # start-up's profiling and graph capture run _dummy_run / _dummy_sampler_run, never this: a step of requests
     ("valid_sampled_token_ids = sampled_token_ids.tolist()", "request",
      "v1/worker/gpu_model_runner.py execute_model / _bookkeeping_sync: a scheduled step's sampled tokens"),
+    # round 57: the engine arguments built from keywords (entrypoints/llm.py LLM.__init__ "engine_args =
+    # EngineArgs(", 0.1 -> current; a caller's or the API server's AsyncEngineArgs(...)): the config is being made
+    ("EngineArgs(", "config", "entrypoints/llm.py LLM.__init__ and callers: EngineArgs / AsyncEngineArgs(...)"),
     # round 35: Starlette's HTTP-only paths that gather a task group's errors (starlette/middleware/base.py
     # BaseHTTPMiddleware.__call__ after its "scope['type'] != 'http'" return, responses.py StreamingResponse.__call__,
     # 0.28+): a request was being answered (vLLM's API server adds HTTP middlewares)

@@ -610,8 +610,16 @@ SIGNATURES = (
     # access gated repo for url %s.", GatedRepoError's message), printed without the exception's name
     (FAILURE, "Cannot access gated repo for url", None, "other", WHERE_OR, "config", (),
      "a gated model: the token lacks access"),
-    (FAILURE, "401 Client Error", None, "other", WHERE_OR, "config", (),
-     "the Hugging Face token is missing or wrong"),
+    # round 57: the Hub refusing a checkpoint file (requests' raise_for_status "<code> Client Error: <reason> for url:
+    # <url>", which huggingface_hub's hf_raise_for_status re-raises; the file's resolve URL names it): the weights are
+    # being fetched; any other file or Hub call (the config, the tokenizer, the repository's metadata) is the config's
+    (FAILURE, "Client Error: ", r"\b404 Client Error: .* for url: \S+/resolve/\S+\.(?:safetensors|bin|pt|pth|gguf)\b",
+     "missing_file", WHERE_OR, "weight_loading", (), "the checkpoint file is not in the Hub repository"),
+    (FAILURE, "Client Error: ", r"\b4\d\d Client Error: .* for url: \S+/resolve/\S+\.(?:safetensors|bin|pt|pth|gguf)\b",
+     "other", WHERE_OR, "weight_loading", (), "the Hub refused the checkpoint: a token with access (HF_TOKEN)"),
+    # (round 57: 403 as 401 - a gated model whose licence the token's account has not accepted)
+    (FAILURE, " Client Error", r"\b40[13] Client Error", "other", WHERE_OR, "config", (),
+     "the Hugging Face token is missing or wrong, or lacks access to the gated model (its licence accepted)"),
     (FAILURE, "RepositoryNotFoundError", None, "missing_file", WHERE_OR, "config", (),
      "the model path does not exist and is not a Hub repository"),
     # huggingface_hub's hf_raise_for_status: a 404 for a file of a Hub repository (the HTTPError its EntryNotFoundError
@@ -1507,6 +1515,12 @@ STAGE_WORDS = (
     # names places it first (METHOD_MESSAGES); get_supported_tasks is asked while the API server starts
     ("method failed", r"Invocation of '?(?!get_supported_tasks\b)\w+'? method failed", "request", "medium",
      "v1/engine/core.py: a utility call of the client on the running engine"),
+    # round 57: msgspec's refusal of a keyword its Struct does not have (msgspec _core.c: TypeError "Unexpected keyword
+    # argument '%U'"; Python's own reads "got an unexpected keyword argument"): vLLM's msgspec structs a caller builds are
+    # a request's parameters (SamplingParams 0.6 -> current, PoolingParams), made per generation once the engine is up;
+    # low, as a caller may build them before
+    ("Unexpected keyword argument '", None, "request", "low",
+     "msgspec Struct: SamplingParams / PoolingParams built for a generation (sampling_params.py, pooling_params.py)"),
     # round 51: the Hub's safetensors metadata, read with retries (with_retry's "<what>: <error>, retrying N of M") by
     # try_get_safetensors_metadata while the model config is built (dtype and quantization from the checkpoint)
     ("Error retrieving safetensors", None, "config", "medium",

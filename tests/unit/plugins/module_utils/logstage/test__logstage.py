@@ -287,6 +287,13 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 57: the Hub refusing a checkpoint file (missing, or not allowed), or the token (401, 403)
+    ("requests.exceptions.HTTPError: 404 Client Error: Not Found for url: https://huggingface.co/o/m/resolve/main/"
+     "model.safetensors", "failure", "missing_file"),
+    ("requests.exceptions.HTTPError: 403 Client Error: Forbidden for url: https://huggingface.co/o/m/resolve/main/"
+     "model-00001-of-00002.safetensors", "failure", "other"),
+    ("requests.exceptions.HTTPError: 403 Client Error: Forbidden for url: https://huggingface.co/o/m/resolve/main/"
+     "config.json", "failure", "other"),
     # round 55: the reasoning parsers' registry
     ("KeyError: \"Reasoning parser 'x' not found. Available parsers: qwen3\"", "failure", "config_error"),
     # round 54: vllm._C's op modules left undefined by vllm/_custom_ops.py
