@@ -54,6 +54,10 @@ MODULE_STAGES = (
     # determine_available_memory, profile_run, initialize_kv_cache, capture_model, execute_model, the handlers)
     ("worker/", None, "other"),
     ("v1/worker/", None, "other"),
+    # round 58: the V1 input processor's checks of a request (processor.py 0.8 -> 0.11, input_processor.py 0.12 ->):
+    # only its _validate* functions, which process_inputs runs for each request (REQUEST_FUNC_RX)
+    ("v1/engine/processor.py", "request", "other"),
+    ("v1/engine/input_processor.py", "request", "other"),
     ("v1/engine/", None, "other"),
     ("v1/executor/", None, "other"),
     ("executor/", None, "other"),
@@ -65,6 +69,9 @@ MODULE_STAGES = (
 # the multi-modal cache's put, get_current_vllm_config) are left out
 STARTUP_FUNC_RX = re.compile(r"^_{0,2}(?:post_init|init|verify|validate|check|create|from_|get_and_verify|resolve|"
                              r"set_default|load|prepare|get_quant_config|auto_fit|determine|initialize)")
+
+# in a module whose stage is request, the functions that run for each request (not its constructor)
+REQUEST_FUNC_RX = re.compile(r"^_validate")
 
 
 def _frame_stage(func, path):
@@ -163,7 +170,8 @@ def scan(tree_root):
                     framed = _frame_stage(func.name, "vllm/" + rel)
                     stage = framed if framed == "config" else "?" if shared else framed
                     if stage is None:
-                        if mod[0] is None or STARTUP_FUNC_RX.match(func.name) is None:
+                        words = REQUEST_FUNC_RX if mod[0] == "request" else STARTUP_FUNC_RX
+                        if mod[0] is None or words.match(func.name) is None:
                             continue
                         stage = mod[0]
                     yield stage, mod[1] if stage == mod[0] else "other", exc_name, prefix, "%s:%s" % (rel, func.name)

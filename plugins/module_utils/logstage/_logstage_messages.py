@@ -8,7 +8,8 @@ lookup (:func:`message_stage`).
 0.9.2 and 0.12.0 with them and added the rows it marks). A raise counts only in a function the frame map places
 (workers, engines, executors, OpenAI handlers: init_device, load_model, profile_run, initialize_kv_cache,
 execute_model, ...) or, in the config classes, EngineArgs, the model loaders, the distributed set-up and the KV-cache
-sizing, in one whose name says it builds, checks or loads; never in one that another stage's module also calls in
+sizing, in one whose name says it builds, checks or loads (round 58: in the V1 input processor, whose stage is the
+request's, its ``_validate*`` functions); never in one that another stage's module also calls in
 any release (unless the frame map places it at config: whoever calls it builds the config), and a prefix raised
 under two stages is dropped.
 The prefix is the literal text before the message's first placeholder, at most 64 characters.
@@ -999,6 +1000,48 @@ MESSAGES = (
      'ValueError model_executor/model_loader/utils.py:resolve_transformers_arch'),
     ('tensorizer_uri must be provided.', 'weight_loading', 'other',
      'ValueError model_executor/model_loader/tensorizer.py:__post_init__'),
+    # round 58: the V1 input processor's checks of each request (v1/engine/processor.py 0.8 -> 0.11,
+    # input_processor.py 0.12 -> current: its _validate* functions, run by process_inputs)
+    ('Requested prompt logprobs of', 'request', 'other',
+     'VLLMValidationError v1/engine/input_processor.py:_validate_logprobs'),
+    ('Requested sample logprobs of', 'request', 'other',
+     'VLLMValidationError v1/engine/input_processor.py:_validate_logprobs'),
+    ('prompt_is_token_ids must have the same length as prompt_embeds (', 'request', 'other',
+     'VLLMValidationError v1/engine/input_processor.py:_validate_model_input'),
+    ("Mistral tokenizer is not supported for the 'guidance' structured", 'request', 'other',
+     'ValueError v1/engine/input_processor.py:_validate_structured_output'),
+    ("Mistral tokenizer is not supported for the 'lm-format-enforcer'", 'request', 'other',
+     'ValueError v1/engine/input_processor.py:_validate_structured_output'),
+    ('Prefix caching with prompt logprobs not yet supported on VLLM V1', 'request', 'other',
+     'ValueError v1/engine/processor.py:_validate_logprobs'),
+    ('Request-level structured output backend must match engine-level', 'request', 'other',
+     'ValueError v1/engine/processor.py:_validate_structured_output'),
+    ('Request-level structured output backend selection is no longer s', 'request', 'other',
+     'ValueError v1/engine/processor.py:_validate_structured_output'),
+    ('Request-level structured output backend selection is not support', 'request', 'other',
+     'ValueError v1/engine/input_processor.py:_validate_structured_output'),
+    ('Structured output is not supported on TPU.', 'request', 'other',
+     'ValueError v1/engine/processor.py:_validate_structured_output'),
+    ("Structured outputs requires a tokenizer so it can't be used with", 'request', 'other',
+     'ValueError v1/engine/input_processor.py:_validate_structured_output'),
+    ('The min_tokens, min_p, and logit_bias sampling parameters are no', 'request', 'other',
+     'ValueError v1/engine/input_processor.py:_validate_supported_sampling_params'),
+    ('allowed_token_ids contains out-of-vocab token id!', 'request', 'other',
+     'ValueError v1/engine/input_processor.py:_validate_sampling_params'),
+    ('allowed_token_ids is not None and empty!', 'request', 'other',
+     'ValueError v1/engine/input_processor.py:_validate_sampling_params'),
+    ("async scheduling with spec decoding doesn't yet support penaltie", 'request', 'other',
+     'ValueError v1/engine/input_processor.py:_validate_supported_sampling_params'),
+    ('multi_modal_uuids for modality', 'request', 'other',
+     'ValueError v1/engine/input_processor.py:_validate_multi_modal_uuids'),
+    ('structured_outputs.grammar cannot be an empty string', 'request', 'other',
+     'ValueError v1/engine/input_processor.py:_validate_structured_output'),
+    ('vLLM V1 does not support per request user provided logits proces', 'request', 'other',
+     'ValueError v1/engine/input_processor.py:_validate_supported_sampling_params'),
+    ('vLLM V1 does not support per request user-provided logits proces', 'request', 'other',
+     'ValueError v1/engine/input_processor.py:_validate_supported_sampling_params'),
+    ('vLLM V1 does not yet support best_of.', 'request', 'other',
+     'ValueError v1/engine/processor.py:_validate_supported_sampling_params'),
 )
 # the confidence of a row's stage (see the module doc)
 STAGE_CONFIDENCE = {"config": "medium"}
