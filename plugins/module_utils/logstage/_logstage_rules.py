@@ -1210,6 +1210,10 @@ SIGNATURES = (
     # getDeviceProperties: TORCH_INTERNAL_ASSERT(device >= 0 && device < num_gpus)) at the first device query
     (FAILURE, "device < num_gpus INTERNAL ASSERT FAILED", None, "cuda_error", WHERE_OR, "cuda_init", (),
      "the process sees fewer GPUs than it asks for: CUDA_VISIBLE_DEVICES and the device ids vLLM is given"),
+    # round 59: the tensor-parallel split of a layer's size (vllm/distributed/utils.py ensure_divisibility, 0.2 ->
+    # current: assert "{} is not divisible by {}", called by the layers and models while the model is built)
+    (FAILURE, "is not divisible by", r"AssertionError: \d+ is not divisible by \d+", "config_error", WHERE_OR,
+     "weight_loading", (), "the tensor-parallel size does not divide the model's sizes (vocabulary, heads, layers)"),
     # the model's config cannot be read (vllm transformers_utils/config.py get_config; transformers' AutoConfig)
     (FAILURE, "No supported config format found in", None, "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "Should have a `model_type` key in its config.json", None, "config_error", WHERE_OR, "config", (), None),
@@ -1423,15 +1427,17 @@ ORIGINAL_ERROR_KEY = "the original error: "
 # a generic exception is classed by keywords (first hit wins)
 CLASS_KEYWORDS = (
     ("oom", ("OutOfMemoryError", "out of memory", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation",
-             "DefaultCPUAllocator: can't allocate memory")),
+             "DefaultCPUAllocator: can't allocate memory", "hipErrorOutOfMemory", "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY")),
     ("illegal_memory_access", ("illegal memory access", "CUDA_ERROR_ILLEGAL_ADDRESS", "cudaErrorIllegalAddress")),
     ("driver_mismatch", ("driver version is insufficient", "driver on your system is too old",
                          "unsupported display driver")),
     ("port_in_use", ("Address already in use", "EADDRINUSE")),
     ("nccl_error", ("NCCL", "nccl", "Gloo", "DistBackendError", "ProcessGroupNCCL")),
+    # (round 59: HIP's hipError_t names, and Intel's Unified Runtime results that PyTorch's XPU back end reports as
+    # "level_zero backend failed with error: N (UR_RESULT_ERROR_...)")
     ("cuda_error", ("CUDA error", "CUDA_ERROR_", "cudaError", "CUDADriverError", "AcceleratorError", "Triton Error [CUDA]",
-                    "HIP error")),
-    ("timeout", ("TimeoutError", "timed out", "Timeout")),
+                    "HIP error", "hipError", "UR_RESULT_ERROR_", "level_zero backend failed")),
+    ("timeout", ("TimeoutError", "timed out", "Timed out", "Timeout")),
     ("import_error", ("ModuleNotFoundError", "ImportError", "No module named", "PackageNotFoundError",
                       "undefined symbol", "cannot open shared object file", "cannot import name")),
     ("missing_file", ("FileNotFoundError", "No such file or directory")),

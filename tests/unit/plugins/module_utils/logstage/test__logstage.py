@@ -287,6 +287,8 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 59: ensure_divisibility's assert
+    ("AssertionError: 32000 is not divisible by 3", "failure", "config_error"),
     # round 57: the Hub refusing a checkpoint file (missing, or not allowed), or the token (401, 403)
     ("requests.exceptions.HTTPError: 404 Client Error: Not Found for url: https://huggingface.co/o/m/resolve/main/"
      "model.safetensors", "failure", "missing_file"),
