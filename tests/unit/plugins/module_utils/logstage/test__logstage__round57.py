@@ -31,6 +31,9 @@ def test_pythons_own_keyword_refusal_is_not_msgspecs():
      "weight_loading"),
     ("404 Client Error: Not Found", "https://hf-mirror.example/org/model/resolve/main/model.safetensors",
      "weight_loading"),
+    # ahead of the older row that reads any 404 of huggingface.co as the config's
+    ("404 Client Error: Not Found", "https://huggingface.co/org/model/resolve/main/model.safetensors", "weight_loading"),
+    ("404 Client Error: Not Found", "https://huggingface.co/org/model/resolve/main/tokenizer.json", "config"),
 ])
 def test_the_hub_refusing_a_model_file_is_placed_by_the_file(status, url, stage):
     ans = classify_text("requests.exceptions.HTTPError: %s for url: %s\n" % (status, url))
@@ -46,8 +49,13 @@ ENGINE_ARGS_TB = (
     "TypeError: __init__() got an unexpected keyword argument 'swap_gb'\n")
 
 
-def test_a_keyword_engineargs_refuses_is_a_config_error():
-    ans = classify_text(ENGINE_ARGS_TB)
+@pytest.mark.parametrize("refusal", [
+    "TypeError: __init__() got an unexpected keyword argument 'swap_gb'",
+    "TypeError: __init__() missing 1 required positional argument: 'model'",
+])
+def test_a_keyword_engineargs_refuses_or_misses_is_a_config_error(refusal):
+    ans = classify_text(ENGINE_ARGS_TB.replace("TypeError: __init__() got an unexpected keyword argument 'swap_gb'",
+                                               refusal))
     assert (ans["stage"], ans["error_class"], ans["stage_basis"]) == ("config", "config_error", "frames")
 
 

@@ -71,6 +71,20 @@ def test_the_lister_reads_a_tree_and_drops_shared_helpers(tmp_path):
                      "config/model.py:_verify_args"]]
 
 
+def test_the_lister_reads_the_v1_input_processors_request_checks_not_its_constructor(tmp_path):
+    # round 58: the lister reads the V1 input processor's _validate* functions at request, not its constructor
+    (tmp_path / "v1" / "engine").mkdir(parents=True)
+    (tmp_path / "v1" / "engine" / "processor.py").write_text(
+        "class Processor:\n"
+        "    def __init__(self):\n        raise ValueError('a constructor message long enough to be listed')\n"
+        "    def _validate_logprobs(self, p):\n        raise ValueError('a request check message long enough to list')\n")
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "vllm_raise_messages.py"), str(tmp_path)],
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    rows = [line.split("\t") for line in out.splitlines()]
+    assert rows == [["request", "other", "ValueError", "a request check message long enough to list",
+                     "v1/engine/processor.py:_validate_logprobs"]]
+
+
 def test_a_message_of_a_mapped_worker_function_takes_its_stage_low():
     # vllm/v1/worker/gpu_model_runner.py initialize_kv_cache (0.8 -> 0.32): "Unknown KV cache spec type."
     ans = classify_text("RuntimeError: Unknown KV cache spec type.\n")
