@@ -298,6 +298,11 @@ SIGNATURES = (
     # start-up failure of an unknown class (a dead engine is EngineDeadError, "Engine loop has died", ...)
     (HEADER, "EngineCore failed to start", None, "other", WHERE, None, (), None),
     (HEADER, "EngineCore encountered a fatal error", None, "other", WHERE, None, (), None),
+    # round 60: vLLM-Omni's stage engine core (vllm_omni/engine/stage_engine_core_proc.py run_stage_core) logs as
+    # run_engine_core does: "StageEngineCoreProc failed to start." before it is built, "... encountered a fatal
+    # error." once its busy loop ran
+    (HEADER, "EngineCoreProc failed to start", None, "other", WHERE, None, (), None),
+    (HEADER, "EngineCoreProc encountered a fatal error", None, "other", WHERE, None, (), None),
     (HEADER, "AsyncLLM output_handler failed", None, "engine_dead", WHERE, None, (), None),
     (HEADER, "Exception in ASGI application", None, "other", WHERE_OR, "request", (), None),
     # the API server's warm-ups before it listens (0.14+): logger.exception, later logger.warning(exc_info=True)
@@ -1210,6 +1215,25 @@ SIGNATURES = (
     # getDeviceProperties: TORCH_INTERNAL_ASSERT(device >= 0 && device < num_gpus)) at the first device query
     (FAILURE, "device < num_gpus INTERNAL ASSERT FAILED", None, "cuda_error", WHERE_OR, "cuda_init", (),
      "the process sees fewer GPUs than it asks for: CUDA_VISIBLE_DEVICES and the device ids vLLM is given"),
+    # round 60: a disaggregated (P/D) worker pairing with a remote engine's KV cache (kv_connector/v1/nixl_connector.py
+    # 0.12 -> 0.13, kv_connector/utils.py 0.14 -> current: assert "Local block size N is not divisible by remote block
+    # size M or vice versa.", "Local|Remote tensor parallel size N is not divisible by remote|local ..."), checked in
+    # NIXL's add_remote_agent / _validate_remote_agent_handshake: the handshake a request naming that engine starts
+    (FAILURE, "is not divisible by", r"(?:Local|Remote) (?:block size|tensor parallel size) \d+ is not divisible by "
+     r"(?:remote|local) (?:block size|tensor parallel size)", "config_error", WHERE_OR, "request", (),
+     "the prefill and decode instances cannot be paired: start them with block and tensor-parallel sizes that divide"),
+    # round 60: the paged-attention kernels' TORCH_CHECK of the KV-cache block size (csrc/attention/
+    # attention_kernels.cu, csrc/cpu/attention.cpp, csrc/rocm/attention.cu: "Unsupported block size: N"), hit
+    # wherever the kernel first runs (a CUDA-graph capture at start-up, else the first decode): never before the model
+    # runs, and without the log's stage unknown (not the config, which accepted the size)
+    (FAILURE, "Unsupported block size: ", r"Unsupported block size: \d+", "config_error", AT_LEAST_OR_UNKNOWN,
+     "engine_init", (),
+     "the attention kernels are not built for this --block-size"),
+    # round 60: vLLM's wrapper of its custom ops (_custom_ops.py hint_on_error, 0.5.3 -> 0.6.3: NotImplementedError
+    # "Error in calling custom op %s: %s / Not implemented or built, mostly likely because the current current device
+    # does not support this kernel ..."): the compiled kernels lack this GPU, as "no kernel image is available"
+    (FAILURE, "Not implemented or built, mostly likely because", None, "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init",
+     (), "vLLM's compiled kernels were not built for this GPU (TORCH_CUDA_ARCH_LIST of the build, or another wheel)"),
     # round 59: the tensor-parallel split of a layer's size (vllm/distributed/utils.py ensure_divisibility, 0.2 ->
     # current: assert "{} is not divisible by {}", called by the layers and models while the model is built)
     (FAILURE, "is not divisible by", r"AssertionError: \d+ is not divisible by \d+", "config_error", WHERE_OR,
@@ -1537,9 +1561,10 @@ STAGE_WORDS = (
     ("-", r"\b(?:chatcmpl|cmpl|embd|pool|classify|score|rerank|trsc|trsl)-[0-9A-Za-z]{8,}", "request", "medium",
      "entrypoints/openai/serving_*.py: the request id of an accepted request"),
     # vllm/v1/engine/core.py run_engine_core: "EngineCore encountered a fatal error." is logged only once the engine
-    # core was built (before, it logs "EngineCore failed to start."): the busy loop that serves requests failed
-    ("encountered a fatal error", r"EngineCore encountered a fatal error", "request", "medium",
-     "v1/engine/core.py run_engine_core (after start-up)"),
+    # core was built (before, it logs "EngineCore failed to start."): the busy loop that serves requests failed;
+    # round 60: vLLM-Omni's StageEngineCoreProc (stage_engine_core_proc.py run_stage_core) logs the same way
+    ("encountered a fatal error", r"EngineCore(?:Proc)? encountered a fatal error", "request", "medium",
+     "v1/engine/core.py run_engine_core, vllm_omni stage_engine_core_proc.py run_stage_core (after start-up)"),
     # V0 model_runner_base.py dump_input_on_failure wraps execute_model: "Error in model execution: %s"; V0's
     # profile_run calls the same execute_model (worker/model_runner.py 0.6.4 -> 0.10), so a profiling failure at
     # start-up carries the same words: request is the likelier stage, not a sure one (low)
@@ -1639,6 +1664,8 @@ CAUSES = (
     ("No supported device detected", None, "environment", "DeviceConfig (0.3 -> 0.5): CUDA not available, no Neuron"),
     ("Device string must not be empty", None, "environment",
      "torch.device(\"\"): the empty device type of vLLM's UnspecifiedPlatform (round 33)"),
+    ("Not implemented or built, mostly likely because", None, "environment",
+     "vLLM's _custom_ops.py hint_on_error (0.5.3 -> 0.6.3): the installed kernels were not built for this GPU"),
     ("no kernel image is available for execution on the device", None, "environment",
      "CUDA runtime: the installed binaries have no kernels for this GPU's architecture"),
     ("HIP error: invalid device function", None, "environment",

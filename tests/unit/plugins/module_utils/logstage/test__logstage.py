@@ -287,6 +287,10 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 60: the KV-transfer pairing's asserts, the paged-attention kernels' block-size check
+    ("AssertionError: Local block size 16 is not divisible by remote block size 64 or vice versa.", "failure",
+     "config_error"),
+    ("RuntimeError: Unsupported block size: 256", "failure", "config_error"),
     # round 59: ensure_divisibility's assert
     ("AssertionError: 32000 is not divisible by 3", "failure", "config_error"),
     # round 57: the Hub refusing a checkpoint file (missing, or not allowed), or the token (401, 403)
