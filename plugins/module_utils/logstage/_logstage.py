@@ -43,8 +43,8 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rule
     STAGE_RANK, STAGE_WORDS, STAGES, USUAL_STAGE_LOW, VICTIM, WARNING_HINT, WEAK_CONSEQUENCE, WHERE, WHERE_OR)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_messages import message_stage
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_frames import (
-    CALLS, DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, NOT_SERVING_FILES,
-    SERVING_FRAMES, SHARED_SERVING_FRAMES, SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS, WORKER_STEPS)
+    CALLER_RPC, CALLS, DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, NOT_SERVING_FILES,
+    SERVING_FRAMES, SHARED_SERVING_FRAMES, RPC_FUNCS, SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS, WORKER_STEPS)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
     ASYNCIO_CB_RX, CARET_ANSI_RX, CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, EXC_RX, GLUED_RX, IPY_SOURCE_RX,
     IPY_TB_RX, JOINED_WORDS, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING, MAX_COMMS,
@@ -183,6 +183,11 @@ _LLM_CALL_RX = re.compile(r"\.(?:generate|chat|encode|embed|classify|score|rewar
 # is a frame: frame_line): a frame, never the exception
 _CUT_FRAME_RX = re.compile(r'^File \[?[/~.][^\s,":]*$')
 _FRAME_FILES = tuple((part, stage) for part, stage, _source in FRAME_FILES)
+# (round 61) a frame of vLLM's or of a platform plugin's package (vllm/, vllm_ascend/, vllm-omni/, ...), and the words
+# of a caller's method that sets the engine up rather than using it
+_PKG_VLLM_RX = re.compile(r"(?:^|[/\\])vllm(?:[_-]\w+)?[/\\]|tpu_inference[/\\]")
+_CALLER_STARTUP_RX = re.compile(r"init|warm_?up|capture|profile|dummy")
+_RPC_WRAPPER_RX = re.compile(r"[/\\](?:torch[/\\]utils[/\\]_contextlib|contextlib|functools)\.py$")
 
 
 def frame_stage(func, path):
@@ -309,7 +314,7 @@ class _TB(object):
 
     __slots__ = ("state", "stream", "proc", "pid", "rec", "header", "entries", "frames", "lineno", "ts", "tkey",
                  "tkey_own", "idle", "warn_only", "context", "chained", "serving", "startup", "firm", "whole", "nframes",
-                 "ctx", "importing", "llm_call", "built")
+                 "ctx", "importing", "llm_call", "built", "rpc", "findent")
 
     def __init__(self, stream, proc, pid, rec, lineno, ts, key, tkey_own, warn_only):
         self.state = "frames"
@@ -337,6 +342,8 @@ class _TB(object):
         self.ctx = -1                    # the furthest stage the log had proved reached at its last line
         self.llm_call = False            # the last frame's line called one of LLM's request methods (round 29)
         self.built = 0                   # start-up frames seen: 1 an engine's construction, 2 any other
+        self.rpc = False                 # the last frame was vLLM's RPC running a worker method (round 61)
+        self.findent = -1                # the indentation of its last frame line (round 61)
 
     def hint(self, text):
         """(stage, confidence, strong) inferred for this traceback's error: its header's words (the call site that
@@ -395,6 +402,8 @@ def _frames_stage(frames):
     inside ``init_device`` is distributed init."""
     if not frames:
         return None
+    if CALLER_RPC in frames:
+        return "request"
     fs = set(frames)
     if DEVICE_QUERY in fs or WORKER_STEPS in fs:
         # a device query failed: device discovery, unless a later stage's frames show the device was found before
@@ -597,6 +606,8 @@ class _Scan(object):
         if frames and WORKER_STEPS in frames and fstage == "cuda_init" and \
                 not set(frames) - {WORKER_STEPS, DEVICE_QUERY, "cuda_init", "config", "environment"}:
             conf = CONF_MEDIUM  # only the Ray executor's worker set-up shows (and its call): one of its steps
+        elif frames and CALLER_RPC in frames:
+            conf = CONF_MEDIUM  # the caller's method is not vLLM's: what it did is read from its name alone
         if fstage is None:
             fstage, basis = named, BASIS_MESSAGE
         if fstage is None and hint is not None and (hint[2] or placement != WHERE_OR):
@@ -842,6 +853,14 @@ class _Scan(object):
                     # wrapper that deprecates its old arguments) took the call: the engine exists, a request failed
                     fs = "request"
                 tb.llm_call = False
+                if tb.rpc and _RPC_WRAPPER_RX.search(path) is not None:
+                    pass  # a decorator's frame between the RPC and the method it runs (torch's no_grad, functools)
+                else:
+                    if tb.rpc and fs is None and func not in _FRAME_STAGES and _PKG_VLLM_RX.search(path) is None and \
+                            _CALLER_STARTUP_RX.search(func) is None:
+                        # (round 61) vLLM's RPC ran a method of its caller's on the running engine (CALLER_RPC)
+                        tb.frames.add(CALLER_RPC)
+                    tb.rpc = func in RPC_FUNCS and "vllm" in path
                 sf = None if fs or any(p in path for p in NOT_SERVING_FILES) else \
                     _stage_by_path(_SERVING_FRAMES, path)
                 if fs:
@@ -862,9 +881,14 @@ class _Scan(object):
                 tb.importing = func == "<module>" and tb.nframes > 0 and (
                     tb.importing or _VLLM_MODULE_RX.search(path) is not None)
                 tb.nframes += 1
+                tb.findent = len(body) - len(body.lstrip())
                 return True
-            if body[:1] in (" ", "\t") or not stripped or CARETS_RX.match(stripped) or IPY_SOURCE_RX.match(stripped) or \
-                    _CUT_FRAME_RX.match(stripped) or (
+            # (round 61) an exception line indented no deeper than the frame lines above it (a paste that indented
+            # the whole traceback) is the exception, not a source line
+            exc_here = body[:1] in (" ", "\t") and len(body) - len(body.lstrip()) <= tb.findent and \
+                EXC_RX.match(stripped) is not None
+            if (body[:1] in (" ", "\t") and not exc_here) or not stripped or CARETS_RX.match(stripped) or \
+                    IPY_SOURCE_RX.match(stripped) or _CUT_FRAME_RX.match(stripped) or (
                     after_file and not EXC_RX.match(stripped) and not stripped.startswith(TB_START)):
                 # a frame's source line (also one whose indentation a paste lost); a few name their vLLM function
                 # (round 57: not IPython's numbered context lines around its arrow line - they are not the call)

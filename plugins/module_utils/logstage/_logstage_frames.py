@@ -357,6 +357,10 @@ FRAMES = (
     ("run_asgi", "uvicorn/protocols/http", "request", "uvicorn: RequestResponseCycle.run_asgi"),
     ("run_endpoint_function", "fastapi/routing.py", "request", "fastapi/routing.py: run_endpoint_function"),
     ("handle", "starlette/routing.py", "request", "starlette/routing.py: Route.handle"),
+    # round 61: a streaming response's watch for the client going away (starlette/responses.py StreamingResponse
+    # listen_for_disconnect, awaiting uvicorn's RequestResponseCycle.receive): only a response being streamed runs it
+    ("listen_for_disconnect", "starlette/responses.py", "request", "starlette: StreamingResponse.listen_for_disconnect"),
+    ("receive", "uvicorn/protocols/http", "request", "uvicorn: RequestResponseCycle.receive"),
     # the schedulers and engine steps, the offline LLM's generation calls (vLLM 0.2 -> current)
     ("schedule", "vllm/core/scheduler.py", "request", "vllm/core/scheduler.py (V0): Scheduler.schedule"),
     ("_schedule", "vllm/core/scheduler.py", "request", "vllm/core/scheduler.py (V0): Scheduler._schedule"),
@@ -529,6 +533,9 @@ FRAME_FILES = (
     ("vllm/model_executor/model_loader/sharded_state_loader.py", "weight_loading", "model_loader (0.9+)"),
     ("vllm/model_executor/model_loader/runai_streamer_loader.py", "weight_loading", "model_loader (0.9+)"),
     ("vllm/model_executor/model_loader/tensorizer_loader.py", "weight_loading", "model_loader (0.9+)"),
+    # round 61: vLLM's parameter classes (model_executor/parameter.py, 0.5.4 -> current): made while the model is
+    # built (the layers' create_weights), filled by the layers' weight loaders (_assert_and_load, load_*_weight)
+    ("vllm/model_executor/parameter.py", "weight_loading", "model_executor/parameter.py: BasevLLMParameter & co."),
     ("vllm/engine/arg_utils.py", "config", "vllm/engine/arg_utils.py: EngineArgs"),
     ("vllm/transformers_utils/config.py", "config", "transformers_utils/config.py: the HF config helpers"),
     ("transformers/models/auto/configuration_auto.py", "config", "transformers: AutoConfig, CONFIG_MAPPING (round 12)"),
@@ -570,6 +577,12 @@ DEVICE_QUERY = "device_query"
 # (round 39) ... but a frame of ``_init_workers_ray`` with no later step's frame under it says only that one of the
 # steps it runs failed - placement, device init, distributed init or the weights: cuda_init, the earliest, at medium
 WORKER_STEPS = "worker_steps"
+# (round 61) vLLM's RPC to its workers (collective_rpc / _run_workers -> run_method, V0's execute_method) running a
+# method that is not vLLM's - a caller's worker extension (TRL's update_named_param, OpenRLHF's update_weight, verl's
+# weight sync): vLLM runs only its own worker methods while it starts, so the engine was up and serving its caller;
+# every frame under it is that call's (load_weights of a weight sync is not the start-up's weight loading): request
+CALLER_RPC = "caller_rpc"
+RPC_FUNCS = ("run_method", "execute_method")
 DEVICE_QUERY_PATHS = ("vllm/platforms/", "pynvml", "ray_gpu_executor.py", "ray_distributed_executor.py",
                       "executor/ray_executor.py", "vllm/engine/llm_engine.py", "torch/cuda/__init__.py")
 

@@ -270,7 +270,11 @@ SIGNATURES = (
      "NCCL watchdog on a surviving rank; look for the rank or node that failed first"),
     (VICTIM, "Some NCCL operations have failed or timed out", None,
      "timeout", AT_LEAST, "distributed_init", (AT_WARNING,), None),
-    (VICTIM, "watchdog thread terminated with exception", None,
+    # round 61: the watchdog quotes what ended it (torch ProcessGroupNCCL.cpp ncclCommWatchdog: "Process group
+    # watchdog thread terminated with exception: " + e.what()): a collective's timeout is read here, a CUDA, HIP or
+    # NCCL error it found on the work's stream by that error's own row (the failure; the watchdog only reports it)
+    (VICTIM, "watchdog thread terminated with exception",
+     r"watchdog thread terminated with exception: (?!(?:CUDA|HIP|NCCL) error)",
      "timeout", AT_LEAST, "distributed_init", (AT_WARNING,), None),
     (VICTIM, "detected by watchdog", None, "timeout", AT_LEAST, "distributed_init", (AT_WARNING,), None),
     (VICTIM, "Timeout at NCCL work", None, "timeout", AT_LEAST, "distributed_init", (AT_WARNING,), None),
@@ -843,17 +847,20 @@ SIGNATURES = (
     (FAILURE, "Cannot find the config file for", None, "missing_file", FIXED, "weight_loading", (), None),
     (FAILURE, "Found multiple config files for", None, "config_error", FIXED, "weight_loading", (), None),
     (FAILURE, "Unsupported quantization config found", None, "config_error", FIXED, "weight_loading", (), None),
-    (FAILURE, "param_data.shape == loaded_weight.shape", None, "config_error", FIXED, "weight_loading", (),
+    (FAILURE, "param_data.shape == loaded_weight.shape", None, "other", FIXED, "weight_loading", (),
      "checkpoint shapes do not fit this model or TP size"),
     # the linear layers' and parameters' weight_loader shape assertion (layers/linear.py ReplicatedLinear and
     # model_executor/parameter.py, 0.5 -> current: "Tried to load weights of size {}to a parameter of size {}")
-    (FAILURE, "Tried to load weights of size", None, "config_error", FIXED, "weight_loading", (),
+    (FAILURE, "Tried to load weights of size", None, "other", FIXED, "weight_loading", (),
      "checkpoint shapes do not fit this model or TP size"),
     # the GGUF loader maps the file's tensor names to the model's (model_loader/gguf_loader.py _get_gguf_weights_map,
     # 0.10 -> current): a GGUF whose tensors the model class cannot take
     (FAILURE, "Failed to map GGUF parameters", None, "other", FIXED, "weight_loading", (), None),
     # model_loader/weight_utils.py default_weight_loader: "Attempted to load weight ({}) into parameter ({})"
-    (FAILURE, "Attempted to load weight", None, "config_error", FIXED, "weight_loading", (),
+    # (round 61: these three shape checks are class other, not config_error - the checkpoint's tensors do not fit the
+    # model class as built, no setting is refused; a tensor-parallel size that splits a layer unevenly is refused
+    # earlier by its own divisibility rows)
+    (FAILURE, "Attempted to load weight", None, "other", FIXED, "weight_loading", (),
      "checkpoint shapes do not fit this model or TP size"),
     # --- engine_init: compile, memory profiling, KV cache, CUDA graphs ------------------------------------------
     (FAILURE, "No available memory for the cache blocks", None, "oom", FIXED, "engine_init", (),

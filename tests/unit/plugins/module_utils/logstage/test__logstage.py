@@ -291,6 +291,9 @@ RX_SAMPLES = [
     ("AssertionError: Local block size 16 is not divisible by remote block size 64 or vice versa.", "failure",
      "config_error"),
     ("RuntimeError: Unsupported block size: 256", "failure", "config_error"),
+    # round 61: the NCCL watchdog's own row, for what it quotes that no row of its own reads
+    ("Process group watchdog thread terminated with exception: [Rank 1] unhandled event in the work queue",
+     "victim", "timeout"),
     # round 59: ensure_divisibility's assert
     ("AssertionError: 32000 is not divisible by 3", "failure", "config_error"),
     # round 57: the Hub refusing a checkpoint file (missing, or not allowed), or the token (401, 403)
