@@ -648,6 +648,10 @@ class _Scan(object):
             # a dead engine's error that quotes the error that stopped the engine loop: that error's class
             quoted = _classify_text(text.split(ORIGINAL_ERROR_KEY, 1)[1])
             cls = quoted if quoted != "engine_dead" else "other"
+        if cls == "other" and kind == CONSEQUENCE and text.count("'") >= 2:
+            # (round 62) a wrapper of no class quoting the error it reports ("Worker failed with error '...'"): the
+            # quoted error's class, read from its words (CLASS_KEYWORDS)
+            cls = _classify_text(text.split("'", 1)[1])
         if cls == "other" and self.kv_empty and kind in (FAILURE, ERROR_LINE, HEADER, CUT_TRACEBACK):
             # the KV cache was sized to nothing just before: the error of no class is the GPU memory's
             cls = "oom"
@@ -655,12 +659,15 @@ class _Scan(object):
             # a check that refuses a setting (CONFIG_REFUSAL_RX): the class only - where it was raised (the config,
             # a model's or a quantization method's constructor, a request) is the stage's question, not the words'
             cls = "config_error"
-        # a config error: an error placed at config by a config message row, an ERROR line, (no_row) a ValueError or a
-        # constructor's refused keyword
-        if cls == "other" and stage == "config" and (
-                (message_stage(text) or (None, None))[1] == "config_error" if basis == BASIS_INFERRED
-                else kind == ERROR_LINE or "ValueError:" in no_row or _ARG_REFUSAL_RX.search(text) is not None):
-            cls = "config_error"
+        # a config error: an error placed at config by a config message row (round 62: or by its frames, when a row
+        # has its message; a signature's own class stands), an ERROR line, (no_row) a ValueError or a constructor's
+        # refused keyword
+        if cls == "other" and stage == "config":
+            if basis in (BASIS_INFERRED, BASIS_FRAMES) and (message_stage(text) or (None, None))[1] == "config_error":
+                cls = "config_error"
+            elif basis != BASIS_INFERRED and (kind == ERROR_LINE or "ValueError:" in no_row or
+                                              _ARG_REFUSAL_RX.search(text) is not None):
+                cls = "config_error"
         if self.until is not None and (origin or lineno) > self.until:
             # printed after the server was stopped (the record, or its traceback, began after the cutoff):
             # shutdown noise, reported apart and never the failure

@@ -588,6 +588,12 @@ DEVICE_QUERY_PATHS = ("vllm/platforms/", "pynvml", "ray_gpu_executor.py", "ray_d
 
 # the source line printed under a frame whose ``File`` line was cut from a paste: (substring, stage, where in vLLM)
 SOURCE_LINES = (
+    # round 62: the engine's scheduler, built once the KV cache is sized (V0 LLMEngine.__init__ after
+    # _initialize_kv_caches, 0.2 -> 0.10; V1 EngineCore.__init__ after _initialize_kv_caches; V0's Scheduler.__init__
+    # building its block manager; vllm/env_override.py's copy of inductor's Scheduler runs in torch.compile at start-up)
+    ("self.scheduler = Scheduler(", "engine_init", "engine/llm_engine.py, v1/engine/core.py: the engine's scheduler"),
+    ("self.scheduler: SchedulerInterface = Scheduler(", "engine_init", "v1/engine/core.py EngineCore.__init__"),
+    ("self.block_manager = BlockSpaceManagerImpl(", "engine_init", "core/scheduler.py (V0) Scheduler.__init__"),
     # every model's load_weights (vllm/model_executor/models/*.py, 0.2 -> current): "param = params_dict[name]"
     ("params_dict[name]", "weight_loading", "models/*.py load_weights: param = params_dict[name]"),
     # the weight loaders' calls ("weight_loader(param, loaded_weight", models/*.py load_weights)

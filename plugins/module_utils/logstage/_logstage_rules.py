@@ -1241,6 +1241,11 @@ SIGNATURES = (
     # does not support this kernel ..."): the compiled kernels lack this GPU, as "no kernel image is available"
     (FAILURE, "Not implemented or built, mostly likely because", None, "cuda_error", AT_LEAST_OR_UNKNOWN, "cuda_init",
      (), "vLLM's compiled kernels were not built for this GPU (TORCH_CUDA_ARCH_LIST of the build, or another wheel)"),
+    # round 62: LLVM's fatal-error handler (llvm/lib/Support/ErrorHandling.cpp report_fatal_error: "LLVM ERROR: "
+    # and the reason, then abort), reached through Triton's compiler when a kernel is built for this GPU: the process
+    # is gone, the reason on this line is the cause; the log's stage (a kernel is compiled where it first runs)
+    (FAILURE, "LLVM ERROR: ", None, "other", WHERE, None, (),
+     "Triton's LLVM could not compile a kernel for this GPU (its architecture or the Triton version)"),
     # round 59: the tensor-parallel split of a layer's size (vllm/distributed/utils.py ensure_divisibility, 0.2 ->
     # current: assert "{} is not divisible by {}", called by the layers and models while the model is built)
     (FAILURE, "is not divisible by", r"AssertionError: \d+ is not divisible by \d+", "config_error", WHERE_OR,
@@ -1457,17 +1462,25 @@ ORIGINAL_ERROR_KEY = "the original error: "
 # --------------------------------------------------------------------------------------------------------------
 # a generic exception is classed by keywords (first hit wins)
 CLASS_KEYWORDS = (
+    # (round 62: the Neuron runtime's NRT_RESOURCE - status 4, "failed to allocate a resource" - of its device tensor
+    # allocation, nrt_tensor_allocate)
     ("oom", ("OutOfMemoryError", "out of memory", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation",
-             "DefaultCPUAllocator: can't allocate memory", "hipErrorOutOfMemory", "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY")),
+             "DefaultCPUAllocator: can't allocate memory", "hipErrorOutOfMemory", "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
+             "nrt_tensor_allocate status=4", "NRT_RESOURCE")),
     ("illegal_memory_access", ("illegal memory access", "CUDA_ERROR_ILLEGAL_ADDRESS", "cudaErrorIllegalAddress")),
     ("driver_mismatch", ("driver version is insufficient", "driver on your system is too old",
                          "unsupported display driver")),
     ("port_in_use", ("Address already in use", "EADDRINUSE")),
-    ("nccl_error", ("NCCL", "nccl", "Gloo", "DistBackendError", "ProcessGroupNCCL")),
+    # (round 62: XCCL - Kunlun's XPU collective library in its torch_xmlir back end, and PyTorch's XPU back end's
+    # ProcessGroupXCCL)
+    ("nccl_error", ("NCCL", "nccl", "Gloo", "DistBackendError", "ProcessGroupNCCL", "XCCL")),
     # (round 59: HIP's hipError_t names, and Intel's Unified Runtime results that PyTorch's XPU back end reports as
-    # "level_zero backend failed with error: N (UR_RESULT_ERROR_...)")
+    # "level_zero backend failed with error: N (UR_RESULT_ERROR_...)"; round 62: torch_npu's errors of Ascend's ACL
+    # runtime - "NPU function error: <acl call>, error code is N", "ACL stream synchronize failed, error code:N" - and
+    # CANN's EE9999 inner runtime error)
     ("cuda_error", ("CUDA error", "CUDA_ERROR_", "cudaError", "CUDADriverError", "AcceleratorError", "Triton Error [CUDA]",
-                    "HIP error", "hipError", "UR_RESULT_ERROR_", "level_zero backend failed")),
+                    "HIP error", "hipError", "UR_RESULT_ERROR_", "level_zero backend failed", "NPU function error",
+                    "ACL stream synchronize failed", "EE9999")),
     ("timeout", ("TimeoutError", "timed out", "Timed out", "Timeout")),
     ("import_error", ("ModuleNotFoundError", "ImportError", "No module named", "PackageNotFoundError",
                       "undefined symbol", "cannot open shared object file", "cannot import name")),
