@@ -49,9 +49,11 @@ BRACKET_RFC3339_RX = re.compile(r"^\[(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(
 COMPOSE_RX = re.compile(r"^([A-Za-z0-9][\w.-]*)\s+\| ?")
 # round 31: Docker Desktop's log view copies each line of a container behind its local time in seconds
 # ("2024-06-10 13:26:25 " + the line): stripped only where what follows is itself a log line - indented (a traceback's
-# frame or source line), a traceback's first line, a vLLM record, a process tag or another dated line - so a
+# frame or source line; round 63: a frame line whose indentation the paste lost), a traceback's first line, a vLLM
+# record, a process tag or another dated line - so a
 # program's own "date time message" line keeps its time and words
-DESKTOP_RX = re.compile(r"^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) (?=\s|Traceback \(|\(\w|\d{4}-\d\d-\d\d[ T]|"
+DESKTOP_RX = re.compile(r"^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) (?=\s|Traceback \(|File \"[^\"]+\", line \d|\(\w|"
+                        r"\d{4}-\d\d-\d\d[ T]|"
                         r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d )")
 # round 23: FastChat's workers (fastchat/utils.py build_logger: "%(asctime)s | %(levelname)s | %(name)s | %(message)s")
 # pass the process's own stdout/stderr through the loggers "stdout" and "stderr" (StreamToLogger): what follows is

@@ -793,6 +793,11 @@ SIGNATURES = (
     (FAILURE, "DeepEPv2 requires NCCL GIN", None, "config_error", FIXED, "distributed_init", (), None),
     (FAILURE, "The client socket has timed out after", None, "timeout", FIXED, "distributed_init", (),
      "the rendezvous (TCPStore) is unreachable: master address, firewall, or the other node not started"),
+    # round 63: the store client's last try (torch/csrc/distributed/c10d/socket.cpp: "The client socket has failed to
+    # connect to any network address of (host, port).", then DistNetworkError; its warnings before name each errno)
+    (FAILURE, "The client socket has failed to connect to any network address of", None, "other", FIXED,
+     "distributed_init", (), "the rendezvous (TCPStore) is unreachable: master address and port, firewall, or the "
+     "node that serves it not started"),
     (FAILURE, "Gloo connectFullMesh failed", None, "nccl_error", FIXED, "distributed_init", (),
      "Gloo picked the wrong interface: set GLOO_SOCKET_IFNAME"),
     # gloo's own check of the interface it was told to use (GLOO_SOCKET_IFNAME), printed at once and without a
@@ -1463,10 +1468,10 @@ ORIGINAL_ERROR_KEY = "the original error: "
 # a generic exception is classed by keywords (first hit wins)
 CLASS_KEYWORDS = (
     # (round 62: the Neuron runtime's NRT_RESOURCE - status 4, "failed to allocate a resource" - of its device tensor
-    # allocation, nrt_tensor_allocate)
+    # allocation, nrt_tensor_allocate; round 63: Rebellions' RBLN runtime "SYS_EBUSY: Lack of device memory")
     ("oom", ("OutOfMemoryError", "out of memory", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation",
              "DefaultCPUAllocator: can't allocate memory", "hipErrorOutOfMemory", "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
-             "nrt_tensor_allocate status=4", "NRT_RESOURCE")),
+             "nrt_tensor_allocate status=4", "NRT_RESOURCE", "Lack of device memory")),
     ("illegal_memory_access", ("illegal memory access", "CUDA_ERROR_ILLEGAL_ADDRESS", "cudaErrorIllegalAddress")),
     ("driver_mismatch", ("driver version is insufficient", "driver on your system is too old",
                          "unsupported display driver")),
@@ -1477,10 +1482,11 @@ CLASS_KEYWORDS = (
     # (round 59: HIP's hipError_t names, and Intel's Unified Runtime results that PyTorch's XPU back end reports as
     # "level_zero backend failed with error: N (UR_RESULT_ERROR_...)"; round 62: torch_npu's errors of Ascend's ACL
     # runtime - "NPU function error: <acl call>, error code is N", "ACL stream synchronize failed, error code:N" - and
-    # CANN's EE9999 inner runtime error)
+    # CANN's EE9999 inner runtime error; round 63: PyTorch's checks of CUDA driver API calls, c10/cuda/driver_api.h
+    # C10_CUDA_DRIVER_CHECK: "CUDA driver error: ...")
     ("cuda_error", ("CUDA error", "CUDA_ERROR_", "cudaError", "CUDADriverError", "AcceleratorError", "Triton Error [CUDA]",
                     "HIP error", "hipError", "UR_RESULT_ERROR_", "level_zero backend failed", "NPU function error",
-                    "ACL stream synchronize failed", "EE9999")),
+                    "ACL stream synchronize failed", "EE9999", "CUDA driver error")),
     ("timeout", ("TimeoutError", "timed out", "Timed out", "Timeout")),
     ("import_error", ("ModuleNotFoundError", "ImportError", "No module named", "PackageNotFoundError",
                       "undefined symbol", "cannot open shared object file", "cannot import name")),
