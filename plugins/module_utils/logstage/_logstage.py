@@ -933,6 +933,10 @@ class _Scan(object):
                 return True
             if not tb.entries[-1][2] and self._ray_remote_tb(tb, line, lineno, body, stripped):
                 return True
+            if CARETS_RX.match(stripped):
+                # (round 64) a caret line carries no words of the message (Ray prints its remote task's carets
+                # between its wrapper's line and the remote frames)
+                return True
             msgs = tb.entries[-1][2]
             if len(msgs) < _MAX_MSG_LINES:
                 msgs.append((stripped, lineno))

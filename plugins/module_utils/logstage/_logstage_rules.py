@@ -1251,6 +1251,17 @@ SIGNATURES = (
     # is gone, the reason on this line is the cause; the log's stage (a kernel is compiled where it first runs)
     (FAILURE, "LLVM ERROR: ", None, "other", WHERE, None, (),
      "Triton's LLVM could not compile a kernel for this GPU (its architecture or the Triton version)"),
+    # round 64: vLLM's CUTLASS kernels refusing this GPU (csrc/quantization/cutlass_w8a8/*_entry.cu, csrc/attention
+    # mla, 0.6 -> current: TORCH_CHECK_NOT_IMPLEMENTED "No compiled cutlass_scaled_mm for a compute capability less
+    # than CUDA device capability: N", "..._azp", "..._scaled_sparse_mm", "cutlass_*fp4_group_mm kernel", "cutlass
+    # MLA"): a GEMM or attention kernel of a forward pass, so never before the model runs - the 2:4 weights'
+    # compression (cutlass_sparse_compress) runs when the weights are processed after loading
+    (FAILURE, "No compiled cutlass", r"No compiled cutlass(?:_scaled_mm|_scaled_mm_azp|_scaled_sparse_mm|"
+     r"_mxfp4_group_mm|_fp4_group_mm| MLA)\b", "cuda_error", AT_LEAST, "engine_init", (),
+     "this vLLM build has no CUTLASS kernel for this GPU's compute capability (a wheel built for it, or another "
+     "quantization)"),
+    (FAILURE, "No compiled cutlass_sparse_compress", None, "cuda_error", AT_LEAST, "weight_loading", (),
+     "this vLLM build has no CUTLASS kernel for this GPU's compute capability"),
     # round 59: the tensor-parallel split of a layer's size (vllm/distributed/utils.py ensure_divisibility, 0.2 ->
     # current: assert "{} is not divisible by {}", called by the layers and models while the model is built)
     (FAILURE, "is not divisible by", r"AssertionError: \d+ is not divisible by \d+", "config_error", WHERE_OR,
@@ -1690,6 +1701,8 @@ CAUSES = (
     ("No supported device detected", None, "environment", "DeviceConfig (0.3 -> 0.5): CUDA not available, no Neuron"),
     ("Device string must not be empty", None, "environment",
      "torch.device(\"\"): the empty device type of vLLM's UnspecifiedPlatform (round 33)"),
+    ("No compiled cutlass", None, "environment",
+     "vLLM's CUTLASS kernels (csrc/quantization/cutlass_w8a8): the installed build has none for this GPU"),
     ("Not implemented or built, mostly likely because", None, "environment",
      "vLLM's _custom_ops.py hint_on_error (0.5.3 -> 0.6.3): the installed kernels were not built for this GPU"),
     ("no kernel image is available for execution on the device", None, "environment",

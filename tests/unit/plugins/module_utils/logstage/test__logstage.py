@@ -287,6 +287,9 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 64: vLLM's CUTLASS kernels refusing this GPU
+    ("NotImplementedError: No compiled cutlass_scaled_mm for a compute capability less than CUDA device capability: 75",
+     "failure", "cuda_error"),
     # round 60: the KV-transfer pairing's asserts, the paged-attention kernels' block-size check
     ("AssertionError: Local block size 16 is not divisible by remote block size 64 or vice versa.", "failure",
      "config_error"),
