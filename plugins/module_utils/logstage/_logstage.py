@@ -860,12 +860,11 @@ class _Scan(object):
                     # wrapper that deprecates its old arguments) took the call: the engine exists, a request failed
                     fs = "request"
                 tb.llm_call = False
-                if tb.rpc and _RPC_WRAPPER_RX.search(path) is not None:
-                    pass  # a decorator's frame between the RPC and the method it runs (torch's no_grad, functools)
-                else:
+                if not (tb.rpc and _RPC_WRAPPER_RX.search(path)):
+                    # (round 61) vLLM's RPC ran a method of its caller's on the running engine (CALLER_RPC); a
+                    # decorator's frame in between (torch's no_grad, functools) keeps the RPC's mark for the next
                     if tb.rpc and fs is None and func not in _FRAME_STAGES and _PKG_VLLM_RX.search(path) is None and \
                             _CALLER_STARTUP_RX.search(func) is None:
-                        # (round 61) vLLM's RPC ran a method of its caller's on the running engine (CALLER_RPC)
                         tb.frames.add(CALLER_RPC)
                     tb.rpc = func in RPC_FUNCS and "vllm" in path
                 sf = None if fs or any(p in path for p in NOT_SERVING_FILES) else \
