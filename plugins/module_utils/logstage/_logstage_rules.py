@@ -1262,6 +1262,13 @@ SIGNATURES = (
      "quantization)"),
     (FAILURE, "No compiled cutlass_sparse_compress", None, "cuda_error", AT_LEAST, "weight_loading", (),
      "this vLLM build has no CUTLASS kernel for this GPU's compute capability"),
+    # round 65: the platform refusing the attention backend it was asked for (platforms/cuda.py, rocm.py
+    # get_attn_backend_cls, 0.11 -> current: "Selected backend X is not valid for this configuration. Reason: [...]"),
+    # asked by the attention layers as the model is built (attention/selector.py get_attn_backend) - and later by the
+    # model runner, which the log's stage then shows
+    (FAILURE, "is not valid for this configuration", r"Selected backend \S+ is not valid for this configuration",
+     "config_error", WHERE_OR, "weight_loading", (),
+     "the attention backend asked for (--attention-backend / VLLM_ATTENTION_BACKEND) cannot run this model on this GPU"),
     # round 59: the tensor-parallel split of a layer's size (vllm/distributed/utils.py ensure_divisibility, 0.2 ->
     # current: assert "{} is not divisible by {}", called by the layers and models while the model is built)
     (FAILURE, "is not divisible by", r"AssertionError: \d+ is not divisible by \d+", "config_error", WHERE_OR,
@@ -1488,8 +1495,8 @@ CLASS_KEYWORDS = (
                          "unsupported display driver")),
     ("port_in_use", ("Address already in use", "EADDRINUSE")),
     # (round 62: XCCL - Kunlun's XPU collective library in its torch_xmlir back end, and PyTorch's XPU back end's
-    # ProcessGroupXCCL)
-    ("nccl_error", ("NCCL", "nccl", "Gloo", "DistBackendError", "ProcessGroupNCCL", "XCCL")),
+    # ProcessGroupXCCL; round 65: Intel's oneCCL, which its errors name "oneCCL: <file>:<line> ...")
+    ("nccl_error", ("NCCL", "nccl", "Gloo", "DistBackendError", "ProcessGroupNCCL", "XCCL", "oneCCL")),
     # (round 59: HIP's hipError_t names, and Intel's Unified Runtime results that PyTorch's XPU back end reports as
     # "level_zero backend failed with error: N (UR_RESULT_ERROR_...)"; round 62: torch_npu's errors of Ascend's ACL
     # runtime - "NPU function error: <acl call>, error code is N", "ACL stream synchronize failed, error code:N" - and

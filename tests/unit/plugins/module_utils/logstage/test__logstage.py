@@ -287,6 +287,9 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 65: the platform refusing the attention backend asked for
+    ("ValueError: Selected backend AttentionBackendEnum.FLASHINFER is not valid for this configuration. Reason: []",
+     "failure", "config_error"),
     # round 64: vLLM's CUTLASS kernels refusing this GPU
     ("NotImplementedError: No compiled cutlass_scaled_mm for a compute capability less than CUDA device capability: 75",
      "failure", "cuda_error"),
