@@ -578,9 +578,10 @@ DEVICE_QUERY = "device_query"
 # steps it runs failed - placement, device init, distributed init or the weights: cuda_init, the earliest, at medium
 WORKER_STEPS = "worker_steps"
 # (round 61) vLLM's RPC to its workers (collective_rpc / _run_workers -> run_method, V0's execute_method) running a
-# method that is not vLLM's - a caller's worker extension (TRL's update_named_param, OpenRLHF's update_weight, verl's
-# weight sync): vLLM runs only its own worker methods while it starts, so the engine was up and serving its caller;
-# every frame under it is that call's (load_weights of a weight sync is not the start-up's weight loading): request
+# method that is not vLLM's - a caller's worker extension (TRL's update_named_param, OpenRLHF's update_weight): vLLM
+# runs only its own worker methods while it starts, so the engine was up and serving its caller; every frame under it
+# is that call's (load_weights of a weight sync is not the start-up's weight loading): request.  A caller whose
+# extension lives in a "vllm_*" folder (verl's vllm_rollout/) reads as a platform plugin's worker and is not marked
 CALLER_RPC = "caller_rpc"
 RPC_FUNCS = ("run_method", "execute_method")
 DEVICE_QUERY_PATHS = ("vllm/platforms/", "pynvml", "ray_gpu_executor.py", "ray_distributed_executor.py",
