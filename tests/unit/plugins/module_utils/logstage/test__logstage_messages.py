@@ -55,6 +55,13 @@ def test_markers_outrank_the_table_and_an_unlisted_message_stays_unknown():
     assert ans["stage"] == "unknown"
 
 
+def _lister_rows(tree):
+    """The rows scripts/vllm_raise_messages.py prints for ``tree``, each split into its tab-separated fields."""
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "vllm_raise_messages.py"), str(tree)],
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    return [line.split("\t") for line in out.splitlines()]
+
+
 def test_the_lister_reads_a_tree_and_drops_shared_helpers(tmp_path):
     # a two-module tree written here: a config check, and a helper the loader and the config both call
     (tmp_path / "config").mkdir()
@@ -64,9 +71,7 @@ def test_the_lister_reads_a_tree_and_drops_shared_helpers(tmp_path):
     (tmp_path / "model_executor" / "model_loader").mkdir(parents=True)
     (tmp_path / "model_executor" / "model_loader" / "default_loader.py").write_text(
         "def load_model(self):\n    get_thing(self)\n")
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "vllm_raise_messages.py"), str(tmp_path)],
-                         capture_output=True, text=True, check=True, timeout=60).stdout
-    rows = [line.split("\t") for line in out.splitlines()]
+    rows = _lister_rows(tmp_path)
     assert rows == [["config", "config_error", "ValueError", "the foo setting must be positive, got",
                      "config/model.py:_verify_args"]]
 
@@ -78,9 +83,7 @@ def test_the_lister_reads_the_v1_input_processors_request_checks_not_its_constru
         "class Processor:\n"
         "    def __init__(self):\n        raise ValueError('a constructor message long enough to be listed')\n"
         "    def _validate_logprobs(self, p):\n        raise ValueError('a request check message long enough to list')\n")
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "vllm_raise_messages.py"), str(tmp_path)],
-                         capture_output=True, text=True, check=True, timeout=60).stdout
-    rows = [line.split("\t") for line in out.splitlines()]
+    rows = _lister_rows(tmp_path)
     assert rows == [["request", "other", "ValueError", "a request check message long enough to list",
                      "v1/engine/processor.py:_validate_logprobs"]]
 
