@@ -48,9 +48,10 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_fram
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
     ASYNCIO_CB_RX, CARET_ANSI_RX, CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, EXC_RX, GLUED_RX, IPY_SOURCE_RX,
     IPY_TB_RX, JOINED_WORDS, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING, MAX_COMMS,
-    MONTH_INITIALS, NCCL_COMM_RX, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_FRAME_RX, PYTEST_SRC_RX,
-    RAY_REPEAT_RX, RSYSLOG_ESC_RX, RSYSLOG_ESCAPES, SUBJECT_RX, TB_START, TEE_RX, Line, clean, collective_stage, cut,
-    cut_record, frame_line, joined_cuts, last_ts, match_tkey, parse_line, strip_wrappers)
+    MARKUP_RX, MONTH_INITIALS, NCCL_COMM_RX, NODE_FIRST_LINES, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX,
+    PYTEST_FRAME_RX, PYTEST_SRC_RX, RAY_REPEAT_RX, RSYSLOG_ESC_RX, RSYSLOG_ESCAPES, SUBJECT_RX, TB_START, TEE_RX, Line,
+    clean, collective_stage, cut, cut_record, frame_line, joined_cuts, last_ts, match_tkey, node_prefix, parse_line,
+    strip_wrappers)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_prefilter import (
     MARK_ANCHORS, STATIC_ANCHORS, scan_stream)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_answer import (
@@ -452,6 +453,8 @@ class _Scan(object):
         self.pid2proc = {}
         self.rec_cand = {}
         self.proc_hdr = None
+        self.node_words = set()          # the "<word>: " node prefixes taken in this log (node_prefix)
+        self.node_lines = 0              # non-blank lines read before one had such a prefix (None: one had)
         self.proc_hdr_at = self.hdr_to = -1  # a record header's first and last line (PROCESS_HDR_RX: its traceback follows)
         self.hdr_stage = None            # the stage of the callback an asyncio header names (its traceback's last frame)
         self.hdr_cb = None               # such a header whose traceback has not followed (yet): (lineno, line, ...)
@@ -529,8 +532,13 @@ class _Scan(object):
                 for c in self.cands:
                     # (round 32: another process's line in the same second proves nothing of the failing one - the
                     # other workers of a V0 engine go on printing as one of them dies)
-                    concurrent = c["pid"] is not None and line.pid != c["pid"] and line.tkey is not None \
-                        and line.tkey == c["tkey"]
+                    # (a collector's time of the failure, kubectl's or journald's, is compared with the line's own
+                    # collector time by its second; the line's own vLLM time with the failure's own)
+                    concurrent = c["pid"] is not None and line.pid != c["pid"] and (
+                        line.tkey is not None and line.tkey == c["tkey"]
+                        or line.ts is not None and line.ts == c["timestamp"]
+                        or line.outer_tkey is not None and c["tkey"] is not None
+                        and int(line.outer_tkey) == int(c["tkey"]))
                     if rank > max(c["srank"], c["ctx_at"]) and not concurrent:
                         if len(self.recovered) < _MAX_RECOVERED:
                             self.recovered.append(c)
@@ -746,7 +754,7 @@ class _Scan(object):
             return line.proc
         if line.fmt == FMT_NCCL and line.pid:
             return self.pid2proc.get(line.pid, "pid " + line.pid)
-        return self.proc_hdr if line.stream == "" and self.proc_hdr else None
+        return self.proc_hdr if line.stream[-1:] in ("", "/") and self.proc_hdr else None
 
     def _when(self, line):
         """(time key, whether the line carries it) of ``line``: its outer (collector's) time, its own, else the last
@@ -1093,11 +1101,19 @@ class _Scan(object):
         if "\x1b" in text or "\x00" in text:
             text = clean(text)
         text = text.rstrip()
+        if ("`" in text[:8] or "<" in text[:8]) and MARKUP_RX.match(text) is not None:
+            text = ""
         if "^[" in text or "ESC[" in text or text.endswith("^M"):
             text = CARET_ANSI_RX.sub("", text).rstrip()
         if text[:1] == "[" and text[1:2].isdigit() and "m" in text[2:9]:
             text = ORPHAN_ANSI_RX.sub("", text)
         line = Line()
+        if ": " in text[:72] or text[:1] == "[" or text[-1:] == ":":
+            line.node, text = node_prefix(text, self.node_words, self.node_lines is None or
+                                          self.node_lines < NODE_FIRST_LINES)
+        if self.node_lines is not None and self.node_lines < NODE_FIRST_LINES and text.strip():
+            # a log's first lines decide whether its lines carry a node's "<word>: " prefix
+            self.node_lines = None if self.node_words else self.node_lines + 1
         c0 = text[:1]
         if c0.isdigit() or c0 in MONTH_INITIALS or c0 in " [\u2502" or "|" in text[:80] or "]: " in text[:120]:
             text = strip_wrappers(text, line)
@@ -1119,14 +1135,16 @@ class _Scan(object):
         if glued is not None:
             # a record glued onto a progress bar whose carriage return was lost in a paste: two segments
             self._segment_text(text[:glued.start() + 1], line, lineno)
-            line = Line()
+            node, line = line.node, Line()
+            line.node = node
             text = text[glued.start() + 1:].lstrip()
         elif len(text) > 200 and any(w in text for w in JOINED_WORDS):
             start = 0
             for end in joined_cuts(text):
                 # records whose line breaks a paste lost: one segment each, on the same line number
                 self._segment_text(text[start:end].rstrip(), line, lineno)
-                line, start = Line(), end
+                node, line, start = line.node, Line(), end
+                line.node = node
             text = text[start:]
         self._segment_text(text, line, lineno)
 
@@ -1137,6 +1155,9 @@ class _Scan(object):
             line.stream = line.tee + "/" + line.stream
             if not line.proc:
                 line.proc = line.tee
+        if line.node is not None:
+            # each node's (task's, pod's) lines too, as one gathering tool interleaved them
+            line.stream = line.node + "/" + line.stream
         key = line.tkey
         if line.outer_tkey is not None:
             line.outer_tkey = self._adj(line.outer_tkey)
@@ -1183,7 +1204,10 @@ class _Scan(object):
             if tb is not None:
                 if self._tb_line(tb, line, lineno, body):
                     tb.idle = 0
-                    tb.ctx = self.ctx
+                    if body.strip():
+                        # (a blank line is no line the traceback printed: a paste's blank last line, or one between
+                        # records of other processes, does not move the traceback to the stage reached since)
+                        tb.ctx = self.ctx
                     consumed = True
                 else:
                     del self.streams[stream]
@@ -1222,7 +1246,7 @@ class _Scan(object):
             # IPython names the exception's type first; its line with the message (last) replaces it when pasted
             self._open_tb(line, lineno, stripped).entries[-1][:2] = [m.group("exc"), lineno]
             return
-        m = PROCESS_HDR_RX.match(stripped) if line.fmt == FMT_RAW and stream == "" else None
+        m = PROCESS_HDR_RX.match(stripped) if line.fmt == FMT_RAW and stream[-1:] in ("", "/") else None
         if m:
             if not (m.group(2) and self.hdr_to == lineno - 1):
                 self.proc_hdr_at = lineno

