@@ -42,7 +42,7 @@ def _key(ans, shift=0):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     ap.add_argument("--split", choices=("dev", "test", "all"), default="all")
     ap.add_argument("--wrapper", action="append", help="only these wrappers (default: every one)")
     ap.add_argument("--verbose", action="store_true", help="print each changed case")

@@ -50,8 +50,8 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_pars
     IPY_TB_RX, JOINED_WORDS, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING, MAX_COMMS,
     MARKUP_RX, MONTH_INITIALS, NCCL_COMM_RX, NODE_FIRST_LINES, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX,
     PYTEST_FRAME_RX, PYTEST_SRC_RX, RAY_REPEAT_RX, RSYSLOG_ESC_RX, RSYSLOG_ESCAPES, SUBJECT_RX, TB_START, TEE_RX, Line,
-    clean, collective_stage, cut, cut_record, frame_line, joined_cuts, last_ts, match_tkey, node_prefix, parse_line,
-    strip_wrappers)
+    clean, collective_stage, cut, cut_record, frame_line, grep_prefix, joined_cuts, last_ts, match_tkey, node_prefix,
+    parse_line, strip_wrappers)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_prefilter import (
     MARK_ANCHORS, STATIC_ANCHORS, scan_stream)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_answer import (
@@ -455,6 +455,7 @@ class _Scan(object):
         self.proc_hdr = None
         self.node_words = set()          # the "<word>: " node prefixes taken in this log (node_prefix)
         self.node_lines = 0              # non-blank lines read before one had such a prefix (None: one had)
+        self.grep = {"taken": {}, "next": {}}  # grep's output: the line numbers taken of each file (grep_prefix)
         self.proc_hdr_at = self.hdr_to = -1  # a record header's first and last line (PROCESS_HDR_RX: its traceback follows)
         self.hdr_stage = None            # the stage of the callback an asyncio header names (its traceback's last frame)
         self.hdr_cb = None               # such a header whose traceback has not followed (yet): (lineno, line, ...)
@@ -1108,9 +1109,13 @@ class _Scan(object):
         if text[:1] == "[" and text[1:2].isdigit() and "m" in text[2:9]:
             text = ORPHAN_ANSI_RX.sub("", text)
         line = Line()
+        first = self.node_lines is not None and self.node_lines < NODE_FIRST_LINES
+        if self.grep["taken"] or first:
+            took, line.node, rest = grep_prefix(text, self.grep, first)
+            text = rest if took else text
         if ": " in text[:72] or text[:1] == "[" or text[-1:] == ":":
-            line.node, text = node_prefix(text, self.node_words, self.node_lines is None or
-                                          self.node_lines < NODE_FIRST_LINES)
+            node, text = node_prefix(text, self.node_words, self.node_lines is None or first)
+            line.node = node or line.node
         if self.node_lines is not None and self.node_lines < NODE_FIRST_LINES and text.strip():
             # a log's first lines decide whether its lines carry a node's "<word>: " prefix
             self.node_lines = None if self.node_words else self.node_lines + 1

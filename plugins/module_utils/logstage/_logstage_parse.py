@@ -82,6 +82,43 @@ LOG_START_RX = re.compile(
     r"[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b|\[[A-Za-z_][\w-]*\d+\]:|"
     r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d |[IWEF]\d{4} \d\d:\d\d:\d\d|"
     r"[\w.-]+:\d+:\d+ \[\d+\] NCCL ")
+# (grep's own prefix) `grep -n` puts the line number before each line it prints, `grep -Hn` / `grep -rn` the file and
+# the number, each followed by ":" (a matching line) or "-" (a line of context), and "--" between groups of context
+# (GNU grep's manual, "Output Line Prefix Control" and "Context Line Control"): taken where one of a log's first lines
+# starts with one, then wherever its number goes on increasing (a date's or a clock time's never does); grep -r's file
+# names the node
+GREP_FILE_RX = re.compile(r"^(?P<f>[^\s:]*?[./][^\s:]*?)(?P<s>[:-])(?P<n>\d{1,9})(?P=s)")  # a path (an NCCL host's no)
+GREP_N_RX = re.compile(r"^(?P<n>\d{1,9})(?P<s>[:-])")
+
+
+def grep_prefix(text, state, take):
+    """(whether ``text`` is a line grep printed, the file it named or None, the line) - (False, None, ``text``) when
+    it is not. ``state``: ``taken`` (the last line number taken of each file, "" without one) and ``next`` (the number
+    a first line's prefix expects on the next line), grown here; ``take``: whether grep's output may begin here."""
+    taken = state["taken"]
+    m = GREP_N_RX.match(text) if text[:1].isdigit() else None
+    if m is None and (":" in text[:270] or "-" in text[:270]):
+        m = GREP_FILE_RX.match(text)
+    if m is None:
+        return (True, None, "") if text == "--" and taken else (False, None, text)
+    key, n, rest = m.groupdict().get("f") or "", int(m.group("n")), text[m.end():]
+    before = taken.get(key)
+    # (what grep prints begins right after its prefix: never with a blank, and with a digit only as a dated line -
+    # a date or a clock time split at its first "-" or ":" goes on with digits; a compiler's "x.cu:12:5: error" - or
+    # it is numbered one after such a prefix of the line before: a traceback's line, indented by two or more, not
+    # Python's one-space "x.py:41: UserWarning"; another file of grep -r once one was taken)
+    if before is not None and n > before or before is None and (take and (
+            rest[:1] not in ("", " ", "\t") and (not rest[:1].isdigit() or LOG_START_RX.match(rest)) or
+            state["next"].get(key) == n and (rest[:2] == "  " or rest[:1] not in ("", " ")) and not rest[:1].isdigit())
+            or key and taken and "" not in taken):
+        taken[key] = n
+        return True, key or None, rest
+    if take and before is None and (not key or "/" in key or key.endswith((".log", ".txt", ".out", ".err"))):
+        # (a file that reads as one - an NCCL record's dotted host and pid never go on as "<path>:<n + 1>:")
+        state["next"][key] = n + 1
+    return False, None, text
+
+
 NODE_FIRST_LINES = 3                # "<word>: " prefixes are looked for only where one of a log's first lines has one
 _MAX_NODE_WORDS = 256
 _DIGITS_RX = re.compile(r"\d+")
@@ -111,7 +148,8 @@ def node_prefix(text, known, take):
 
 
 # a log viewer's copied line numbers (Buildkite's and GitHub Actions' raw views: "3597<TAB>...")
-LINENO_TAB_RX = re.compile(r"^\d{1,7}\t")
+# (also `cat -n`'s, right-aligned in six columns: on a blank line the number alone once the line's end is stripped)
+LINENO_TAB_RX = re.compile(r"^(?: {0,7}\d{1,7}\t| {1,7}\d{1,7}$)")
 # pytest's failure report (_pytest/_code/code.py): "E   <exception line>", ">   <the failing source line>", and
 # (round 41) a frame as "path/x.py:12: in func" above its indented source (--tb=long/short)
 PYTEST_E_RX = re.compile(r"^E {3,}(?=\S)")
@@ -324,7 +362,7 @@ def strip_wrappers(text, line):
     for dummy in range(3):
         changed = False
         c0 = text[:1]
-        if c0.isdigit() and "\t" in text[1:8]:
+        if (c0.isdigit() or c0 == " ") and ("\t" in text[1:15] or len(text) < 15):
             m = LINENO_TAB_RX.match(text)
             if m:
                 text = text[m.end():]

@@ -16,7 +16,7 @@ import re
 import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_files, classify_text
-from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import node_prefix
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import grep_prefix, node_prefix
 from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.logstage.corpus_cases import case, short
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures")
@@ -84,6 +84,19 @@ def prefixed(prefix):
     return wrap
 
 
+def numbered(form):
+    # what `cat -n`, `grep -n` and `grep -rn` print before each line (grep: ":" after a line that matched, "-" after
+    # a line of context; the numbers of an excerpt start deep in the file)
+    def wrap(data):
+        lines = _lines(data)
+        return b"\n".join(
+            ln if i == len(lines) - 1 and not ln else
+            form % {b"n": i + 1 if b"\t" in form else i + 4021,
+                    b"s": b":" if b"rror" in ln or b"Traceback" in ln else b"-"} + ln
+            for i, ln in enumerate(lines))
+    return wrap
+
+
 def fenced(data):
     # pasted into an issue: a markdown code fence around the log
     return b"```text\n" + data + (b"" if data.endswith(b"\n") else b"\n") + b"```\n"
@@ -91,7 +104,9 @@ def fenced(data):
 
 WRAPPERS = {"compose": compose, "kubectl": kubectl, "journald": journald, "colour": colour, "crlf": crlf,
             "compose+kubectl": compose_kubectl, "kubectl --prefix": prefixed(b"[pod/vllm-0/vllm] "),
-            "srun --label": prefixed(b"0: "), "pdsh": prefixed(b"gpu-a01: "), "fence": fenced}
+            "srun --label": prefixed(b"0: "), "pdsh": prefixed(b"gpu-a01: "), "fence": fenced,
+            "cat -n": numbered(b"%(n)6d\t"), "grep -n": numbered(b"%(n)d%(s)s"),
+            "grep -rn": numbered(b"logs/gpu-a01/server.log%(s)s%(n)d%(s)s")}
 
 
 def _key(ans):
@@ -189,6 +204,29 @@ def test_node_prefix(text, known, take, node):
     got, rest = node_prefix(text, set(known), take)
     assert got == node
     assert (rest == text) == (node is None)
+
+
+@pytest.mark.parametrize("lines,taken", [
+    # grep -n: the first line's prefix in front of a log line, then every increasing number, "--" a blank line
+    (["4021:(APIServer pid=9) ERROR 12-01 10:00:00 [core.py:1] x", "4022-  File \"x.py\", line 1, in f", "--",
+      "4090:RuntimeError: y"], [True, True, True, True]),
+    # an indented first line is grep's when the next line goes on with the next number
+    (["4021-    return f()", "4022-  File \"x.py\", line 1, in f", "4023:ValueError: z"], [False, True, True]),
+    # grep -rn: a path, then the same or another file
+    (["logs/gpu-a01/server.log:77:Traceback (most recent call last):", "logs/gpu-a01/server.log-78-  File \"x.py\"",
+      "logs/gpu-a02/server.log:12:INFO 12-01 10:00:00 [core.py:1] x"], [True, True, True]),
+    # no grep: dates, clock times, a compiler's and Python's file:line, NCCL's host:pid:tid with consecutive pids
+    (["2024-11-18 16:43:45,496 INFO x", "2024-11-18 16:43:46,001 INFO y"], [False, False]),
+    (["12:34:56 x", "13:00:01 y", "13:00:02 z"], [False, False, False]),
+    (["csrc/attention.cu:12:5: error: x", "vllm/x.py:40: UserWarning: y", "vllm/x.py:41: UserWarning: y"],
+     [False, False, False]),
+    (["node1.cluster:979:979 [0] NCCL INFO a", "node1.cluster:980:980 [1] NCCL INFO b"], [False, False]),
+    (["gpu-a01:979:979 [0] NCCL INFO a", "gpu-a01:980:980 [1] NCCL INFO b"], [False, False]),
+])
+def test_grep_prefix(lines, taken):
+    state = {"taken": {}, "next": {}}
+    got = [grep_prefix(text, state, n < 3)[0] for n, text in enumerate(lines)]
+    assert got == taken
 
 
 def test_ray_repeat_suffix_and_orphan_colour_codes_are_stripped():
