@@ -46,12 +46,12 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_fram
     CALLER_RPC, CALLS, DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, NOT_SERVING_FILES,
     SERVING_FRAMES, SHARED_SERVING_FRAMES, RPC_FUNCS, SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS, WORKER_STEPS)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
-    ASYNCIO_CB_RX, CARET_ANSI_RX, CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, EXC_RX, GLUED_RX, IPY_SOURCE_RX,
-    IPY_TB_RX, JOINED_WORDS, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING, MAX_COMMS,
+    ASYNCIO_CB_RX, CARET_ANSI_RX, CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, DOCKER_JSON_START, EXC_RX, GLUED_RX,
+    IPY_SOURCE_RX, IPY_TB_RX, JOINED_WORDS, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING, MAX_COMMS,
     MARKUP_RX, MONTH_INITIALS, NCCL_COMM_RX, NODE_FIRST_LINES, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX,
-    PYTEST_FRAME_RX, PYTEST_SRC_RX, RAY_REPEAT_RX, RSYSLOG_ESC_RX, RSYSLOG_ESCAPES, SUBJECT_RX, TB_START, TEE_RX, Line,
-    clean, collective_stage, cut, cut_record, frame_line, grep_prefix, joined_cuts, last_ts, match_tkey, node_prefix,
-    parse_line, strip_wrappers)
+    PYTEST_FRAME_RX, PYTEST_SRC_RX, QUOTE_RX, RAY_REPEAT_RX, RSYSLOG_ESC_RX, RSYSLOG_ESCAPES, SUBJECT_RX, TB_START,
+    TEE_RX, Line, clean, collective_stage, cut, cut_record, docker_json, frame_line, grep_prefix, joined_cuts, last_ts,
+    match_tkey, node_prefix, parse_line, strip_wrappers)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_prefilter import (
     MARK_ANCHORS, STATIC_ANCHORS, scan_stream)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_answer import (
@@ -456,6 +456,7 @@ class _Scan(object):
         self.node_words = set()          # the "<word>: " node prefixes taken in this log (node_prefix)
         self.node_lines = 0              # non-blank lines read before one had such a prefix (None: one had)
         self.grep = {"taken": {}, "next": {}}  # grep's output: the line numbers taken of each file (grep_prefix)
+        self.quoted = False              # a paste quoted as markdown (QUOTE_RX)
         self.proc_hdr_at = self.hdr_to = -1  # a record header's first and last line (PROCESS_HDR_RX: its traceback follows)
         self.hdr_stage = None            # the stage of the callback an asyncio header names (its traceback's last frame)
         self.hdr_cb = None               # such a header whose traceback has not followed (yet): (lineno, line, ...)
@@ -1102,13 +1103,9 @@ class _Scan(object):
         if "\x1b" in text or "\x00" in text:
             text = clean(text)
         text = text.rstrip()
-        if ("`" in text[:8] or "<" in text[:8]) and MARKUP_RX.match(text) is not None:
-            text = ""
-        if "^[" in text or "ESC[" in text or text.endswith("^M"):
-            text = CARET_ANSI_RX.sub("", text).rstrip()
-        if text[:1] == "[" and text[1:2].isdigit() and "m" in text[2:9]:
-            text = ORPHAN_ANSI_RX.sub("", text)
         line = Line()
+        # what a gathering tool put around the line (grep's numbers, a node's prefix, Docker's JSON record), then
+        # what a paste did to it (a quote, markup, colour codes in caret notation or without their escape)
         first = self.node_lines is not None and self.node_lines < NODE_FIRST_LINES
         if self.grep["taken"] or first:
             took, line.node, rest = grep_prefix(text, self.grep, first)
@@ -1116,6 +1113,19 @@ class _Scan(object):
         if ": " in text[:72] or text[:1] == "[" or text[-1:] == ":":
             node, text = node_prefix(text, self.node_words, self.node_lines is None or first)
             line.node = node or line.node
+        if text[:6] == DOCKER_JSON_START:
+            text = docker_json(text, line)
+            text = clean(text).rstrip() if "\x1b" in text or "\x00" in text else text
+        if text[:1] == ">" and (self.quoted or first) and QUOTE_RX.match(text) is not None:
+            # a quoted paste: every line behind "> " once one of its first lines was
+            self.quoted = True
+            text = text[2:]
+        if ("`" in text[:8] or "<" in text[:8]) and MARKUP_RX.match(text) is not None:
+            text = ""
+        if "^[" in text or "ESC[" in text or text.endswith("^M"):
+            text = CARET_ANSI_RX.sub("", text).rstrip()
+        if text[:1] == "[" and text[1:2].isdigit() and "m" in text[2:9]:
+            text = ORPHAN_ANSI_RX.sub("", text)
         if self.node_lines is not None and self.node_lines < NODE_FIRST_LINES and text.strip():
             # a log's first lines decide whether its lines carry a node's "<word>: " prefix
             self.node_lines = None if self.node_words else self.node_lines + 1

@@ -1,7 +1,9 @@
 """Line parsing for the log_stage classifier: wrappers, log formats, timestamps, traceback line shapes.
 
-:func:`strip_wrappers` removes what a collector put around a line (journald, ``kubectl logs --timestamps``,
-``docker compose``, CI viewers' ``| `` columns and bracketed RFC 3339 stamps, Ray's repeat counters);
+:func:`grep_prefix`, :func:`node_prefix` and :func:`docker_json` take off what a tool that gathered the log put in
+front of or around each line (grep's numbers, a node's or a pod's name, Docker's JSON record);
+:func:`strip_wrappers` removes what a collector put around a line (journald, ``kubectl logs --timestamps``, the CRI
+files of a node, ``docker compose``, CI viewers' ``| `` columns and bracketed RFC 3339 stamps, Ray's repeat counters);
 :func:`parse_line` fills a :class:`Line` (format, stream, level, timestamp, message) from what is left.  The
 formats are those of ``vllm-stages.md`` section 2: the vLLM formatter with or without its process tag, lines
 with only the tag, NCCL, PyTorch c10/glog, uvicorn, Python logging of other libraries, and raw lines.
@@ -14,6 +16,7 @@ Standard library only; imports on Python 3.9.
 
 from __future__ import annotations
 
+import json
 import re
 
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rules import (
@@ -38,7 +41,15 @@ CARET_ANSI_RX = re.compile(r"(?:\^\[|ESC)\[[0-9;?]*[ -/]*[@-~]|\^M$")
 # byte in three octal digits - ESC "#033", CR "#015", TAB "#011"), as a server's log forwarded through syslog shows
 RSYSLOG_ESC_RX = re.compile(r"#(0[0-3][0-7])")
 RSYSLOG_ESCAPES = ("#033", "#015", "#011")
-K8S_RX = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)((?:[.,]\d+)?)(Z|[+-]\d\d:?\d\d)?(?:\s|$)")
+# (also the CRI log files a node keeps of each container, /var/log/pods/...: "<RFC 3339 time> stdout|stderr F|P <line>"
+# - kubelet's CRI logging format, P a part of a longer line)
+K8S_RX = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)((?:[.,]\d+)?)(Z|[+-]\d\d:?\d\d)?(?:\s|$)"
+                    r"(?:std(?:out|err) [FP](?: |$))?")
+# Docker's json-file log driver (the daemon's <id>-json.log of a container): one JSON object a line, the line the
+# container printed in "log" (with its newline), its stream and the daemon's time
+DOCKER_JSON_START = '{"log"'
+# a paste quoted as markdown or a mail reply ("> " in front of each line; ">" alone on a blank one)
+QUOTE_RX = re.compile(r"^>(?: |$)")
 JOURNAL_RX = re.compile(
     r"^(?:([A-Z][a-z]{2}) ([ \d]\d) (\d\d):(\d\d):(\d\d) [\w.-]+ [\w.@/-]+(?:\[\d+\])?:(?: |$)|"
     r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\S* [\w.-]+ [\w.@/-]+\[\d+\]:(?: |$))")
@@ -445,6 +456,19 @@ def _outer_rfc3339(line, m):
     """The collector's RFC 3339 time of K8S_RX or BRACKET_RFC3339_RX (``rfc3339`` and the zone's first letter)."""
     _outer(line, tkey(m.group(2), m.group(3), m.group(4), m.group(5), m.group(6), frac(m.group(7))),
            "rfc3339" + (m.group(8) or "")[:1])
+
+
+def docker_json(text, line):
+    """The line a Docker json-file record carries (its time as the collector's), else ``text``."""
+    try:
+        rec = json.loads(text)
+        body = rec["log"]
+    except (ValueError, KeyError, TypeError):
+        return text
+    m = K8S_RX.match(rec.get("time") or "") if isinstance(rec.get("time"), str) else None
+    if m:
+        _outer_rfc3339(line, m)
+    return body.rstrip("\r\n") if isinstance(body, str) else text
 
 
 def parse_line(text, line):

@@ -10,6 +10,7 @@ Each real log of tests/fixtures is re-emitted the way `docker compose logs`, `ku
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 
@@ -97,6 +98,21 @@ def numbered(form):
     return wrap
 
 
+def cri(data):
+    # the file a node keeps of a container (/var/log/pods/...): kubelet's CRI format, "<time> <stream> F <line>"
+    return b"\n".join(ln if i == len(_lines(data)) - 1 and not ln else
+                      b"2026-11-29T15:%02d:%02d.%09dZ stdout F " % (40 + i // 3600 % 20, i // 60 % 60, i) + ln
+                      for i, ln in enumerate(_lines(data)))
+
+
+def docker_json(data):
+    # the file Docker's json-file driver keeps of a container: one compact JSON record a line
+    return b"\n".join(ln if i == len(_lines(data)) - 1 and not ln else json.dumps(
+        {"log": ln.decode("utf-8", "surrogateescape") + "\n", "stream": "stdout",
+         "time": "2026-11-29T15:%02d:%02d.%09dZ" % (40 + i // 3600 % 20, i // 60 % 60, i)},
+        separators=(",", ":")).encode("utf-8", "surrogateescape") for i, ln in enumerate(_lines(data)))
+
+
 def fenced(data):
     # pasted into an issue: a markdown code fence around the log
     return b"```text\n" + data + (b"" if data.endswith(b"\n") else b"\n") + b"```\n"
@@ -106,7 +122,8 @@ WRAPPERS = {"compose": compose, "kubectl": kubectl, "journald": journald, "colou
             "compose+kubectl": compose_kubectl, "kubectl --prefix": prefixed(b"[pod/vllm-0/vllm] "),
             "srun --label": prefixed(b"0: "), "pdsh": prefixed(b"gpu-a01: "), "fence": fenced,
             "cat -n": numbered(b"%(n)6d\t"), "grep -n": numbered(b"%(n)d%(s)s"),
-            "grep -rn": numbered(b"logs/gpu-a01/server.log%(s)s%(n)d%(s)s")}
+            "grep -rn": numbered(b"logs/gpu-a01/server.log%(s)s%(n)d%(s)s"), "cri": cri, "docker json-file": docker_json,
+            "quote": prefixed(b"> ")}
 
 
 def _key(ans):
