@@ -62,7 +62,7 @@ def main(argv=None):
                     print("CHANGED %-16s %s %s -> %s" % (name, case["id"], list(plain), list(got)))
     print("%d cases (split: %s)" % (len(cases), args.split))
     for name in names:
-        print("%-18s answer changed on %4d (%.1f%%)" % (name, changed[name], 100.0 * changed[name] / max(1, len(cases))))
+        print("%-28s answer changed on %4d (%.1f%%)" % (name, changed[name], 100.0 * changed[name] / max(1, len(cases))))
     return 0
 
 

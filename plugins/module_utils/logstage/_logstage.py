@@ -46,11 +46,11 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_fram
     CALLER_RPC, CALLS, DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, NOT_SERVING_FILES,
     SERVING_FRAMES, SHARED_SERVING_FRAMES, RPC_FUNCS, SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS, WORKER_STEPS)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
-    ASYNCIO_CB_RX, CARET_ANSI_RX, CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, DOCKER_JSON_START, EXC_RX, GLUED_RX,
-    IPY_SOURCE_RX, IPY_TB_RX, JOINED_WORDS, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING, MAX_COMMS,
-    MARKUP_RX, MONTH_INITIALS, NCCL_COMM_RX, NODE_FIRST_LINES, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX,
+    ASYNCIO_CB_RX, CARET_ANSI_RX, CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, EXC_RX, GLUED_RX, IPY_SOURCE_RX,
+    IPY_TB_RX, JOINED_WORDS, JSON_RECORD_KEYS, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING,
+    MAX_COMMS, MARKUP_RX, MONTH_INITIALS, NCCL_COMM_RX, NODE_FIRST_LINES, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX,
     PYTEST_FRAME_RX, PYTEST_SRC_RX, QUOTE_RX, RAY_REPEAT_RX, RSYSLOG_ESC_RX, RSYSLOG_ESCAPES, SUBJECT_RX, TB_START,
-    TEE_RX, Line, clean, collective_stage, cut, cut_record, docker_json, frame_line, grep_prefix, joined_cuts, last_ts,
+    TEE_RX, Line, clean, collective_stage, cut, cut_record, frame_line, grep_prefix, joined_cuts, json_record, last_ts,
     match_tkey, node_prefix, parse_line, strip_wrappers)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_prefilter import (
     MARK_ANCHORS, STATIC_ANCHORS, scan_stream)
@@ -1113,8 +1113,8 @@ class _Scan(object):
         if ": " in text[:72] or text[:1] == "[" or text[-1:] == ":":
             node, text = node_prefix(text, self.node_words, self.node_lines is None or first)
             line.node = node or line.node
-        if text[:6] == DOCKER_JSON_START:
-            text = docker_json(text, line)
+        if text[:2] == '{"' and any(k in text for k in JSON_RECORD_KEYS):
+            text = json_record(text, line)
             text = clean(text).rstrip() if "\x1b" in text or "\x00" in text else text
         if text[:1] == ">" and (self.quoted or first) and QUOTE_RX.match(text) is not None:
             # a quoted paste: every line behind "> " once one of its first lines was
@@ -1130,7 +1130,8 @@ class _Scan(object):
             # a log's first lines decide whether its lines carry a node's "<word>: " prefix
             self.node_lines = None if self.node_words else self.node_lines + 1
         c0 = text[:1]
-        if c0.isdigit() or c0 in MONTH_INITIALS or c0 in " [\u2502" or "|" in text[:80] or "]: " in text[:120]:
+        if c0.isdigit() or c0 in MONTH_INITIALS or c0 in " [\u2502" or "|" in text[:80] or "]: " in text[:120] or \
+                c0 == "<" and text[1:2].isdigit():
             text = strip_wrappers(text, line)
         elif "[repeated " in text:
             text = RAY_REPEAT_RX.sub("", text)

@@ -1,7 +1,7 @@
 """Line parsing for the log_stage classifier: wrappers, log formats, timestamps, traceback line shapes.
 
-:func:`grep_prefix`, :func:`node_prefix` and :func:`docker_json` take off what a tool that gathered the log put in
-front of or around each line (grep's numbers, a node's or a pod's name, Docker's JSON record);
+:func:`grep_prefix`, :func:`node_prefix` and :func:`json_record` take off what a tool that gathered the log put in
+front of or around each line (grep's numbers, a node's or a pod's name, Docker's or journald's JSON record);
 :func:`strip_wrappers` removes what a collector put around a line (journald, ``kubectl logs --timestamps``, the CRI
 files of a node, ``docker compose``, CI viewers' ``| `` columns and bracketed RFC 3339 stamps, Ray's repeat counters);
 :func:`parse_line` fills a :class:`Line` (format, stream, level, timestamp, message) from what is left.  The
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rules import (
     COLLECTIVE_INIT_SEQ, COLLECTIVE_RX, COLLECTIVE_STARTUP_SEQ, COLLECTIVE_TINY_NUMEL, FMT_C10, FMT_NCCL, FMT_PYLOG,
@@ -45,15 +46,27 @@ RSYSLOG_ESCAPES = ("#033", "#015", "#011")
 # - kubelet's CRI logging format, P a part of a longer line)
 K8S_RX = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)((?:[.,]\d+)?)(Z|[+-]\d\d:?\d\d)?(?:\s|$)"
                     r"(?:std(?:out|err) [FP](?: |$))?")
-# Docker's json-file log driver (the daemon's <id>-json.log of a container): one JSON object a line, the line the
-# container printed in "log" (with its newline), its stream and the daemon's time
-DOCKER_JSON_START = '{"log"'
+# one JSON record a line that carries a line of the log: Docker's json-file log driver (the daemon's <id>-json.log of a
+# container: the line the container printed in "log" with its newline, its stream, the daemon's RFC 3339 "time") and
+# `journalctl -o json` (the line in "MESSAGE", the time in "__REALTIME_TIMESTAMP", microseconds since the epoch)
+JSON_RECORD_KEYS = ('"log":', '"MESSAGE":')
 # a paste quoted as markdown or a mail reply ("> " in front of each line; ">" alone on a blank one)
 QUOTE_RX = re.compile(r"^>(?: |$)")
+# journalctl's short forms (man journalctl, --output): short / short-precise and syslog's files, short-iso /
+# short-iso-precise; short-full ("Sun 2026-11-29 15:40:00 UTC host ident[pid]: "), short-monotonic ("[ 1234.567890]
+# host ident[pid]: ", no calendar time; never the kernel's own "[ 1234.5] NVRM: ...", which names no process) and
+# short-unix ("1780000000.123456 host ident[pid]: ") in JOURNAL_OTHER_RX
 JOURNAL_RX = re.compile(
-    r"^(?:([A-Z][a-z]{2}) ([ \d]\d) (\d\d):(\d\d):(\d\d) [\w.-]+ [\w.@/-]+(?:\[\d+\])?:(?: |$)|"
+    r"^(?:([A-Z][a-z]{2}) ([ \d]\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)? [\w.-]+ [\w.@/-]+(?:\[\d+\])?:(?: |$)|"
     r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\S* [\w.-]+ [\w.@/-]+\[\d+\]:(?: |$))")
-JOURNAL_ANY_RX = re.compile(r"^\S{1,6} ?[ \d]?\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]+\[\d+\]: ")
+JOURNAL_ANY_RX = re.compile(r"^\S{1,6} ?[ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)? [\w.-]+ [\w.@/-]+\[\d+\]: ")
+JOURNAL_OTHER_RX = re.compile(
+    r"^(?:[A-Z][a-z]{2} \d{4}-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)? [A-Z]{2,5}|\[ *\d+\.\d+\]|\d{9,11}\.\d+) "
+    r"[\w.-]+ [\w.@/-]+\[\d+\]:(?: |$)")
+# a syslog message as it travels (RFC 5424: "<PRI>1 TIMESTAMP HOST APP PROCID MSGID [SD]|- MSG"; RFC 3164's "<PRI>"
+# in front of a short journal line) and Loki's logcli ("<RFC 3339 time> {label="value", ...} <line>", after K8S_RX)
+SYSLOG_RX = re.compile(r"^<\d{1,3}>(?:1 (?P<ts>\S+) \S+ \S+ \S+ \S+ (?:-|(?:\[(?:[^\]\\]|\\.)*\])+)(?: |$))?")
+LOKI_LABELS_RX = re.compile(r'^\{[\w.]+="(?:[^"\\]|\\.)*"(?:, ?[\w.]+="(?:[^"\\]|\\.)*")*\}(?: |$)')
 # a CI log viewer's copied column (Buildkite: "  | ") and its bracketed RFC 3339 stamp ("[2024-09-05T00:38:34Z] ")
 CI_COLUMN_RX = re.compile(r"^ {0,4}[|\u2502] ?")  # also k9s's border (U+2502 at both ends of a line)
 BRACKET_RFC3339_RX = re.compile(r"^\[(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)((?:[.,]\d+)?)(Z|[+-]\d\d:?\d\d)?\] ")
@@ -387,18 +400,32 @@ def strip_wrappers(text, line):
                 m = K8S_RX.match(text)
                 if m:
                     _outer_rfc3339(line, m)
-        elif c0 in MONTH_INITIALS and text[3:4] == " ":
+        elif c0 in MONTH_INITIALS and text[3:4] == " " and (text[4:5] == " " or text[6:7] == " "):
             m = JOURNAL_RX.match(text)
             if m:
                 _outer(line, tkey(MONTHS.get(m.group(1), 0), m.group(2).strip() or 0, m.group(3), m.group(4),
                                   m.group(5)), "journald")
+        elif "]:" in text[:200] and (c0.isupper() and text[3:5] == " 2" or c0 == "[" and "." in text[1:14]
+                                     or c0.isdigit() and "." in text[9:12]):
+            m = JOURNAL_OTHER_RX.match(text)
+            if m and m.group(1):
+                _outer(line, tkey(m.group(1), m.group(2), m.group(3), m.group(4), m.group(5)), "journald")
         elif c0.isdigit() and text[4:5] == "-" and text[10:11] == " " and text[19:20] == " ":
             m = DESKTOP_RX.match(text)
             if m:
                 _outer(line, tkey(m.group(2), m.group(3), m.group(4), m.group(5), m.group(6)), "desktop")
+        elif c0 == "<" and text[1:2].isdigit():
+            m = SYSLOG_RX.match(text)
+            if m and m.group("ts"):
+                k = K8S_RX.match(m.group("ts"))
+                if k:
+                    _outer_rfc3339(line, k)
         if m:
             text = text[m.end():]
             changed = True
+            if text[:1] == "{" and "=" in text[:80]:
+                k = LOKI_LABELS_RX.match(text)
+                text = text[k.end():] if k else text
         if not changed and "]: " in text[:120] and text[:1] not in "([":
             m = JOURNAL_ANY_RX.match(text)
             if m:
@@ -458,17 +485,23 @@ def _outer_rfc3339(line, m):
            "rfc3339" + (m.group(8) or "")[:1])
 
 
-def docker_json(text, line):
-    """The line a Docker json-file record carries (its time as the collector's), else ``text``."""
+def json_record(text, line):
+    """The line a Docker json-file or journald JSON record carries (its time as the collector's), else ``text``."""
     try:
         rec = json.loads(text)
-        body = rec["log"]
+        body = rec["log"] if "log" in rec else rec["MESSAGE"]
     except (ValueError, KeyError, TypeError):
         return text
-    m = K8S_RX.match(rec.get("time") or "") if isinstance(rec.get("time"), str) else None
+    if not isinstance(body, str):
+        return text
+    when = rec.get("time") if "log" in rec else rec.get("__REALTIME_TIMESTAMP")
+    m = K8S_RX.match(when) if isinstance(when, str) and "log" in rec else None
     if m:
         _outer_rfc3339(line, m)
-    return body.rstrip("\r\n") if isinstance(body, str) else text
+    elif isinstance(when, str) and when.isdigit():
+        t = time.gmtime(int(when) // 1000000)
+        _outer(line, tkey(t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, int(when) % 1000000 / 1e6), "journald")
+    return body.rstrip("\r\n")
 
 
 def parse_line(text, line):

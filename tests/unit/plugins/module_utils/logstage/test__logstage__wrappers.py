@@ -17,7 +17,8 @@ import re
 import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_files, classify_text
-from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import grep_prefix, node_prefix
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
+    Line, grep_prefix, node_prefix, strip_wrappers)
 from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.logstage.corpus_cases import case, short
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures")
@@ -98,6 +99,26 @@ def numbered(form):
     return wrap
 
 
+def each_line(make):
+    # every line but a last empty one behind what make(i) gives for line i
+    def wrap(data):
+        lines = _lines(data)
+        return b"\n".join(ln if i == len(lines) - 1 and not ln else make(i) + ln for i, ln in enumerate(lines))
+    return wrap
+
+
+def _hms(i):
+    return 40 + i // 3600 % 20, i // 60 % 60
+
+
+def journal_json(data):
+    # `journalctl -o json`: one record a line, the line in MESSAGE, the time in microseconds since the epoch
+    return b"\n".join(ln if i == len(_lines(data)) - 1 and not ln else json.dumps(
+        {"__CURSOR": "s=0;i=%x" % i, "__REALTIME_TIMESTAMP": str(1796053200000000 + i * 1000), "_HOSTNAME": "gpu-a01",
+         "SYSLOG_IDENTIFIER": "vllm", "_PID": "4242", "MESSAGE": ln.decode("utf-8", "surrogateescape")},
+        separators=(",", ":")).encode("utf-8", "surrogateescape") for i, ln in enumerate(_lines(data)))
+
+
 def cri(data):
     # the file a node keeps of a container (/var/log/pods/...): kubelet's CRI format, "<time> <stream> F <line>"
     return b"\n".join(ln if i == len(_lines(data)) - 1 and not ln else
@@ -123,7 +144,17 @@ WRAPPERS = {"compose": compose, "kubectl": kubectl, "journald": journald, "colou
             "srun --label": prefixed(b"0: "), "pdsh": prefixed(b"gpu-a01: "), "fence": fenced,
             "cat -n": numbered(b"%(n)6d\t"), "grep -n": numbered(b"%(n)d%(s)s"),
             "grep -rn": numbered(b"logs/gpu-a01/server.log%(s)s%(n)d%(s)s"), "cri": cri, "docker json-file": docker_json,
-            "quote": prefixed(b"> ")}
+            "quote": prefixed(b"> "),
+            # journalctl's other short forms (man journalctl, --output), its JSON, syslog on the wire, Loki's logcli
+            "journalctl short-precise": each_line(lambda i: b"Nov 29 15:%02d:%02d.%06d gpu-a01 vllm[4242]: " % (
+                _hms(i) + (i,))),
+            "journalctl short-full": each_line(lambda i: b"Sun 2026-11-29 15:%02d:%02d UTC gpu-a01 vllm[4242]: " % _hms(i)),
+            "journalctl short-monotonic": each_line(lambda i: b"[%5d.%06d] gpu-a01 vllm[4242]: " % (1000 + i // 10, i)),
+            "journalctl short-unix": each_line(lambda i: b"%d.%06d gpu-a01 vllm[4242]: " % (1796053200 + i // 10, i)),
+            "journalctl json": journal_json,
+            "syslog RFC 5424": each_line(lambda i: b"<134>1 2026-11-29T15:%02d:%02d.%06dZ gpu-a01 vllm 4242 - - " % (
+                _hms(i) + (i,))),
+            "logcli": each_line(lambda i: b'2026-11-29T15:%02d:%02dZ {app="vllm", pod="vllm-0"} ' % _hms(i))}
 
 
 def _key(ans):
@@ -244,6 +275,14 @@ def test_grep_prefix(lines, taken):
     state = {"taken": {}, "next": {}}
     got = [grep_prefix(text, state, n < 3)[0] for n, text in enumerate(lines)]
     assert got == taken
+
+
+def test_the_kernels_own_lines_keep_their_stamp():
+    # journalctl's short-monotonic form names a host and a process; the kernel's ring buffer (dmesg) does not, and an
+    # Xid line stays as the kernel printed it
+    xid = "[ 1234.567890] NVRM: Xid (PCI:0000:1b:00): 79, pid=4242, GPU has fallen off the bus."
+    line = Line()
+    assert strip_wrappers(xid, line) == xid and line.outer_tkey is None
 
 
 def test_ray_repeat_suffix_and_orphan_colour_codes_are_stripped():
