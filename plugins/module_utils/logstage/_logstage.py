@@ -51,7 +51,7 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_pars
     MAX_COMMS, MARKUP_RX, MONTH_INITIALS, NCCL_COMM_RX, NODE_FIRST_LINES, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX,
     PYTEST_FRAME_RX, PYTEST_SRC_RX, QUOTE_RX, RAY_REPEAT_RX, RSYSLOG_ESC_RX, RSYSLOG_ESCAPES, SUBJECT_RX, TB_START,
     TEE_RX, Line, clean, collective_stage, cut, cut_record, frame_line, grep_prefix, joined_cuts, json_record, last_ts,
-    match_tkey, node_prefix, parse_line, strip_wrappers)
+    match_tkey, node_prefix, parse_line, paste_indent, strip_wrappers)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_prefilter import (
     MARK_ANCHORS, STATIC_ANCHORS, scan_stream)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_answer import (
@@ -457,6 +457,7 @@ class _Scan(object):
         self.node_lines = 0              # non-blank lines read before one had such a prefix (None: one had)
         self.grep = {"taken": {}, "next": {}}  # grep's output: the line numbers taken of each file (grep_prefix)
         self.quoted = False              # a paste quoted as markdown (QUOTE_RX)
+        self.indent = 0                  # the indentation of a paste indented as a whole (sniff)
         self.proc_hdr_at = self.hdr_to = -1  # a record header's first and last line (PROCESS_HDR_RX: its traceback follows)
         self.hdr_stage = None            # the stage of the callback an asyncio header names (its traceback's last frame)
         self.hdr_cb = None               # such a header whose traceback has not followed (yet): (lineno, line, ...)
@@ -1095,6 +1096,12 @@ class _Scan(object):
                       tb.pid, None, tb.context, rec_key, origin=tb.lineno)
 
     # -- one line ---------------------------------------------------------------------------------------------
+    def sniff(self, head):
+        """What a paste did to all of a log's lines, read from its first ones before any is scanned (``head``: the
+        file's first bytes): an indentation given to the whole (paste_indent)."""
+        lines = [ln for ln in head[:16384].decode("utf-8", "replace").splitlines()[:64] if ln.strip()][:8]
+        self.indent = paste_indent([ln.rstrip() for ln in lines])
+
     def segment(self, raw, lineno):
         """Parse and process one segment (a line, or one CR-separated piece of it) of the file."""
         text = raw.decode("utf-8", "replace")
@@ -1120,6 +1127,9 @@ class _Scan(object):
             # a quoted paste: every line behind "> " once one of its first lines was
             self.quoted = True
             text = text[2:]
+        if self.indent and text[:self.indent].isspace():
+            # a paste indented as a whole (sniff)
+            text = text[self.indent:]
         if ("`" in text[:8] or "<" in text[:8]) and MARKUP_RX.match(text) is not None:
             text = ""
         if "^[" in text or "ESC[" in text or text.endswith("^M"):

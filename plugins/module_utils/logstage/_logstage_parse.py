@@ -143,6 +143,24 @@ def grep_prefix(text, state, take):
     return False, None, text
 
 
+def paste_indent(lines):
+    """The indentation a whole paste was given (markdown's indented code block, a YAML block scalar as Ansible's YAML
+    callback prints a command's output, a mail), read from its first non-blank ``lines``: the least indentation of
+    them - a traceback's frame line counted without the 2 Python gives it - when it is 4 or more, over three lines or
+    more or in front of what starts a log line (one or two indented lines alone are a traceback's source lines as
+    likely); else 0 (a log's own lines start at its margin)."""
+    least, starts = None, False
+    for text in lines:
+        if LINENO_TAB_RX.match(text) is not None:
+            return 0                    # `cat -n`'s numbers, right-aligned: no indentation
+        rest = text.lstrip(" ")
+        n = len(text) - len(rest) - (2 if rest[:6] == 'File "' else 0)
+        if least is None or n < least:
+            least, starts = n, False
+        starts = starts or n == least and LOG_START_RX.match(rest) is not None
+    return least if least is not None and least >= 4 and (starts or len(lines) >= 3) else 0
+
+
 NODE_FIRST_LINES = 3                # "<word>: " prefixes are looked for only where one of a log's first lines has one
 _MAX_NODE_WORDS = 256
 _DIGITS_RX = re.compile(r"\d+")

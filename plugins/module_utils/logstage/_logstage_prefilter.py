@@ -61,6 +61,7 @@ def scan_stream(scan, read):
         nonlocal head, tail, abs_off
         if head is None:
             head = buf[start:start + 65536]
+            scan.sniff(head)
         scan._abs = abs_off - start
         _scan_block(scan, buf, end, start)
         tail = (tail + buf[max(start, end - 65536):end])[-65536:]

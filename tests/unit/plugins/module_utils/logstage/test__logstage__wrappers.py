@@ -134,6 +134,11 @@ def docker_json(data):
         separators=(",", ":")).encode("utf-8", "surrogateescape") for i, ln in enumerate(_lines(data)))
 
 
+def indented(data):
+    # every line but a blank one four columns in
+    return b"\n".join((b"    " + ln) if ln.strip() else ln for ln in _lines(data))
+
+
 def fenced(data):
     # pasted into an issue: a markdown code fence around the log
     return b"```text\n" + data + (b"" if data.endswith(b"\n") else b"\n") + b"```\n"
@@ -154,7 +159,9 @@ WRAPPERS = {"compose": compose, "kubectl": kubectl, "journald": journald, "colou
             "journalctl json": journal_json,
             "syslog RFC 5424": each_line(lambda i: b"<134>1 2026-11-29T15:%02d:%02d.%06dZ gpu-a01 vllm 4242 - - " % (
                 _hms(i) + (i,))),
-            "logcli": each_line(lambda i: b'2026-11-29T15:%02d:%02dZ {app="vllm", pod="vllm-0"} ' % _hms(i))}
+            "logcli": each_line(lambda i: b'2026-11-29T15:%02d:%02dZ {app="vllm", pod="vllm-0"} ' % _hms(i)),
+            # markdown's indented code block, Ansible's YAML callback printing a command's stderr, a mail
+            "indented": indented}
 
 
 def _key(ans):
