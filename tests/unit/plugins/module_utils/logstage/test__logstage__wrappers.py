@@ -35,31 +35,6 @@ def _lines(data):
     return data.split(b"\n")
 
 
-def compose(data):
-    return b"\n".join((b"vllm-server-1  | " + ln) if ln or i < len(_lines(data)) - 1 else ln
-                      for i, ln in enumerate(_lines(data)))
-
-
-def kubectl(data):
-    out = []
-    for i, ln in enumerate(_lines(data)):
-        if i == len(_lines(data)) - 1 and not ln:
-            out.append(ln)
-            continue
-        out.append(b"2026-11-29T15:%02d:%02d.%09dZ " % (40 + i // 3600 % 20, i // 60 % 60, i) + ln)
-    return b"\n".join(out)
-
-
-def journald(data):
-    out = []
-    for i, ln in enumerate(_lines(data)):
-        if i == len(_lines(data)) - 1 and not ln:
-            out.append(ln)
-            continue
-        out.append(b"Nov 29 15:%02d:%02d gpu-a01 vllm[4242]: " % (40 + i // 3600 % 20, i // 60 % 60) + ln)
-    return b"\n".join(out)
-
-
 def colour(data):
     def one(ln):
         text = ln.decode("utf-8", "surrogateescape")
@@ -75,63 +50,56 @@ def crlf(data):
     return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
 
 
-def compose_kubectl(data):
-    return compose(kubectl(data))
-
-
-def prefixed(prefix):
-    # every line behind a gathering tool's node prefix, blank lines too (rstripped as the classifier reads them)
-    def wrap(data):
-        return b"\n".join((prefix + ln) if ln or i < len(_lines(data)) - 1 else ln for i, ln in enumerate(_lines(data)))
-    return wrap
-
-
-def numbered(form):
-    # what `cat -n`, `grep -n` and `grep -rn` print before each line (grep: ":" after a line that matched, "-" after
-    # a line of context; the numbers of an excerpt start deep in the file)
+def per_line(make):
+    # every line but a last empty one as make(i, line) gives it
     def wrap(data):
         lines = _lines(data)
-        return b"\n".join(
-            ln if i == len(lines) - 1 and not ln else
-            form % {b"n": i + 1 if b"\t" in form else i + 4021,
-                    b"s": b":" if b"rror" in ln or b"Traceback" in ln else b"-"} + ln
-            for i, ln in enumerate(lines))
+        return b"\n".join(ln if i == len(lines) - 1 and not ln else make(i, ln) for i, ln in enumerate(lines))
     return wrap
 
 
 def each_line(make):
     # every line but a last empty one behind what make(i) gives for line i
-    def wrap(data):
-        lines = _lines(data)
-        return b"\n".join(ln if i == len(lines) - 1 and not ln else make(i) + ln for i, ln in enumerate(lines))
-    return wrap
+    return per_line(lambda i, ln: make(i) + ln)
+
+
+def prefixed(prefix):
+    # every line behind a gathering tool's node prefix, blank lines too (rstripped as the classifier reads them)
+    return each_line(lambda i: prefix)
+
+
+def numbered(form):
+    # what `cat -n`, `grep -n` and `grep -rn` print before each line (grep: ":" after a line that matched, "-" after
+    # a line of context; the numbers of an excerpt start deep in the file)
+    return per_line(lambda i, ln: form % {b"n": i + 1 if b"\t" in form else i + 4021,
+                                          b"s": b":" if b"rror" in ln or b"Traceback" in ln else b"-"} + ln)
 
 
 def _hms(i):
     return 40 + i // 3600 % 20, i // 60 % 60
 
 
-def journal_json(data):
-    # `journalctl -o json`: one record a line, the line in MESSAGE, the time in microseconds since the epoch
-    return b"\n".join(ln if i == len(_lines(data)) - 1 and not ln else json.dumps(
-        {"__CURSOR": "s=0;i=%x" % i, "__REALTIME_TIMESTAMP": str(1796053200000000 + i * 1000), "_HOSTNAME": "gpu-a01",
-         "SYSLOG_IDENTIFIER": "vllm", "_PID": "4242", "MESSAGE": ln.decode("utf-8", "surrogateescape")},
-        separators=(",", ":")).encode("utf-8", "surrogateescape") for i, ln in enumerate(_lines(data)))
+def _json(record):
+    return json.dumps(record, separators=(",", ":")).encode("utf-8", "surrogateescape")
 
 
-def cri(data):
-    # the file a node keeps of a container (/var/log/pods/...): kubelet's CRI format, "<time> <stream> F <line>"
-    return b"\n".join(ln if i == len(_lines(data)) - 1 and not ln else
-                      b"2026-11-29T15:%02d:%02d.%09dZ stdout F " % (40 + i // 3600 % 20, i // 60 % 60, i) + ln
-                      for i, ln in enumerate(_lines(data)))
+# `journalctl -o json`: one record a line, the line in MESSAGE, the time in microseconds since the epoch
+journal_json = per_line(lambda i, ln: _json({
+    "__CURSOR": "s=0;i=%x" % i, "__REALTIME_TIMESTAMP": str(1796053200000000 + i * 1000), "_HOSTNAME": "gpu-a01",
+    "SYSLOG_IDENTIFIER": "vllm", "_PID": "4242", "MESSAGE": ln.decode("utf-8", "surrogateescape")}))
+# the file Docker's json-file driver keeps of a container: one compact JSON record a line
+docker_json = per_line(lambda i, ln: _json({
+    "log": ln.decode("utf-8", "surrogateescape") + "\n", "stream": "stdout",
+    "time": "2026-11-29T15:%02d:%02d.%09dZ" % (_hms(i) + (i,))}))
+# the file a node keeps of a container (/var/log/pods/...): kubelet's CRI format, "<time> <stream> F <line>"
+cri = each_line(lambda i: b"2026-11-29T15:%02d:%02d.%09dZ stdout F " % (_hms(i) + (i,)))
+compose = prefixed(b"vllm-server-1  | ")
+kubectl = each_line(lambda i: b"2026-11-29T15:%02d:%02d.%09dZ " % (_hms(i) + (i,)))
+journald = each_line(lambda i: b"Nov 29 15:%02d:%02d gpu-a01 vllm[4242]: " % _hms(i))
 
 
-def docker_json(data):
-    # the file Docker's json-file driver keeps of a container: one compact JSON record a line
-    return b"\n".join(ln if i == len(_lines(data)) - 1 and not ln else json.dumps(
-        {"log": ln.decode("utf-8", "surrogateescape") + "\n", "stream": "stdout",
-         "time": "2026-11-29T15:%02d:%02d.%09dZ" % (40 + i // 3600 % 20, i // 60 % 60, i)},
-        separators=(",", ":")).encode("utf-8", "surrogateescape") for i, ln in enumerate(_lines(data)))
+def compose_kubectl(data):
+    return compose(kubectl(data))
 
 
 def indented(data):
