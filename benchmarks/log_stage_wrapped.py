@@ -7,7 +7,8 @@ a paste wraps a log (the wrappers of tests/unit/plugins/module_utils/logstage/te
 fence, ...).
 
 For each wrapper: the cases whose (stage, error class, first error line) differ from the answer on the case as
-pasted - the fence's own first line is taken off the line number. Nothing here is a label: a changed answer is a
+pasted - the lines a wrapper puts above the log are taken off the line number (the test's LINE_SHIFT; where the log's
+lines all become one, stage and class alone are compared). Nothing here is a label: a changed answer is a
 robustness defect whether the plain answer was right or not.
 
 usage: python benchmarks/log_stage_wrapped.py [--split dev|test|all] [--wrapper NAME ...] [--verbose]
@@ -28,16 +29,19 @@ _TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
 
 
 def wrappers():
-    """The unit test's wrappers (name -> function of the log's bytes)."""
+    """The unit test's wrappers (name -> function of the log's bytes) and what each does to line numbers (name -> the
+    lines it puts above the log, None where the log's lines all become one)."""
     sys.path.insert(0, corpus._coll_parent())
     spec = importlib.util.spec_from_file_location("logstage_wrappers", _TESTS)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.WRAPPERS
+    return mod.WRAPPERS, mod.LINE_SHIFT
 
 
 def _key(ans, shift=0):
     line = (ans["first_error"] or {}).get("lineno")
+    if shift is None:
+        return ans["stage"], ans["error_class"]
     return ans["stage"], ans["error_class"], line - shift if line else line
 
 
@@ -47,15 +51,16 @@ def main(argv=None):
     ap.add_argument("--wrapper", action="append", help="only these wrappers (default: every one)")
     ap.add_argument("--verbose", action="store_true", help="print each changed case")
     args = ap.parse_args(argv)
-    wraps = wrappers()
+    wraps, shifts = wrappers()
     names = args.wrapper or sorted(wraps)
     cases = corpus.load(split=args.split)["cases"]
     changed = dict((name, 0) for name in names)
     for case in cases:
         data = case["text"].encode("utf-8")
-        plain = _key(corpus.answer(data))
+        ans = corpus.answer(data)
         for name in names:
-            got = _key(corpus.answer(wraps[name](data)), 1 if name == "fence" else 0)
+            plain = _key(ans, 0 if shifts.get(name, 0) is not None else None)
+            got = _key(corpus.answer(wraps[name](data)), shifts.get(name, 0))
             if got != plain:
                 changed[name] += 1
                 if args.verbose:

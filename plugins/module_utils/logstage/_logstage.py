@@ -46,12 +46,13 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_fram
     CALLER_RPC, CALLS, DEVICE_QUERY, DEVICE_QUERY_PATHS, EXECUTOR_CALLS, FRAME_FILES, FRAMES, METHOD_MESSAGES, NOT_SERVING_FILES,
     SERVING_FRAMES, SHARED_SERVING_FRAMES, RPC_FUNCS, SOURCE_LINES, STARTUP_FUNC_WORDS, STARTUP_FUNCS, WORKER_STEPS)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
-    ASYNCIO_CB_RX, CARET_ANSI_RX, CARETS_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX, EXC_RX, GLUED_RX, IPY_SOURCE_RX,
-    IPY_TB_RX, JOINED_WORDS, JSON_RECORD_KEYS, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_RAW, LEVEL_WARNING,
-    MAX_COMMS, MARKUP_RX, MONTH_INITIALS, NCCL_COMM_RX, NODE_FIRST_LINES, ORPHAN_ANSI_RX, PROCESS_HDR_RX, PYTEST_E_RX,
-    PYTEST_FRAME_RX, PYTEST_SRC_RX, QUOTE_RX, RAY_REPEAT_RX, RSYSLOG_ESC_RX, RSYSLOG_ESCAPES, SUBJECT_RX, TB_START,
-    TEE_RX, Line, clean, collective_stage, cut, cut_record, frame_line, grep_prefix, joined_cuts, json_record, last_ts,
-    match_tkey, node_prefix, parse_line, paste_indent, strip_wrappers)
+    ANSIBLE_BLOCK_RX, ANSIBLE_RESULT_RX, ASYNCIO_CB_RX, CARETS_RX, CARET_ANSI_RX, CHAIN, CODE_STARTS, DESCRIBE_FIELD_RX,
+    EXC_RX, GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, JOINED_WORDS, JSON_RECORD_KEYS, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO,
+    LEVEL_RAW, LEVEL_WARNING, MARKUP_RX, MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, NODE_FIRST_LINES, ORPHAN_ANSI_RX,
+    PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_FRAME_RX, PYTEST_SRC_RX, QUOTE_RX, RAY_REPEAT_RX, RSYSLOG_ESCAPES,
+    RSYSLOG_ESC_RX, SUBJECT_RX, TB_START, TEE_RX, Line, ansible_output, clean, collective_stage, cut, cut_record,
+    frame_line, grep_prefix, joined_cuts, json_record, last_ts, match_tkey, node_prefix, parse_line, paste_indent,
+    strip_wrappers)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_prefilter import (
     MARK_ANCHORS, STATIC_ANCHORS, scan_stream)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_answer import (
@@ -458,6 +459,8 @@ class _Scan(object):
         self.grep = {"taken": {}, "next": {}}  # grep's output: the line numbers taken of each file (grep_prefix)
         self.quoted = False              # a paste quoted as markdown (QUOTE_RX)
         self.indent = 0                  # the indentation of a paste indented as a whole (sniff)
+        self.ans_block = None            # in a block scalar of Ansible's YAML result: (its key's indentation, its own)
+        self.ans_line = None             # the line of its last segment
         self.proc_hdr_at = self.hdr_to = -1  # a record header's first and last line (PROCESS_HDR_RX: its traceback follows)
         self.hdr_stage = None            # the stage of the callback an asyncio header names (its traceback's last frame)
         self.hdr_cb = None               # such a header whose traceback has not followed (yet): (lineno, line, ...)
@@ -1110,6 +1113,30 @@ class _Scan(object):
         if "\x1b" in text or "\x00" in text:
             text = clean(text)
         text = text.rstrip()
+        if self.ans_block is not None and lineno != self.ans_line:
+            # (a block scalar of Ansible's YAML result: its lines at their margin, until one is indented no deeper
+            # than its key; a piece after a carriage return goes on its line)
+            self.ans_line = lineno
+            n = len(text) - len(text.lstrip(" "))
+            if text and n <= self.ans_block[0]:
+                self.ans_block = None
+                self._end_of_output()
+            elif text:
+                if self.ans_block[1] is None:
+                    self.ans_block = (self.ans_block[0], n)
+                text = text[min(n, self.ans_block[1]):]
+        if self.ans_block is None and text[:1] in "fco " and (" => " in text[:200] or text[-1:] in "|->+"):
+            if ANSIBLE_RESULT_RX.match(text) is not None:
+                # (the result's own line is Ansible's report of the command's exit, none of the log's lines)
+                for part in ansible_output(text) or ():
+                    self.segment(part.encode("utf-8", "surrogateescape"), lineno)
+                self._end_of_output()
+                return
+            m = ANSIBLE_BLOCK_RX.match(text)
+            if m is not None:
+                indent = len(m.group("ind"))
+                self.ans_block = (indent, indent + int(m.group("by")) if m.group("by") else None)
+                return
         line = Line()
         # what a gathering tool put around the line (grep's numbers, a node's prefix, Docker's JSON record), then
         # what a paste did to it (a quote, markup, colour codes in caret notation or without their escape)
@@ -1370,10 +1397,15 @@ class _Scan(object):
                   self._proc_name(line), line.pid, "the server answered a request with a server error; the error "
                   "logged before this line says why", [text], None)
 
-    def finish(self):
-        """Close the tracebacks still open at the end of the file."""
+    def _end_of_output(self):
+        """The end of a command's output that Ansible's result carried: its tracebacks still open end with it, as at
+        the end of a file (the playbook's next lines are none of theirs)."""
         for key in list(self.streams):
             self._finish_tb(self.streams.pop(key), at_eof=True)
+
+    def finish(self):
+        """Close the tracebacks still open at the end of the file."""
+        self._end_of_output()
         if self.hdr_cb is not None:
             # (round 36) asyncio's report of an exception in a callback the frame map places, its traceback cut away:
             # an error of its own, placed by the callback it names

@@ -50,6 +50,34 @@ K8S_RX = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)((?:[.,]\d+)?)(
 # container: the line the container printed in "log" with its newline, its stream, the daemon's RFC 3339 "time") and
 # `journalctl -o json` (the line in "MESSAGE", the time in "__REALTIME_TIMESTAMP", microseconds since the epoch)
 JSON_RECORD_KEYS = ('"log":', '"MESSAGE":')
+# Ansible's result of a task that ran a command (a playbook's or AWX's job output): the default callback prints it as
+# JSON on the host's line ('fatal: [gpu-a01]: FAILED! => {"changed": true, ..., "stderr": "Traceback ...\n...", ...}'),
+# the YAML result format as block scalars ("  stderr: |-" and the lines under it, indented). What the command printed
+# is the log: its output strings, stdout before stderr (vLLM's records go to stdout, an uncaught traceback to stderr)
+ANSIBLE_RESULT_RX = re.compile(r"^(?:fatal|failed|ok|changed): \[[^\]]+\](?: \(item=.*?\))?(?:: [A-Z!]+)? => ")
+ANSIBLE_OUTPUT_KEYS = ("stdout", "module_stdout", "stderr", "module_stderr", "exception")
+ANSIBLE_STRING_RX = re.compile(r'"(?P<key>' + "|".join(ANSIBLE_OUTPUT_KEYS) + r')": ?"(?P<lit>(?:[^"\\]|\\.)*)')
+# (a block whose first line starts with a blank names its indentation: "|2-", relative to its key's)
+ANSIBLE_BLOCK_RX = re.compile(r"^(?P<ind> *)(?:" + "|".join(ANSIBLE_OUTPUT_KEYS) + r"): [|>][-+]?(?P<by>[1-9]?)[-+]?$")
+
+
+def ansible_output(text):
+    """The lines a command printed, read from the JSON of Ansible's result line ``text`` (cut by the scanner or not):
+    a list (stdout's, then stderr's), or None when the line carries none."""
+    found = {}
+    for m in ANSIBLE_STRING_RX.finditer(text, text.find("{")):
+        lit = m.group("lit")
+        for cut in range(7):
+            # (a string the scanner cut: without its partial escape at the end)
+            try:
+                found.setdefault(m.group("key"), json.loads('"%s"' % lit[:len(lit) - cut]))
+                break
+            except ValueError:
+                continue
+    lines = [ln for key in ANSIBLE_OUTPUT_KEYS if found.get(key) for ln in found[key].split("\n")]
+    return lines or None
+
+
 # a paste quoted as markdown or a mail reply ("> " in front of each line; ">" alone on a blank one)
 QUOTE_RX = re.compile(r"^>(?: |$)")
 # journalctl's short forms (man journalctl, --output): short / short-precise and syslog's files, short-iso /

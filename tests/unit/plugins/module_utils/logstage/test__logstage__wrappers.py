@@ -102,6 +102,29 @@ def compose_kubectl(data):
     return compose(kubectl(data))
 
 
+_TASK = b"TASK [vllm : start the server] " + b"*" * 40 + b"\n"
+_RECAP = b"\nPLAY RECAP " + b"*" * 40 + b"\ngpu-a01 : ok=3 changed=1 unreachable=0 failed=1 skipped=0 rescued=0 ignored=0\n"
+
+
+def ansible_json(data):
+    # an Ansible task that ran the server, as the default callback (and AWX's job output) prints its failure: the
+    # command's output in the result's JSON on the host's line
+    out = data.decode("utf-8", "surrogateescape").rstrip("\n")
+    result = {"changed": True, "cmd": ["vllm", "serve", "m"], "msg": "non-zero return code", "rc": 1, "stderr": "",
+              "stderr_lines": [], "stdout": out, "stdout_lines": out.split("\n")}
+    return _TASK + b"fatal: [gpu-a01]: FAILED! => " + json.dumps(result, sort_keys=True).encode(
+        "utf-8", "surrogateescape") + b"\n" + _RECAP
+
+
+def ansible_yaml(data):
+    # the same with the YAML result format (ANSIBLE_CALLBACK_RESULT_FORMAT=yaml): the output as a block scalar
+    # (YAML names the indentation of a block whose first line starts with a blank: "|2-")
+    body = b"".join((b"    " + ln if ln else ln) + b"\n" for ln in data.rstrip(b"\n").split(b"\n"))
+    return (_TASK + b"fatal: [gpu-a01]: FAILED! => changed=true\n  cmd:\n  - vllm\n  - serve\n  msg: non-zero return "
+            b"code\n  rc: 1\n  stderr: ''\n  stderr_lines: <omitted>\n  stdout: |" + (b"2" if data[:1] == b" " else b"")
+            + b"-\n" + body + b"  stdout_lines: <omitted>\n" + _RECAP)
+
+
 def indented(data):
     # every line but a blank one four columns in
     return b"\n".join((b"    " + ln) if ln.strip() else ln for ln in _lines(data))
@@ -129,7 +152,10 @@ WRAPPERS = {"compose": compose, "kubectl": kubectl, "journald": journald, "colou
                 _hms(i) + (i,))),
             "logcli": each_line(lambda i: b'2026-11-29T15:%02d:%02dZ {app="vllm", pod="vllm-0"} ' % _hms(i)),
             # markdown's indented code block, Ansible's YAML callback printing a command's stderr, a mail
-            "indented": indented}
+            "indented": indented, "ansible json": ansible_json, "ansible yaml": ansible_yaml}
+# what a wrapper does to line numbers: the lines it puts above the log, or None where the log's lines all become one
+# (the first error's line and number are then compared by stage and class only)
+LINE_SHIFT = {"fence": 1, "ansible yaml": 10, "ansible json": None}
 
 
 def _key(ans):
@@ -146,10 +172,12 @@ def test_wrapped_real_log_gives_the_same_answer(log, wrapper):
         data = fh.read()
     plain = classify_files([path])
     wrapped = classify_text(WRAPPERS[wrapper](data), name=path, node=os.path.basename(path))
-    if wrapper == "fence":
-        # the fence's own first line moves every line number by one
+    if wrapper in LINE_SHIFT:
+        # the wrapper's own lines above the log move every line number (or put the log on one line)
         assert short(wrapped)[:2] == short(plain)[:2], (wrapper, wrapped["summary"], plain["summary"])
-        assert (short(wrapped)[2] or 1) - 1 == (short(plain)[2] or 0), (wrapper, wrapped["summary"], plain["summary"])
+        if LINE_SHIFT[wrapper] is not None:
+            assert (short(wrapped)[2] or LINE_SHIFT[wrapper]) - LINE_SHIFT[wrapper] == (short(plain)[2] or 0), (
+                wrapper, wrapped["summary"], plain["summary"])
         return
     assert _key(wrapped) == _key(plain), (wrapper, wrapped["summary"], plain["summary"])
     if wrapper in ("kubectl", "journald", "compose+kubectl"):
