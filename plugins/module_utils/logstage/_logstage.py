@@ -16,6 +16,10 @@ How it reads a log (details and the rule list are in ``docs/classifier.md``):
   it is never before the furthest stage the log proves reached; ``stage_basis`` in the answer says which.
 * **NCCL communicators** are followed by their ``Init START`` / ``Init COMPLETE`` / ``Destroy COMPLETE`` lines.
 * **Stop cutoff.** A per-file ``until`` (lines) sets apart what was printed after the server was stopped.
+* **What is around a line** comes off before it is parsed: what a tool that gathered the log put there (grep's
+  numbers, a node's prefix, Docker's or journald's JSON, Ansible's result), then what a paste did (an indentation
+  given to the whole, read by ``sniff`` before any line; a quote, markup, colour codes), then the collectors'
+  wrappers (``strip_wrappers``); ``benchmarks/log_stage_wrapped.py`` measures that an answer does not change.
 
 Why one file (over 1,000 lines): ``_Scan`` is one state machine (open tracebacks, candidates, markers, the stop
 cutoff) whose handlers share its state line by line; split across files they would pass that state around instead.
