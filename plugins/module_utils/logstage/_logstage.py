@@ -465,6 +465,7 @@ class _Scan(object):
         self.indent = 0                  # the indentation of a paste indented as a whole (sniff)
         self.ans_block = None            # in a block scalar of Ansible's YAML result: (its key's indentation, its own)
         self.ans_line = None             # the line of its last segment
+        self.ans_result = None           # the line of the last result of Ansible's read (its JSON's strings)
         self.proc_hdr_at = self.hdr_to = -1  # a record header's first and last line (PROCESS_HDR_RX: its traceback follows)
         self.hdr_stage = None            # the stage of the callback an asyncio header names (its traceback's last frame)
         self.hdr_cb = None               # such a header whose traceback has not followed (yet): (lineno, line, ...)
@@ -1129,12 +1130,15 @@ class _Scan(object):
                 if self.ans_block[1] is None:
                     self.ans_block = (self.ans_block[0], n)
                 text = text[min(n, self.ans_block[1]):]
-        if self.ans_block is None and text[:1] in "fco " and (" => " in text[:200] or text[-1:] in "|->+"):
+        if lineno == self.ans_result:
+            return                      # the rest of a result line longer than the scanner's piece (read above)
+        if self.ans_block is None and text and text[0] in "fco " and (" => " in text[:200] or text[-1] in "|->+"):
             if ANSIBLE_RESULT_RX.match(text) is not None:
                 # (the result's own line is Ansible's report of the command's exit, none of the log's lines)
                 for part in ansible_output(text) or ():
                     self.segment(part.encode("utf-8", "surrogateescape"), lineno)
                 self._end_of_output()
+                self.ans_result = lineno
                 return
             m = ANSIBLE_BLOCK_RX.match(text)
             if m is not None:
