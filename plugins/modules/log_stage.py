@@ -23,7 +23,9 @@ description:
     stage the log proves reached; RV(stage_basis) says which.
   - Understands the vLLM log formats from 0.5 to 0.33, PyTorch c10/NCCL/torchrun lines, CUDA and container-runtime
     errors, and strips ANSI colours, CR/LF, C(docker compose), C(kubectl logs --timestamps), journald and Ray
-    wrappers first. A log of any size is read once, in blocks, with bounded memory; C(.gz) files are read as
+    wrappers first, and what a tool that gathered the log or a paste put around its lines (C(grep -n), C(cat -n),
+    C(kubectl logs --prefix), C(srun --label), pdsh, the CRI and Docker JSON files of a node, C(journalctl -o json),
+    syslog, Ansible's task result, an indentation, a quote or a fence). A log of any size is read once, in blocks, with bounded memory; C(.gz) files are read as
     compressed logs.
   - The same classifier is used by the P(repro.vllm.log_stage#filter) filter and by the roles of this collection,
     so all give the same answer. The rules are described in the collection's C(docs/classifier.md).
