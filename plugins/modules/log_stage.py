@@ -25,8 +25,8 @@ description:
     errors, and strips ANSI colours, CR/LF, C(docker compose), C(kubectl logs --timestamps), journald and Ray
     wrappers first, and what a tool that gathered the log or a paste put around its lines (C(grep -n), C(cat -n),
     C(kubectl logs --prefix), C(srun --label), pdsh, the CRI and Docker JSON files of a node, C(journalctl -o json),
-    syslog, Ansible's task result, an indentation, a quote or a fence). A log of any size is read once, in blocks, with bounded memory; C(.gz) files are read as
-    compressed logs.
+    syslog, Ansible's task result, a log viewer's time, an indentation, a quote or a fence). A log of any size is
+    read once, in blocks, with bounded memory; C(.gz) files are read as compressed logs.
   - The same classifier is used by the P(repro.vllm.log_stage#filter) filter and by the roles of this collection,
     so all give the same answer. The rules are described in the collection's C(docs/classifier.md).
 author:

@@ -55,8 +55,8 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_pars
     LEVEL_RAW, LEVEL_WARNING, MARKUP_RX, MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, NODE_FIRST_LINES, ORPHAN_ANSI_RX,
     PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_FRAME_RX, PYTEST_SRC_RX, QUOTE_RX, RAY_REPEAT_RX, RSYSLOG_ESCAPES,
     RSYSLOG_ESC_RX, SUBJECT_RX, TB_START, TEE_RX, Line, ansible_output, clean, collective_stage, cut, cut_record,
-    frame_line, grep_prefix, joined_cuts, json_record, last_ts, match_tkey, node_prefix, parse_line, paste_indent,
-    strip_wrappers)
+    dated_lines, frame_line, grep_prefix, joined_cuts, json_record, last_ts, match_tkey, node_prefix, parse_line,
+    paste_indent, strip_wrappers)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_prefilter import (
     MARK_ANCHORS, STATIC_ANCHORS, scan_stream)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_answer import (
@@ -463,6 +463,7 @@ class _Scan(object):
         self.grep = {"taken": {}, "next": {}}  # grep's output: the line numbers taken of each file (grep_prefix)
         self.quoted = False              # a paste quoted as markdown (QUOTE_RX)
         self.indent = 0                  # the indentation of a paste indented as a whole (sniff)
+        self.dated = False               # a log viewer's time in front of every line (sniff)
         self.ans_block = None            # in a block scalar of Ansible's YAML result: (its key's indentation, its own)
         self.ans_line = None             # the line of its last segment
         self.ans_result = None           # the line of the last result of Ansible's read (its JSON's strings)
@@ -1106,9 +1107,11 @@ class _Scan(object):
     # -- one line ---------------------------------------------------------------------------------------------
     def sniff(self, head):
         """What a paste did to all of a log's lines, read from its first ones before any is scanned (``head``: the
-        file's first bytes): an indentation given to the whole (paste_indent)."""
-        lines = [ln for ln in head[:16384].decode("utf-8", "replace").splitlines()[:64] if ln.strip()][:8]
-        self.indent = paste_indent([ln.rstrip() for ln in lines])
+        file's first bytes): an indentation given to the whole (paste_indent), a log viewer's time in front of every
+        line (dated_lines)."""
+        lines = [ln.rstrip() for ln in head[:16384].decode("utf-8", "replace").splitlines()[:64] if ln.strip()][:8]
+        self.indent = paste_indent(lines)
+        self.dated = dated_lines(lines)
 
     def segment(self, raw, lineno):
         """Parse and process one segment (a line, or one CR-separated piece of it) of the file."""
@@ -1146,6 +1149,7 @@ class _Scan(object):
                 self.ans_block = (indent, indent + int(m.group("by")) if m.group("by") else None)
                 return
         line = Line()
+        line.dated = self.dated
         # what a gathering tool put around the line (grep's numbers, a node's prefix, Docker's JSON record), then
         # what a paste did to it (a quote, markup, colour codes in caret notation or without their escape)
         first = self.node_lines is not None and self.node_lines < NODE_FIRST_LINES

@@ -103,10 +103,12 @@ COMPOSE_RX = re.compile(r"^([A-Za-z0-9][\w.-]*)\s+\| ?")
 # ("2024-06-10 13:26:25 " + the line): stripped only where what follows is itself a log line - indented (a traceback's
 # frame or source line; round 63: a frame line whose indentation the paste lost), a traceback's first line, a vLLM
 # record, a process tag or another dated line - so a
-# program's own "date time message" line keeps its time and words
-DESKTOP_RX = re.compile(r"^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) (?=\s|Traceback \(|File \"[^\"]+\", line \d|\(\w|"
-                        r"\d{4}-\d\d-\d\d[ T]|"
-                        r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d )")
+# program's own "date time message" line keeps its time and words. (Round 72) Grafana's and other log viewers' copies
+# put the time with its fraction, maybe a tab: "2026-11-29 15:40:00.123 " / "...123<TAB>"; what may follow is also
+# anything that starts a log line (LOG_START_RX) - never Python logging's own "2024-06-10 13:26:25,123 - INFO - ..."
+DESKTOP_RX = re.compile(r"^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,]\d{1,9})?(?:[ \t]|$)")
+DESKTOP_NEXT_RX = re.compile(r"\s|Traceback \(|File \"[^\"]+\", line \d|\(\w|\d{4}-\d\d-\d\d[ T]|"
+                             r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d ")
 # round 23: FastChat's workers (fastchat/utils.py build_logger: "%(asctime)s | %(levelname)s | %(name)s | %(message)s")
 # pass the process's own stdout/stderr through the loggers "stdout" and "stderr" (StreamToLogger): what follows is
 # the line the process printed (vLLM's records, a traceback); a paste cut inside the wrapper leaves nothing
@@ -169,6 +171,15 @@ def grep_prefix(text, state, take):
         # (a file that reads as one - an NCCL record's dotted host and pid never go on as "<path>:<n + 1>:")
         state["next"][key] = n + 1
     return False, None, text
+
+
+def dated_lines(lines):
+    """Whether a log viewer put its own time in front of every one of ``lines`` (a log's first non-blank lines):
+    each starts with DESKTOP_RX's date and one of them goes on with what starts a log line or with an indentation (a
+    traceback's line: Python logging's own lines never print a traceback's lines behind its time)."""
+    heads = [DESKTOP_RX.match(text) for text in lines]
+    return len(lines) >= 2 and all(heads) and any(
+        LOG_START_RX.match(text, m.end()) or text[m.end():m.end() + 1].isspace() for text, m in zip(lines, heads))
 
 
 def paste_indent(lines):
@@ -401,7 +412,7 @@ class Line(object):
     """One parsed line (after wrappers): format, stream, level, timestamp and message."""
 
     __slots__ = ("fmt", "stream", "proc", "pid", "level", "ts", "tkey", "msg", "rec", "outer_tkey", "outer_src",
-                 "pywarn", "tee", "node", "quiet")
+                 "pywarn", "tee", "node", "dated", "quiet")
 
     def __init__(self):
         self.fmt = FMT_RAW
@@ -418,6 +429,7 @@ class Line(object):
         self.pywarn = False
         self.tee = None
         self.node = None                 # the node (task, pod) a gathering tool named in front of the line
+        self.dated = False               # its log has a log viewer's time in front of every line (dated_lines)
         self.quiet = False               # a structured record's own level is below ERROR (its words are no error)
 
 
@@ -456,10 +468,13 @@ def strip_wrappers(text, line):
             m = JOURNAL_OTHER_RX.match(text)
             if m and m.group(1):
                 _outer(line, tkey(m.group(1), m.group(2), m.group(3), m.group(4), m.group(5)), "journald")
-        elif c0.isdigit() and text[4:5] == "-" and text[10:11] == " " and text[19:20] == " ":
+        elif c0.isdigit() and text[4:5] == "-" and text[10:11] == " " and text[19:20] in ("", " ", "\t", ".", ","):
             m = DESKTOP_RX.match(text)
-            if m:
-                _outer(line, tkey(m.group(2), m.group(3), m.group(4), m.group(5), m.group(6)), "desktop")
+            if m and (line.dated or DESKTOP_NEXT_RX.match(text, m.end()) or LOG_START_RX.match(text, m.end())):
+                _outer(line, tkey(m.group(2), m.group(3), m.group(4), m.group(5), m.group(6),
+                                  frac(text[19:m.end() - 1]) if text[19:20] in ".," else 0.0), "desktop")
+            else:
+                m = None
         elif c0 == "<" and text[1:2].isdigit():
             m = SYSLOG_RX.match(text)
             if m and m.group("ts"):

@@ -18,7 +18,7 @@ import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_files, classify_text
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import (
-    Line, grep_prefix, node_prefix, strip_wrappers)
+    Line, dated_lines, grep_prefix, node_prefix, strip_wrappers)
 from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.logstage.corpus_cases import case, short
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures")
@@ -152,7 +152,9 @@ WRAPPERS = {"compose": compose, "kubectl": kubectl, "journald": journald, "colou
                 _hms(i) + (i,))),
             "logcli": each_line(lambda i: b'2026-11-29T15:%02d:%02dZ {app="vllm", pod="vllm-0"} ' % _hms(i)),
             # markdown's indented code block, Ansible's YAML callback printing a command's stderr, a mail
-            "indented": indented, "ansible json": ansible_json, "ansible yaml": ansible_yaml}
+            "indented": indented, "ansible json": ansible_json, "ansible yaml": ansible_yaml,
+            # a log viewer's copy (Grafana's Explore, Docker Desktop with milliseconds): its own time on every line
+            "log viewer": each_line(lambda i: b"2026-11-29 15:%02d:%02d.%03d " % (_hms(i) + (i % 1000,)))}
 # what a wrapper does to line numbers: the lines it puts above the log, or None where the log's lines all become one
 # (the first error's line and number are then compared by stage and class only)
 LINE_SHIFT = {"fence": 1, "ansible yaml": 10, "ansible json": None}
@@ -278,6 +280,18 @@ def test_grep_prefix(lines, taken):
     state = {"taken": {}, "next": {}}
     got = [grep_prefix(text, state, n < 3)[0] for n, text in enumerate(lines)]
     assert got == taken
+
+
+@pytest.mark.parametrize("lines,dated", [
+    (["2026-11-29 15:40:00.123 INFO 11-29 15:40:00 [api_server.py:1] x", "2026-11-29 15:40:00.124 Loading weights"], True),
+    (["2026-11-29 15:40:00.123 Loading weights", "2026-11-29 15:40:00.124   File \"x.py\", line 1, in f"], True),
+    # Python logging's own lines (a traceback's lines would follow without the time), one line alone, an undated line
+    (["2024-06-10 13:26:25,123 - INFO - start", "2024-06-10 13:26:25,124 - ERROR - failed"], False),
+    (["2026-11-29 15:40:00.123 INFO 11-29 15:40:00 [api_server.py:1] x"], False),
+    (["2026-11-29 15:40:00.123 INFO 11-29 15:40:00 [api_server.py:1] x", "Traceback (most recent call last):"], False),
+])
+def test_dated_lines(lines, dated):
+    assert dated_lines(lines) is dated
 
 
 def test_the_kernels_own_lines_keep_their_stamp():
