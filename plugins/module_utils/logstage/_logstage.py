@@ -54,9 +54,9 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_pars
     EXC_RX, GLUED_RX, IPY_SOURCE_RX, IPY_TB_RX, JOINED_WORDS, JSON_RECORD_KEYS, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO,
     LEVEL_RAW, LEVEL_WARNING, MARKUP_RX, MAX_COMMS, MONTH_INITIALS, NCCL_COMM_RX, NODE_FIRST_LINES, ORPHAN_ANSI_RX,
     PROCESS_HDR_RX, PYTEST_E_RX, PYTEST_FRAME_RX, PYTEST_SRC_RX, QUOTE_RX, RAY_REPEAT_RX, RSYSLOG_ESCAPES,
-    RSYSLOG_ESC_RX, SUBJECT_RX, TB_START, TEE_RX, Line, ansible_output, clean, collective_stage, cut, cut_record,
-    dated_lines, frame_line, grep_prefix, joined_cuts, json_record, last_ts, match_tkey, node_prefix, parse_line,
-    paste_indent, strip_wrappers)
+    RSYSLOG_ESC_RX, SUBJECT_RX, TB_START, TEE_RX, Line, adhoc_blocks, ansible_output, clean, collective_stage, cut,
+    cut_record, dated_lines, frame_line, grep_prefix, joined_cuts, json_record, last_ts, match_tkey, node_prefix,
+    parse_line, paste_indent, strip_wrappers)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_prefilter import (
     MARK_ANCHORS, STATIC_ANCHORS, scan_stream)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_answer import (
@@ -1555,22 +1555,40 @@ def classify_files(paths, nodes=None, until=None):
                                     "in paths)" % p)
             items.append((f, name, cutoffs[i]))
     scans = []
-    for idx, (f, name, limit) in enumerate(items):
-        sc = _Scan(f, name, idx, limit)
-        if not f.endswith(".gz"):
-            try:
-                sc.full = os.path.getsize(f) <= FULL_PARSE_BYTES
-            except OSError:
-                pass
+    for f, name, limit in items:
+        try:
+            small = not f.endswith(".gz") and os.path.getsize(f) <= FULL_PARSE_BYTES
+        except OSError:
+            small = False
         fh = _open_log(f)
         try:
-            scan_stream(sc, fh.read)
+            if small:
+                # read whole (a paste, a short run): it may be several hosts' outputs one after the other
+                scans.extend(_scan_hosts(fh.read(), f, name, len(scans), limit))
+            else:
+                sc = _Scan(f, name, len(scans), limit)
+                scan_stream(sc, fh.read)
+                scans.append(sc)
         except (IOError, OSError, EOFError) as exc:
             raise LogStageError("error while reading log file %s: %s" % (f, exc))
         finally:
             fh.close()
-        scans.append(sc)
     return build_answer(scans)
+
+
+def _scan_hosts(data, name, node, index, until=None):
+    """The scans of one small log in memory: one, or one per host where the log is Ansible's ad hoc output of
+    several hosts one after the other (adhoc_blocks: each host's lines are a node of their own, numbered as in the
+    log, so a later host's progress never clears an earlier host's failure)."""
+    blocks = adhoc_blocks(data) if until is None else None
+    parts = [(node, 1, data)] if blocks is None else blocks
+    scans = []
+    for host, start, part in parts:
+        sc = _Scan(name, str(host), index + len(scans), until)
+        sc.full, sc.lineno = True, start
+        scan_stream(sc, io.BytesIO(part).read)
+        scans.append(sc)
+    return scans
 
 
 def classify_texts(texts, names=None, nodes=None, until=None):
@@ -1584,10 +1602,12 @@ def classify_texts(texts, names=None, nodes=None, until=None):
     scans = []
     for idx, text in enumerate(texts):
         node = nodes[idx] if nodes and idx < len(nodes) and nodes[idx] not in (None, "") else all_names[idx]
-        sc = _Scan(all_names[idx], str(node), idx, cutoffs[idx])
         # a lone surrogate (text decoded with surrogateescape) is read as the replacement character
         data = text if isinstance(text, bytes) else b"" if text is None else str(text).encode("utf-8", "replace")
-        sc.full = len(data) <= FULL_PARSE_BYTES
+        if len(data) <= FULL_PARSE_BYTES:
+            scans.extend(_scan_hosts(data, all_names[idx], node, len(scans), cutoffs[idx]))
+            continue
+        sc = _Scan(all_names[idx], str(node), len(scans), cutoffs[idx])
         scan_stream(sc, io.BytesIO(data).read)
         scans.append(sc)
     return build_answer(scans)

@@ -78,6 +78,28 @@ def ansible_output(text):
     return lines or None
 
 
+# Ansible's ad hoc command output (`ansible gpu -m shell -a 'tail -n 200 /var/log/vllm.log'`): each host's output
+# under its own line "<host> | CHANGED|SUCCESS|FAILED | rc=<n> >>", one host after the other
+ADHOC_RX = re.compile(br"^(?P<host>[^\s|]+) \| (?:CHANGED|SUCCESS|FAILED!?|UNREACHABLE!) \| rc=-?\d+ >>\r?$")
+
+
+def adhoc_blocks(data):
+    """Each host's output of an Ansible ad hoc command output ``data`` (bytes) whose first non-blank line is such a
+    host's line: [(host, the line number of its first line, its bytes)], else None."""
+    lines = data.split(b"\n")
+    first = next((ln for ln in lines if ln.strip()), b"")
+    if ADHOC_RX.match(first) is None:
+        return None
+    blocks = []
+    for number, ln in enumerate(lines, 1):
+        m = ADHOC_RX.match(ln)
+        if m is not None:
+            blocks.append((m.group("host").decode("utf-8", "replace"), number + 1, []))
+        elif blocks:
+            blocks[-1][2].append(ln)
+    return [(host, start, b"\n".join(body)) for host, start, body in blocks]
+
+
 # a paste quoted as markdown or a mail reply ("> " in front of each line; ">" alone on a blank one)
 QUOTE_RX = re.compile(r"^>(?: |$)")
 # journalctl's short forms (man journalctl, --output): short / short-precise and syslog's files, short-iso /

@@ -223,6 +223,29 @@ def test_two_nodes_interleaved_behind_their_hosts_read_as_two_nodes(pair):
     assert (together["first_error"] or {}).get("line") == (apart["first_error"] or {}).get("line")
 
 
+@pytest.mark.parametrize("pair", NODE_PAIRS + [NODE_PAIRS[2][::-1]], ids=lambda p: p[0].split("/")[-1] + "-first")
+def test_hosts_one_after_the_other_in_ansible_ad_hoc_output_read_as_their_nodes(pair, tmp_path):
+    # `ansible gpu -m shell -a 'tail ...'`: each host's output under its own line, one host after the other; a later
+    # host's progress must not clear an earlier host's failure (the KV-cache capture first, the healthy one after),
+    # line numbers count in the paste, and a file of that content answers the same
+    paths = [os.path.join(FIX, p) for p in pair]
+    apart = classify_files(paths)
+    text = b"".join(b"gpu-a%02d | %s | rc=%d >>\n" % (n + 1, b"FAILED" if n == 0 else b"CHANGED", 1 - n) +
+                    open(p, "rb").read() for n, p in enumerate(paths))
+    together = classify_text(text)
+    assert (together["stage"], together["error_class"]) == (apart["stage"], apart["error_class"])
+    if apart["first_error"]:
+        first = apart["first_error"]
+        n = paths.index(first["file"])
+        above = sum(open(p, "rb").read().count(b"\n") + 1 for p in paths[:n]) + 1
+        assert together["first_error"]["line"] == first["line"]
+        assert together["first_error"]["lineno"] == first["lineno"] + above
+        assert together["first_error"]["node"] == "gpu-a%02d" % (n + 1)
+    saved = tmp_path / "adhoc.txt"
+    saved.write_bytes(text)
+    assert short(classify_files([str(saved)])) == short(together)
+
+
 def test_a_blank_line_or_a_fence_after_a_cut_traceback_changes_nothing():
     # c1343: a raw traceback above vLLM's records is placed by the stage reached when its last line was printed, not
     # when a paste's blank last line came; c153: a paste's closing fence is no exception of the cut traceback above it
