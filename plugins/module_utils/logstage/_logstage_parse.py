@@ -54,7 +54,7 @@ JSON_RECORD_KEYS = ('"log":', '"MESSAGE":')
 # JSON on the host's line ('fatal: [gpu-a01]: FAILED! => {"changed": true, ..., "stderr": "Traceback ...\n...", ...}'),
 # the YAML result format as block scalars ("  stderr: |-" and the lines under it, indented). What the command printed
 # is the log: its output strings, stdout before stderr (vLLM's records go to stdout, an uncaught traceback to stderr)
-ANSIBLE_RESULT_RX = re.compile(r"^(?:fatal|failed|ok|changed): \[[^\]]+\](?: \(item=.*?\))?(?:: [A-Z!]+)? => ")
+ANSIBLE_RESULT_RX = re.compile(r"^(?:fatal|failed|ok|changed): \[[^\]]+\](?: \(item=.*?\))?(?:: [A-Z!]+)? =>(?: |$)")
 ANSIBLE_OUTPUT_KEYS = ("stdout", "module_stdout", "stderr", "module_stderr", "exception")
 ANSIBLE_STRING_RX = re.compile(r'"(?P<key>' + "|".join(ANSIBLE_OUTPUT_KEYS) + r')": ?"(?P<lit>(?:[^"\\]|\\.)*)')
 # (a block whose first line starts with a blank names its indentation: "|2-", relative to its key's)
@@ -79,17 +79,18 @@ def ansible_output(text):
 
 
 # Ansible's ad hoc command output (`ansible gpu -m shell -a 'tail -n 200 /var/log/vllm.log'`): each host's output
-# under its own line "<host> | CHANGED|SUCCESS|FAILED | rc=<n> >>", one host after the other
+# under its own line "<host> | CHANGED|SUCCESS|FAILED | rc=<n> >>", one host after the other (ansible-core 2.19 and
+# later print a failed host's "[ERROR]: Task failed: ..." report and its task above the first)
 ADHOC_RX = re.compile(br"^(?P<host>[^\s|]+) \| (?:CHANGED|SUCCESS|FAILED!?|UNREACHABLE!) \| rc=-?\d+ >>\r?$")
 
 
 def adhoc_blocks(data):
-    """Each host's output of an Ansible ad hoc command output ``data`` (bytes) whose first non-blank line is such a
-    host's line: [(host, the line number of its first line, its bytes)], else None."""
-    lines = data.split(b"\n")
-    first = next((ln for ln in lines if ln.strip()), b"")
-    if ADHOC_RX.match(first) is None:
+    """Each host's output of an Ansible ad hoc command output ``data`` (bytes): [(host, the line number of its first
+    line, its bytes)], else None (no host's line). What Ansible printed above the first host's line is none of the
+    hosts' logs."""
+    if b" >>" not in data:
         return None
+    lines = data.split(b"\n")
     blocks = []
     for number, ln in enumerate(lines, 1):
         m = ADHOC_RX.match(ln)
@@ -97,7 +98,7 @@ def adhoc_blocks(data):
             blocks.append((m.group("host").decode("utf-8", "replace"), number + 1, []))
         elif blocks:
             blocks[-1][2].append(ln)
-    return [(host, start, b"\n".join(body)) for host, start, body in blocks]
+    return [(host, start, b"\n".join(body)) for host, start, body in blocks] or None
 
 
 # a paste quoted as markdown or a mail reply ("> " in front of each line; ">" alone on a blank one)
@@ -161,8 +162,8 @@ LOG_START_RX = re.compile(
 # (grep's own prefix) `grep -n` puts the line number before each line it prints, `grep -Hn` / `grep -rn` the file and
 # the number, each followed by ":" (a matching line) or "-" (a line of context), and "--" between groups of context
 # (GNU grep's manual, "Output Line Prefix Control" and "Context Line Control"): taken where one of a log's first lines
-# starts with one, then wherever its number goes on increasing (a date's or a clock time's never does); grep -r's file
-# names the node
+# starts with one, then wherever its number goes on increasing (a date's or a clock time's never does); each file of
+# grep -r is a stream of its own
 GREP_FILE_RX = re.compile(r"^(?P<f>[^\s:]*?[./][^\s:]*?)(?P<s>[:-])(?P<n>\d{1,9})(?P=s)")  # a path (an NCCL host's no)
 GREP_N_RX = re.compile(r"^(?P<n>\d{1,9})(?P<s>[:-])")
 

@@ -117,12 +117,13 @@ def ansible_json(data):
 
 
 def ansible_yaml(data):
-    # the same with the YAML result format (ANSIBLE_CALLBACK_RESULT_FORMAT=yaml): the output as a block scalar
-    # (YAML names the indentation of a block whose first line starts with a blank: "|2-")
-    body = b"".join((b"    " + ln if ln else ln) + b"\n" for ln in data.rstrip(b"\n").split(b"\n"))
-    return (_TASK + b"fatal: [gpu-a01]: FAILED! => changed=true\n  cmd:\n  - vllm\n  - serve\n  msg: non-zero return "
-            b"code\n  rc: 1\n  stderr: ''\n  stderr_lines: <omitted>\n  stdout: |" + (b"2" if data[:1] == b" " else b"")
-            + b"-\n" + body + b"  stdout_lines: <omitted>\n" + _RECAP)
+    # the same with the YAML result format (ANSIBLE_CALLBACK_RESULT_FORMAT=yaml), laid out as ansible-core 2.21 prints
+    # it (tests/fixtures/2026-12-07-gathered-h200-kv-cache/playbook-yaml.out): the result's keys four columns in, the
+    # output a block scalar four further (YAML names that indentation where its first line starts with a blank)
+    body = b"".join((b"        " + ln if ln else ln) + b"\n" for ln in data.rstrip(b"\n").split(b"\n"))
+    return (_TASK + b"fatal: [gpu-a01]: FAILED! => \n    changed: true\n    cmd: vllm serve m\n    msg: The command "
+            b"exited with a non-zero return code.\n    rc: 1\n    stderr: ''\n    stderr_lines: <omitted>\n    stdout: |"
+            + (b"4" if data[:1] == b" " else b"") + b"-\n" + body + b"    stdout_lines: <omitted>\n" + _RECAP)
 
 
 def indented(data):
@@ -157,7 +158,7 @@ WRAPPERS = {"compose": compose, "kubectl": kubectl, "journald": journald, "colou
             "log viewer": each_line(lambda i: b"2026-11-29 15:%02d:%02d.%03d " % (_hms(i) + (i % 1000,)))}
 # what a wrapper does to line numbers: the lines it puts above the log, or None where the log's lines all become one
 # (the first error's line and number are then compared by stage and class only)
-LINE_SHIFT = {"fence": 1, "ansible yaml": 10, "ansible json": None}
+LINE_SHIFT = {"fence": 1, "ansible yaml": 9, "ansible json": None}
 
 
 def _key(ans):
