@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# On a lent GPU machine after shared/gpu-vllm's two set-up calls (vLLM 0.26.0 at /var/tmp/gpu-vllm/bin/vllm, the tiny
+# model at /var/tmp/gpu-vllm/model/tiny): start `vllm serve` once per case, each case one thing done wrong the way an
+# operator does it, and keep the server's own log (stdout and stderr together, as a unit file or `docker logs` keeps
+# it). No play of the collection runs here: these are the classifier's real GPU logs (tests/fixtures/
+# 2026-12-07-gpu-vllm-0.26.0-logs/README.md says what each case did and what came out).
+#
+# usage (repository root): OUT=/some/dir bash tests/device/gpu_vllm_logs.sh GROUP...
+#   VLLM, MODELS, PY and BASE_ARGS name another vLLM (the CPU build of `make run`: group c only), its models (tiny,
+#   as scripts/build_tiny_model.py builds it), the Python with torch, and the options every case starts with.
+#   a    start-up refusals: tokenizer missing, max-model-len beyond the model, the port taken, the model path missing,
+#        config.json cut short, an architecture vLLM does not have, a quantization the checkpoint lacks, an attention
+#        backend the install lacks, one the model cannot use
+#   b    memory utilization out of range, no GPU visible, the weights larger than the free memory (another process
+#        holds the rest), the engine process killed while serving, a LoRA rank vLLM does not offer, data parallel 2
+#        on one GPU
+#   c    the refusals of group a that no GPU is needed for, on another vLLM (the CPU build): tokenizer missing,
+#        config.json cut short, an architecture vLLM does not have, a quantization the checkpoint lacks, a LoRA rank
+#        vLLM does not offer, memory utilization out of range
+# Writes $OUT/logs/<case>.log, $OUT/machine.txt, and prints one line per case: ready/exited/timeout, exit status.
+set -uo pipefail
+: "${OUT:?set OUT}"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+export VLLM_USE_FLASHINFER_SAMPLER=0 HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
+G=/var/tmp/gpu-vllm
+V=${VLLM:-$G/bin/vllm}
+M=${MODELS:-$G/model}
+PY=${PY:-/opt/torch/.venv/bin/python3}
+read -r -a BASE <<< "${BASE_ARGS:---max-model-len 512 --enforce-eager --gpu-memory-utilization 0.3}"
+PORT=8021
+LOGS=$OUT/logs
+mkdir -p "$LOGS"
+[ -x "$V" ] && [ -d "$M/tiny" ] || { echo "NO VLLM at $V or no $M/tiny: on a GPU machine run shared/gpu-vllm's stage1.sh and stage2.sh first"; exit 3; }
+HOLDER=""
+cleanup() { [ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null; pkill -f socket-holder 2>/dev/null; true; }
+trap cleanup EXIT
+log() { echo "[$(date -u +%H:%M:%S)] $*"; }
+{ nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader
+  "$V" --version 2>/dev/null | tail -1
+} > "$OUT/machine.txt"
+cat "$OUT/machine.txt"
+
+ask() {  # one completion on the served tiny model; prints the status line
+  $PY - "$PORT" <<'PY'
+import json, sys, urllib.error, urllib.request
+body = json.dumps({"model": "tiny", "prompt": "Hello, my name is", "max_tokens": 8, "temperature": 0}).encode()
+req = urllib.request.Request("http://127.0.0.1:%s/v1/completions" % sys.argv[1], body, {"Content-Type": "application/json"})
+try:
+    print("request:", urllib.request.urlopen(req, timeout=30).status)
+except urllib.error.HTTPError as exc:
+    print("request:", exc.code, exc.read()[:200])
+except OSError as exc:
+    print("request:", exc)
+PY
+}
+
+serve() {  # serve CASE MODEL [vllm serve options...]; ENVX: extra environment; AFTER_READY: what to do once it serves
+  local case=$1 model=$2 t0=$SECONDS state=timeout pid rc i
+  shift 2
+  setsid env ${ENVX:-} "$V" serve "$model" --served-model-name tiny --port $PORT "$@" > "$LOGS/$case.log" 2>&1 &
+  pid=$!
+  for i in $(seq 1 300); do
+    kill -0 $pid 2>/dev/null || { state=exited; break; }
+    if $PY -c "import sys, urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/health', timeout=1)" 2>/dev/null; then
+      state=ready; break
+    fi
+    sleep 0.5
+  done
+  if [ $state = ready ]; then
+    ask
+    [ -n "${AFTER_READY:-}" ] && eval "$AFTER_READY"
+  fi
+  kill -INT -- -$pid 2>/dev/null
+  for i in $(seq 1 40); do kill -0 $pid 2>/dev/null || break; sleep 0.5; done
+  kill -KILL -- -$pid 2>/dev/null
+  wait $pid; rc=$?
+  log "$case: $state rc=$rc in $((SECONDS - t0)) s, $(wc -l < "$LOGS/$case.log") lines | $(grep -m1 -E '^[A-Za-z.]*(Error|Exception)[:(]|ERROR' "$LOGS/$case.log" | cut -c1-160)"
+}
+
+for group in "$@"; do
+  case $group in
+    a)
+      serve tokenizer-missing $M/tiny "${BASE[@]}" --tokenizer $M/no-such-tokenizer
+      serve max-model-len-beyond-model $M/tiny --max-model-len 65536 --enforce-eager --gpu-memory-utilization 0.3
+      # another program already listens on the port (a server of the last restart that did not go away)
+      $PY -c "import socket, time; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('0.0.0.0', $PORT)); s.listen(1); time.sleep(300)  # socket-holder" &
+      sleep 1
+      serve port-in-use $M/tiny "${BASE[@]}"
+      pkill -f socket-holder
+      serve model-path-missing $M/no-such-model "${BASE[@]}"
+      rm -rf $M/tiny-config-cut && cp -r $M/tiny $M/tiny-config-cut
+      truncate -s $(( $(stat -c %s $M/tiny/config.json) / 2 )) $M/tiny-config-cut/config.json
+      serve config-json-cut $M/tiny-config-cut "${BASE[@]}"
+      rm -rf $M/tiny-arch && cp -r $M/tiny $M/tiny-arch
+      $PY -c "import json, sys; p = sys.argv[1]; c = json.load(open(p)); c['architectures'] = ['NoSuchModelForCausalLM']
+json.dump(c, open(p, 'w'), indent=2)" $M/tiny-arch/config.json
+      serve architecture-unknown $M/tiny-arch "${BASE[@]}"
+      serve quantization-absent $M/tiny "${BASE[@]}" --quantization awq
+      serve attention-backend-not-installed $M/tiny "${BASE[@]}" --attention-backend FLASHINFER
+      serve attention-backend-wrong-model $M/tiny "${BASE[@]}" --attention-backend FLASHMLA
+      ;;
+    b)
+      serve memory-utilization-out-of-range $M/tiny --max-model-len 512 --enforce-eager --gpu-memory-utilization 1.5
+      ENVX="CUDA_VISIBLE_DEVICES=" serve no-gpu-visible $M/tiny "${BASE[@]}"
+      # an 8-layer model of 4096 hidden (about 3.9 GB of bf16) where another process left 3.5 GiB free
+      if [ ! -d $M/big ]; then
+        PYTHONPATH=$G/site $PY - $M/tiny $M/big <<'PY'
+import json, os, shutil, sys, torch
+from safetensors.torch import save_file
+src, out = sys.argv[1], sys.argv[2]
+tmp = out + ".tmp"
+shutil.rmtree(tmp, ignore_errors=True)
+shutil.copytree(src, tmp, ignore=shutil.ignore_patterns("*.safetensors"))
+cfg = json.load(open(os.path.join(src, "config.json")))
+h, inter, layers, heads, kv, hd, vocab = 4096, 14336, 8, 32, 8, 128, cfg["vocab_size"]
+cfg.update(hidden_size=h, intermediate_size=inter, num_hidden_layers=layers, num_attention_heads=heads,
+           num_key_value_heads=kv, head_dim=hd)
+json.dump(cfg, open(os.path.join(tmp, "config.json"), "w"), indent=2)
+z = lambda *shape: torch.zeros(*shape, dtype=torch.bfloat16)
+t = {"model.embed_tokens.weight": z(vocab, h), "model.norm.weight": z(h), "lm_head.weight": z(vocab, h)}
+for i in range(layers):
+    p = "model.layers.%d." % i
+    t.update({p + "self_attn.q_proj.weight": z(heads * hd, h), p + "self_attn.k_proj.weight": z(kv * hd, h),
+              p + "self_attn.v_proj.weight": z(kv * hd, h), p + "self_attn.o_proj.weight": z(h, heads * hd),
+              p + "mlp.gate_proj.weight": z(inter, h), p + "mlp.up_proj.weight": z(inter, h),
+              p + "mlp.down_proj.weight": z(h, inter), p + "input_layernorm.weight": z(h),
+              p + "post_attention_layernorm.weight": z(h)})
+save_file(t, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
+os.rename(tmp, out)
+print("big model", sum(v.numel() for v in t.values()) * 2 / 1e9, "GB")
+PY
+      fi
+      rm -f /tmp/holder.ready && mkfifo /tmp/holder.ready
+      $PY -c 'import sys, time, torch
+free, total = torch.cuda.mem_get_info()
+x = torch.empty(free - int(3.5 * 1024 ** 3), dtype=torch.uint8, device="cuda")
+torch.cuda.synchronize()
+open(sys.argv[1], "w").write("%.4f\n" % (2.5 * 1024 ** 3 / total))
+time.sleep(600)' /tmp/holder.ready &
+      HOLDER=$!
+      UTIL=$(timeout 120 head -n1 /tmp/holder.ready)
+      log "holder $HOLDER: $(nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader); utilization $UTIL"
+      serve weights-beyond-free-memory $M/big --max-model-len 512 --enforce-eager --gpu-memory-utilization "$UTIL"
+      kill $HOLDER; wait $HOLDER 2>/dev/null; HOLDER=""
+      # the engine core process dies (SIGKILL, as the kernel's OOM killer sends it) after one good answer
+      AFTER_READY='pkill -9 -f "VLLM::EngineCore"; sleep 3; ask; sleep 3' serve engine-killed-while-serving $M/tiny "${BASE[@]}"
+      serve lora-rank-not-offered $M/tiny "${BASE[@]}" --enable-lora --max-lora-rank 7
+      serve data-parallel-2-on-1-gpu $M/tiny "${BASE[@]}" --data-parallel-size 2
+      ;;
+    c)
+      serve tokenizer-missing $M/tiny "${BASE[@]}" --tokenizer $M/no-such-tokenizer
+      rm -rf $M/tiny-config-cut && cp -r $M/tiny $M/tiny-config-cut
+      truncate -s $(( $(stat -c %s $M/tiny/config.json) / 2 )) $M/tiny-config-cut/config.json
+      serve config-json-cut $M/tiny-config-cut "${BASE[@]}"
+      rm -rf $M/tiny-arch && cp -r $M/tiny $M/tiny-arch
+      $PY -c "import json, sys; p = sys.argv[1]; c = json.load(open(p)); c['architectures'] = ['NoSuchModelForCausalLM']
+json.dump(c, open(p, 'w'), indent=2)" $M/tiny-arch/config.json
+      serve architecture-unknown $M/tiny-arch "${BASE[@]}"
+      serve quantization-absent $M/tiny "${BASE[@]}" --quantization awq
+      serve lora-rank-not-offered $M/tiny "${BASE[@]}" --enable-lora --max-lora-rank 7
+      serve memory-utilization-out-of-range $M/tiny "${BASE[@]}" --gpu-memory-utilization 1.5
+      rm -rf $M/tiny-config-cut $M/tiny-arch
+      ;;
+    *) echo "unknown group $group"; exit 2 ;;
+  esac
+done
+log "GPU after: $(nvidia-smi --query-gpu=memory.used --format=csv,noheader); servers left: $(pgrep -fc 'vllm serve|EngineCore' || true)"
