@@ -635,10 +635,12 @@ SIGNATURES = (
     # chains, printed alone by older transformers)
     (FAILURE, "404 Client Error", r"404 Client Error.*huggingface\.co/", "missing_file", WHERE_OR, "config", (),
      "the file is not in the Hub repository (name, revision or subfolder)"),
-    # transformers' PretrainedConfig._get_config_dict: the config file is not JSON (a GGUF or other file given as
-    # the model's directory); vLLM reads the config while the engine's config is built
-    (FAILURE, "is not a valid JSON file", r"config file at .* is not a valid JSON file", "other", WHERE_OR, "config", (),
-     "the model path holds no readable config.json (for a GGUF file pass --tokenizer and the file itself)"),
+    # transformers' PretrainedConfig._get_config_dict: the config file is not JSON (a config.json cut short or empty,
+    # a GGUF or other file given as the model's directory); vLLM reads the config while the engine's config is built.
+    # Round 74: config_error (the configuration cannot be read), not other
+    (FAILURE, "is not a valid JSON file", r"config file at .* is not a valid JSON file", "config_error", WHERE_OR,
+     "config", (), "the model path holds no readable config.json: an interrupted copy, an empty file, or a file that "
+     "is no HF config (for a GGUF file pass --tokenizer and the file itself)"),
     # transformers' load_gguf_checkpoint (modeling_gguf_pytorch_utils.py), which vLLM's config and tokenizer call for
     # a GGUF file: the file's architecture has no GGUF mapping in the installed transformers
     # round 20: the multi-modal processor's check of a prompt's placeholders against its items (multimodal/
@@ -849,7 +851,13 @@ SIGNATURES = (
     (FAILURE, "SafetensorError", None, "missing_file", FIXED, "weight_loading", (),
      "a truncated or corrupt shard, or a git-lfs pointer instead of the file"),
     (FAILURE, "HeaderTooLarge", None, "missing_file", FIXED, "weight_loading", (), None),
-    (FAILURE, "Cannot find the config file for", None, "missing_file", FIXED, "weight_loading", (), None),
+    # round 74: get_quant_config (model_loader/weight_utils.py) finds no config of the quantization method asked for
+    # in the checkpoint: the checkpoint is not of that method (or came incomplete) - config_error. Its caller was the
+    # loader's model build up to 0.6 (weight_loading, the stage without frames) and VllmConfig's validation since
+    # (vllm/config.py __post_init__ -> _get_quantization_config: config, read from the frames)
+    (FAILURE, "Cannot find the config file for", None, "config_error", WHERE_OR, "weight_loading", (),
+     "the checkpoint has no config of the quantization method asked for: drop --quantization or use a checkpoint "
+     "of that method"),
     (FAILURE, "Found multiple config files for", None, "config_error", FIXED, "weight_loading", (), None),
     (FAILURE, "Unsupported quantization config found", None, "config_error", FIXED, "weight_loading", (), None),
     (FAILURE, "param_data.shape == loaded_weight.shape", None, "other", FIXED, "weight_loading", (),

@@ -409,7 +409,7 @@ RX_SAMPLES = [
     ("ValueError: LoRA rank 64 is greater than max_lora_rank 16.", "failure", "config_error"),
     ("requests.exceptions.HTTPError: 404 Client Error: Not Found for url: https://huggingface.co/o/m/resolve/main/a.json",
      "failure", "missing_file"),
-    ("OSError: It looks like the config file at '/m/x.gguf' is not a valid JSON file.", "failure", "other"),
+    ("OSError: It looks like the config file at '/m/x.gguf' is not a valid JSON file.", "failure", "config_error"),
     # issue 35, fifth round: Ray's memory monitor (the raylet's OOM killer message)
     ("Memory on the node (IP: 10.0.0.1, ID: abc) where the task (actor ID: def, name=RayWorkerVllm.__init__, pid=1, "
      "memory used=11.15GB) was running was 12.49GB / 13.15GB (0.950003), which exceeds the memory usage threshold "

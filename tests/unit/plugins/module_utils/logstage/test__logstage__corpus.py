@@ -76,8 +76,12 @@ def test_index_is_complete_and_labels_are_in_the_vocabulary():
     assert len(set(c["id"] for c in cases)) == len(cases) and len(set(c["file"] for c in cases)) == len(cases)
     test = [c for c in cases if c["split"] == "test"]
     assert len(test) >= 0.4 * len(cases), "the test split holds at least 40 % of the corpus"
-    dev_urls = set(c["url"] for c in cases if c["split"] == "dev")
+    dev_urls = set(c["url"] for c in cases if c["split"] == "dev" and c["url"])
     assert not [c["id"] for c in test if c["url"] in dev_urls], "test cases come from threads no dev case uses"
+    # a capture of this project has no thread: it names its fixture, which no dev case may use
+    dev_captures = set(c["capture"] for c in cases if c["split"] == "dev" and c.get("capture"))
+    assert not [c["id"] for c in test if c.get("capture") in dev_captures], "test captures are no dev case's"
+    assert all(c["url"] or c.get("capture") for c in cases), "every case names its thread or its capture"
     for c in cases:
         assert c["split"] in SPLITS, c["id"]
         assert c["stage"] in ANSWER_STAGES and c["error_class"] in ERROR_CLASSES, c["id"]
@@ -87,8 +91,10 @@ def test_index_is_complete_and_labels_are_in_the_vocabulary():
             assert c["split"] == "test" and c["paste_stage"] in ANSWER_STAGES and c["paste_note"], c["id"]
             assert c["paste_error_class"] is None or c["paste_error_class"] in ERROR_CLASSES, c["id"]
         if c.get("capture"):
-            # a capture of this project (added with log_stage_corpus.py --add --capture): its fixture exists
-            assert os.path.isfile(os.path.join(ROOT, c["capture"])) and c["comment"] and c["split"] == "dev", c["id"]
+            # a capture of this project (added with log_stage_corpus.py --add --capture): its fixture exists; dev,
+            # or test as part of a batch frozen before the classifier read it (issue35bc)
+            assert os.path.isfile(os.path.join(ROOT, c["capture"])) and c["comment"], c["id"]
+            assert c["split"] == "dev" or c.get("batch"), c["id"]
         else:
             assert c["repository"] and c["thread"] and c["url"].startswith("https://github.com/") and c["comment"], c["id"]
         with open(os.path.join(CORPUS, c["file"]), "rb") as fh:

@@ -115,9 +115,9 @@ def test_the_hubs_access_refusal_is_class_other_not_a_config_error(line):
     # huggingface_hub: a 404 for a Hub file
     ("requests.exceptions.HTTPError: 404 Client Error: Not Found for url: https://huggingface.co/o/m/resolve/main/"
      "config.json", ("config", "missing_file", "medium")),
-    # transformers' config loader: not JSON
+    # transformers' config loader: not JSON (config_error since round 74)
     ("OSError: It looks like the config file at '/models/m/model.gguf' is not a valid JSON file.",
-     ("config", "other", "medium")),
+     ("config", "config_error", "medium")),
     # lora/utils.py parse_fine_tuned_lora_name, while an adapter is loaded
     ("ValueError: base_model.model.foo.weight is unsupported LoRA weight", ("request", "other", "medium")),
 ])
