@@ -83,6 +83,11 @@ _EXIT_BARRIER = "Error waiting on exit barrier"
 # frames follow (round 19), read as a header is
 _RAY_TASK_HDR_RX = re.compile(r"RayTaskError\(\w+\): .{0,12}ray::[\w.:-]+\(\)")
 _BARRIER_NEAR = 80                  # lines from the store client's warning (and its C++ frames) to that record
+# (round 75) vLLM's own record of a stop signal (v1/engine/core.py's signal handler "[shutdown] EngineCore: trigger
+# received signal=%s"; the API server's "[shutdown] API server: shutdown triggered", logged by its SIGINT/SIGTERM
+# handler only): after the server was ready the stop came from outside (an operator, systemd, Kubernetes, another
+# job's cleanup) and what follows is its teardown - the output handler racing the stop logs EngineDeadError
+_STOP_SIGNAL_RX = re.compile(r"\[shutdown\] (?:EngineCore: trigger received signal=SIG|API server: shutdown triggered)")
 # (round 43) abseil's failure-signal report, which Ray installs in its processes and which then calls the handler
 # before it (faulthandler's): "*** SIGSEGV received at time=N on cpu N ***", "PC: @ ...", "@ ..." frames (and Ray's
 # logging.cc copies of them) just above faulthandler's "Fatal Python error: ..." are the same crash
@@ -467,6 +472,7 @@ class _Scan(object):
         self.ans_block = None            # in a block scalar of Ansible's YAML result: (its key's indentation, its own)
         self.ans_line = None             # the line of its last segment
         self.ans_result = None           # the line of the last result of Ansible's read (its JSON's strings)
+        self.in_result = False           # reading the lines inside that result (one line number for them all)
         self.proc_hdr_at = self.hdr_to = -1  # a record header's first and last line (PROCESS_HDR_RX: its traceback follows)
         self.hdr_stage = None            # the stage of the callback an asyncio header names (its traceback's last frame)
         self.hdr_cb = None               # such a header whose traceback has not followed (yet): (lineno, line, ...)
@@ -743,7 +749,11 @@ class _Scan(object):
         ``recvValueWithTimeout failed`` with its C++ frames, the barrier's ``store.wait``; socket.cpp's in older
         releases) and what follows are the agent's teardown: set apart like lines printed after a stop, never the
         failure."""
-        start = self.store_warn_at if 0 <= lineno - self.store_warn_at <= _BARRIER_NEAR else lineno
+        self._stop_at(self.store_warn_at if 0 <= lineno - self.store_warn_at <= _BARRIER_NEAR else lineno)
+
+    def _stop_at(self, start):
+        """Lines from ``start`` on were printed after the server was stopped: the cutoff ``until`` ends before them
+        and the errors already taken from them are set apart (``after_stop``), never the failure."""
         self.until = start - 1 if self.until is None else min(self.until, start - 1)
         later = [c for c in self.cands if c["lineno"] > self.until]
         for c in later:
@@ -1138,8 +1148,10 @@ class _Scan(object):
         if self.ans_block is None and text and text[0] in "fco " and (" => " in text[:200] or text[-1] in "|->+"):
             if ANSIBLE_RESULT_RX.match(text) is not None:
                 # (the result's own line is Ansible's report of the command's exit, none of the log's lines)
+                self.in_result = True
                 for part in ansible_output(text) or ():
                     self.segment(part.encode("utf-8", "surrogateescape"), lineno)
+                self.in_result = False
                 self._end_of_output()
                 self.ans_result = lineno
                 return
@@ -1262,6 +1274,12 @@ class _Scan(object):
             self.store_warn_at = lineno
         elif _EXIT_BARRIER in body:
             self._exit_barrier(lineno)
+        elif self.ready and "[shutdown] " in body and line.level != LEVEL_ERROR and not self.in_result and \
+                _STOP_SIGNAL_RX.search(body):
+            # (round 75) a stop signal once the server was ready: what follows is the stop's (during the start-up
+            # a signal is the start's question: a probe killing a slow start; inside an Ansible result every line
+            # has the result's number, so the lines before and after the record cannot be told apart)
+            self._stop_at(lineno)
         # open tracebacks: feed this line to its stream's, age the others
         if self.streams:
             tb = self.streams.get(stream)

@@ -676,6 +676,14 @@ SIGNATURES = (
     (FAILURE, "Can't load tokenizer for", None, "missing_file", WHERE_OR, "config", (),
      "the tokenizer files are missing or unreadable (path, revision, token)"),
     (FAILURE, "Can't load the configuration of", None, "missing_file", WHERE_OR, "config", (), None),
+    # round 76: --chat-template naming a file that cannot be opened: entrypoints/chat_utils.py load_chat_template
+    # (0.4 ->: "The supplied chat template (%s) looks like a file path, but it failed to be opened", read as the API
+    # server starts, after the engine: the log's markers place it) and validate_chat_template (the serve command's
+    # argument check: "... appears path-like, but doesn't exist!", config)
+    (FAILURE, "looks like a file path, but it failed to be opened", None, "missing_file", WHERE_OR, "config", (),
+     "the --chat-template file is not there (a path inside the container? a bind mount that made a directory?)"),
+    (FAILURE, "appears path-like, but doesn't exist", None, "missing_file", WHERE_OR, "config", (),
+     "the --chat-template file is not there (a path inside the container?)"),
     (FAILURE, "Failed to load the tokenizer", None, "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "is not a local folder and is not a valid model identifier", None,
      "missing_file", WHERE_OR, "config", (), None),

