@@ -21,6 +21,10 @@
 #        module path that does not exist, a head count that does not fit the weights (--hf-overrides), the weight
 #        shard cut short, FP8 quantization and an FP8 KV cache asked of the platform, a speculative config without
 #        its token count, a multi-modal limit on a text model, a revision that is not there offline
+#   e    on either vLLM: the mistral tokenizer mode on an HF tokenizer, the GGUF load format on safetensors, max-num-seqs
+#        0, Gloo told an interface that is not there, VLLM_HOST_IP an address that is not this host's (both with
+#        tensor parallel 2), an engine start timeout of 2 s, the Ray backend where Ray is not installed, the worker
+#        killed (SIGKILL, as the OOM killer) while it loads the weights, pipeline parallel 2
 # Writes $OUT/logs/<case>.log, $OUT/machine.txt, and prints one line per case: ready/exited/timeout, exit status.
 set -uo pipefail
 : "${OUT:?set OUT}"
@@ -58,13 +62,17 @@ except OSError as exc:
 PY
 }
 
-serve() {  # serve CASE MODEL [vllm serve options...]; ENVX: extra environment; AFTER_READY: what to do once it serves
-  local case=$1 model=$2 t0=$SECONDS state=timeout pid rc i
+serve() {  # serve CASE MODEL [vllm serve options...]; ENVX: extra environment; AFTER_READY: what to do once it serves;
+           # WATCH_FOR / ON_WATCH: what to do once the log shows a line (once)
+  local case=$1 model=$2 t0=$SECONDS state=timeout pid rc i watched=""
   shift 2
   setsid env ${ENVX:-} "$V" serve "$model" --served-model-name tiny --port $PORT "$@" > "$LOGS/$case.log" 2>&1 &
   pid=$!
   for i in $(seq 1 300); do
     kill -0 $pid 2>/dev/null || { state=exited; break; }
+    if [ -n "${WATCH_FOR:-}" ] && [ -z "$watched" ] && grep -q "$WATCH_FOR" "$LOGS/$case.log"; then
+      watched=1; eval "$ON_WATCH"
+    fi
     if $PY -c "import sys, urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/health', timeout=1)" 2>/dev/null; then
       state=ready; break
     fi
@@ -180,6 +188,18 @@ json.dump(c, open(p, 'w'), indent=2)" $M/tiny-arch/config.json
       serve mm-limit-on-text-model $M/tiny "${BASE[@]}" --limit-mm-per-prompt '{"image": 2}'
       serve revision-absent-offline $M/tiny "${BASE[@]}" --revision no-such-revision
       rm -rf $M/tiny-shard-cut
+      ;;
+    e)
+      serve tokenizer-mode-mistral $M/tiny "${BASE[@]}" --tokenizer-mode mistral
+      serve load-format-gguf $M/tiny "${BASE[@]}" --load-format gguf
+      serve max-num-seqs-zero $M/tiny "${BASE[@]}" --max-num-seqs 0
+      ENVX="GLOO_SOCKET_IFNAME=nosuch0" serve gloo-interface-absent $M/tiny "${BASE[@]}" --tensor-parallel-size 2
+      ENVX="VLLM_HOST_IP=203.0.113.7" serve host-ip-not-this-hosts $M/tiny "${BASE[@]}" --tensor-parallel-size 2
+      ENVX="VLLM_ENGINE_READY_TIMEOUT_S=2" serve engine-ready-timeout $M/tiny "${BASE[@]}"
+      serve ray-backend-not-installed $M/tiny "${BASE[@]}" --distributed-executor-backend ray
+      WATCH_FOR="Starting to load model" ON_WATCH='pkill -9 -f "VLLM::Worker"' \
+        serve worker-killed-while-loading $M/tiny "${BASE[@]}"
+      serve pipeline-parallel-2 $M/tiny "${BASE[@]}" --pipeline-parallel-size 2
       ;;
     *) echo "unknown group $group"; exit 2 ;;
   esac

@@ -676,6 +676,11 @@ SIGNATURES = (
     (FAILURE, "Can't load tokenizer for", None, "missing_file", WHERE_OR, "config", (),
      "the tokenizer files are missing or unreadable (path, revision, token)"),
     (FAILURE, "Can't load the configuration of", None, "missing_file", WHERE_OR, "config", (), None),
+    # round 77: mistral_common's tokenizer file lookup (tokens/tokenizers/utils.py get_one_valid_tokenizer_file: "No
+    # tokenizer file found."), which vLLM's mistral tokenizer mode calls as the tokenizer is set up
+    (FAILURE, "No tokenizer file found", None, "missing_file", WHERE_OR, "config", (),
+     "--tokenizer-mode mistral needs the model's tekken.json or tokenizer.model.v* file; an HF tokenizer needs "
+     "--tokenizer-mode auto"),
     # round 76: --chat-template naming a file that cannot be opened: entrypoints/chat_utils.py load_chat_template
     # (0.4 ->: "The supplied chat template (%s) looks like a file path, but it failed to be opened", read as the API
     # server starts, after the engine: the log's markers place it) and validate_chat_template (the serve command's
@@ -687,7 +692,7 @@ SIGNATURES = (
     (FAILURE, "Failed to load the tokenizer", None, "missing_file", WHERE_OR, "config", (), None),
     (FAILURE, "is not a local folder and is not a valid model identifier", None,
      "missing_file", WHERE_OR, "config", (), None),
-    (FAILURE, "validation error for", r"\d+ validation errors? for \w+", "config_error", FIXED, "config", (GENERIC,), None),
+    (FAILURE, "validation error", r"\d+ validation errors? for \w+", "config_error", FIXED, "config", (GENERIC,), None),
     # ... and its detail line pasted alone: pydantic-core prints a validator's ValueError as "Value error, <msg>
     # [type=value_error, input_value=...]"; the input is ArgsKwargs only for a pydantic dataclass's __init__, which
     # in vLLM (0.10+) are the config classes (the OpenAI request models are BaseModels: their input is a dict)
@@ -1107,7 +1112,7 @@ SIGNATURES = (
     # --- issue 35, round 2: an exception's type and message whose meaning places a one-line paste (sources beside) -
     # the OpenAI server's request models (entrypoints/openai/protocol.py ChatCompletionRequest, CompletionRequest,
     # EmbeddingRequest, ...) are validated only when a request arrives; a config class's error stays config (GENERIC)
-    (FAILURE, "validation error for", r"\d+ validation errors? for (?:\w*Request|ChatCompletion\w+|\w*ToolsParam)\b",
+    (FAILURE, "validation error", r"\d+ validation errors? for (?:\w*Request|ChatCompletion\w+|\w*ToolsParam)\b",
      "other", FIXED, "request", (), "the request's body does not match the API's schema"),
     # the chat template renders per request (chat_utils.py apply_hf_chat_template -> jinja2), or is missing
     (FAILURE, "jinja2.exceptions.", r"jinja2\.exceptions\.(?:Template\w*Error|UndefinedError|SecurityError)",
@@ -1429,7 +1434,7 @@ MARKERS = (
     ("weight_loading", ENTRY, FMT_VLLM, "backend on V1 engine", r"Using [\w ]+ backend on V1 engine"),
     ("weight_loading", ENTRY, FMT_RAW, " shards", r"Loading (?:safetensors|pt) checkpoint shards|Multi-thread loading shards"),
     ("weight_loading", ENTRY, FMT_RAW, "Loading safetensors using", None),
-    ("weight_loading", EXIT, FMT_VLLM, "Loading weights took", None),
+    ("weight_loading", ENTRY, FMT_VLLM, "Loading weights took", None),
     ("weight_loading", EXIT, FMT_VLLM, "Model loading took", None),
     ("weight_loading", EXIT, FMT_VLLM, "Loading model weights took", None),
     ("engine_init", ENTRY, FMT_VLLM, "torch.compile",

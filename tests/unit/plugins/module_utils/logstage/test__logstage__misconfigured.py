@@ -1,6 +1,7 @@
-"""The sixteen real vLLM 0.32 logs of tests/fixtures/2026-12-07-vllm-cpu-0.32-misconfigured (settings gone wrong;
-thirteen are corpus test cases of batch issue35bc) and round 75 of issue 35: vLLM's own record of a stop signal, once
-the server was ready, sets apart what its teardown printed."""
+"""The twenty-five real vLLM 0.32 logs of tests/fixtures/2026-12-07-vllm-cpu-0.32-misconfigured (settings gone wrong;
+twenty are corpus test cases of batch issue35bc), round 75 of issue 35 (vLLM's own record of a stop signal, once the
+server was ready, sets apart what its teardown printed) and round 77 (the weights are loaded only at "Model loading
+took"; pydantic's plural "validation errors for"; mistral_common's missing tokenizer file)."""
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -33,6 +34,17 @@ HERE = os.path.join(FIX, "2026-12-07-vllm-cpu-0.32-misconfigured")
     pytest.param("quantization-fp8", "weight_loading", "config_error", (129,),
                  marks=pytest.mark.xfail(strict=True, reason="an op's schema error does not name the platform")),
     ("speculative-config-incomplete", "config", "config_error", (53, 54)),
+    ("tokenizer-mode-mistral", "config", "missing_file", (75,)),
+    ("load-format-gguf", "weight_loading", "config_error", (60,)),
+    ("max-num-seqs-zero", "config", "config_error", (50, 52)),
+    ("gloo-interface-absent", "distributed_init", "nccl_error", (72, 110)),
+    ("ray-backend-not-installed", "config", "import_error", (50, 51)),
+    # a known miss: the worker was SIGKILLed and the log says only that its initialization failed
+    pytest.param("worker-killed-while-loading", "weight_loading", "engine_dead", (46, 71),
+                 marks=pytest.mark.xfail(strict=True, reason="a silent SIGKILL: the log names no death")),
+    ("pipeline-parallel-2", "request", "other", (118, 141, 144)),
+    ("host-ip-not-this-hosts", "none", None, ()),
+    ("engine-ready-timeout", "none", None, ()),
     ("kv-cache-dtype-fp8", "none", None, ()),
     ("mm-limit-on-text-model", "none", None, ()),
     ("revision-absent-offline", "none", None, ()),
@@ -65,3 +77,17 @@ def test_a_stop_signal_during_the_start_is_the_starts_question():
             "(EngineCore pid=2) ERROR 12-07 13:00:05 [core.py:1100] KeyboardInterrupt: terminated\n")
     ans = classify_text(text)
     assert ans["error_class"] == "timeout" and ans["after_stop"] == []
+
+
+def test_the_load_goes_on_after_the_weights_are_read():
+    # default_loader's "Loading weights took" is followed by process_weights_after_loading and the model runner's
+    # "Model loading took": a worker killed in between died loading the model (the real paste of issue35bb)
+    from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.logstage.corpus_cases import brief, case
+    assert brief(classify_text(case("c2384")))[:2] == ("weight_loading", "oom")
+    ans = classify_files([os.path.join(HERE, "worker-killed-while-loading.log")])
+    assert ans["stage"] == "weight_loading"
+
+
+def test_pydantic_counts_its_errors_in_the_plural():
+    ans = classify_files([os.path.join(HERE, "max-num-seqs-zero.log")])
+    assert (ans["stage"], ans["error_class"], ans["first_error"]["lineno"]) == ("config", "config_error", 50)
