@@ -14,6 +14,9 @@
 #   b    memory utilization out of range, no GPU visible, the weights larger than the free memory (another process
 #        holds the rest), the engine process killed while serving, a LoRA rank vLLM does not offer, data parallel 2
 #        on one GPU
+#   g    the GPU-only cases of a and b in one short call: no GPU visible, two attention backends, the weights larger
+#        than the free memory (an 8-layer model of 4096 hidden, about 3.9 GB of bf16, where another process left
+#        3.5 GiB free)
 #   c    the refusals of group a that no GPU is needed for, on another vLLM (the CPU build): tokenizer missing,
 #        config.json cut short, an architecture vLLM does not have, a quantization the checkpoint lacks, a LoRA rank
 #        vLLM does not offer, memory utilization out of range
@@ -89,6 +92,48 @@ serve() {  # serve CASE MODEL [vllm serve options...]; ENVX: extra environment; 
   log "$case: $state rc=$rc in $((SECONDS - t0)) s, $(wc -l < "$LOGS/$case.log") lines | $(grep -m1 -E '^[A-Za-z.]*(Error|Exception)[:(]|ERROR' "$LOGS/$case.log" | cut -c1-160)"
 }
 
+weights_beyond_free_memory() {  # the weights larger than the free memory (another process holds the rest)
+  if [ ! -d $M/big ]; then
+    PYTHONPATH=$G/site $PY - $M/tiny $M/big <<'PY'
+import json, os, shutil, sys, torch
+from safetensors.torch import save_file
+src, out = sys.argv[1], sys.argv[2]
+tmp = out + ".tmp"
+shutil.rmtree(tmp, ignore_errors=True)
+shutil.copytree(src, tmp, ignore=shutil.ignore_patterns("*.safetensors"))
+cfg = json.load(open(os.path.join(src, "config.json")))
+h, inter, layers, heads, kv, hd, vocab = 4096, 14336, 8, 32, 8, 128, cfg["vocab_size"]
+cfg.update(hidden_size=h, intermediate_size=inter, num_hidden_layers=layers, num_attention_heads=heads,
+           num_key_value_heads=kv, head_dim=hd)
+json.dump(cfg, open(os.path.join(tmp, "config.json"), "w"), indent=2)
+z = lambda *shape: torch.zeros(*shape, dtype=torch.bfloat16)
+t = {"model.embed_tokens.weight": z(vocab, h), "model.norm.weight": z(h), "lm_head.weight": z(vocab, h)}
+for i in range(layers):
+    p = "model.layers.%d." % i
+    t.update({p + "self_attn.q_proj.weight": z(heads * hd, h), p + "self_attn.k_proj.weight": z(kv * hd, h),
+              p + "self_attn.v_proj.weight": z(kv * hd, h), p + "self_attn.o_proj.weight": z(h, heads * hd),
+              p + "mlp.gate_proj.weight": z(inter, h), p + "mlp.up_proj.weight": z(inter, h),
+              p + "mlp.down_proj.weight": z(h, inter), p + "input_layernorm.weight": z(h),
+              p + "post_attention_layernorm.weight": z(h)})
+save_file(t, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
+os.rename(tmp, out)
+print("big model", sum(v.numel() for v in t.values()) * 2 / 1e9, "GB")
+PY
+  fi
+  rm -f /tmp/holder.ready && mkfifo /tmp/holder.ready
+  $PY -c 'import sys, time, torch
+free, total = torch.cuda.mem_get_info()
+x = torch.empty(free - int(3.5 * 1024 ** 3), dtype=torch.uint8, device="cuda")
+torch.cuda.synchronize()
+open(sys.argv[1], "w").write("%.4f\n" % (2.5 * 1024 ** 3 / total))
+time.sleep(600)' /tmp/holder.ready &
+  HOLDER=$!
+  UTIL=$(timeout 120 head -n1 /tmp/holder.ready)
+  log "holder $HOLDER: $(nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader); utilization $UTIL"
+  serve weights-beyond-free-memory $M/big --max-model-len 512 --enforce-eager --gpu-memory-utilization "$UTIL"
+  kill $HOLDER; wait $HOLDER 2>/dev/null; HOLDER=""
+}
+
 for group in "$@"; do
   case $group in
     a)
@@ -115,46 +160,7 @@ json.dump(c, open(p, 'w'), indent=2)" $M/tiny-arch/config.json
     b)
       serve memory-utilization-out-of-range $M/tiny --max-model-len 512 --enforce-eager --gpu-memory-utilization 1.5
       ENVX="CUDA_VISIBLE_DEVICES=" serve no-gpu-visible $M/tiny "${BASE[@]}"
-      # an 8-layer model of 4096 hidden (about 3.9 GB of bf16) where another process left 3.5 GiB free
-      if [ ! -d $M/big ]; then
-        PYTHONPATH=$G/site $PY - $M/tiny $M/big <<'PY'
-import json, os, shutil, sys, torch
-from safetensors.torch import save_file
-src, out = sys.argv[1], sys.argv[2]
-tmp = out + ".tmp"
-shutil.rmtree(tmp, ignore_errors=True)
-shutil.copytree(src, tmp, ignore=shutil.ignore_patterns("*.safetensors"))
-cfg = json.load(open(os.path.join(src, "config.json")))
-h, inter, layers, heads, kv, hd, vocab = 4096, 14336, 8, 32, 8, 128, cfg["vocab_size"]
-cfg.update(hidden_size=h, intermediate_size=inter, num_hidden_layers=layers, num_attention_heads=heads,
-           num_key_value_heads=kv, head_dim=hd)
-json.dump(cfg, open(os.path.join(tmp, "config.json"), "w"), indent=2)
-z = lambda *shape: torch.zeros(*shape, dtype=torch.bfloat16)
-t = {"model.embed_tokens.weight": z(vocab, h), "model.norm.weight": z(h), "lm_head.weight": z(vocab, h)}
-for i in range(layers):
-    p = "model.layers.%d." % i
-    t.update({p + "self_attn.q_proj.weight": z(heads * hd, h), p + "self_attn.k_proj.weight": z(kv * hd, h),
-              p + "self_attn.v_proj.weight": z(kv * hd, h), p + "self_attn.o_proj.weight": z(h, heads * hd),
-              p + "mlp.gate_proj.weight": z(inter, h), p + "mlp.up_proj.weight": z(inter, h),
-              p + "mlp.down_proj.weight": z(h, inter), p + "input_layernorm.weight": z(h),
-              p + "post_attention_layernorm.weight": z(h)})
-save_file(t, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
-os.rename(tmp, out)
-print("big model", sum(v.numel() for v in t.values()) * 2 / 1e9, "GB")
-PY
-      fi
-      rm -f /tmp/holder.ready && mkfifo /tmp/holder.ready
-      $PY -c 'import sys, time, torch
-free, total = torch.cuda.mem_get_info()
-x = torch.empty(free - int(3.5 * 1024 ** 3), dtype=torch.uint8, device="cuda")
-torch.cuda.synchronize()
-open(sys.argv[1], "w").write("%.4f\n" % (2.5 * 1024 ** 3 / total))
-time.sleep(600)' /tmp/holder.ready &
-      HOLDER=$!
-      UTIL=$(timeout 120 head -n1 /tmp/holder.ready)
-      log "holder $HOLDER: $(nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader); utilization $UTIL"
-      serve weights-beyond-free-memory $M/big --max-model-len 512 --enforce-eager --gpu-memory-utilization "$UTIL"
-      kill $HOLDER; wait $HOLDER 2>/dev/null; HOLDER=""
+      weights_beyond_free_memory
       # the engine core process dies (SIGKILL, as the kernel's OOM killer sends it) after one good answer
       AFTER_READY='pkill -9 -f "VLLM::EngineCore"; sleep 3; ask; sleep 3' serve engine-killed-while-serving $M/tiny "${BASE[@]}"
       serve lora-rank-not-offered $M/tiny "${BASE[@]}" --enable-lora --max-lora-rank 7
@@ -200,6 +206,13 @@ json.dump(c, open(p, 'w'), indent=2)" $M/tiny-arch/config.json
       WATCH_FOR="Starting to load model" ON_WATCH='pkill -9 -f "VLLM::Worker"' \
         serve worker-killed-while-loading $M/tiny "${BASE[@]}"
       serve pipeline-parallel-2 $M/tiny "${BASE[@]}" --pipeline-parallel-size 2
+      ;;
+    g)
+      # the GPU-only cases of a and b, for a short device call
+      ENVX="CUDA_VISIBLE_DEVICES=" serve no-gpu-visible $M/tiny "${BASE[@]}"
+      serve attention-backend-not-installed $M/tiny "${BASE[@]}" --attention-backend FLASHINFER
+      serve attention-backend-wrong-model $M/tiny "${BASE[@]}" --attention-backend FLASHMLA
+      weights_beyond_free_memory
       ;;
     *) echo "unknown group $group"; exit 2 ;;
   esac
