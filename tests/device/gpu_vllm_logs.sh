@@ -92,6 +92,19 @@ serve() {  # serve CASE MODEL [vllm serve options...]; ENVX: extra environment; 
   log "$case: $state rc=$rc in $((SECONDS - t0)) s, $(wc -l < "$LOGS/$case.log") lines | $(grep -m1 -E '^[A-Za-z.]*(Error|Exception)[:(]|ERROR' "$LOGS/$case.log" | cut -c1-160)"
 }
 
+model_refusals() {  # what a copied model or its options get wrong: config.json cut short, an architecture vLLM does not
+                    # have, a quantization the checkpoint lacks
+  rm -rf $M/tiny-config-cut && cp -r $M/tiny $M/tiny-config-cut
+  truncate -s $(( $(stat -c %s $M/tiny/config.json) / 2 )) $M/tiny-config-cut/config.json
+  serve config-json-cut $M/tiny-config-cut "${BASE[@]}"
+  rm -rf $M/tiny-arch && cp -r $M/tiny $M/tiny-arch
+  $PY -c "import json, sys; p = sys.argv[1]; c = json.load(open(p)); c['architectures'] = ['NoSuchModelForCausalLM']
+json.dump(c, open(p, 'w'), indent=2)" $M/tiny-arch/config.json
+  serve architecture-unknown $M/tiny-arch "${BASE[@]}"
+  serve quantization-absent $M/tiny "${BASE[@]}" --quantization awq
+  rm -rf $M/tiny-config-cut $M/tiny-arch
+}
+
 weights_beyond_free_memory() {  # the weights larger than the free memory (another process holds the rest)
   if [ ! -d $M/big ]; then
     PYTHONPATH=$G/site $PY - $M/tiny $M/big <<'PY'
@@ -146,14 +159,7 @@ s.bind(('0.0.0.0', $PORT)); s.listen(1); time.sleep(300)  # socket-holder" &
       serve port-in-use $M/tiny "${BASE[@]}"
       pkill -f socket-holder
       serve model-path-missing $M/no-such-model "${BASE[@]}"
-      rm -rf $M/tiny-config-cut && cp -r $M/tiny $M/tiny-config-cut
-      truncate -s $(( $(stat -c %s $M/tiny/config.json) / 2 )) $M/tiny-config-cut/config.json
-      serve config-json-cut $M/tiny-config-cut "${BASE[@]}"
-      rm -rf $M/tiny-arch && cp -r $M/tiny $M/tiny-arch
-      $PY -c "import json, sys; p = sys.argv[1]; c = json.load(open(p)); c['architectures'] = ['NoSuchModelForCausalLM']
-json.dump(c, open(p, 'w'), indent=2)" $M/tiny-arch/config.json
-      serve architecture-unknown $M/tiny-arch "${BASE[@]}"
-      serve quantization-absent $M/tiny "${BASE[@]}" --quantization awq
+      model_refusals
       serve attention-backend-not-installed $M/tiny "${BASE[@]}" --attention-backend FLASHINFER
       serve attention-backend-wrong-model $M/tiny "${BASE[@]}" --attention-backend FLASHMLA
       ;;
@@ -168,17 +174,9 @@ json.dump(c, open(p, 'w'), indent=2)" $M/tiny-arch/config.json
       ;;
     c)
       serve tokenizer-missing $M/tiny "${BASE[@]}" --tokenizer $M/no-such-tokenizer
-      rm -rf $M/tiny-config-cut && cp -r $M/tiny $M/tiny-config-cut
-      truncate -s $(( $(stat -c %s $M/tiny/config.json) / 2 )) $M/tiny-config-cut/config.json
-      serve config-json-cut $M/tiny-config-cut "${BASE[@]}"
-      rm -rf $M/tiny-arch && cp -r $M/tiny $M/tiny-arch
-      $PY -c "import json, sys; p = sys.argv[1]; c = json.load(open(p)); c['architectures'] = ['NoSuchModelForCausalLM']
-json.dump(c, open(p, 'w'), indent=2)" $M/tiny-arch/config.json
-      serve architecture-unknown $M/tiny-arch "${BASE[@]}"
-      serve quantization-absent $M/tiny "${BASE[@]}" --quantization awq
+      model_refusals
       serve lora-rank-not-offered $M/tiny "${BASE[@]}" --enable-lora --max-lora-rank 7
       serve memory-utilization-out-of-range $M/tiny "${BASE[@]}" --gpu-memory-utilization 1.5
-      rm -rf $M/tiny-config-cut $M/tiny-arch
       ;;
     d)
       serve chat-template-missing $M/tiny "${BASE[@]}" --chat-template $M/no-such-template.jinja
