@@ -34,19 +34,21 @@ set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export VLLM_USE_FLASHINFER_SAMPLER=0 HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
 G=/var/tmp/gpu-vllm
-V=${VLLM:-$G/bin/vllm}
-M=${MODELS:-$G/model}
+V=${VLLM:-"$G"/bin/vllm}
+M=${MODELS:-"$G"/model}
 PY=${PY:-/opt/torch/.venv/bin/python3}
 read -r -a BASE <<< "${BASE_ARGS:---max-model-len 512 --enforce-eager --gpu-memory-utilization 0.3}"
 PORT=8021
 LOGS=$OUT/logs
 mkdir -p "$LOGS"
-[ -x "$V" ] && [ -d "$M/tiny" ] || { echo "NO VLLM at $V or no $M/tiny: on a GPU machine run shared/gpu-vllm's stage1.sh and stage2.sh first"; exit 3; }
+if [ ! -x "$V" ] || [ ! -d "$M/tiny" ]; then
+  echo "NO VLLM at $V or no $M/tiny: on a GPU machine run shared/gpu-vllm's stage1.sh and stage2.sh first"; exit 3
+fi
 HOLDER=""
 cleanup() { [ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null; pkill -f socket-holder 2>/dev/null; true; }
 trap cleanup EXIT
 log() { echo "[$(date -u +%H:%M:%S)] $*"; }
-{ nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader
+{ if command -v nvidia-smi > /dev/null; then nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader; fi
   "$V" --version 2>/dev/null | tail -1
 } > "$OUT/machine.txt"
 cat "$OUT/machine.txt"
@@ -67,12 +69,12 @@ PY
 
 serve() {  # serve CASE MODEL [vllm serve options...]; ENVX: extra environment; AFTER_READY: what to do once it serves;
            # WATCH_FOR / ON_WATCH: what to do once the log shows a line (once)
-  local case=$1 model=$2 t0=$SECONDS state=timeout pid rc i watched=""
+  local case=$1 model=$2 t0=$SECONDS state=timeout pid rc watched=""
   shift 2
-  setsid env ${ENVX:-} "$V" serve "$model" --served-model-name tiny --port $PORT "$@" > "$LOGS/$case.log" 2>&1 &
+  setsid env ${ENVX:+"$ENVX"} "$V" serve "$model" --served-model-name tiny --port "$PORT" "$@" > "$LOGS/$case.log" 2>&1 &
   pid=$!
-  for i in $(seq 1 300); do
-    kill -0 $pid 2>/dev/null || { state=exited; break; }
+  for _ in $(seq 1 300); do
+    kill -0 "$pid" 2>/dev/null || { state=exited; break; }
     if [ -n "${WATCH_FOR:-}" ] && [ -z "$watched" ] && grep -q "$WATCH_FOR" "$LOGS/$case.log"; then
       watched=1; eval "$ON_WATCH"
     fi
@@ -85,29 +87,29 @@ serve() {  # serve CASE MODEL [vllm serve options...]; ENVX: extra environment; 
     ask
     [ -n "${AFTER_READY:-}" ] && eval "$AFTER_READY"
   fi
-  kill -INT -- -$pid 2>/dev/null
-  for i in $(seq 1 40); do kill -0 $pid 2>/dev/null || break; sleep 0.5; done
-  kill -KILL -- -$pid 2>/dev/null
-  wait $pid; rc=$?
+  kill -INT -- -"$pid" 2>/dev/null
+  for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  kill -KILL -- -"$pid" 2>/dev/null
+  wait "$pid"; rc=$?
   log "$case: $state rc=$rc in $((SECONDS - t0)) s, $(wc -l < "$LOGS/$case.log") lines | $(grep -m1 -E '^[A-Za-z.]*(Error|Exception)[:(]|ERROR' "$LOGS/$case.log" | cut -c1-160)"
 }
 
 model_refusals() {  # what a copied model or its options get wrong: config.json cut short, an architecture vLLM does not
                     # have, a quantization the checkpoint lacks
-  rm -rf $M/tiny-config-cut && cp -r $M/tiny $M/tiny-config-cut
-  truncate -s $(( $(stat -c %s $M/tiny/config.json) / 2 )) $M/tiny-config-cut/config.json
-  serve config-json-cut $M/tiny-config-cut "${BASE[@]}"
-  rm -rf $M/tiny-arch && cp -r $M/tiny $M/tiny-arch
+  rm -rf "$M"/tiny-config-cut && cp -r "$M"/tiny "$M"/tiny-config-cut
+  truncate -s $(( $(stat -c %s "$M"/tiny/config.json) / 2 )) "$M"/tiny-config-cut/config.json
+  serve config-json-cut "$M"/tiny-config-cut "${BASE[@]}"
+  rm -rf "$M"/tiny-arch && cp -r "$M"/tiny "$M"/tiny-arch
   $PY -c "import json, sys; p = sys.argv[1]; c = json.load(open(p)); c['architectures'] = ['NoSuchModelForCausalLM']
-json.dump(c, open(p, 'w'), indent=2)" $M/tiny-arch/config.json
-  serve architecture-unknown $M/tiny-arch "${BASE[@]}"
-  serve quantization-absent $M/tiny "${BASE[@]}" --quantization awq
-  rm -rf $M/tiny-config-cut $M/tiny-arch
+json.dump(c, open(p, 'w'), indent=2)" "$M"/tiny-arch/config.json
+  serve architecture-unknown "$M"/tiny-arch "${BASE[@]}"
+  serve quantization-absent "$M"/tiny "${BASE[@]}" --quantization awq
+  rm -rf "$M"/tiny-config-cut "$M"/tiny-arch
 }
 
 weights_beyond_free_memory() {  # the weights larger than the free memory (another process holds the rest)
-  if [ ! -d $M/big ]; then
-    PYTHONPATH=$G/site $PY - $M/tiny $M/big <<'PY'
+  if [ ! -d "$M"/big ]; then
+    PYTHONPATH="$G"/site $PY - "$M"/tiny "$M"/big <<'PY'
 import json, os, shutil, sys, torch
 from safetensors.torch import save_file
 src, out = sys.argv[1], sys.argv[2]
@@ -143,76 +145,76 @@ time.sleep(600)' /tmp/holder.ready &
   HOLDER=$!
   UTIL=$(timeout 120 head -n1 /tmp/holder.ready)
   log "holder $HOLDER: $(nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader); utilization $UTIL"
-  serve weights-beyond-free-memory $M/big --max-model-len 512 --enforce-eager --gpu-memory-utilization "$UTIL"
-  kill $HOLDER; wait $HOLDER 2>/dev/null; HOLDER=""
+  serve weights-beyond-free-memory "$M"/big --max-model-len 512 --enforce-eager --gpu-memory-utilization "$UTIL"
+  kill "$HOLDER"; wait "$HOLDER" 2>/dev/null; HOLDER=""
 }
 
 for group in "$@"; do
   case $group in
     a)
-      serve tokenizer-missing $M/tiny "${BASE[@]}" --tokenizer $M/no-such-tokenizer
-      serve max-model-len-beyond-model $M/tiny --max-model-len 65536 --enforce-eager --gpu-memory-utilization 0.3
+      serve tokenizer-missing "$M"/tiny "${BASE[@]}" --tokenizer "$M"/no-such-tokenizer
+      serve max-model-len-beyond-model "$M"/tiny --max-model-len 65536 --enforce-eager --gpu-memory-utilization 0.3
       # another program already listens on the port (a server of the last restart that did not go away)
       $PY -c "import socket, time; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(('0.0.0.0', $PORT)); s.listen(1); time.sleep(300)  # socket-holder" &
       sleep 1
-      serve port-in-use $M/tiny "${BASE[@]}"
+      serve port-in-use "$M"/tiny "${BASE[@]}"
       pkill -f socket-holder
-      serve model-path-missing $M/no-such-model "${BASE[@]}"
+      serve model-path-missing "$M"/no-such-model "${BASE[@]}"
       model_refusals
-      serve attention-backend-not-installed $M/tiny "${BASE[@]}" --attention-backend FLASHINFER
-      serve attention-backend-wrong-model $M/tiny "${BASE[@]}" --attention-backend FLASHMLA
+      serve attention-backend-not-installed "$M"/tiny "${BASE[@]}" --attention-backend FLASHINFER
+      serve attention-backend-wrong-model "$M"/tiny "${BASE[@]}" --attention-backend FLASHMLA
       ;;
     b)
-      serve memory-utilization-out-of-range $M/tiny --max-model-len 512 --enforce-eager --gpu-memory-utilization 1.5
-      ENVX="CUDA_VISIBLE_DEVICES=" serve no-gpu-visible $M/tiny "${BASE[@]}"
+      serve memory-utilization-out-of-range "$M"/tiny --max-model-len 512 --enforce-eager --gpu-memory-utilization 1.5
+      ENVX="CUDA_VISIBLE_DEVICES=" serve no-gpu-visible "$M"/tiny "${BASE[@]}"
       weights_beyond_free_memory
       # the engine core process dies (SIGKILL, as the kernel's OOM killer sends it) after one good answer
-      AFTER_READY='pkill -9 -f "VLLM::EngineCore"; sleep 3; ask; sleep 3' serve engine-killed-while-serving $M/tiny "${BASE[@]}"
-      serve lora-rank-not-offered $M/tiny "${BASE[@]}" --enable-lora --max-lora-rank 7
-      serve data-parallel-2-on-1-gpu $M/tiny "${BASE[@]}" --data-parallel-size 2
+      AFTER_READY='pkill -9 -f "VLLM::EngineCore"; sleep 3; ask; sleep 3' serve engine-killed-while-serving "$M"/tiny "${BASE[@]}"
+      serve lora-rank-not-offered "$M"/tiny "${BASE[@]}" --enable-lora --max-lora-rank 7
+      serve data-parallel-2-on-1-gpu "$M"/tiny "${BASE[@]}" --data-parallel-size 2
       ;;
     c)
-      serve tokenizer-missing $M/tiny "${BASE[@]}" --tokenizer $M/no-such-tokenizer
+      serve tokenizer-missing "$M"/tiny "${BASE[@]}" --tokenizer "$M"/no-such-tokenizer
       model_refusals
-      serve lora-rank-not-offered $M/tiny "${BASE[@]}" --enable-lora --max-lora-rank 7
-      serve memory-utilization-out-of-range $M/tiny "${BASE[@]}" --gpu-memory-utilization 1.5
+      serve lora-rank-not-offered "$M"/tiny "${BASE[@]}" --enable-lora --max-lora-rank 7
+      serve memory-utilization-out-of-range "$M"/tiny "${BASE[@]}" --gpu-memory-utilization 1.5
       ;;
     d)
-      serve chat-template-missing $M/tiny "${BASE[@]}" --chat-template $M/no-such-template.jinja
-      serve tool-parser-unknown $M/tiny "${BASE[@]}" --enable-auto-tool-choice --tool-call-parser no_such_parser
-      serve lora-module-missing $M/tiny "${BASE[@]}" --enable-lora --lora-modules adapter=$M/no-such-adapter
-      serve heads-do-not-fit-weights $M/tiny "${BASE[@]}" --hf-overrides '{"num_attention_heads": 8, "num_key_value_heads": 8}'
-      rm -rf $M/tiny-shard-cut && cp -r $M/tiny $M/tiny-shard-cut
-      for f in $M/tiny-shard-cut/*.safetensors; do truncate -s $(( $(stat -c %s "$f") / 2 )) "$f"; done
-      serve weight-shard-cut $M/tiny-shard-cut "${BASE[@]}"
-      serve quantization-fp8 $M/tiny "${BASE[@]}" --quantization fp8
-      serve kv-cache-dtype-fp8 $M/tiny "${BASE[@]}" --kv-cache-dtype fp8
-      serve speculative-config-incomplete $M/tiny "${BASE[@]}" --speculative-config '{"method": "ngram"}'
-      serve mm-limit-on-text-model $M/tiny "${BASE[@]}" --limit-mm-per-prompt '{"image": 2}'
-      serve revision-absent-offline $M/tiny "${BASE[@]}" --revision no-such-revision
-      rm -rf $M/tiny-shard-cut
+      serve chat-template-missing "$M"/tiny "${BASE[@]}" --chat-template "$M"/no-such-template.jinja
+      serve tool-parser-unknown "$M"/tiny "${BASE[@]}" --enable-auto-tool-choice --tool-call-parser no_such_parser
+      serve lora-module-missing "$M"/tiny "${BASE[@]}" --enable-lora --lora-modules adapter="$M"/no-such-adapter
+      serve heads-do-not-fit-weights "$M"/tiny "${BASE[@]}" --hf-overrides '{"num_attention_heads": 8, "num_key_value_heads": 8}'
+      rm -rf "$M"/tiny-shard-cut && cp -r "$M"/tiny "$M"/tiny-shard-cut
+      for f in "$M"/tiny-shard-cut/*.safetensors; do truncate -s $(( $(stat -c %s "$f") / 2 )) "$f"; done
+      serve weight-shard-cut "$M"/tiny-shard-cut "${BASE[@]}"
+      serve quantization-fp8 "$M"/tiny "${BASE[@]}" --quantization fp8
+      serve kv-cache-dtype-fp8 "$M"/tiny "${BASE[@]}" --kv-cache-dtype fp8
+      serve speculative-config-incomplete "$M"/tiny "${BASE[@]}" --speculative-config '{"method": "ngram"}'
+      serve mm-limit-on-text-model "$M"/tiny "${BASE[@]}" --limit-mm-per-prompt '{"image": 2}'
+      serve revision-absent-offline "$M"/tiny "${BASE[@]}" --revision no-such-revision
+      rm -rf "$M"/tiny-shard-cut
       ;;
     e)
-      serve tokenizer-mode-mistral $M/tiny "${BASE[@]}" --tokenizer-mode mistral
-      serve load-format-gguf $M/tiny "${BASE[@]}" --load-format gguf
-      serve max-num-seqs-zero $M/tiny "${BASE[@]}" --max-num-seqs 0
-      ENVX="GLOO_SOCKET_IFNAME=nosuch0" serve gloo-interface-absent $M/tiny "${BASE[@]}" --tensor-parallel-size 2
-      ENVX="VLLM_HOST_IP=203.0.113.7" serve host-ip-not-this-hosts $M/tiny "${BASE[@]}" --tensor-parallel-size 2
-      ENVX="VLLM_ENGINE_READY_TIMEOUT_S=2" serve engine-ready-timeout $M/tiny "${BASE[@]}"
-      serve ray-backend-not-installed $M/tiny "${BASE[@]}" --distributed-executor-backend ray
+      serve tokenizer-mode-mistral "$M"/tiny "${BASE[@]}" --tokenizer-mode mistral
+      serve load-format-gguf "$M"/tiny "${BASE[@]}" --load-format gguf
+      serve max-num-seqs-zero "$M"/tiny "${BASE[@]}" --max-num-seqs 0
+      ENVX="GLOO_SOCKET_IFNAME=nosuch0" serve gloo-interface-absent "$M"/tiny "${BASE[@]}" --tensor-parallel-size 2
+      ENVX="VLLM_HOST_IP=203.0.113.7" serve host-ip-not-this-hosts "$M"/tiny "${BASE[@]}" --tensor-parallel-size 2
+      ENVX="VLLM_ENGINE_READY_TIMEOUT_S=2" serve engine-ready-timeout "$M"/tiny "${BASE[@]}"
+      serve ray-backend-not-installed "$M"/tiny "${BASE[@]}" --distributed-executor-backend ray
       WATCH_FOR="Starting to load model" ON_WATCH='pkill -9 -f "VLLM::Worker"' \
-        serve worker-killed-while-loading $M/tiny "${BASE[@]}"
-      serve pipeline-parallel-2 $M/tiny "${BASE[@]}" --pipeline-parallel-size 2
+        serve worker-killed-while-loading "$M"/tiny "${BASE[@]}"
+      serve pipeline-parallel-2 "$M"/tiny "${BASE[@]}" --pipeline-parallel-size 2
       ;;
     g)
       # the GPU-only cases of a and b, for a short device call
-      ENVX="CUDA_VISIBLE_DEVICES=" serve no-gpu-visible $M/tiny "${BASE[@]}"
-      serve attention-backend-not-installed $M/tiny "${BASE[@]}" --attention-backend FLASHINFER
-      serve attention-backend-wrong-model $M/tiny "${BASE[@]}" --attention-backend FLASHMLA
+      ENVX="CUDA_VISIBLE_DEVICES=" serve no-gpu-visible "$M"/tiny "${BASE[@]}"
+      serve attention-backend-not-installed "$M"/tiny "${BASE[@]}" --attention-backend FLASHINFER
+      serve attention-backend-wrong-model "$M"/tiny "${BASE[@]}" --attention-backend FLASHMLA
       weights_beyond_free_memory
       ;;
     *) echo "unknown group $group"; exit 2 ;;
   esac
 done
-log "GPU after: $(nvidia-smi --query-gpu=memory.used --format=csv,noheader); servers left: $(pgrep -fc 'vllm serve|EngineCore' || true)"
+log "GPU after: $(nvidia-smi --query-gpu=memory.used --format=csv,noheader 2>/dev/null); servers left: $(pgrep -fc 'vllm serve|EngineCore' || true)"
