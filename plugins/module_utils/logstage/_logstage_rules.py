@@ -1287,7 +1287,14 @@ SIGNATURES = (
     # get_attn_backend_cls, 0.11 -> current: "Selected backend X is not valid for this configuration. Reason: [...]"),
     # asked by the attention layers as the model is built (attention/selector.py get_attn_backend) - and later by the
     # model runner, which the log's stage then shows
-    (FAILURE, "is not valid for this configuration", r"Selected backend \S+ is not valid for this configuration",
+    # round 78: the reason list is the platform's own - "ImportError" when the backend's module did not import (the
+    # package, FlashInfer or FlashMLA, is not installed): import_error; the MLA prefill backend's refusal reads the same
+    (FAILURE, "is not valid for this configuration",
+     r"Selected (?:MLA prefill )?backend \S+ is not valid for this configuration\. Reason: \['ImportError'\]",
+     "import_error", WHERE_OR, "weight_loading", (),
+     "the attention backend asked for is not installed (its module did not import): install it or ask for another"),
+    (FAILURE, "is not valid for this configuration",
+     r"Selected (?:MLA prefill )?backend \S+ is not valid for this configuration",
      "config_error", WHERE_OR, "weight_loading", (),
      "the attention backend asked for (--attention-backend / VLLM_ATTENTION_BACKEND) cannot run this model on this GPU"),
     # round 59: the tensor-parallel split of a layer's size (vllm/distributed/utils.py ensure_divisibility, 0.2 ->

@@ -290,6 +290,9 @@ RX_SAMPLES = [
     # round 65: the platform refusing the attention backend asked for
     ("ValueError: Selected backend AttentionBackendEnum.FLASHINFER is not valid for this configuration. Reason: []",
      "failure", "config_error"),
+    # round 78: ... because the backend's module did not import
+    ("ValueError: Selected backend AttentionBackendEnum.FLASHINFER is not valid for this configuration. Reason: "
+     "['ImportError']", "failure", "import_error"),
     # round 64: vLLM's CUTLASS kernels refusing this GPU
     ("NotImplementedError: No compiled cutlass_scaled_mm for a compute capability less than CUDA device capability: 75",
      "failure", "cuda_error"),

@@ -1,7 +1,8 @@
 """The twenty-five real vLLM 0.32 logs of tests/fixtures/2026-12-07-vllm-cpu-0.32-misconfigured (settings gone wrong;
 twenty are corpus test cases of batch issue35bc), round 75 of issue 35 (vLLM's own record of a stop signal, once the
 server was ready, sets apart what its teardown printed) and round 77 (the weights are loaded only at "Model loading
-took"; pydantic's plural "validation errors for"; mistral_common's missing tokenizer file)."""
+took"; pydantic's plural "validation errors for"; mistral_common's missing tokenizer file), and the four real H100
+logs of tests/fixtures/2026-12-07-h100-vllm-0.26.0-misconfigured with round 78 (a backend refused for ImportError)."""
 # Copyright: repro.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -15,6 +16,7 @@ from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage impo
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures")
 HERE = os.path.join(FIX, "2026-12-07-vllm-cpu-0.32-misconfigured")
+H100 = os.path.join(FIX, "2026-12-07-h100-vllm-0.26.0-misconfigured")
 
 
 @pytest.mark.parametrize("name, stage, cls, lines", [
@@ -91,3 +93,25 @@ def test_the_load_goes_on_after_the_weights_are_read():
 def test_pydantic_counts_its_errors_in_the_plural():
     ans = classify_files([os.path.join(HERE, "max-num-seqs-zero.log")])
     assert (ans["stage"], ans["error_class"], ans["first_error"]["lineno"]) == ("config", "config_error", 50)
+
+
+@pytest.mark.parametrize("name, stage, cls, line", [
+    ("no-gpu-visible", "cuda_init", "cuda_error", 41),
+    ("attention-backend-not-installed", "weight_loading", "import_error", 89),
+    ("attention-backend-wrong-model", "weight_loading", "config_error", 89),
+    ("weights-beyond-free-memory", "weight_loading", "oom", 88),
+])
+def test_each_misconfigured_gpu_start_as_labelled(name, stage, cls, line):
+    ans = classify_files([os.path.join(H100, name + ".log")])
+    assert (ans["stage"], ans["error_class"], ans["first_error"]["lineno"]) == (stage, cls, line), ans["summary"]
+
+
+@pytest.mark.parametrize("reasons, cls", [
+    ("['ImportError']", "import_error"),
+    ("['head_size not supported', 'non-MLA not supported']", "config_error"),
+])
+def test_the_platforms_reason_for_refusing_a_backend_gives_the_class(reasons, cls):
+    # round 78: platforms/cuda.py lists "ImportError" when the backend's module did not import
+    for head in ("Selected backend AttentionBackendEnum.FLASHINFER", "Selected MLA prefill backend FLASHINFER"):
+        ans = classify_text("ValueError: %s is not valid for this configuration. Reason: %s\n" % (head, reasons))
+        assert (ans["stage"], ans["error_class"]) == ("weight_loading", cls)
