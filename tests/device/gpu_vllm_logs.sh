@@ -14,6 +14,15 @@
 #   b    memory utilization out of range, no GPU visible, the weights larger than the free memory (another process
 #        holds the rest), the engine process killed while serving, a LoRA rank vLLM does not offer, data parallel 2
 #        on one GPU
+#   f    on either vLLM, what goes wrong around a running server: the port taken, a --host address this machine does
+#        not have, the engine core killed (SIGKILL) during a long request and then asked again, a tensor parallel 2
+#        worker killed while serving, the CPU KV cache space larger than the machine, a max-model-len the KV cache
+#        cannot hold, a hub model name offline and not cached, a model with custom code without --trust-remote-code,
+#        tokenizer.json cut short, max-num-batched-tokens below max-model-len without chunked prefill, a chat request
+#        to a model with no chat template
+#   h    on a GPU, in one call: the engine core killed during a long request, tensor parallel 2 and data parallel 2
+#        on one GPU, CUDA_VISIBLE_DEVICES naming a GPU that is not there, memory utilization out of range, a KV cache
+#        (--kv-cache-memory-bytes) too small for max-model-len, max-model-len beyond the model, the port taken
 #   g    the GPU-only cases of a and b in one short call: no GPU visible, two attention backends, the weights larger
 #        than the free memory (an 8-layer model of 4096 hidden, about 3.9 GB of bf16, where another process left
 #        3.5 GiB free)
@@ -92,6 +101,34 @@ serve() {  # serve CASE MODEL [vllm serve options...]; ENVX: extra environment; 
   kill -KILL -- -"$pid" 2>/dev/null
   wait "$pid"; rc=$?
   log "$case: $state rc=$rc in $((SECONDS - t0)) s, $(wc -l < "$LOGS/$case.log") lines | $(grep -m1 -E '^[A-Za-z.]*(Error|Exception)[:(]|ERROR' "$LOGS/$case.log" | cut -c1-160)"
+}
+
+ask_long() {  # one long completion (256 tokens, ignoring EOS) in the background: the request in flight
+  $PY - "$PORT" <<'PY' &
+import json, sys, urllib.error, urllib.request
+body = json.dumps({"model": "tiny", "prompt": "Once upon a time", "max_tokens": 256, "ignore_eos": True}).encode()
+req = urllib.request.Request("http://127.0.0.1:%s/v1/completions" % sys.argv[1], body, {"Content-Type": "application/json"})
+try:
+    print("long request:", urllib.request.urlopen(req, timeout=120).status)
+except urllib.error.HTTPError as exc:
+    print("long request:", exc.code, exc.read()[:200])
+except OSError as exc:
+    print("long request:", exc)
+PY
+}
+
+ask_chat() {  # one chat completion; prints the status line
+  $PY - "$PORT" <<'PY'
+import json, sys, urllib.error, urllib.request
+body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8}).encode()
+req = urllib.request.Request("http://127.0.0.1:%s/v1/chat/completions" % sys.argv[1], body, {"Content-Type": "application/json"})
+try:
+    print("chat request:", urllib.request.urlopen(req, timeout=30).status)
+except urllib.error.HTTPError as exc:
+    print("chat request:", exc.code, exc.read()[:200])
+except OSError as exc:
+    print("chat request:", exc)
+PY
 }
 
 model_refusals() {  # what a copied model or its options get wrong: config.json cut short, an architecture vLLM does not
@@ -206,6 +243,45 @@ s.bind(('0.0.0.0', $PORT)); s.listen(1); time.sleep(300)  # socket-holder" &
       WATCH_FOR="Starting to load model" ON_WATCH='pkill -9 -f "VLLM::Worker"' \
         serve worker-killed-while-loading "$M"/tiny "${BASE[@]}"
       serve pipeline-parallel-2 "$M"/tiny "${BASE[@]}" --pipeline-parallel-size 2
+      ;;
+    f)
+      $PY -c "import socket, time; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('0.0.0.0', $PORT)); s.listen(1); time.sleep(300)  # socket-holder" &
+      sleep 1
+      serve port-in-use "$M"/tiny "${BASE[@]}"
+      pkill -f socket-holder
+      serve host-address-not-here "$M"/tiny "${BASE[@]}" --host 203.0.113.7
+      AFTER_READY='ask_long; sleep 2; pkill -9 -f "VLLM::EngineCore"; sleep 5; ask; sleep 3' \
+        serve engine-killed-during-request "$M"/tiny "${BASE[@]}"
+      AFTER_READY='ask_long; sleep 2; pkill -9 -f "VLLM::Worker"; sleep 5; ask; sleep 3' \
+        serve tp2-worker-killed-while-serving "$M"/tiny "${BASE[@]}" --tensor-parallel-size 2
+      ENVX="VLLM_CPU_KVCACHE_SPACE=100000" serve kv-cache-space-beyond-memory "$M"/tiny "${BASE[@]}"
+      serve max-model-len-beyond-kv-cache "$M"/tiny "${BASE[@]/512/2097152}" --hf-overrides '{"max_position_embeddings": 4194304}'
+      serve hub-model-offline-not-cached no-such-org/no-such-model-7b "${BASE[@]}"
+      serve remote-code-not-trusted "$M"/tiny-remote-code "${BASE[@]}"
+      rm -rf "$M"/tiny-tokenizer-cut && cp -r "$M"/tiny "$M"/tiny-tokenizer-cut
+      truncate -s $(( $(stat -c %s "$M"/tiny/tokenizer.json) / 2 )) "$M"/tiny-tokenizer-cut/tokenizer.json
+      serve tokenizer-json-cut "$M"/tiny-tokenizer-cut "${BASE[@]}"
+      rm -rf "$M"/tiny-tokenizer-cut
+      serve batched-tokens-below-model-len "$M"/tiny "${BASE[@]}" --max-num-batched-tokens 64 --no-enable-chunked-prefill
+      rm -rf "$M"/tiny-no-template && cp -r "$M"/tiny "$M"/tiny-no-template && rm -f "$M"/tiny-no-template/chat_template.jinja
+      AFTER_READY='ask_chat' serve chat-without-template "$M"/tiny-no-template "${BASE[@]}"
+      rm -rf "$M"/tiny-no-template
+      ;;
+    h)
+      AFTER_READY='ask_long; sleep 2; pkill -9 -f "VLLM::EngineCore"; sleep 5; ask; sleep 3' \
+        serve engine-killed-during-request "$M"/tiny "${BASE[@]}"
+      serve tensor-parallel-2-on-1-gpu "$M"/tiny "${BASE[@]}" --tensor-parallel-size 2
+      serve data-parallel-2-on-1-gpu "$M"/tiny "${BASE[@]}" --data-parallel-size 2
+      ENVX="CUDA_VISIBLE_DEVICES=3" serve visible-device-not-there "$M"/tiny "${BASE[@]}"
+      serve memory-utilization-out-of-range "$M"/tiny --max-model-len 512 --enforce-eager --gpu-memory-utilization 1.5
+      serve kv-cache-below-model-len "$M"/tiny --max-model-len 2048 --enforce-eager --kv-cache-memory-bytes 1048576
+      serve max-model-len-beyond-model "$M"/tiny --max-model-len 65536 --enforce-eager --gpu-memory-utilization 0.3
+      $PY -c "import socket, time; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('0.0.0.0', $PORT)); s.listen(1); time.sleep(300)  # socket-holder" &
+      sleep 1
+      serve port-in-use "$M"/tiny "${BASE[@]}"
+      pkill -f socket-holder
       ;;
     g)
       # the GPU-only cases of a and b, for a short device call
