@@ -248,6 +248,10 @@ _SHARED_FUNCS = frozenset(p[5:] for p, _s in SHARED_SERVING_FRAMES if p.startswi
 _ACCESS_5XX_RX = re.compile(ACCESS_5XX_RX)
 # (round 57) Python's refusal of a keyword a constructor does not take, or of one it needs: at config, a setting
 _ARG_REFUSAL_RX = re.compile(r"\bTypeError: .*(?:got an unexpected keyword argument|missing \d+ required)")
+# a ValueError at config, or (round 79) one of the standard library's ValueError subclasses that reading a model's
+# files raises - json's JSONDecodeError (json/decoder.py: class JSONDecodeError(ValueError)) and UnicodeDecodeError
+# (UnicodeError(ValueError)): a config, tokenizer or chat-template file that is not what it claims to be
+_VALUE_ERROR_RX = re.compile(r"\b(?:ValueError|JSONDecodeError|UnicodeDecodeError):")
 _LEVEL_WORD_RX = re.compile(LEVEL_WORD_RX)
 _CONFIG_REFUSAL_RX = re.compile(CONFIG_REFUSAL_RX)
 _ERROR_WORDS_RX = re.compile(ERROR_WORDS_RX)
@@ -691,7 +695,7 @@ class _Scan(object):
         if cls == "other" and stage == "config":
             if basis in (BASIS_INFERRED, BASIS_FRAMES) and (message_stage(text) or (None, None))[1] == "config_error":
                 cls = "config_error"
-            elif basis != BASIS_INFERRED and (kind == ERROR_LINE or "ValueError:" in no_row or
+            elif basis != BASIS_INFERRED and (kind == ERROR_LINE or _VALUE_ERROR_RX.search(no_row) is not None or
                                               _ARG_REFUSAL_RX.search(text) is not None):
                 cls = "config_error"
         if self.until is not None and (origin or lineno) > self.until:

