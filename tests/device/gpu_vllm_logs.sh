@@ -20,6 +20,11 @@
 #        cannot hold, a hub model name offline and not cached, a model with custom code without --trust-remote-code,
 #        tokenizer.json cut short, max-num-batched-tokens below max-model-len without chunked prefill, a chat request
 #        to a model with no chat template
+#   i    on either vLLM, more start-up refusals and a hang: tensor parallel 3 for 4 heads, a model folder without
+#        weights and one without config.json, a LoRA adapter of a rank above --max-lora-rank, the engine core killed
+#        once the KV cache is sized, a worker stopped (SIGSTOP) during a request with VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS
+#        5 (tensor parallel 2), bitsandbytes quantization without bitsandbytes, VLLM_CPU_OMP_THREADS_BIND naming CPUs
+#        the machine does not have, a speculative draft model that is not there, an unknown KV connector
 #   h    on a GPU, in one call: the engine core killed during a long request, tensor parallel 2 and data parallel 2
 #        on one GPU, CUDA_VISIBLE_DEVICES naming a GPU that is not there, memory utilization out of range, a KV cache
 #        (--kv-cache-memory-bytes) too small for max-model-len, max-model-len beyond the model, the port taken
@@ -128,6 +133,26 @@ except urllib.error.HTTPError as exc:
     print("chat request:", exc.code, exc.read()[:200])
 except OSError as exc:
     print("chat request:", exc)
+PY
+}
+
+lora_adapter() {  # lora_adapter DIR RANK: a PEFT LoRA adapter of the tiny model (q_proj and v_proj of each layer)
+  $PY - "$1" "$2" "$M"/tiny <<'PY'
+import json, os, sys, torch
+from safetensors.torch import save_file
+out, r, base = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+cfg = json.load(open(os.path.join(base, "config.json")))
+h, heads, hd = cfg["hidden_size"], cfg["num_attention_heads"], cfg["head_dim"]
+os.makedirs(out, exist_ok=True)
+json.dump({"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": r, "lora_alpha": 16, "lora_dropout": 0.0, "bias": "none",
+           "target_modules": ["q_proj", "v_proj"], "base_model_name_or_path": base}, open(os.path.join(out, "adapter_config.json"), "w"))
+t = {}
+for i in range(cfg["num_hidden_layers"]):
+    for m, o in (("q_proj", heads * hd), ("v_proj", cfg["num_key_value_heads"] * hd)):
+        p = "base_model.model.model.layers.%d.self_attn.%s." % (i, m)
+        t[p + "lora_A.weight"] = torch.zeros(r, h)
+        t[p + "lora_B.weight"] = torch.zeros(o, r)
+save_file(t, os.path.join(out, "adapter_model.safetensors"))
 PY
 }
 
@@ -267,6 +292,23 @@ s.bind(('0.0.0.0', $PORT)); s.listen(1); time.sleep(300)  # socket-holder" &
       rm -rf "$M"/tiny-no-template && cp -r "$M"/tiny "$M"/tiny-no-template && rm -f "$M"/tiny-no-template/chat_template.jinja
       AFTER_READY='ask_chat' serve chat-without-template "$M"/tiny-no-template "${BASE[@]}"
       rm -rf "$M"/tiny-no-template
+      ;;
+    i)
+      serve tensor-parallel-3-for-4-heads "$M"/tiny "${BASE[@]}" --tensor-parallel-size 3
+      serve model-without-weights "$M"/tiny-noweights "${BASE[@]}"
+      rm -rf "$M"/tiny-no-config && cp -r "$M"/tiny "$M"/tiny-no-config && rm -f "$M"/tiny-no-config/config.json
+      serve model-without-config "$M"/tiny-no-config "${BASE[@]}"
+      rm -rf "$M"/tiny-no-config "$M"/lora-r64 && lora_adapter "$M"/lora-r64 64
+      serve lora-rank-above-max "$M"/tiny "${BASE[@]}" --enable-lora --max-lora-rank 16 --lora-modules big="$M"/lora-r64
+      rm -rf "$M"/lora-r64
+      WATCH_FOR="GiB for KV cache" ON_WATCH='pkill -9 -f "VLLM::EngineCore"' \
+        serve engine-killed-sizing-kv-cache "$M"/tiny "${BASE[@]}"
+      ENVX="VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS=5" AFTER_READY='pkill -STOP -n -f "VLLM::Worker"; ask; sleep 8; pkill -CONT -f "VLLM::Worker"' \
+        serve worker-stopped-during-request "$M"/tiny "${BASE[@]}" --tensor-parallel-size 2
+      serve bitsandbytes-not-installed "$M"/tiny "${BASE[@]}" --quantization bitsandbytes
+      ENVX="VLLM_CPU_OMP_THREADS_BIND=0-63" serve omp-bind-beyond-cpus "$M"/tiny "${BASE[@]}"
+      serve speculative-draft-missing "$M"/tiny "${BASE[@]}" --speculative-config '{"model": "'"$M"'/no-such-draft", "num_speculative_tokens": 2}'
+      serve kv-connector-unknown "$M"/tiny "${BASE[@]}" --kv-transfer-config '{"kv_connector": "NoSuchConnector", "kv_role": "kv_both"}'
       ;;
     h)
       AFTER_READY='ask_long; sleep 2; pkill -9 -f "VLLM::EngineCore"; sleep 5; ask; sleep 3' \
