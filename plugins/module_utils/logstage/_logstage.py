@@ -252,6 +252,10 @@ _ARG_REFUSAL_RX = re.compile(r"\bTypeError: .*(?:got an unexpected keyword argum
 # files raises - json's JSONDecodeError (json/decoder.py: class JSONDecodeError(ValueError)) and UnicodeDecodeError
 # (UnicodeError(ValueError)): a config, tokenizer or chat-template file that is not what it claims to be
 _VALUE_ERROR_RX = re.compile(r"\b(?:ValueError|JSONDecodeError|UnicodeDecodeError):")
+# (round 79) the wrappers of a start-up that failed (v1/engine/utils.py wait_for_engine_startup, v1/executor/
+# multiproc_executor.py WorkerProc.wait_for_ready), and the former's failed processes with a negative exit code
+_START_FAILED_RX = re.compile(r"Engine core initialization failed|WorkerProc initialization failed")
+_KILLED_CORE_RX = re.compile(r"Failed core proc\(s\): \{[^}]*:\s*-\d+")
 _LEVEL_WORD_RX = re.compile(LEVEL_WORD_RX)
 _CONFIG_REFUSAL_RX = re.compile(CONFIG_REFUSAL_RX)
 _ERROR_WORDS_RX = re.compile(ERROR_WORDS_RX)
@@ -682,6 +686,10 @@ class _Scan(object):
             # (round 62) a wrapper of no class quoting the error it reports ("Worker failed with error '...'"): the
             # quoted error's class, read from its words (CLASS_KEYWORDS)
             cls = _classify_text(text.split("'", 1)[1])
+        if cls == "other" and kind == CONSEQUENCE and _KILLED_CORE_RX.search(text) is not None:
+            # (round 79) wait_for_engine_startup names each failed core process with its exit code; a negative one is
+            # multiprocessing's "killed by signal N" (SIGKILL: the OOM killer, an operator): a process that died
+            cls = "engine_dead"
         if cls == "other" and self.kv_empty and kind in (FAILURE, ERROR_LINE, HEADER, CUT_TRACEBACK):
             # the KV cache was sized to nothing just before: the error of no class is the GPU memory's
             cls = "oom"
@@ -729,6 +737,12 @@ class _Scan(object):
                 self.cands = [c for c in self.cands if c not in dump]
                 self.untimed = [c for c in self.untimed if c not in dump]
                 self.rec_cand = dict((k, c) for k, c in self.rec_cand.items() if c not in dump)
+        if kind == CONSEQUENCE and self.recovered and _START_FAILED_RX.search(text) is not None:
+            # (round 79) the start-up failed after all: a failure the log seemed to go past (another data-parallel
+            # engine's or worker's progress) is a candidate again, the wrapper reports it
+            back = [c for c in self.recovered if c["kind"] == FAILURE and c["lineno"] < lineno]
+            self.recovered = [c for c in self.recovered if c not in back]
+            self.cands = back + self.cands
         if len(self.cands) >= _MAX_CANDIDATES:
             return
         self.cands.append(cand)

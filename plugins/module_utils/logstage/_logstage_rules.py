@@ -748,9 +748,12 @@ SIGNATURES = (
     # outside the host's GPUs, DriverNotLoaded, LibraryNotFound, GpuIsLost): the device could not be queried
     (FAILURE, "NVMLError", None, "cuda_error", WHERE_OR, "cuda_init", (),
      "NVML could not query the device: an index outside the host's GPUs (CUDA_VISIBLE_DEVICES), no driver loaded"),
-    (FAILURE, "is out of bounds for", r"DP adjusted local rank \d+ is out of bounds",
-     "cuda_error", FIXED, "cuda_init", (),
-     "CUDA_VISIBLE_DEVICES narrower than TP x DP"),
+    # gpu_worker.init_device's assertion local_rank < device_count: with no device visible the GPUs are not there
+    # (cuda_error); (round 79) with some visible the layout asks for more than there are (TP x DP beyond the GPUs)
+    (FAILURE, "is out of bounds for 0 devices", r"DP adjusted local rank \d+ is out of bounds",
+     "cuda_error", FIXED, "cuda_init", (), "no GPU is visible to the worker (CUDA_VISIBLE_DEVICES, the container's devices)"),
+    (FAILURE, "is out of bounds for", r"DP adjusted local rank \d+ is out of bounds for [1-9]",
+     "config_error", FIXED, "cuda_init", (), "TP x DP asks for more GPUs than this node shows (CUDA_VISIBLE_DEVICES)"),
     (FAILURE, "Cannot re-initialize CUDA in forked subprocess", None, "cuda_error", FIXED, "cuda_init", (), None),
     (FAILURE, "Unsupported device type", None, "config_error", FIXED, "cuda_init", (), None),
     # round 50: the V2 model runner (vllm/v1/worker/gpu/buffer_utils.py UvaBuffer, 0.14 -> current; the CPU worker's

@@ -468,7 +468,9 @@ RX_SAMPLES = [
     ("ValueError: Model architectures ['FooForCausalLM'] failed to be inspected. Please check the logs for more details.", FAILURE, "config_error"),
     ("ValueError: World size (8) is larger than the number of available GPUs (4) in this node.", FAILURE, "config_error"),
     ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ParallelConfig", FAILURE, "config_error"),
-    ("AssertionError: DP adjusted local rank 4 is out of bounds for 4 devices.", FAILURE, "cuda_error"),
+    # round 79: GPUs visible but fewer than the layout asks for is a setting; none visible is the GPUs' own error
+    ("AssertionError: DP adjusted local rank 4 is out of bounds for 4 devices.", FAILURE, "config_error"),
+    ("AssertionError: DP adjusted local rank 0 is out of bounds for 0 devices.", FAILURE, "cuda_error"),
     ("ValueError: Free memory on device cuda:0 (3.2/79.1 GiB) on startup is less than desired GPU memory utilization (0.9, 71.2 GiB).", FAILURE, "oom"),
     ("RuntimeError: Insufficient space in /dev/shm for shared memory broadcast: 512.0 MiB required, 64.0 M"
      "iB free. Increase /dev/shm (e.g. --shm-size or --ipc=host).", FAILURE, "other"),

