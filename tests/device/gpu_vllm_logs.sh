@@ -25,6 +25,9 @@
 #        once the KV cache is sized, a worker stopped (SIGSTOP) during a request with VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS
 #        5 (tensor parallel 2), bitsandbytes quantization without bitsandbytes, VLLM_CPU_OMP_THREADS_BIND naming CPUs
 #        the machine does not have, a speculative draft model that is not there, an unknown KV connector
+#   j    on either vLLM: a hub model name on a host without internet (HF_HUB_OFFLINE not set), a flag of an older
+#        release, a KV cache dtype vLLM does not have, an open-files limit of 64, VLLM_CACHE_ROOT where nothing can be
+#        written, a chat request whose JSON schema (response_format) is not a schema
 #   h    on a GPU, in one call: the engine core killed during a long request, tensor parallel 2 and data parallel 2
 #        on one GPU, CUDA_VISIBLE_DEVICES naming a GPU that is not there, memory utilization out of range, a KV cache
 #        (--kv-cache-memory-bytes) too small for max-model-len, max-model-len beyond the model, the port taken
@@ -153,6 +156,22 @@ for i in range(cfg["num_hidden_layers"]):
         t[p + "lora_A.weight"] = torch.zeros(r, h)
         t[p + "lora_B.weight"] = torch.zeros(o, r)
 save_file(t, os.path.join(out, "adapter_model.safetensors"))
+PY
+}
+
+ask_schema() {  # a chat completion whose response_format carries a JSON schema that is not one
+  $PY - "$PORT" <<'PY'
+import json, sys, urllib.error, urllib.request
+body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8,
+                   "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "nonsense",
+                                                                                                 "minimum": "zero"}}}}).encode()
+req = urllib.request.Request("http://127.0.0.1:%s/v1/chat/completions" % sys.argv[1], body, {"Content-Type": "application/json"})
+try:
+    print("schema request:", urllib.request.urlopen(req, timeout=60).status)
+except urllib.error.HTTPError as exc:
+    print("schema request:", exc.code, exc.read()[:200])
+except OSError as exc:
+    print("schema request:", exc)
 PY
 }
 
@@ -309,6 +328,14 @@ s.bind(('0.0.0.0', $PORT)); s.listen(1); time.sleep(300)  # socket-holder" &
       ENVX="VLLM_CPU_OMP_THREADS_BIND=0-63" serve omp-bind-beyond-cpus "$M"/tiny "${BASE[@]}"
       serve speculative-draft-missing "$M"/tiny "${BASE[@]}" --speculative-config '{"model": "'"$M"'/no-such-draft", "num_speculative_tokens": 2}'
       serve kv-connector-unknown "$M"/tiny "${BASE[@]}" --kv-transfer-config '{"kv_connector": "NoSuchConnector", "kv_role": "kv_both"}'
+      ;;
+    j)
+      ENVX="HF_HUB_OFFLINE=0" serve hub-unreachable no-such-org/no-such-model-7b "${BASE[@]}"
+      serve flag-of-an-older-release "$M"/tiny "${BASE[@]}" --use-v2-block-manager
+      serve kv-cache-dtype-unknown "$M"/tiny "${BASE[@]}" --kv-cache-dtype fp9
+      (ulimit -n 64; serve open-files-limit-64 "$M"/tiny "${BASE[@]}")
+      ENVX="VLLM_CACHE_ROOT=/proc/vllm-cache" serve cache-root-unwritable "$M"/tiny "${BASE[@]}"
+      AFTER_READY='ask_schema; sleep 2; ask' serve json-schema-not-a-schema "$M"/tiny "${BASE[@]}"
       ;;
     h)
       AFTER_READY='ask_long; sleep 2; pkill -9 -f "VLLM::EngineCore"; sleep 5; ask; sleep 3' \
