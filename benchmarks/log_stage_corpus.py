@@ -34,7 +34,7 @@ the ones before the first batch (``before``).
 in index.json; see the corpus README) against what their paste alone shows instead of their gatherer's label: the
 two differ where an excerpt ends before its exception and the gatherer took the stage or class from the thread.
 
-usage: python benchmarks/log_stage_corpus.py [--corpus DIR] [--split dev|test|all] [--batch all|before|issue35|...|issue35bb]
+usage: python benchmarks/log_stage_corpus.py [--corpus DIR] [--split dev|test|all] [--batch all|before|issue35|...|issue35bd]
                                              [--labels thread|paste] [--json out.json] [--verbose] [--confusion]
 
 Adding a case is one step (``--add``): the log is copied verbatim into ``cases/``, its label and provenance go to
@@ -251,7 +251,7 @@ def main(argv=None):
     ap.add_argument("--verbose", action="store_true", help="print every case, not only the misses")
     ap.add_argument("--split", choices=("dev", "test", "all"), default="all", help="score only this split")
     ap.add_argument("--confusion", action="store_true", help="print the stage confusion table")
-    ap.add_argument("--batch", default="all", help="score one batch (issue35, issue35b, ..., issue35bb) or the cases without a batch (before)")
+    ap.add_argument("--batch", default="all", help="score one batch (issue35, issue35b, ..., issue35bd) or the cases without a batch (before)")
     ap.add_argument("--labels", choices=("thread", "paste"), default="thread",
                     help="score audited cases against what the paste alone shows (paste_stage/paste_error_class)")
     ap.add_argument("--add", metavar="LOG", help="add this log as a case (see the module doc) instead of scoring")
