@@ -70,18 +70,22 @@ log() { echo "[$(date -u +%H:%M:%S)] $*"; }
 } > "$OUT/machine.txt"
 cat "$OUT/machine.txt"
 
-ask() {  # one completion on the served tiny model; prints the status line
-  $PY - "$PORT" <<'PY'
-import json, sys, urllib.error, urllib.request
-body = json.dumps({"model": "tiny", "prompt": "Hello, my name is", "max_tokens": 8, "temperature": 0}).encode()
-req = urllib.request.Request("http://127.0.0.1:%s/v1/completions" % sys.argv[1], body, {"Content-Type": "application/json"})
+post() {  # post LABEL ROUTE TIMEOUT BODY: one request to the served tiny model; prints LABEL and the status line
+  $PY - "$PORT" "$@" <<'PY'
+import sys, urllib.error, urllib.request
+port, label, route, timeout, body = sys.argv[1:6]
+req = urllib.request.Request("http://127.0.0.1:%s%s" % (port, route), body.encode(), {"Content-Type": "application/json"})
 try:
-    print("request:", urllib.request.urlopen(req, timeout=30).status)
+    print(label + ":", urllib.request.urlopen(req, timeout=float(timeout)).status)
 except urllib.error.HTTPError as exc:
-    print("request:", exc.code, exc.read()[:200])
+    print(label + ":", exc.code, exc.read()[:200])
 except OSError as exc:
-    print("request:", exc)
+    print(label + ":", exc)
 PY
+}
+
+ask() {  # one completion; prints the status line
+  post request /v1/completions 30 '{"model": "tiny", "prompt": "Hello, my name is", "max_tokens": 8, "temperature": 0}'
 }
 
 serve() {  # serve CASE MODEL [vllm serve options...]; ENVX: extra environment; AFTER_READY: what to do once it serves;
@@ -112,31 +116,11 @@ serve() {  # serve CASE MODEL [vllm serve options...]; ENVX: extra environment; 
 }
 
 ask_long() {  # one long completion (256 tokens, ignoring EOS) in the background: the request in flight
-  $PY - "$PORT" <<'PY' &
-import json, sys, urllib.error, urllib.request
-body = json.dumps({"model": "tiny", "prompt": "Once upon a time", "max_tokens": 256, "ignore_eos": True}).encode()
-req = urllib.request.Request("http://127.0.0.1:%s/v1/completions" % sys.argv[1], body, {"Content-Type": "application/json"})
-try:
-    print("long request:", urllib.request.urlopen(req, timeout=120).status)
-except urllib.error.HTTPError as exc:
-    print("long request:", exc.code, exc.read()[:200])
-except OSError as exc:
-    print("long request:", exc)
-PY
+  post "long request" /v1/completions 120 '{"model": "tiny", "prompt": "Once upon a time", "max_tokens": 256, "ignore_eos": true}' &
 }
 
 ask_chat() {  # one chat completion; prints the status line
-  $PY - "$PORT" <<'PY'
-import json, sys, urllib.error, urllib.request
-body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8}).encode()
-req = urllib.request.Request("http://127.0.0.1:%s/v1/chat/completions" % sys.argv[1], body, {"Content-Type": "application/json"})
-try:
-    print("chat request:", urllib.request.urlopen(req, timeout=30).status)
-except urllib.error.HTTPError as exc:
-    print("chat request:", exc.code, exc.read()[:200])
-except OSError as exc:
-    print("chat request:", exc)
-PY
+  post "chat request" /v1/chat/completions 30 '{"model": "tiny", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8}'
 }
 
 lora_adapter() {  # lora_adapter DIR RANK: a PEFT LoRA adapter of the tiny model (q_proj and v_proj of each layer)
@@ -160,19 +144,9 @@ PY
 }
 
 ask_schema() {  # a chat completion whose response_format carries a JSON schema that is not one
-  $PY - "$PORT" <<'PY'
-import json, sys, urllib.error, urllib.request
-body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8,
-                   "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "nonsense",
-                                                                                                 "minimum": "zero"}}}}).encode()
-req = urllib.request.Request("http://127.0.0.1:%s/v1/chat/completions" % sys.argv[1], body, {"Content-Type": "application/json"})
-try:
-    print("schema request:", urllib.request.urlopen(req, timeout=60).status)
-except urllib.error.HTTPError as exc:
-    print("schema request:", exc.code, exc.read()[:200])
-except OSError as exc:
-    print("schema request:", exc)
-PY
+  post "schema request" /v1/chat/completions 60 '{"model": "tiny", "messages": [{"role": "user", "content": "Hello"}],
+    "max_tokens": 8, "response_format": {"type": "json_schema", "json_schema": {"name": "x",
+    "schema": {"type": "nonsense", "minimum": "zero"}}}}'
 }
 
 model_refusals() {  # what a copied model or its options get wrong: config.json cut short, an architecture vLLM does not
