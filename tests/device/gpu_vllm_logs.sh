@@ -149,6 +149,14 @@ ask_schema() {  # a chat completion whose response_format carries a JSON schema 
     "schema": {"type": "nonsense", "minimum": "zero"}}}}'
 }
 
+port_in_use() {  # another program already listens on the port (a server of the last restart that did not go away)
+  $PY -c "import socket, time; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('0.0.0.0', $PORT)); s.listen(1); time.sleep(300)  # socket-holder" &
+  sleep 1
+  serve port-in-use "$M"/tiny "${BASE[@]}"
+  pkill -f socket-holder
+}
+
 model_refusals() {  # what a copied model or its options get wrong: config.json cut short, an architecture vLLM does not
                     # have, a quantization the checkpoint lacks
   rm -rf "$M"/tiny-config-cut && cp -r "$M"/tiny "$M"/tiny-config-cut
@@ -209,12 +217,7 @@ for group in "$@"; do
     a)
       serve tokenizer-missing "$M"/tiny "${BASE[@]}" --tokenizer "$M"/no-such-tokenizer
       serve max-model-len-beyond-model "$M"/tiny --max-model-len 65536 --enforce-eager --gpu-memory-utilization 0.3
-      # another program already listens on the port (a server of the last restart that did not go away)
-      $PY -c "import socket, time; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(('0.0.0.0', $PORT)); s.listen(1); time.sleep(300)  # socket-holder" &
-      sleep 1
-      serve port-in-use "$M"/tiny "${BASE[@]}"
-      pkill -f socket-holder
+      port_in_use
       serve model-path-missing "$M"/no-such-model "${BASE[@]}"
       model_refusals
       serve attention-backend-not-installed "$M"/tiny "${BASE[@]}" --attention-backend FLASHINFER
@@ -263,11 +266,7 @@ s.bind(('0.0.0.0', $PORT)); s.listen(1); time.sleep(300)  # socket-holder" &
       serve pipeline-parallel-2 "$M"/tiny "${BASE[@]}" --pipeline-parallel-size 2
       ;;
     f)
-      $PY -c "import socket, time; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(('0.0.0.0', $PORT)); s.listen(1); time.sleep(300)  # socket-holder" &
-      sleep 1
-      serve port-in-use "$M"/tiny "${BASE[@]}"
-      pkill -f socket-holder
+      port_in_use
       serve host-address-not-here "$M"/tiny "${BASE[@]}" --host 203.0.113.7
       AFTER_READY='ask_long; sleep 2; pkill -9 -f "VLLM::EngineCore"; sleep 5; ask; sleep 3' \
         serve engine-killed-during-request "$M"/tiny "${BASE[@]}"
@@ -320,11 +319,7 @@ s.bind(('0.0.0.0', $PORT)); s.listen(1); time.sleep(300)  # socket-holder" &
       serve memory-utilization-out-of-range "$M"/tiny --max-model-len 512 --enforce-eager --gpu-memory-utilization 1.5
       serve kv-cache-below-model-len "$M"/tiny --max-model-len 2048 --enforce-eager --kv-cache-memory-bytes 1048576
       serve max-model-len-beyond-model "$M"/tiny --max-model-len 65536 --enforce-eager --gpu-memory-utilization 0.3
-      $PY -c "import socket, time; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(('0.0.0.0', $PORT)); s.listen(1); time.sleep(300)  # socket-holder" &
-      sleep 1
-      serve port-in-use "$M"/tiny "${BASE[@]}"
-      pkill -f socket-holder
+      port_in_use
       ;;
     g)
       # the GPU-only cases of a and b, for a short device call
