@@ -28,6 +28,11 @@
 #   j    on either vLLM: a hub model name on a host without internet (HF_HUB_OFFLINE not set), a flag of an older
 #        release, a KV cache dtype vLLM does not have, an open-files limit of 64, VLLM_CACHE_ROOT where nothing can be
 #        written, a chat request whose JSON schema (response_format) is not a schema
+#   k    on either vLLM, what a model's overrides, a plugin path or a default gets wrong: max-num-batched-tokens below
+#        max-num-seqs, a generation config folder that is not there, --hf-overrides with a smaller vocabulary, more
+#        layers than the checkpoint has, an activation that does not exist, a default temperature that is not a
+#        number (then a request), a logits processor, an API middleware and a tool parser plugin that cannot be
+#        loaded, an allowed local media path that is not there
 #   h    on a GPU, in one call: the engine core killed during a long request, tensor parallel 2 and data parallel 2
 #        on one GPU, CUDA_VISIBLE_DEVICES naming a GPU that is not there, memory utilization out of range, a KV cache
 #        (--kv-cache-memory-bytes) too small for max-model-len, max-model-len beyond the model, the port taken
@@ -309,6 +314,19 @@ for group in "$@"; do
       (ulimit -n 64; serve open-files-limit-64 "$M"/tiny "${BASE[@]}")
       ENVX="VLLM_CACHE_ROOT=/proc/vllm-cache" serve cache-root-unwritable "$M"/tiny "${BASE[@]}"
       AFTER_READY='ask_schema; sleep 2; ask' serve json-schema-not-a-schema "$M"/tiny "${BASE[@]}"
+      ;;
+    k)
+      serve batched-tokens-below-max-seqs "$M"/tiny "${BASE[@]}" --max-num-batched-tokens 8 --max-num-seqs 16
+      serve generation-config-missing "$M"/tiny "${BASE[@]}" --generation-config "$M"/no-such-generation-config
+      serve vocab-override-smaller "$M"/tiny "${BASE[@]}" --hf-overrides '{"vocab_size": 100}'
+      serve layers-override-beyond-checkpoint "$M"/tiny "${BASE[@]}" --hf-overrides '{"num_hidden_layers": 4}'
+      serve activation-override-unknown "$M"/tiny "${BASE[@]}" --hf-overrides '{"hidden_act": "no_such_act"}'
+      serve default-temperature-not-a-number "$M"/tiny "${BASE[@]}" --override-generation-config '{"temperature": "hot"}'
+      serve logits-processor-not-importable "$M"/tiny "${BASE[@]}" --logits-processors no_such_module:NoSuchProcessor
+      serve middleware-not-importable "$M"/tiny "${BASE[@]}" --middleware no_such_module.no_such_middleware
+      serve tool-parser-plugin-missing "$M"/tiny "${BASE[@]}" --enable-auto-tool-choice --tool-call-parser hermes \
+        --tool-parser-plugin "$M"/no-such-tool-parser.py
+      serve local-media-path-missing "$M"/tiny "${BASE[@]}" --allowed-local-media-path "$M"/no-such-media
       ;;
     h)
       AFTER_READY='ask_long; sleep 2; pkill -9 -f "VLLM::EngineCore"; sleep 5; ask; sleep 3' \
