@@ -1553,10 +1553,12 @@ CLASS_KEYWORDS = (
 # a generic exception that no keyword classes, raised by a check that refuses a setting: vLLM's config classes,
 # EngineArgs, the model loaders and quantization methods raise ``ValueError``/``NotImplementedError`` (pydantic's
 # ``ValidationError`` since the config dataclasses, 0.10 on) with these words - "X is not supported", "only supports",
+# (round 80) "Only X is supported" (an activation, a dtype, a layout a model class takes),
 # "does not support", "must be divisible by", "requires --flag", "Set --flag" - in every release read for the
 # message table (0.5.5 -> 0.34.0); a request's own limits ("At most 1 image(s) may be provided") use none of them
 CONFIG_REFUSAL_RX = (r"\b(?:ValueError|NotImplementedError|ValidationError)\b.*?(?:\b(?:is|are) not (?:yet )?supported"
-                     r"|\bnot supported\b|\bonly supports?\b|\bdo(?:es)? not support\b|\bmust be (?:divisible|one of|"
+                     r"|\bnot supported\b|\bonly supports?\b|\b[Oo]nly (?:\S+ ){1,4}(?:is|are) supported\b"
+                     r"|\bdo(?:es)? not support\b|\bmust be (?:divisible|one of|"
                      r"set|specified|provided)\b|\brequires? --|\b[Ss]et --)")
 # the earliest stage an error of the class can happen in (a CUDA error needs a CUDA context)
 CLASS_FLOOR = {"oom": "cuda_init", "cuda_error": "cuda_init", "illegal_memory_access": "cuda_init",
