@@ -562,10 +562,9 @@ SIGNATURES = (
     (FAILURE, "errno: 98 - Address already in use", None, "port_in_use", FIXED, "distributed_init", (), None),
     # the API port: bound before the engine starts (>=0.6.4), after the app started in older versions (uvicorn's
     # own bind under vllm/entrypoints/launcher.py serve_http): environment unless the log shows the API server up
-    # round 79: a ZMQ socket that cannot bind (pyzmq's ZMQError carries the same strerror): vLLM's make_zmq_socket
-    # binds the engine client's, the data-parallel coordinator's, the KV connectors' and shm_broadcast's sockets at
+    # round 79: a ZMQ socket that cannot bind to an address (pyzmq's ZMQError carries glibc's strerror): vLLM's
+    # make_zmq_socket binds the engine client's, the data-parallel coordinator's and the KV connectors' sockets at
     # different stages - where it was bound is the stage, not the API port's
-    (FAILURE, "ZMQError: Address already in use", None, "port_in_use", WHERE, None, (), None),
     (FAILURE, "ZMQError: Cannot assign requested address", None, "other", WHERE, None, (),
      "the address to bind is not one of this host's (the data-parallel or KV-transfer address?)"),
     # round 39: EADDRNOTAVAIL (errno 99, "cannot assign requested address") is an address that is not this host's -
