@@ -109,6 +109,8 @@ def _first(cands, kind):
     return min(mine, key=lambda c: c["lineno"]) if mine else None
 
 
+_RPC_FAILED_RX = re.compile(r"Worker failed with error ")
+_START_FAILED_RX = re.compile(r"Engine core initialization failed|EngineCore failed to start")
 _INCIDENT_LINES = 40                # without timestamps: records this close to the error in its file are its incident
 
 
@@ -149,6 +151,18 @@ def _placed_by_neighbour(root, cands):
     if found:
         c = min(found, key=lambda c: abs(c["lineno"] - root["lineno"]))
         root.update(stage=c["stage"], basis=BASIS_INFERRED, conf=CONF_MEDIUM, srank=c["srank"])
+        return
+    # 3. (round 81) a worker's answer to the executor's RPC ("Worker failed with error '...'", multiproc_executor.py
+    #    collective_rpc) and, after it, the engine core's start-up failing ("Engine core initialization failed"): a
+    #    worker process sets its device up and loads the weights in its own constructor (WorkerProc.__init__, 0.8 ->
+    #    0.3x) and reports those failures as "WorkerProc failed to start"; the RPCs of the start-up are the engine's
+    #    KV-cache and warm-up steps (determine_available_memory, initialize_from_config, compile_or_warm_up_model).
+    #    The engine core's own record of it ("EngineCore failed to start.", core.py run_engine_core) heads the traceback
+    #    that ends in the RPC's error, the API server's wrapper comes after it: either, in the same file
+    if _RPC_FAILED_RX.search(root["line"]) is not None and (
+            any(_START_FAILED_RX.search(line) for line in root.get("context") or ()) or
+            any(c["index"] == root["index"] and c is not root and _START_FAILED_RX.search(c["line"]) for c in cands)):
+        root.update(stage="engine_init", basis=BASIS_INFERRED, conf=CONF_MEDIUM, srank=STAGES.index("engine_init"))
 
 
 def build_answer(scans):

@@ -178,6 +178,14 @@ FRAMES = (
     ("awq_marlin_repack", "vllm/_custom_ops.py", "weight_loading", "_custom_ops.py: Marlin repack at process_weights_after_loading"),
     ("gptq_marlin_moe_repack", "vllm/_custom_ops.py", "weight_loading", "_custom_ops.py: Marlin MoE repack at load"),
     ("awq_marlin_moe_repack", "vllm/_custom_ops.py", "weight_loading", "_custom_ops.py: Marlin MoE repack at load"),
+    # round 81: FlashInfer's weight-layout shuffles (flashinfer/utils.py get_shuffle_matrix_*_row_indices,
+    # fp4_quantization.py shuffle_matrix_a / shuffle_matrix_sf_a): the NVFP4 / MXFP4 / FP8 MoE and linear methods call
+    # them once, from process_weights_after_loading (prepare_static_weights_for_trtllm_*), to put the checkpoint's
+    # weights and scales in the TRT-LLM kernels' layout; no forward pass calls them
+    ("get_shuffle_matrix_a_row_indices", "flashinfer/", "weight_loading", "flashinfer/utils.py: weight layout at load"),
+    ("get_shuffle_matrix_sf_a_row_indices", "flashinfer/", "weight_loading", "flashinfer/utils.py: scale layout at load"),
+    ("shuffle_matrix_a", "flashinfer/", "weight_loading", "flashinfer fp4_quantization.py: weight layout at load"),
+    ("shuffle_matrix_sf_a", "flashinfer/", "weight_loading", "flashinfer fp4_quantization.py: scale layout at load"),
     # issue 35, from vLLM 0.2 / 0.4 / 0.5.1 (neuralmagic/nm-vllm tags) and the current weight_utils.py
     ("hf_model_weights_iterator", "vllm/model_executor", "weight_loading", "vllm/model_executor/weight_utils.py (<=0.3)"),
     ("prepare_hf_model_weights", "vllm/model_executor", "weight_loading", "vllm/model_executor/weight_utils.py (<=0.3)"),
@@ -404,6 +412,11 @@ FRAMES = (
     # their dummy_run instead), V0's SpecDecodeWorker steps (vllm/spec_decode/spec_decode_worker.py 0.4 -> 0.10)
     ("propose", "vllm/v1/spec_decode", "request", "v1/spec_decode/eagle.py, ngram_proposer.py, medusa.py: propose"),
     ("propose_draft_token_ids", "vllm/v1/worker", "request", "gpu_model_runner.py: propose_draft_token_ids"),
+    # round 81: the sampled tokens of a scheduled step copied to the host (gpu_model_runner.py _to_list, 0.10+, called by
+    # _bookkeeping_sync on execute_model's path) and a request's prompt logprobs (_get_prompt_logprobs_dict, 0.8+): the
+    # start-up passes (_dummy_run, _dummy_sampler_run, capture) call neither
+    ("_to_list", "vllm/v1/worker/gpu_model_runner.py", "request", "gpu_model_runner.py: _to_list (a step's tokens)"),
+    ("_get_prompt_logprobs_dict", "vllm/v1/worker", "request", "gpu_model_runner.py: a request's prompt logprobs"),
     ("_run_speculative_decoding_step", "vllm/spec_decode", "request", "spec_decode_worker.py (V0)"),
     ("_run_no_spec", "vllm/spec_decode", "request", "spec_decode_worker.py (V0): a step without speculation"),
     ("prepare_model_input", "vllm/worker", "request", "vllm/worker/model_runner.py (V0): prepare_model_input"),

@@ -705,6 +705,21 @@ SIGNATURES = (
     # in vLLM (0.10+) are the config classes (the OpenAI request models are BaseModels: their input is a dict)
     (FAILURE, "Value error, ", r"^\s*Value error, .*\[type=value_error, input_value=ArgsKwargs\(", "config_error",
      FIXED, "config", (GENERIC,), None),
+    # (round 81) the same detail line cut before its "[type=..." suffix (a wrapped message pasted alone): the OpenAI
+    # request models' errors reach a client inside the 400 answer's JSON ('msg': 'Value error, ...'), never at a
+    # line's start, so a line that starts with it is a config class's check - unless the log shows a later stage
+    (FAILURE, "Value error, ", r"^\s*Value error, (?!.*input_type=(?!ArgsKwargs))", "config_error", WHERE_OR, "config",
+     (GENERIC,), None),
+    # (round 81) vLLM's platform maps a logical device to a physical one by int() of the CUDA_VISIBLE_DEVICES (or
+    # HIP/ASCEND) entry (platforms/interface.py device_id_to_physical_device_id, cuda.py / rocm.py before): a GPU or
+    # MIG UUID there fails while the workers pick their device
+    (FAILURE, "invalid literal for int() with base 10: '", r"invalid literal for int\(\) with base 10: '(?:GPU|MIG)-",
+     "other", FIXED, "cuda_init", (), "CUDA_VISIBLE_DEVICES names a GPU or MIG UUID: vLLM reads its entries as indices"),
+    # (round 81) Starlette's answer for a route the server does not have ({"detail":"Not Found"}, "Method Not
+    # Allowed"; vLLM's API server is a FastAPI app): the server was up and answered a request sent to the wrong path
+    # (medium, as round 34's client reports of an answered request: the answer may come from a proxy in front)
+    (FAILURE, "detail", r"""\{\s*["']detail["']\s*:\s*["'](?:Not Found|Method Not Allowed)["']\s*\}""", "other", WHERE_OR,
+     "request", (), "the server answered, but has no such route (a client's base URL or path, e.g. /v1 missing)"),
     # VllmConfig's scheduler budget check (vllm/config/vllm.py _set_max_num_scheduled_tokens), raised as the config
     # is built: "max_num_scheduled_tokens is set to %d, which does not allow any tokens to be scheduled"
     (FAILURE, "which does not allow any tokens to be scheduled", None, "config_error", FIXED, "config", (), None),
@@ -1769,6 +1784,8 @@ CAUSES = (
     ("Error while creating shared memory segment", None, "environment", "NCCL transport/shm: /dev/shm too small"),
     ("tool choice requires --enable-auto-tool", None, "config",
      "serving_chat.py: the server's flags (--enable-auto-tool-choice, --tool-call-parser) refuse the request's tool choice"),
+    ("invalid literal for int()", r"invalid literal for int\(\) with base 10: '(?:GPU|MIG)-", "environment",
+     "the process's CUDA_VISIBLE_DEVICES holds UUIDs where vLLM reads device indices (round 81)"),
     ("Bfloat16 is only supported on GPUs", None, "config",
      "the device init's dtype check: the model's dtype (--dtype) does not suit this GPU"),
     ("quantized weight", r"not aligned with the quantized weight shape", "config",

@@ -287,6 +287,11 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 81 (the real pastes c2459, c2481, c2474): pydantic's detail line cut before its type, a MIG UUID read as
+    # a device index, Starlette's answer for a route the server lacks
+    ("Value error, Target and draft model should have the same vocabulary size.", "failure", "config_error"),
+    ("ValueError: invalid literal for int() with base 10: 'MIG-74d68ce8-f74a-5408-a325-06b493f31c14'", "failure", "other"),
+    ('Failed to parse JSON response: {"detail":"Not Found"}', "failure", "other"),
     # round 65: the platform refusing the attention backend asked for
     ("ValueError: Selected backend AttentionBackendEnum.FLASHINFER is not valid for this configuration. Reason: []",
      "failure", "config_error"),
