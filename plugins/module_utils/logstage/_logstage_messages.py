@@ -717,6 +717,9 @@ MESSAGES = (
      'ValueError v1/worker/gpu_model_runner.py:initialize_kv_cache'),
     ('skip_attn must only be True for initial memory profiling.', 'engine_init', 'other',
      'ValueError v1/worker/gpu/model_runner.py:_dummy_run'),
+    # (round 82) V0's LLMEngine adding a request whose parameters are neither (engine/llm_engine.py 0.4 -> 0.10)
+    ('Either SamplingParams or PoolingParams must be provided.', 'request', 'config_error',
+     'ValueError engine/llm_engine.py:_add_processed_request'),
     ('The engine background task should never finish without an except', 'request', 'other',
      'AssertionError engine/async_llm_engine.py:_log_task_completion'),
     ('Task finished unexpectedly. This should never happen! Please ope', 'request', 'other',

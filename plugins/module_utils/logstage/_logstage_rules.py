@@ -955,6 +955,16 @@ SIGNATURES = (
     (FAILURE, "ptxas fatal", None, "other", AT_LEAST, "engine_init", (), "the bundled ptxas does not know this GPU"),
     (FAILURE, "PTXASError", None, "other", AT_LEAST, "engine_init", (), None),
     (FAILURE, ".ptx, line ", r"\bptxas \S+\.ptx, line \d+; error\s*:", "other", AT_LEAST, "engine_init", (), None),
+    # (round 82) ptxas refusing the target it was given ("Value 'sm_121a' is not defined for option 'gpu-name'"):
+    # the assembler bundled with Triton or the CUDA toolkit is older than the GPU's architecture
+    (FAILURE, "is not defined for option 'gpu-name'", r"Value '\w+' is not defined for option 'gpu-name'", "other",
+     AT_LEAST, "engine_init", (), "the ptxas in use does not know this GPU's architecture (a toolchain older than the GPU)"),
+    # (round 82) a process killed by SIGILL - the shell's job report ("Illegal instruction (core dumped)"), faulthandler's
+    # "Fatal Python error: Illegal instruction": the binary uses an instruction this CPU lacks (a wheel or image built
+    # for AVX-512 or AMX; vLLM's CPU build documents its instruction-set requirements); the CUDA runtime's
+    # cudaErrorIllegalInstruction reads "an illegal instruction was encountered" (lower case) and stays a CUDA error
+    (FAILURE, "Illegal instruction", r"\bIllegal instruction\b", "other", WHERE_OR, "environment", (),
+     "the CPU lacks an instruction the binary was built for (check the image's or wheel's CPU target: AVX-512, AMX)"),
     # Triton's make_cubin (triton/backends/nvidia/compiler.py, 3.x) runs ptxas with subprocess.run(check=True) and
     # raises PTXASError while handling its CalledProcessError (a paste may keep only the first)
     (FAILURE, "CalledProcessError", r"CalledProcessError: Command '\[[^\]]*/ptxas'", "other", AT_LEAST, "engine_init", (),
@@ -1562,7 +1572,8 @@ CLASS_KEYWORDS = (
     ("import_error", ("ModuleNotFoundError", "ImportError", "No module named", "PackageNotFoundError",
                       "undefined symbol", "cannot open shared object file", "cannot import name")),
     ("missing_file", ("FileNotFoundError", "No such file or directory")),
-    ("engine_dead", ("EngineDeadError", "died unexpectedly")),
+    # (round 82: EngineDeadError's own message, v1/engine/exceptions.py, as a client's 500 answer quotes it)
+    ("engine_dead", ("EngineDeadError", "died unexpectedly", "EngineCore encountered an issue")),
 )
 # a generic exception that no keyword classes, raised by a check that refuses a setting: vLLM's config classes,
 # EngineArgs, the model loaders and quantization methods raise ``ValueError``/``NotImplementedError`` (pydantic's
@@ -1786,6 +1797,10 @@ CAUSES = (
      "serving_chat.py: the server's flags (--enable-auto-tool-choice, --tool-call-parser) refuse the request's tool choice"),
     ("invalid literal for int()", r"invalid literal for int\(\) with base 10: '(?:GPU|MIG)-", "environment",
      "the process's CUDA_VISIBLE_DEVICES holds UUIDs where vLLM reads device indices (round 81)"),
+    ("is not defined for option 'gpu-name'", None, "environment",
+     "ptxas older than the GPU's architecture: the toolchain (Triton's bundled ptxas, the CUDA toolkit) needs updating"),
+    ("Illegal instruction", r"\bIllegal instruction\b", "environment",
+     "SIGILL: the binary was built for instructions this CPU lacks"),
     ("Bfloat16 is only supported on GPUs", None, "config",
      "the device init's dtype check: the model's dtype (--dtype) does not suit this GPU"),
     ("quantized weight", r"not aligned with the quantized weight shape", "config",

@@ -287,6 +287,9 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 82 (the real pastes c2519, c2518): ptxas refusing the GPU's architecture, a shell's report of a SIGILL
+    ("Value 'sm_121a' is not defined for option 'gpu-name'", "failure", "other"),
+    ("start-vllm-service.sh: line 18:  1669 Illegal instruction     (core dumped) python -m server", "failure", "other"),
     # round 81 (the real pastes c2459, c2481, c2474): pydantic's detail line cut before its type, a MIG UUID read as
     # a device index, Starlette's answer for a route the server lacks
     ("Value error, Target and draft model should have the same vocabulary size.", "failure", "config_error"),
