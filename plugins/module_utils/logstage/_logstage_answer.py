@@ -109,6 +109,7 @@ def _first(cands, kind):
     return min(mine, key=lambda c: c["lineno"]) if mine else None
 
 
+_LOCAL_CLOCK = {"c10": "vllm"}      # timestamp kinds written on the same clock as vLLM's own records
 _RPC_FAILED_RX = re.compile(r"Worker failed with error ")
 _START_FAILED_RX = re.compile(r"Engine core initialization failed|EngineCore failed to start")
 _INCIDENT_LINES = 40                # without timestamps: records this close to the error in its file are its incident
@@ -143,9 +144,13 @@ def _placed_by_neighbour(root, cands):
             0 < -near <= _INCIDENT_LINES
         if root["tkey"] is not None and c["tkey"] is not None:
             # each on its own timestamp: a line that borrows the time of a record above it may be another story
-            return c["tkey_own"] and (root["tkey_own"] or before) and abs(c["tkey"] - root["tkey"]) <= _TIE_SECONDS
+            # (round 83) ... or the dead engine's wrapper just above, whose time is only borrowed from the line under it
+            # (a C++ runtime's abort stamped by c10's logger under a traceback that carries no time)
+            return (c["tkey_own"] and (root["tkey_own"] or before) and abs(c["tkey"] - root["tkey"]) <= _TIE_SECONDS) or \
+                (before and not c["tkey_own"])
         if root["tkey"] is not None or c["tkey"] is not None:
-            return False
+            # (round 83) one of the two without a time: only the dead engine's wrapper just above still tells
+            return before
         return 0 < near <= _INCIDENT_LINES or before
     found = [c for c in mine if same_incident(c)]
     if found:
@@ -197,7 +202,8 @@ def build_answer(scans):
                 why.append("%s failed within %.0f s of %s (log timestamps have one-second resolution)"
                            % (c["node"], _TIE_SECONDS, root["node"]))
         sources = set(s for sc in scans if sc.cands for s in sc.ts_sources)
-        if len(set(s[:7] for s in sources if s)) > 1:
+        # (round 83) c10's logger and vLLM's formatter both write the host's local time without a year: one kind
+        if len(set(_LOCAL_CLOCK.get(s, s)[:7] for s in sources if s)) > 1:
             why.append("the files carry timestamps of different kinds (%s); clocks or time zones may differ"
                        % ", ".join(sorted(s for s in sources if s)))
     uncertain = bool(why)

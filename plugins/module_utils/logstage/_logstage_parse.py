@@ -303,8 +303,10 @@ SUBJECT_RX = re.compile(r"\blocal_rank: (\d+) \(pid: (\d+)\)")
 # torchrun itself stopped by a signal from outside
 STOP_RX = re.compile(r"Received (\d+) death signal|SignalException: Process \d+ got signal: (\d+)")
 MAX_COMMS = 1024
+# (round 83) c10's MessageLogger (c10/util/Logging.cpp) prints the date as the number (month + 1) * 100 + day, unpadded:
+# "[W813 11:52:00.306168204 CUDACachingAllocator.cpp:3933]" is August 13 (three digits from January to September)
 C10_RX = re.compile(
-    r"^\[(?P<lvl>[IWEF])(?:(?P<ts>\d{4} \d\d:\d\d:\d\d)(?P<frac>\.\d+)?)? (?:\d+ )?(?P<file>[^\]\s:]+):\d+\] ?(?P<msg>.*)$")
+    r"^\[(?P<lvl>[IWEF])(?:(?P<ts>\d{3,4} \d\d:\d\d:\d\d)(?P<frac>\.\d+)?)? (?:\d+ )?(?P<file>[^\]\s:]+):\d+\] ?(?P<msg>.*)$")
 GLOG_RX = re.compile(
     r"^(?P<lvl>[VIWEFC])(?P<ts>\d{4} \d\d:\d\d:\d\d)(?P<frac>\.\d+)? +\d+ [^\]\s:]+:\d+\](?: \[[^\]]*\])? ?(?P<msg>.*)$")
 # Ray's C++ core (raylet, core worker, GCS: src/ray/util/logging.cc, spdlog pattern "[%Y-%m-%d %H:%M:%S,%e %L %P %t]"):
@@ -615,6 +617,8 @@ def _native(m, line, stream, rec=None, dated=False):
     line.fmt = FMT_C10
     line.level = LEVELS.get(m.group("lvl"), LEVEL_INFO)
     t = m.group("ts")
+    if t and not dated and t.index(" ") == 3:
+        t = "0" + t                     # c10's unpadded month (C10_RX)
     if t:
         line.ts = t + (m.group("frac") or "")
         line.tkey = tkey(t[5:7], t[8:10], t[11:13], t[14:16], t[17:19], frac(m.group("frac"))) if dated else \

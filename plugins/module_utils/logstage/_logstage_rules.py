@@ -265,10 +265,16 @@ SIGNATURES = (
      "nccl_error", AT_LEAST, "distributed_init", (AT_WARNING,),
      "the victim side; look for the rank or node that failed first"),
     (VICTIM, "ncclRemoteError", None, "nccl_error", AT_LEAST, "distributed_init", (AT_WARNING,), None),
+    # (round 83) PyTorch's TCPStore client losing its server (torch/csrc/distributed/c10d/TCPStore.cpp, logged at
+    # WARNING through c10's logger: "recvValue failed on SocketImpl(...): Failed to recv, got 0 bytes. Connection was
+    # likely closed. Did the remote end crash?"): the store's host - the head node, rank 0 - went away first
+    (VICTIM, "recvValue failed on SocketImpl", None, "other", WHERE, None, (AT_WARNING,),
+     "the TCPStore's server (the head node) closed the connection: look for what stopped the head first"),
     (VICTIM, "Watchdog caught collective operation timeout", None,
      "timeout", AT_LEAST, "distributed_init", (AT_WARNING,),
      "NCCL watchdog on a surviving rank; look for the rank or node that failed first"),
-    (VICTIM, "Some NCCL operations have failed or timed out", None,
+    # (round 83: torch_npu's ProcessGroupHCCL words it as ProcessGroupNCCL does, "Some HCCL operations ...")
+    (VICTIM, "operations have failed or timed out", r"Some [A-Z]CCL operations have failed or timed out",
      "timeout", AT_LEAST, "distributed_init", (AT_WARNING,), None),
     # round 61: the watchdog quotes what ended it (torch ProcessGroupNCCL.cpp ncclCommWatchdog: "Process group
     # watchdog thread terminated with exception: " + e.what()): a collective's timeout is read here, a CUDA, HIP or
@@ -673,6 +679,18 @@ SIGNATURES = (
     (FAILURE, "Repo id must ", None, "missing_file", WHERE_OR, "config", (),
      "the model path does not exist, so it was taken as a Hub repository id"),
     (FAILURE, "We couldn't connect to 'https://huggingface.co'", None, "missing_file", WHERE_OR, "config", (), None),
+    # (round 83) the Hub's HTTP call failing (requests/urllib3 "HTTPSConnectionPool(host='huggingface.co', port=443):
+    # Max retries exceeded with url: <path>"; hf-mirror.com is the Hub's mirror): the path says what was being fetched
+    # - the repository's file list (/api/models/...: vLLM's file listing while the config is built,
+    # transformers_utils/config.py) or a config, tokenizer or processor file is the config; a weight file's path
+    # (.safetensors, .bin, .pt, .gguf) is left to the other rows. The class is the error's words' (a timeout, else other)
+    (FAILURE, "host='huggingface.co'",
+     r"host='(?:huggingface\.co|hf-mirror\.com)'.*?url: /(?!\S*\.(?:safetensors|bin|pt|gguf)\b)", "other", AT_LEAST,
+     "config", (), "the Hub could not be reached while the model's config and files were looked up (HF_ENDPOINT, a "
+     "proxy, or HF_HUB_OFFLINE with the files cached)"),
+    # vLLM's retry of the Hub's file listing (transformers_utils/config.py list_repo_files -> with_retry: "Error
+    # retrieving file list: %s, retrying %d of %d"), while the config is built
+    (FAILURE, "Error retrieving file list", None, "other", AT_LEAST, "config", (), None),
     # round 19: huggingface_hub with HF_HUB_OFFLINE set (utils/_http.py OfflineModeIsEnabled, a ConnectionError: "Cannot
     # reach %s: offline mode is enabled"): a file or the repository's info was not in the local cache
     (FAILURE, "OfflineModeIsEnabled", None, "missing_file", WHERE_OR, "config", (),
@@ -802,6 +820,10 @@ SIGNATURES = (
     (FAILURE, "is not equal to tensor_model_parallel_size", None, "config_error", FIXED, "distributed_init", (),
      "the world size of the launch differs from tensor x pipeline parallel size"),
     (FAILURE, "Placement group bundle cannot have more than 1 GPU", None, "other", FIXED, "cuda_init", (), None),
+    # (round 83) a Ray node that cannot reach the cluster's GCS (src/ray/gcs/gcs_client: "Failed to connect to GCS at
+    # address %s within %d seconds"): joining the cluster the workers are placed on, before any worker starts
+    (FAILURE, "Failed to connect to GCS at address", None, "timeout", WHERE_OR, "cuda_init", (),
+     "this Ray node cannot reach the head's GCS (its address, port 6379, a firewall, the head not started)"),
     (FAILURE, "Ray does not allocate any GPUs on the driver node", None, "other", FIXED, "cuda_init", (),
      "run the driver on a GPU node or adjust the placement group"),
     (FAILURE, "Current node has no GPU available", None, "other", FIXED, "cuda_init", (), None),

@@ -287,6 +287,11 @@ def test_signature_table_is_consistent():
 
 # texts built from the source strings of the signatures that use a regex (placeholders filled in)
 RX_SAMPLES = [
+    # round 83 (the real pastes c2536, c2024)
+    ("requests.exceptions.ConnectTimeout: (MaxRetryError(\"HTTPSConnectionPool(host='huggingface.co', port=443): Max "
+     "retries exceeded with url: /Qwen/Qwen2.5-7B-Instruct/resolve/main/config.json\"", "failure", "other"),
+    ("[rank1]:[E324 13:00:25.428092542 compiler_depend.ts:628] Some HCCL operations have failed or timed out.", "victim",
+     "timeout"),
     # round 82 (the real pastes c2519, c2518): ptxas refusing the GPU's architecture, a shell's report of a SIGILL
     ("Value 'sm_121a' is not defined for option 'gpu-name'", "failure", "other"),
     ("start-vllm-service.sh: line 18:  1669 Illegal instruction     (core dumped) python -m server", "failure", "other"),
