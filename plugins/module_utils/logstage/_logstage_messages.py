@@ -796,6 +796,12 @@ MESSAGES = (
      'AssertionError model_executor/model_loader/tpu.py:_check_model_is_loaded'),
     # round 13: AutoWeightsLoader._load_module builds its message in a variable before the raise (the script reads
     # only literal raises): a checkpoint's weight name the model has no module or parameter for (0.6.4 -> 0.34)
+    # (round 84) the compressed-tensors scheme chosen for each layer while the model is built
+    # (quantization/compressed_tensors/utils.py find_matched_target; compressed_tensors_moe.py's FP8 MoE method)
+    ('Unable to find matching target for', 'weight_loading', 'other',
+     'ValueError quantization/compressed_tensors/utils.py:find_matched_target'),
+    ('For FP8 Fused MoE layers, only per-tensor scales for weights and', 'weight_loading', 'other',
+     'ValueError quantization/compressed_tensors/compressed_tensors_moe.py:CompressedTensorsW8A8Fp8MoEMethod'),
     ("There is no module or parameter named", 'weight_loading', 'other',
      'ValueError model_executor/models/utils.py:_load_module'),
     ("The required method 'load_weights' is not defined in class", 'weight_loading', 'other',

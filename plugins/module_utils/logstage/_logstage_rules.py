@@ -866,6 +866,11 @@ SIGNATURES = (
     # timestamp: the root cause, whatever timeout the other ranks report later
     (FAILURE, "Unable to find address for:", None, "nccl_error", FIXED, "distributed_init", (),
      "the network interface named in GLOO_SOCKET_IFNAME does not exist on this host: name one that does (ip -br link)"),
+    # (round 84) ... and its check of the address it resolved for this host when no interface was named
+    # (gloo/transport/tcp/device.cc: "ifa != nullptr. Unable to find interface for: [<address>]"): the host name or
+    # VLLM_HOST_IP resolves to an address no interface of this host has
+    (FAILURE, "Unable to find interface for", None, "nccl_error", FIXED, "distributed_init", (),
+     "this host's name resolves to an address no interface has (/etc/hosts, VLLM_HOST_IP): set GLOO_SOCKET_IFNAME"),
     (FAILURE, "DistNetworkError", None, "other", FIXED, "distributed_init", (GENERIC,), None),
     (FAILURE, "'out of memory'", r"Cuda failure (?:\d+ )?'out of memory'",
      "oom", AT_LEAST, "distributed_init", (AT_WARNING,), None),
