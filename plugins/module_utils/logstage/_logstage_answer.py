@@ -18,7 +18,8 @@ import re
 
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_rules import (
     ACCESS_ERROR, BASIS_FRAMES, BASIS_INFERRED, BASIS_MARKERS, CONF_HIGH, CONF_MEDIUM, CONSEQUENCE, CUT_TRACEBACK,
-    DIAGNOSTIC, ERROR_LINE, ERROR_WORDS, FAILURE, HEADER, STAGES, UNKNOWN_MISSING, VICTIM, WEAK_CONSEQUENCE)
+    DIAGNOSTIC, ERROR_LINE, ERROR_WORDS, FAILURE, HEADER, STAGES, UNKNOWN_MISSING, UNKNOWN_NEXT, VICTIM,
+    WEAK_CONSEQUENCE)
 from ansible_collections.repro.vllm.plugins.module_utils.logstage._logstage_parse import STOP_RX, cut
 
 MAX_AFTER_STOP = 30                 # errors kept per answer from after a file's ``until`` cutoff
@@ -113,6 +114,26 @@ _LOCAL_CLOCK = {"c10": "vllm"}      # timestamp kinds written on the same clock 
 _RPC_FAILED_RX = re.compile(r"Worker failed with error ")
 _START_FAILED_RX = re.compile(r"Engine core initialization failed|EngineCore failed to start")
 _INCIDENT_LINES = 40                # without timestamps: records this close to the error in its file are its incident
+
+
+_EXCEPTION_LINE_RX = re.compile(r"^(?:\w+\.)*\w*(?:Error|Exception)\b")
+# vLLM's and Ray's reports of another process's failure (the signatures' wrappers of the engine core, the workers,
+# Ray's actors); an orchestrator's report of a container (a probe, a back-off) keeps the general advice
+_PROCESS_WRAPPER_RX = re.compile(r"Engine core initialization failed|EngineCore (?:failed|encountered)|Worker failed "
+                                 r"with error|WorkerProc (?:initialization )?failed|ActorDiedError|RayActorError|"
+                                 r"EngineDeadError|died unexpectedly|Engine loop has died|RayTaskError")
+
+
+def _unknown_kind(root):
+    """What an ``unknown`` root cause is, for what its answer asks next (UNKNOWN_NEXT): ``wrapper`` (vLLM's or Ray's
+    report of another process's failure), ``bare`` (a Python exception line with no traceback above it), else None."""
+    if _PROCESS_WRAPPER_RX.search(root["line"]) is not None:
+        return "wrapper"
+    context = root.get("context") or ()
+    if root["kind"] == FAILURE and _EXCEPTION_LINE_RX.match(root["line"].strip()) is not None and \
+            not any(line.startswith("Traceback") or line.lstrip().startswith("File ") for line in context):
+        return "bare"
+    return None
 
 
 def _placed_by_neighbour(root, cands):
@@ -282,7 +303,7 @@ def build_answer(scans):
             root["stage"], root["cls"], root["node"],
             " at %s" % root["timestamp"] if root["timestamp"] else "", cut(root["line"], 200))
         if root["stage"] == "unknown":
-            ans["summary"] += "; " + UNKNOWN_MISSING
+            ans["summary"] += "; " + UNKNOWN_MISSING + UNKNOWN_NEXT.get(_unknown_kind(root), "")
     else:
         ready = [sc for sc in scans if sc.ready]
         if ready:

@@ -1757,6 +1757,14 @@ STAGE_WORDS = (
 UNKNOWN_MISSING = ("stage unknown: the log shows no vLLM start-up line, no vLLM traceback frame and no message whose "
                    "meaning places it; the server's own log from its start would (for a container: its log, e.g. "
                    "kubectl logs --previous or docker logs)")
+# (round 84) ... and what would place it, by what the first error is: a wrapper that reports another process's failure,
+# or a Python exception whose traceback is not in the log
+UNKNOWN_NEXT = {
+    "wrapper": ("; it reports a failure of another process (the engine core, a worker): that process's first error, "
+                "above it in the same log, would place it"),
+    "bare": ("; the exception's traceback is not in the log: its frames (the lines above it) or the server's log from "
+             "its start would place it"),
+}
 
 # --------------------------------------------------------------------------------------------------------------
 # collectives: what a ProcessGroupNCCL watchdog line says about the collective that timed out

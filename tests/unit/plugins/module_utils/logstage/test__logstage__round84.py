@@ -28,3 +28,17 @@ def test_gloo_told_an_interface_that_is_not_there_keeps_its_own_row():
 def test_compressed_tensors_refusing_a_layer_while_the_model_is_built_is_weight_loading():
     assert brief(classify_text(case("c2575"))) == ("weight_loading", "other", "low", 1)
     assert brief(classify_text(case("c2570"))) == ("weight_loading", "other", "low", 1)
+
+
+def test_an_unknown_answer_asks_for_what_would_place_it():
+    # vLLM's wrapper of the engine core's death: the engine core's own first error
+    ans = classify_text(case("c13"))
+    assert ans["stage"] == "unknown" and "that process's first error" in ans["summary"]
+    # a bare PyTorch OOM line: its traceback
+    ans = classify_text(case("c50"))
+    assert ans["stage"] == "unknown" and "the exception's traceback is not in the log" in ans["summary"]
+    # a kubelet's probe: the container's own log, as before
+    ans = classify_text(case("c130"))
+    assert ans["stage"] == "unknown" and ans["summary"].endswith("kubectl logs --previous or docker logs)")
+    for prefix in ("c13", "c50", "c130"):
+        assert "stage unknown: the log shows no vLLM start-up line" in classify_text(case(prefix))["summary"]
