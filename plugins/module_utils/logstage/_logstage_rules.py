@@ -733,10 +733,10 @@ SIGNATURES = (
     # MIG UUID there fails while the workers pick their device
     (FAILURE, "invalid literal for int() with base 10: '", r"invalid literal for int\(\) with base 10: '(?:GPU|MIG)-",
      "other", FIXED, "cuda_init", (), "CUDA_VISIBLE_DEVICES names a GPU or MIG UUID: vLLM reads its entries as indices"),
-    # (round 81) Starlette's answer for a route the server does not have ({"detail":"Not Found"}, "Method Not
-    # Allowed"; vLLM's API server is a FastAPI app): the server was up and answered a request sent to the wrong path
+    # (round 81) Starlette's answer for a route the server does not have ({"detail":"Not Found"}; vLLM's API
+    # server is a FastAPI app): the server was up and answered a request sent to the wrong path
     # (medium, as round 34's client reports of an answered request: the answer may come from a proxy in front)
-    (FAILURE, "detail", r"""\{\s*["']detail["']\s*:\s*["'](?:Not Found|Method Not Allowed)["']\s*\}""", "other", WHERE_OR,
+    (FAILURE, "Not Found", r"""\{\s*["']detail["']\s*:\s*["']Not Found["']\s*\}""", "other", WHERE_OR,
      "request", (), "the server answered, but has no such route (a client's base URL or path, e.g. /v1 missing)"),
     # VllmConfig's scheduler budget check (vllm/config/vllm.py _set_max_num_scheduled_tokens), raised as the config
     # is built: "max_num_scheduled_tokens is set to %d, which does not allow any tokens to be scheduled"
@@ -1721,15 +1721,14 @@ STAGE_WORDS = (
     # APIStatusError subclasses: "Error code: %d - %s"; httpx "Server error '%d %s'"; requests "%d Server Error"):
     # the server was up and serving
     # (round 34: its "Error code: %d - {body}" under any wrapper that quotes it - LiteLLM's, TRL's -, the 400 and 422
-    # classes by their bare names - an IPython header, vLLM's own error body's "type" - and Starlette's default body of
-    # a route the server does not have, {"detail": "Not Found"}: each an answer of a running server)
+    # classes by their bare names - an IPython header, vLLM's own error body's "type": each an answer of a running
+    # server; Starlette's default body of a route the server does not have, {"detail": "Not Found"}, is a signature
+    # since round 81)
     ("rror", r"openai\.\w+Error: Error code: (?:400|404|422|5\d\d)\b|openai\.(?:BadRequest|InternalServer|"
      r"UnprocessableEntity|NotFound)Error\b|Server error '5\d\d |\b5\d\d Server Error\b|\bInternal Server Error\b|"
      r"\bError code: (?:400|404|422) - [{\[]|\b(?:BadRequest|UnprocessableEntity)Error\b",
      "request", "medium", "openai-python (_exceptions.py: the APIStatusError subclass names the status), httpx, "
      "requests: an error status answered to a request; a 500's reason phrase (http.HTTPStatus) a client quotes"),
-    ("Not Found", r"\{[\"']detail[\"']: ?[\"']Not Found[\"']\}", "request", "medium",
-     "starlette/exceptions.py HTTPException: the default body of a 404 - a running server without that route"),
     # vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py: a disaggregated worker shakes hands with a
     # remote engine (_nixl_handshake, begun by start_load_kv for a request whose kv_transfer_params name it; the
     # done_callback's logger.exception "Handshake with %s failed", the engine-id check, the failure log's type)
