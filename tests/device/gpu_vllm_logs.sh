@@ -36,6 +36,9 @@
 #   h    on a GPU, in one call: the engine core killed during a long request, tensor parallel 2 and data parallel 2
 #        on one GPU, CUDA_VISIBLE_DEVICES naming a GPU that is not there, memory utilization out of range, a KV cache
 #        (--kv-cache-memory-bytes) too small for max-model-len, max-model-len beyond the model, the port taken
+#   l    on a GPU: the memory running out in the start-up's profiling pass (another process leaves 6 GiB), and at a
+#        request once another process took what the server did not hold (written 2026-12-07 when no device was lent:
+#        not run yet; group g shares its memory holder and has not been run since either)
 #   g    the GPU-only cases of a and b in one short call: no GPU visible, two attention backends, the weights larger
 #        than the free memory (an 8-layer model of 4096 hidden, about 3.9 GB of bf16, where another process left
 #        3.5 GiB free)
@@ -176,6 +179,13 @@ json.dump(c, open(p, 'w'), indent=2)" "$M"/tiny-arch/config.json
 }
 
 weights_beyond_free_memory() {  # the weights larger than the free memory (another process holds the rest)
+  weights_beyond_free_memory_model
+  hold_gpu_memory 3.5 2.5
+  serve weights-beyond-free-memory "$M"/big --max-model-len 512 --enforce-eager --gpu-memory-utilization "$UTIL"
+  release_gpu_memory
+}
+
+weights_beyond_free_memory_model() {  # an 8-layer model of 4096 hidden (about 3.9 GB of bf16) at $M/big
   if [ ! -d "$M"/big ]; then
     PYTHONPATH="$G"/site $PY - "$M"/tiny "$M"/big <<'PY'
 import json, os, shutil, sys, torch
@@ -203,18 +213,28 @@ os.rename(tmp, out)
 print("big model", sum(v.numel() for v in t.values()) * 2 / 1e9, "GB")
 PY
   fi
+}
+
+hold_gpu_memory() {  # hold_gpu_memory LEAVE_GIB UTIL_GIB: another process takes all but LEAVE_GIB of the free memory;
+                     # UTIL is then UTIL_GIB of the total as a utilization (0: none asked)
   rm -f /tmp/holder.ready && mkfifo /tmp/holder.ready
   $PY -c 'import sys, time, torch
 free, total = torch.cuda.mem_get_info()
-x = torch.empty(free - int(3.5 * 1024 ** 3), dtype=torch.uint8, device="cuda")
+x = torch.empty(free - int(float(sys.argv[2]) * 1024 ** 3), dtype=torch.uint8, device="cuda")
 torch.cuda.synchronize()
-open(sys.argv[1], "w").write("%.4f\n" % (2.5 * 1024 ** 3 / total))
-time.sleep(600)' /tmp/holder.ready &
+open(sys.argv[1], "w").write("%.4f\n" % (float(sys.argv[3]) * 1024 ** 3 / total))
+time.sleep(600)' /tmp/holder.ready "$1" "$2" &
   HOLDER=$!
   UTIL=$(timeout 120 head -n1 /tmp/holder.ready)
   log "holder $HOLDER: $(nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader); utilization $UTIL"
-  serve weights-beyond-free-memory "$M"/big --max-model-len 512 --enforce-eager --gpu-memory-utilization "$UTIL"
-  kill "$HOLDER"; wait "$HOLDER" 2>/dev/null; HOLDER=""
+}
+
+release_gpu_memory() {
+  kill "$HOLDER" 2>/dev/null; wait "$HOLDER" 2>/dev/null; HOLDER=""
+}
+
+ask_prompt() {  # ask_prompt TOKENS: one completion whose prompt is about TOKENS tokens long
+  post "long prompt" /v1/completions 60 "{\"model\": \"tiny\", \"prompt\": \"$(printf 'hello world %.0s' $(seq 1 "$1"))\", \"max_tokens\": 4}"
 }
 
 for group in "$@"; do
@@ -338,6 +358,18 @@ for group in "$@"; do
       serve kv-cache-below-model-len "$M"/tiny --max-model-len 2048 --enforce-eager --kv-cache-memory-bytes 1048576
       serve max-model-len-beyond-model "$M"/tiny --max-model-len 65536 --enforce-eager --gpu-memory-utilization 0.3
       port_in_use
+      ;;
+    l)
+      # the GPU memory running out where operators meet it: the start-up's profiling pass (another process leaves 6
+      # GiB; the 8-layer model's 3.6 GiB fit, a 32768-token dummy batch does not), and a request once another process
+      # has taken what the server did not hold (a prompt of about 1,470 tokens after that)
+      weights_beyond_free_memory_model
+      hold_gpu_memory 6 5
+      serve profile-run-beyond-free-memory "$M"/big --max-model-len 512 --enforce-eager --gpu-memory-utilization "$UTIL" \
+        --max-num-batched-tokens 32768
+      release_gpu_memory
+      AFTER_READY='hold_gpu_memory 0.02 0; ask_prompt 210; sleep 3; ask; release_gpu_memory' \
+        serve memory-taken-while-serving "$M"/big --max-model-len 2048 --enforce-eager --gpu-memory-utilization 0.3
       ;;
     g)
       # the GPU-only cases of a and b, for a short device call
