@@ -155,7 +155,11 @@ def _placed_by_neighbour(root, cands):
         return
 
     def same_incident(c):
-        if c.get("conf") != CONF_HIGH or c.get("basis") not in (BASIS_FRAMES, BASIS_MARKERS):
+        # (round 85) ... or the dead engine's report to a request (EngineDeadError, V0's AsyncEngineDeadError: the
+        # client raises it only for an engine that had started; one that dies starting is "Engine core
+        # initialization failed"), placed at request by its row where no marker says otherwise
+        served = c["kind"] in (CONSEQUENCE, WEAK_CONSEQUENCE) and c["cls"] == "engine_dead" and c["stage"] == "request"
+        if not served and (c.get("conf") != CONF_HIGH or c.get("basis") not in (BASIS_FRAMES, BASIS_MARKERS)):
             return False
         near = c["lineno"] - root["lineno"]
         # (round 35: a wrapper reporting the engine's death reports a failure that came before it, whatever the
