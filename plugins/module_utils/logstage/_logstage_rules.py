@@ -824,6 +824,10 @@ SIGNATURES = (
     # address %s within %d seconds"): joining the cluster the workers are placed on, before any worker starts
     (FAILURE, "Failed to connect to GCS at address", None, "timeout", WHERE_OR, "cuda_init", (),
      "this Ray node cannot reach the head's GCS (its address, port 6379, a firewall, the head not started)"),
+    # (round 86) ... and a Ray node whose own processes did not come up in time (ray/_private/node.py: "The current node
+    # timed out during startup. This could happen because some of the Ray processes failed to startup.")
+    (FAILURE, "The current node timed out during startup", None, "timeout", WHERE_OR, "cuda_init", (),
+     "this node's Ray processes (raylet) did not start: its IP address (hostNetwork, RAY_NODE_IP), ports, memory"),
     (FAILURE, "Ray does not allocate any GPUs on the driver node", None, "other", FIXED, "cuda_init", (),
      "run the driver on a GPU node or adjust the placement group"),
     (FAILURE, "Current node has no GPU available", None, "other", FIXED, "cuda_init", (), None),
@@ -1596,8 +1600,11 @@ CLASS_KEYWORDS = (
                     "HIP error", "hipError", "UR_RESULT_ERROR_", "level_zero backend failed", "NPU function error",
                     "ACL stream synchronize failed", "EE9999", "CUDA driver error")),
     ("timeout", ("TimeoutError", "timed out", "Timed out", "Timeout")),
+    # (round 86: the dynamic loader refusing a library built against a newer glibc or libstdc++ - glibc's dl-version.c
+    # "version `%s' not found (required by %s)")
     ("import_error", ("ModuleNotFoundError", "ImportError", "No module named", "PackageNotFoundError",
-                      "undefined symbol", "cannot open shared object file", "cannot import name")),
+                      "undefined symbol", "cannot open shared object file", "cannot import name",
+                      "' not found (required by")),
     ("missing_file", ("FileNotFoundError", "No such file or directory")),
     # (round 82: EngineDeadError's own message, v1/engine/exceptions.py, as a client's 500 answer quotes it)
     ("engine_dead", ("EngineDeadError", "died unexpectedly", "EngineCore encountered an issue")),
