@@ -111,7 +111,6 @@ def _first(cands, kind):
 
 
 _LOCAL_CLOCK = {"c10": "vllm"}      # timestamp kinds written on the same clock as vLLM's own records
-_RPC_FAILED_RX = re.compile(r"Worker failed with error ")
 _ENGINE_START_FAILED_RX = re.compile(r"Engine core initialization failed|EngineCore failed to start")
 _INCIDENT_LINES = 40                # without timestamps: records this close to the error in its file are its incident
 
@@ -189,7 +188,7 @@ def _placed_by_neighbour(root, cands):
     #    KV-cache and warm-up steps (determine_available_memory, initialize_from_config, compile_or_warm_up_model).
     #    The engine core's own record of it ("EngineCore failed to start.", core.py run_engine_core) heads the traceback
     #    that ends in the RPC's error, the API server's wrapper comes after it: either, in the same file
-    if _RPC_FAILED_RX.search(root["line"]) is not None and (
+    if "Worker failed with error " in root["line"] and (
             any(_ENGINE_START_FAILED_RX.search(line) for line in root.get("context") or ()) or
             any(c["index"] == root["index"] and c is not root and _ENGINE_START_FAILED_RX.search(c["line"]) for c in cands)):
         root.update(stage="engine_init", basis=BASIS_INFERRED, conf=CONF_MEDIUM, srank=STAGES.index("engine_init"))

@@ -994,7 +994,7 @@ SIGNATURES = (
     # "Fatal Python error: Illegal instruction": the binary uses an instruction this CPU lacks (a wheel or image built
     # for AVX-512 or AMX; vLLM's CPU build documents its instruction-set requirements); the CUDA runtime's
     # cudaErrorIllegalInstruction reads "an illegal instruction was encountered" (lower case) and stays a CUDA error
-    (FAILURE, "Illegal instruction", r"\bIllegal instruction\b", "other", WHERE_OR, "environment", (),
+    (FAILURE, "Illegal instruction", None, "other", WHERE_OR, "environment", (),
      "the CPU lacks an instruction the binary was built for (check the image's or wheel's CPU target: AVX-512, AMX)"),
     # Triton's make_cubin (triton/backends/nvidia/compiler.py, 3.x) runs ptxas with subprocess.run(check=True) and
     # raises PTXASError while handling its CalledProcessError (a paste may keep only the first)
@@ -1840,7 +1840,7 @@ CAUSES = (
      "the process's CUDA_VISIBLE_DEVICES holds UUIDs where vLLM reads device indices (round 81)"),
     ("is not defined for option 'gpu-name'", None, "environment",
      "ptxas older than the GPU's architecture: the toolchain (Triton's bundled ptxas, the CUDA toolkit) needs updating"),
-    ("Illegal instruction", r"\bIllegal instruction\b", "environment",
+    ("Illegal instruction", None, "environment",
      "SIGILL: the binary was built for instructions this CPU lacks"),
     ("Bfloat16 is only supported on GPUs", None, "config",
      "the device init's dtype check: the model's dtype (--dtype) does not suit this GPU"),
