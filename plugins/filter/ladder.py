@@ -21,8 +21,9 @@ from ansible_collections.repro.vllm.plugins.module_utils.ladder import _ladder
 from ansible_collections.repro.vllm.plugins.module_utils.ladder._command import CommandError
 
 
-def ladder_start(data, attempt=None, resume=None, **inputs):
-    """The ladder a play climbs, fixed before its first layer (_ladder.start), with ``last_good``: the run it climbs
+def ladder_start(values, attempt=None, resume=None, **inputs):
+    """The ladder a play climbs, fixed before its first layer (_ladder.start of _ladder.layers_data: the layers as
+    data from ``values``, the variables they read by name without ``repro_vllm_``), with ``last_good``: the run it climbs
     from, the run ``resume`` names (repro_vllm_ladder_resume, :func:`_resumed_run`) when given, else ``attempt`` (the
     minimal start's) when it is a good run; without either it fails, saying what is needed."""
     try:
@@ -30,7 +31,7 @@ def ladder_start(data, attempt=None, resume=None, **inputs):
         if good is None:
             raise _ladder.LadderError("there is no last good run to climb from (the minimal start and the single request "
                                       "must pass first, or set repro_vllm_ladder_resume to a good run's folder)")
-        return dict(_ladder.start(data, good, **inputs), last_good=good)
+        return dict(_ladder.start(_ladder.layers_data(values), good, **inputs), last_good=good)
     except _ladder.LadderError as exc:
         raise AnsibleFilterError("feature_layer: %s" % exc)
 

@@ -22,6 +22,8 @@ Controller side; Python standard library only (plus the collection's own module_
 
 from __future__ import annotations
 
+import json
+
 from ansible_collections.repro.vllm.plugins.module_utils.ladder import _command
 from ansible_collections.repro.vllm.plugins.module_utils.ladder._command import apply_layers
 from ansible_collections.repro.vllm.plugins.module_utils.common._redact import redact_data
@@ -364,6 +366,110 @@ def rollback_status(attempt):
             "earlier_state_returned": attempt.get("earlier_state_returned"),
             "reason": ("the earlier state came back: " if back else "the earlier state did NOT come back: ")
             + str(attempt.get("summary") or "")}
+
+
+# ------------------------------------------------------------------------------------------- the ladder as data
+# The variables the layers read (feature_layer's defaults and argument specs), by name without ``repro_vllm_``.
+LAYER_VALUES = ("prefix_block_size", "long_context_len", "long_context_prompt", "long_context_prompt_over",
+                "output_limit_tokens", "concurrency_n", "tool_call_parser", "tool_chat_template",
+                "structured_outputs_config", "tool_calling_request", "structured_output_request", "multi_node_args",
+                "multi_node_env", "gateway_url", "gateway_api_key", "gateway_probes")
+
+
+def layers_data(values):
+    """The ladder as data, layer name -> fields (docs/method.md "The ladder"), from ``values`` (``LAYER_VALUES``,
+    each the variable's value; a missing one is unset). Each layer is ONE variable on top of the last good run: the
+    options it sets (``args``; an option left empty is not set - ``_command.apply_layers``), the environment it adds
+    (``env``), what it changes in the fixed request (``request`` merged into the body, or the body itself with
+    ``request_mode: replace``; ``concurrency``, ``route``, ``base_url``), what must be set for it to run
+    (``requires``: variable -> its value; ``requires_nodes``), what to look at (``checks``), the expected observation
+    and the rollback. The order is ``_command.LADDER_ORDER``; repro_vllm_ladder_overrides replaces fields per layer."""
+    given = _mapping(values or {}, "the ladder's values (variable name without repro_vllm_ -> value)")
+    unknown = sorted(set(given) - set(LAYER_VALUES))
+    if unknown:
+        raise LadderError("%s is no variable the ladder's layers read; they read %s"
+                          % (", ".join(unknown), ", ".join(LAYER_VALUES)))
+    v = dict((k, given.get(k)) for k in LAYER_VALUES)
+    rerun = " (rerun the last good command)."
+    tokens, over, parser = v["output_limit_tokens"], v["long_context_prompt_over"], v["tool_call_parser"]
+    schema = bool(v["structured_output_request"])
+    outputs = v["structured_outputs_config"]
+    env, probes, key = v["multi_node_env"] or {}, v["gateway_probes"] or [], v["gateway_api_key"] or ""
+    return {
+        "prefix_caching": {
+            "args": ["--enable-prefix-caching"], "checks": ["prefix_cache"],
+            "expected": "The same request twice in one process: identical answers, and /metrics "
+                        "vllm:prefix_cache_hits_total grows by whole blocks of %s tokens for the repeated shared prefix "
+                        "(a prompt shorter than one block never hits); the stats log line shows a non-zero prefix cache "
+                        "hit rate; memory stays flat." % v["prefix_block_size"],
+            "rollback": "Drop --enable-prefix-caching" + rerun},
+        "long_context": {
+            "args": ["--max-model-len", v["long_context_len"]], "request": {"prompt": v["long_context_prompt"]},
+            "requires": {"repro_vllm_long_context_len": v["long_context_len"]}, "checks": ["prompt_over"],
+            "prompt_over": over,
+            "expected": "--max-model-len %s starts, and a prompt longer than %s tokens is accepted (2xx, "
+                        "usage.prompt_tokens above that) while the server stays healthy." % (v["long_context_len"], over),
+            "rollback": "Restore the previous --max-model-len and the previous prompt" + rerun},
+        "output_limit": {
+            "request": {"max_tokens": _as_int(tokens), "ignore_eos": True}, "checks": ["completion_tokens"],
+            "expected": "The answer runs to max_tokens=%s (finish_reason length, usage.completion_tokens %s) within "
+                        "the request timeout." % (tokens, tokens),
+            "rollback": "Restore the previous max_tokens" + rerun},
+        "concurrency_2": {
+            "concurrency": 2, "checks": ["same_text"],
+            "expected": "2 identical copies sent at the same moment both answer 2xx with the same text (temperature "
+                        "0); the server stays healthy.",
+            "rollback": "Send one copy at a time again" + rerun},
+        "concurrency_n": {
+            "concurrency": _as_int(v["concurrency_n"]), "checks": ["same_text"],
+            "expected": "%s identical copies sent at the same moment all answer 2xx with the same text; the server "
+                        "stays healthy." % v["concurrency_n"],
+            "rollback": "Go back to 2 copies at once" + rerun},
+        "tool_calling": {
+            "args": ["--enable-auto-tool-choice", "--tool-call-parser", parser, "--chat-template",
+                     v["tool_chat_template"], "--structured-outputs-config",
+                     # the option takes JSON: a mapping given as a variable is written as JSON, not as Python's repr
+                     json.dumps(outputs) if isinstance(outputs, dict) else "" if outputs is None else str(outputs)],
+            "route": "/v1/chat/completions", "request": v["tool_calling_request"], "request_mode": "replace",
+            "extra_requests": [{"label": "structured_output", "body": v["structured_output_request"]}],
+            "requires": {"repro_vllm_tool_call_parser": parser},
+            "checks": ["tool_call"] + (["json_schema"] if schema else []),
+            "expected": "The server starts with --enable-auto-tool-choice and the %s parser; the chat request with a "
+                        "tool definition and a forced tool_choice answers 2xx with message.tool_calls (an id, type "
+                        "function, the named function, arguments a JSON object of the tool's parameters' shape)%s; the "
+                        "server stays healthy. The text's meaning is not judged." % (parser, (
+                            "; the structured-output request (response_format json_schema) answers 2xx with content "
+                            "that is JSON of the schema's shape") if schema else ""),
+            "rollback": "Drop --enable-auto-tool-choice, --tool-call-parser (and --chat-template) and send the "
+                        "previous request" + rerun},
+        # no options of its own: exactly the production command's options this collection does not know, as
+        # written (repro_vllm_allow_unknown_options: true; the minimal start left them out); skipped without any
+        "unknown_options": {
+            "production_only": True,
+            "expected": "The last good command plus the production command's options this collection does not know "
+                        "starts, every node's log reaches the same stage, and the request of the last good run "
+                        "answers 2xx as it did.",
+            "rollback": "Drop the unknown options again" + rerun},
+        # the transport the recipe names (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME, VLLM_HOST_IP ...) is the layer's
+        # env and its options (--all2all-backend ...) its args; the placement every node gets from the attempt and the
+        # new hosts are the move _command allows a layer with requires_nodes
+        "multi_node": {
+            "requires_nodes": 2, "args": v["multi_node_args"] or [], "env": env,
+            "expected": "The head and the --headless workers (vLLM's own launcher: --nnodes, --node-rank, "
+                        "--master-addr) start together%s, every node's log reaches the same stage, and the fixed "
+                        "request answers 2xx." % ((" with " + ", ".join(env)) if env else ""),
+            "rollback": "Go back to the nodes of the last good run" + rerun},
+        # the server takes the key (--api-key) and the request goes through the gateway with it; the key is a secret
+        # (no_log), masked in every record
+        "gateway": {
+            "args": ["--api-key", key], "base_url": v["gateway_url"], "probes": probes,
+            "requires": {"repro_vllm_gateway_url": v["gateway_url"]},
+            "expected": "The fixed request sent through the gateway%s answers 2xx like the direct request, written by "
+                        "the server (a JSON answer passed through, not the gateway's own page)%s." % (
+                            " with the API key" if key else "",
+                            ("; so do the probes " + ", ".join(str(p.get("label")) for p in probes)) if probes else ""),
+            "rollback": "Drop --api-key and send the request to the server directly again" + rerun},
+    }
 
 
 # ------------------------------------------------------------------------- feature_layer's calls, one per decision

@@ -8,10 +8,8 @@ as record_diff judges it), and repro_vllm_port winning over the production comma
 from __future__ import annotations
 
 import copy
-import os
 
 import pytest
-import yaml
 
 from ansible.errors import AnsibleFilterError
 
@@ -22,8 +20,6 @@ from ansible_collections.repro.vllm.plugins.module_utils.ladder import _command 
 from ansible_collections.repro.vllm.tests.unit.plugins.module_utils.ladder.test__command import (
     FAKE_KEY, K3_DOCKER, K3_ENV, K3_H200, K3_H200_ENV, KIMI_CONFIG, PLAIN_CONFIG)
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
-LADDER = os.path.join(ROOT, "roles", "feature_layer", "vars", "ladder.yml")
 # an option no vLLM has, as a production command might carry a typo or a private patch's flag
 UNKNOWN = ["--frobnicate-level", "3"]
 # the H200 command with it and with the production port 8058
@@ -31,8 +27,7 @@ PROD = [a if a != "--port=8000" else "--port=8058" for a in K3_H200] + UNKNOWN
 
 
 def _ladder_data():
-    with open(LADDER) as fh:
-        return yaml.safe_load(fh)["_repro_vllm_ladder_data"]
+    return _ladder.layers_data({})
 
 
 # --- the derivation on the console ------------------------------------------------------------------------------

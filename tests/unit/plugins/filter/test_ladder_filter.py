@@ -44,16 +44,16 @@ def test_the_ladder_filters_and_their_errors():
     with pytest.raises(AnsibleFilterError, match="minimal_command: give the command as a list of arguments"):
         ladder.minimal_plan(["node01"], {"production_argv": "vllm serve m"})
     good = _run("run-002")
-    with pytest.raises(AnsibleFilterError, match="feature_layer: speculative is no ladder layer"):
+    with pytest.raises(AnsibleFilterError, match="feature_layer: speculative is no variable the ladder's layers read"):
         ladder.ladder_start({"speculative": {}}, good)
-    with pytest.raises(AnsibleFilterError, match="feature_layer: gateway is no layer of this ladder"):
-        ladder.layer_plan("gateway", ladder.ladder_start({"prefix_caching": {}}, good), {})
+    with pytest.raises(AnsibleFilterError, match="feature_layer: speculative is no layer of this ladder"):
+        ladder.layer_plan("speculative", ladder.ladder_start({}, good), {})
     with pytest.raises(AnsibleFilterError, match="feature_layer: the layer's attempt must be a mapping"):
         ladder.layer_judged({"name": "prefix_caching", "skip": ""}, None, {}, {})
     with pytest.raises(AnsibleFilterError, match="minimal_startup: request .* must be a mapping"):
         ladder.minimal_plan(["h1"], {"model": "/m"}, model_config_raw={}, request="/v1/completions")
     with pytest.raises(AnsibleFilterError, match="feature_layer: repro_vllm_ladder_until is 'x', which is no ladder"):
-        ladder.ladder_start({"prefix_caching": {}}, good, until="x")
+        ladder.ladder_start({}, good, until="x")
     with pytest.raises(AnsibleFilterError, match="job_exit: the input"):
         ladder.job_exit("run-007")
     with pytest.raises(AnsibleFilterError, match="job_exit: repro_vllm_record_only must be a boolean, not 'maybe'"):
@@ -64,9 +64,10 @@ def test_the_ladder_climbs_from_the_minimal_attempt_or_the_resumed_run_and_never
     """_ladder_start picks the run to climb from (feature_layer's _repro_vllm_last_good): the real cpu-layer minimal
     run when it is good, else the frozen run repro_vllm_ladder_resume names, read from its folder; a failed
     minimal run and no resume is an error that says what is needed."""
-    minimal, data = _run("run-002"), {"prefix_caching": {}, "gateway": {}}
-    started = ladder.ladder_start(data, minimal, until="gateway")
-    assert started["last_good"] is minimal and started["window"] == ["prefix_caching", "gateway"]
+    minimal, data = _run("run-002"), {"prefix_block_size": 16}
+    started = ladder.ladder_start(data, minimal, until="concurrency_2")
+    assert started["last_good"] is minimal and started["window"] == ["prefix_caching", "long_context", "output_limit",
+                                                                     "concurrency_2"]
     folder = os.path.join(RECORDS, "cpu-layer", "run-002")
     resumed = ladder.ladder_start(data, None, resume=folder, until="gateway")
     assert resumed["last_good"]["path"] == folder and resumed["last_good"]["run"] == minimal["run"]
@@ -178,7 +179,7 @@ def test_the_run_resumed_is_read_from_its_folder_and_must_be_good(tmp_path, monk
     assert ladder.last_good(minimal) == minimal and ladder.last_good(dict(minimal, ok=False)) is None
     monkeypatch.chdir(os.path.dirname(RECORDS))
     folder = os.path.join(os.path.basename(RECORDS), "cpu-layer", "run-003")
-    resumed = ladder.ladder_start({"prefix_caching": {}}, None, resume=folder)["last_good"]
+    resumed = ladder.ladder_start({}, None, resume=folder)["last_good"]
     assert resumed["run"] == "run-003" and resumed["path"] == folder and resumed["layers_applied"] == ["prefix_caching"]
     assert resumed["identity"] == load(os.path.join(RECORDS, "cpu-layer", "run-003", "changes.json"))["current"]
     with pytest.raises(AnsibleFilterError, match=r"feature_layer: \S+run-004 is not a good run \(stage config"):

@@ -193,7 +193,7 @@ def test_rollback_status_on_the_real_rollback_and_one_that_did_not_come_back():
 
 # -------------------------------------------------------------------- feature_layer's calls: start, plan, judged
 def _data(**values):
-    """The captured ladder data as vars/ladder.yml gives it now: name -> fields, ``requires`` as variable -> value
+    """The captured ladder data as layers_data gives it now: name -> fields, ``requires`` as variable -> value
     (set unless ``values`` says otherwise), no ``allow`` list (the move to more hosts is _command's)."""
     out = {}
     for layer in INPUTS["ladder"]:
@@ -208,6 +208,37 @@ def _start(good, until="gateway", data=None, **kw):
     kw.setdefault("play_hosts", INPUTS["play_hosts"])
     return _ladder.start(data or _data(), good, until=until, base=INPUTS["base"], request=INPUTS["request"],
                          prefix=INPUTS["prefix"], **kw)
+
+
+@pytest.mark.parametrize("variables", ["defaults", "steps", "set2"])
+def test_the_layers_as_data_are_what_the_yaml_rendered_from_the_same_variables(variables):
+    """layers_data against vars/ladder.yml's own rendering (fixtures/steps/ladder-yaml-d0a3e24), field by field; the
+    two faults of the YAML are the only differences: a mapping written as Python's repr where the option takes JSON,
+    and a stray backslash in the tool_calling expectation."""
+    capture = load(os.path.join(FIXTURES, "steps", "ladder-yaml-d0a3e24", "ladder-%s.json" % variables))
+    got, want = _ladder.layers_data(capture["values"]), capture["ladder"]
+    assert list(got) == list(want) == LADDER_ORDER
+    config = capture["values"]["structured_outputs_config"]
+    if isinstance(config, dict):
+        assert want["tool_calling"]["args"][-1] == str(config) and json.loads(got["tool_calling"]["args"][-1]) == config
+        want["tool_calling"]["args"][-1] = json.dumps(config)
+    if "json_schema" in want["tool_calling"]["checks"]:
+        assert "schema\\'s shape" in want["tool_calling"]["expected"]
+        want["tool_calling"]["expected"] = want["tool_calling"]["expected"].replace("schema\\'s", "schema's")
+    for name in LADDER_ORDER:
+        assert got[name] == want[name], name
+
+
+def test_the_layers_read_nothing_but_their_values_and_a_missing_value_is_unset():
+    data = _ladder.layers_data({"tool_call_parser": "hermes", "multi_node_env": {"NCCL_SOCKET_IFNAME": "ib0"}})
+    assert data["tool_calling"]["args"][:3] == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    assert data["tool_calling"]["args"][-1] == "" and data["tool_calling"]["checks"] == ["tool_call"]
+    assert data["multi_node"]["expected"].startswith("The head and the --headless workers (vLLM's own launcher: "
+                                                      "--nnodes, --node-rank, --master-addr) start together with "
+                                                      "NCCL_SOCKET_IFNAME, every node's log")
+    assert data["gateway"]["args"] == ["--api-key", ""] and data["gateway"]["requires"] == {"repro_vllm_gateway_url": None}
+    with pytest.raises(_ladder.LadderError):
+        _ladder.layers_data(["not", "a", "mapping"])
 
 
 @pytest.mark.parametrize("name", sorted(INPUTS["layers"]))
