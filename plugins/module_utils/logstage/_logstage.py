@@ -333,7 +333,7 @@ class _TB(object):
 
     __slots__ = ("state", "stream", "proc", "pid", "rec", "header", "entries", "frames", "lineno", "ts", "tkey",
                  "tkey_own", "idle", "warn_only", "context", "chained", "serving", "startup", "firm", "whole", "nframes",
-                 "ctx", "importing", "llm_call", "built", "rpc", "findent")
+                 "ctx", "importing", "import_chain", "llm_call", "built", "rpc", "findent")
 
     def __init__(self, stream, proc, pid, rec, lineno, ts, key, tkey_own, warn_only):
         self.state = "frames"
@@ -358,6 +358,7 @@ class _TB(object):
         self.whole = False               # its "Traceback" line is in the log (no caller cut away)
         self.nframes = 0                 # frame lines seen ('File "...", line N, in f')
         self.importing = False           # its innermost frame so far is a module of vLLM being imported
+        self.import_chain = False        # a vLLM module's code imported another's: every deeper frame runs in that import
         self.ctx = -1                    # the furthest stage the log had proved reached at its last line
         self.llm_call = False            # the last frame's line called one of LLM's request methods (round 29)
         self.built = 0                   # start-up frames seen: 1 an engine's construction, 2 any other
@@ -408,7 +409,12 @@ _CODE_LIKE_RX = re.compile(r'File "|[\w\]]\(|\s=\s|\w=\w|[(,]\s*$|^[\^~]+$')
 # an installed vLLM's (or a source checkout's) own module file; a user's script merely named or placed under vllm/ is not
 # (round 35: also a vLLM platform or feature plugin's, the vllm_* packages of vllm-project - vllm_ascend, vllm_omni,
 # vllm_gaudi, vllm_spyre, ... - which vLLM's CLI and platform detection import)
-_VLLM_MODULE_RX = re.compile(r"(?:site-packages|dist-packages|/vllm[\w-]*)/vllm(?:_[a-z]+)?/[\w/]+\.py$")
+# (round 87: also a source checkout in a folder of any name - "~/1Cat-vLLM/vllm/config/__init__.py" - known by
+# vLLM's own package layout under it, which a user's script named vllm does not have)
+_VLLM_MODULE_RX = re.compile(r"(?:site-packages|dist-packages|/vllm[\w-]*)/vllm(?:_[a-z]+)?/[\w/]+\.py$|/vllm/(?:"
+                             r"entrypoints|engine|v1|config|platforms|model_executor|distributed|worker|executor|"
+                             r"attention|lora|transformers_utils|multimodal|inputs|compilation)/[\w/]+\.py$|"
+                             r"/vllm/(?:__init__|envs|_custom_ops)\.py$")
 # (round 56) an engine's construction: LLMEngine / AsyncLLMEngine / MQLLMEngine / EngineCore built (vllm/engine/,
 # vllm/v1/engine/: from_engine_args, from_vllm_config, _init_engine, their __init__)
 _ENGINE_BUILD_RX = re.compile(r"^(?:from_engine_args|from_vllm_config|_init_engine|__init__) \S*/vllm/(?:v1/)?engine/")
@@ -489,6 +495,7 @@ class _Scan(object):
         self.lead_done = False
         self.comms = {}                  # (pid, NCCL comm pointer) -> "started" | "complete" | "destroyed"
         self.store_warn_at = -_BARRIER_NEAR - 1  # the last record of torch's TCPStore client (c10d warning)
+        self.warn_next = 0  # the line that goes on a Python warning's message (round 87)
         self.no_recover = False          # the marker being read is a request answered with a server error
         self._anchors = None
         self._buf = None
@@ -932,8 +939,13 @@ class _Scan(object):
                 tb.chained = "vllm" if "vllm" in path else "file"
                 # (round 50) a library's module code imported on from vLLM's (vllm/config.py's "import torch") is
                 # still vLLM being imported
-                tb.importing = func == "<module>" and tb.nframes > 0 and (
-                    tb.importing or _VLLM_MODULE_RX.search(path) is not None)
+                vllm_module = func == "<module>" and _VLLM_MODULE_RX.search(path) is not None
+                # (round 87) a vLLM module's code importing another's (two <module> frames in a row) is an import
+                # running: every frame under it runs while vLLM is imported (a module's __getattr__, importlib, what
+                # they call), where one <module> frame alone may be the main module's own code running (python -m)
+                tb.import_chain = tb.import_chain or (tb.importing and vllm_module)
+                tb.importing = tb.import_chain or func == "<module>" and tb.nframes > 0 and (
+                    tb.importing or vllm_module)
                 tb.nframes += 1
                 tb.findent = len(body) - len(body.lstrip())
                 return True
@@ -1288,6 +1300,13 @@ class _Scan(object):
     def _line(self, line, lineno, text):
         stream = line.stream
         body = line.msg
+        if line.pywarn:
+            # (round 87) Python prints a warning as "file.py:7: RuntimeWarning: message" and its source line indented
+            # (warnings.formatwarning): a message of several lines goes on unindented between them, and one whose
+            # first line ends with ":" goes on (vllm/__init__.py's "Failed to read commit hash:\n" + the import error)
+            self.warn_next = lineno + 1 if body.rstrip().endswith(":") else 0
+        elif lineno == self.warn_next and line.fmt == FMT_RAW and body[:1] not in (" ", "\t"):
+            line.pywarn = True
         if line.fmt == FMT_C10 and line.rec is not None and line.rec[1] in ("TCPStore.cpp", "socket.cpp"):
             self.store_warn_at = lineno
         elif _EXIT_BARRIER in body:

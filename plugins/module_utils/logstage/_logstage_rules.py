@@ -181,6 +181,14 @@ SIGNATURES = (
      (AT_WARNING,), None),
     (CONSEQUENCE, "RayActorError", None, "engine_dead", WHERE, None, (AT_WARNING,), None),
     (CONSEQUENCE, "ActorDiedError", None, "engine_dead", WHERE, None, (AT_WARNING,), None),
+    # (round 87) the raylet's word for a worker process that crashed under a task (Ray's core worker: "A worker died
+    # or was killed while executing a task by an unexpected system error"): a consequence - Ray often prints it before
+    # the dead worker's own last lines, which say why
+    (CONSEQUENCE, "A worker died or was killed while executing a task", None, "other", WHERE, None, (AT_WARNING,), None),
+    # ... and ActorDiedError's own text (ray/exceptions.py) where a paste kept the message without the type's name
+    # (class other: the worker's death, its cause - often the OOM killer - is in the lines that follow)
+    (CONSEQUENCE, "The actor is dead because its worker process has died", None, "other", WHERE, None,
+     (AT_WARNING,), None),
     (WEAK_CONSEQUENCE, "engine core exited unexpectedly", None, "engine_dead", WHERE, None, (AT_WARNING,), None),
     (WEAK_CONSEQUENCE, "failed (engine dead)", None, "engine_dead", WHERE, None, (AT_WARNING,), None),
     (WEAK_CONSEQUENCE, "died, exit code:", r"Worker \S+ pid \d+ died, exit code: -?\d+",
@@ -325,6 +333,9 @@ SIGNATURES = (
     # V0 multiproc worker loop (vllm/executor/multiproc_worker_utils.py _run_worker_process)
     (HEADER, "while processing method", r"Exception in worker \S+ while processing method", "other", WHERE, None, (), None),
     (HEADER, "terminate called after throwing an instance of", None, "other", WHERE, None, (), None),
+    # (round 87) LLVM's libc++abi (macOS, clang builds) says the same in one line, the exception's text after its type
+    # (cxa_default_handlers.cpp: "terminating due to uncaught exception of type %s: %s")
+    (FAILURE, "terminating due to uncaught exception of type", None, "other", WHERE, None, (), None),
     # a C++ std::terminate backtrace (Ray's raylet.so TerminateHandler prints the frames of the aborted worker)
     (FAILURE, "__cxxabiv1::__terminate", None, "other", WHERE, None, (), None),
     (HEADER, "Error executing method", r"Error executing method '?\w+'?\. This might cause deadlock",
@@ -1583,7 +1594,9 @@ CLASS_KEYWORDS = (
     # allocation, nrt_tensor_allocate; round 63: Rebellions' RBLN runtime "SYS_EBUSY: Lack of device memory")
     ("oom", ("OutOfMemoryError", "out of memory", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation",
              "DefaultCPUAllocator: can't allocate memory", "hipErrorOutOfMemory", "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
-             "nrt_tensor_allocate status=4", "NRT_RESOURCE", "Lack of device memory")),
+             "nrt_tensor_allocate status=4", "NRT_RESOURCE", "Lack of device memory",
+             # (round 87) Apple's GPU driver failing a Metal command buffer for memory (MTLCommandBufferError 8)
+             "kIOGPUCommandBufferCallbackErrorOutOfMemory")),
     ("illegal_memory_access", ("illegal memory access", "CUDA_ERROR_ILLEGAL_ADDRESS", "cudaErrorIllegalAddress")),
     ("driver_mismatch", ("driver version is insufficient", "driver on your system is too old",
                          "unsupported display driver")),

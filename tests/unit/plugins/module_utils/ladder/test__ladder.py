@@ -233,9 +233,9 @@ def test_the_layers_read_nothing_but_their_values_and_a_missing_value_is_unset()
     data = _ladder.layers_data({"tool_call_parser": "hermes", "multi_node_env": {"NCCL_SOCKET_IFNAME": "ib0"}})
     assert data["tool_calling"]["args"][:3] == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
     assert data["tool_calling"]["args"][-1] == "" and data["tool_calling"]["checks"] == ["tool_call"]
-    assert data["multi_node"]["expected"].startswith("The head and the --headless workers (vLLM's own launcher: "
-                                                      "--nnodes, --node-rank, --master-addr) start together with "
-                                                      "NCCL_SOCKET_IFNAME, every node's log")
+    assert data["multi_node"]["expected"].startswith(
+        "The head and the --headless workers (vLLM's own launcher: --nnodes, --node-rank, --master-addr) start "
+        "together with NCCL_SOCKET_IFNAME, every node's log")
     assert data["gateway"]["args"] == ["--api-key", ""] and data["gateway"]["requires"] == {"repro_vllm_gateway_url": None}
     with pytest.raises(_ladder.LadderError):
         _ladder.layers_data(["not", "a", "mapping"])
